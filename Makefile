@@ -1,0 +1,49 @@
+# kafkawire: `make demo` runs the main job against a local broker it starts itself;
+# `make test` runs the whole suite once per codec implementation (Cython, then pure Python).
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed-stamp
+export KAFKAWIRE_REQUIRE_EXTENSION := 1
+
+.PHONY: all venv build test test-cython test-python bench demo fuzz dist clean
+
+all: test
+
+$(STAMP): pyproject.toml setup.py
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip setuptools wheel
+	$(PY) -m pip install --quiet Cython
+	$(PY) -m pip install --quiet --no-build-isolation -e '.[test,bench,arrow,broker]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+# Rebuild the extension in place whenever _codec.pyx or its C headers change.
+build: $(STAMP)
+	$(PY) setup.py --quiet build_ext --inplace
+
+test: test-cython test-python
+
+test-cython: build
+	KAFKAWIRE_EXPECT_IMPLEMENTATION=cython $(PY) -m pytest -q -p no:cacheprovider tests
+
+test-python: build
+	KAFKAWIRE_PUREPYTHON=1 KAFKAWIRE_EXPECT_IMPLEMENTATION=python $(PY) -m pytest -q -p no:cacheprovider tests
+
+bench: build
+	$(PY) bench/compare_codec.py
+
+demo: build
+	$(PY) -m kafkawire demo
+
+fuzz: build
+	$(PY) -m pip install --quiet atheris
+	$(PY) tests/fuzz/atheris_codec.py -max_total_time=$${FUZZ_SECONDS:-300}
+
+dist: $(STAMP)
+	$(PY) -m pip install --quiet build
+	$(PY) -m build
+
+clean:
+	rm -rf build dist src/kafkawire/_codec.c src/kafkawire/*.so

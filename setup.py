@@ -1,0 +1,65 @@
+"""Build the one compiled extension, kafkawire._codec.
+
+If Cython or a compiler is missing the package still installs: kafkawire.codec then
+falls back to the pure-Python twin (kafkawire._pycodec), which gives the same results.
+Set KAFKAWIRE_REQUIRE_EXTENSION=1 to make a failed build an error (CI and wheels do).
+"""
+
+import os
+import sys
+
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+REQUIRE = os.environ.get("KAFKAWIRE_REQUIRE_EXTENSION", "") not in ("", "0")
+
+
+def extensions():
+    try:
+        from Cython.Build import cythonize
+    except ImportError:
+        if REQUIRE:
+            raise
+        return []
+    if sys.platform == "win32":
+        args = ["/O2"]
+    else:
+        args = ["-O3", "-fno-strict-aliasing"]
+    ext = Extension(
+        "kafkawire._codec",
+        ["src/kafkawire/_codec.pyx"],
+        include_dirs=["src/kafkawire"],
+        extra_compile_args=args,
+    )
+    return cythonize(
+        [ext],
+        language_level=3,
+        compiler_directives={
+            "boundscheck": False,
+            "wraparound": False,
+            "cdivision": True,
+            "initializedcheck": False,
+            "embedsignature": True,
+        },
+    )
+
+
+class OptionalBuildExt(build_ext):
+    def run(self):
+        try:
+            super().run()
+        except Exception as exc:  # noqa: BLE001 - any build failure means "use the twin"
+            if REQUIRE:
+                raise
+            print(f"kafkawire: extension not built ({exc}); using the pure-Python codec")
+
+    def build_extension(self, ext):
+        try:
+            super().build_extension(ext)
+        except Exception as exc:  # noqa: BLE001
+            if REQUIRE:
+                raise
+            print(f"kafkawire: extension not built ({exc}); using the pure-Python codec")
+
+
+setup(ext_modules=extensions(), cmdclass={"build_ext": OptionalBuildExt})
