@@ -10,6 +10,8 @@ From a declaration, :func:`build_struct` makes one Python class per struct and, 
 once per version, generates the source of an encoder and a decoder specialised to that
 version, compiles it and caches it.  Nothing walks the field list at run time.
 
+``default=None`` declares a null default (Kafka's ``"default": "null"``).
+
 Types: ``bool int8 int16 uint16 int32 int64 float64 uuid string bytes records``, an array
 of one of those written ``"[]int32"``, or a nested struct (``Field(..., fields=[...])``,
 ``array=True`` for an array of structs).  ``records`` is a bytes field carrying record
@@ -43,6 +45,7 @@ _VARLEN = ("string", "bytes", "records")
 _TYPES = set(_FIXED) | set(_VARLEN) | {"uuid"}
 _ZERO_UUID = _uuid.UUID(int=0)
 _NO_UNTIL = 1 << 30
+_UNSET: Any = object()  # "no default declared": the type's zero value is used
 
 
 class Field:
@@ -61,7 +64,7 @@ class Field:
         since: int = 0,
         until: int | None = None,
         nullable_since: int | None = None,
-        default: Any = None,
+        default: Any = _UNSET,
         tag: int | None = None,
         fields: Sequence[Field] | None = None,
         struct_name: str | None = None,
@@ -95,7 +98,7 @@ class Field:
         return self.nullable_since is not None and version >= self.nullable_since
 
     def default_value(self) -> Any:
-        if self.default is not None:
+        if self.default is not _UNSET:
             return self.default
         if self.nullable_since == 0 and not self.array and self.type != "struct":
             return None
@@ -461,7 +464,6 @@ def _gen_decode_field(g: _Gen, ind: int, f: Field, cls_expr: str, target: str, v
             g.emit(ind + 2, f"{item}, pos = {dec}(buf, pos, end)")
         else:
             g.emit(ind + 1, f"for _ in range({n}):")
-        else:
             _read_scalar(g, ind + 2, f.elem, item, flexible)  # type: ignore[arg-type]
         g.emit(ind + 2, f"{lst}.append({item})")
         g.emit(ind + 1, f"{target} = {lst}")
@@ -493,7 +495,6 @@ def _gen_encode_field(g: _Gen, ind: int, f: Field, cls_expr: str, value: str, ve
             g.emit(ind + 2, f"{enc}({item}, w)")
         else:
             g.emit(ind + 1, f"for {item} in {v}:")
-        else:
             _write_scalar(g, ind + 2, f.elem, item, f, version, flexible)  # type: ignore[arg-type]
     elif f.type == "struct":
         if f.nullable(version):
@@ -623,10 +624,12 @@ def build_struct(name: str, fields: Sequence[Field], flexible_from: int | None, 
 
 def _default_factory(f: Field, cls: type[Struct]) -> Any:
     if f.type == "struct" and not f.array:
-        if f.default is not None or f.nullable_since == 0:
+        if f.default is not _UNSET:
             return lambda: f.default
+        if f.nullable_since == 0:
+            return lambda: None
         return lambda: getattr(cls, "_sub_" + f.name)()
-    if f.array and f.default is None:
+    if f.array and f.default is _UNSET:
         return list
     value = f.default_value()
     return lambda: value

@@ -53,9 +53,9 @@ METADATA = Api(
             F("node_id", "int32"),
             F("host", "string"),
             F("port", "int32"),
-            F("rack", "string", since=1, nullable_since=1),
+            F("rack", "string", since=1, nullable_since=1, default=None),
         ]),
-        F("cluster_id", "string", since=2, nullable_since=2),
+        F("cluster_id", "string", since=2, nullable_since=2, default=None),
         F("controller_id", "int32", since=1, default=-1),
         F("topics", array=True, struct_name="MetadataResponseTopic", fields=[
             F("error_code", "int16"),
