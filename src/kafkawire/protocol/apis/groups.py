@@ -1,0 +1,285 @@
+"""Offsets and consumer groups: OffsetCommit (8), OffsetFetch (9), FindCoordinator (10),
+JoinGroup (11), Heartbeat (12), LeaveGroup (13), SyncGroup (14), DescribeGroups (15),
+ListGroups (16) and DeleteGroups (42).
+
+v0 of OffsetCommit, OffsetFetch and FindCoordinator (the seeds' "ConsumerMetadata") are
+the layouts of spec/002; v0 of the group membership APIs those of spec/003.  Newer
+versions follow the Kafka protocol guide and the KIPs named next to the fields.
+
+The member metadata inside JoinGroup and the assignments inside SyncGroup are opaque
+bytes here; kafkawire.protocol.consumer encodes and decodes the consumer protocol's.
+"""
+
+from kafkawire.protocol.api import Api
+from kafkawire.protocol.schema import Field as F
+
+# Authorized-operations bit fields are INT32_MIN when the client did not ask for them.
+_NO_OPS = -(2**31)
+
+OFFSET_COMMIT = Api(
+    8, "OffsetCommit", (0, 9), flexible_from=8,
+    request=[
+        F("group_id", "string"),
+        # Classic groups send their generation; KIP-848 consumer groups their member epoch (v9).
+        F("generation_id_or_member_epoch", "int32", since=1, default=-1),
+        F("member_id", "string", since=1),
+        F("group_instance_id", "string", since=7, nullable_since=7, default=None),  # KIP-345
+        # v2-v4 only: v5 left retention to the broker's offsets.retention.minutes (KIP-211).
+        F("retention_time_ms", "int64", since=2, until=4, default=-1),
+        F("topics", array=True, struct_name="OffsetCommitRequestTopic", fields=[
+            F("name", "string"),
+            F("partitions", array=True, struct_name="OffsetCommitRequestPartition", fields=[
+                F("partition_index", "int32"),
+                F("committed_offset", "int64"),
+                F("committed_leader_epoch", "int32", since=6, default=-1),  # KIP-320
+                # v1 only (the spec's TimeStamp): -1 asks the broker to stamp the receive time.
+                F("commit_timestamp", "int64", since=1, until=1, default=-1),
+                F("committed_metadata", "string", nullable_since=0, default=""),
+            ]),
+        ]),
+    ],
+    response=[
+        F("throttle_time_ms", "int32", since=3),
+        F("topics", array=True, struct_name="OffsetCommitResponseTopic", fields=[
+            F("name", "string"),
+            F("partitions", array=True, struct_name="OffsetCommitResponsePartition", fields=[
+                F("partition_index", "int32"),
+                F("error_code", "int16"),
+            ]),
+        ]),
+    ],
+)
+
+OFFSET_FETCH = Api(
+    9, "OffsetFetch", (0, 9), flexible_from=6,
+    request=[
+        F("group_id", "string", until=7),
+        # v2+: null asks for every topic the group has committed offsets for.
+        F("topics", array=True, until=7, nullable_since=2,
+          struct_name="OffsetFetchRequestTopic", fields=[
+            F("name", "string"),
+            F("partition_indexes", "[]int32"),
+        ]),
+        # v8+: several groups in one request (KIP-709).
+        F("groups", array=True, since=8, struct_name="OffsetFetchRequestGroup", fields=[
+            F("group_id", "string"),
+            F("member_id", "string", since=9, nullable_since=9, default=None),  # KIP-848
+            F("member_epoch", "int32", since=9, default=-1),
+            F("topics", array=True, nullable_since=8,
+              struct_name="OffsetFetchRequestTopics", fields=[
+                F("name", "string"),
+                F("partition_indexes", "[]int32"),
+            ]),
+        ]),
+        F("require_stable", "bool", since=7, default=False),  # KIP-447
+    ],
+    response=[
+        F("throttle_time_ms", "int32", since=3),
+        F("topics", array=True, until=7, struct_name="OffsetFetchResponseTopic", fields=[
+            F("name", "string"),
+            F("partitions", array=True, struct_name="OffsetFetchResponsePartition", fields=[
+                F("partition_index", "int32"),
+                # -1 with error 0 means the group has no offset for this partition.
+                F("committed_offset", "int64"),
+                F("committed_leader_epoch", "int32", since=5, default=-1),
+                F("metadata", "string", nullable_since=0, default=""),
+                F("error_code", "int16"),
+            ]),
+        ]),
+        F("error_code", "int16", since=2, until=7),
+        F("groups", array=True, since=8, struct_name="OffsetFetchResponseGroup", fields=[
+            F("group_id", "string"),
+            F("topics", array=True, struct_name="OffsetFetchResponseTopics", fields=[
+                F("name", "string"),
+                F("partitions", array=True, struct_name="OffsetFetchResponsePartitions", fields=[
+                    F("partition_index", "int32"),
+                    F("committed_offset", "int64"),
+                    F("committed_leader_epoch", "int32", default=-1),
+                    F("metadata", "string", nullable_since=0, default=""),
+                    F("error_code", "int16"),
+                ]),
+            ]),
+            F("error_code", "int16"),
+        ]),
+    ],
+)
+
+# key_type: 0 group, 1 transaction (KIP-98), 2 share group (KIP-932, v6).
+FIND_COORDINATOR = Api(
+    10, "FindCoordinator", (0, 6), flexible_from=3,
+    request=[
+        F("key", "string", until=3),  # the spec's ConsumerMetadata GroupId
+        F("key_type", "int8", since=1, default=0),
+        F("coordinator_keys", "[]string", since=4),  # KIP-699: batched lookups
+    ],
+    response=[
+        F("throttle_time_ms", "int32", since=1),
+        F("error_code", "int16", until=3),
+        F("error_message", "string", since=1, until=3, nullable_since=1, default=None),
+        F("node_id", "int32", until=3),
+        F("host", "string", until=3),
+        F("port", "int32", until=3),
+        F("coordinators", array=True, since=4, struct_name="Coordinator", fields=[
+            F("key", "string"),
+            F("node_id", "int32"),
+            F("host", "string"),
+            F("port", "int32"),
+            F("error_code", "int16"),
+            F("error_message", "string", nullable_since=0, default=None),
+        ]),
+    ],
+)
+
+JOIN_GROUP = Api(
+    11, "JoinGroup", (0, 9), flexible_from=6,
+    request=[
+        F("group_id", "string"),
+        F("session_timeout_ms", "int32"),
+        F("rebalance_timeout_ms", "int32", since=1, default=-1),
+        # Empty on the first join; v4+ brokers answer MEMBER_ID_REQUIRED (79) with an id to
+        # join again with (KIP-394).
+        F("member_id", "string"),
+        F("group_instance_id", "string", since=5, nullable_since=5, default=None),  # KIP-345
+        F("protocol_type", "string"),
+        F("protocols", array=True, struct_name="JoinGroupRequestProtocol", fields=[
+            F("name", "string"),
+            F("metadata", "bytes"),
+        ]),
+        F("reason", "string", since=8, nullable_since=8, default=None),  # KIP-800
+    ],
+    response=[
+        F("throttle_time_ms", "int32", since=2),
+        F("error_code", "int16"),
+        F("generation_id", "int32", default=-1),
+        F("protocol_type", "string", since=7, nullable_since=7, default=None),  # KIP-559
+        F("protocol_name", "string", nullable_since=7),
+        F("leader", "string"),
+        F("skip_assignment", "bool", since=9, default=False),  # KIP-814
+        F("member_id", "string"),
+        F("members", array=True, struct_name="JoinGroupResponseMember", fields=[
+            F("member_id", "string"),
+            F("group_instance_id", "string", since=5, nullable_since=5, default=None),
+            F("metadata", "bytes"),
+        ]),
+    ],
+)
+
+HEARTBEAT = Api(
+    12, "Heartbeat", (0, 4), flexible_from=4,
+    request=[
+        F("group_id", "string"),
+        F("generation_id", "int32"),
+        F("member_id", "string"),
+        F("group_instance_id", "string", since=3, nullable_since=3, default=None),
+    ],
+    response=[
+        F("throttle_time_ms", "int32", since=1),
+        F("error_code", "int16"),
+    ],
+)
+
+LEAVE_GROUP = Api(
+    13, "LeaveGroup", (0, 5), flexible_from=4,
+    request=[
+        F("group_id", "string"),
+        F("member_id", "string", until=2),
+        # v3+: several members leave at once, static members by instance id (KIP-345).
+        F("members", array=True, since=3, struct_name="MemberIdentity", fields=[
+            F("member_id", "string"),
+            F("group_instance_id", "string", nullable_since=0, default=None),
+            F("reason", "string", since=5, nullable_since=5, default=None),  # KIP-800
+        ]),
+    ],
+    response=[
+        F("throttle_time_ms", "int32", since=1),
+        F("error_code", "int16"),
+        F("members", array=True, since=3, struct_name="MemberResponse", fields=[
+            F("member_id", "string"),
+            F("group_instance_id", "string", nullable_since=0, default=None),
+            F("error_code", "int16"),
+        ]),
+    ],
+)
+
+SYNC_GROUP = Api(
+    14, "SyncGroup", (0, 5), flexible_from=4,
+    request=[
+        F("group_id", "string"),
+        F("generation_id", "int32"),
+        F("member_id", "string"),
+        F("group_instance_id", "string", since=3, nullable_since=3, default=None),
+        F("protocol_type", "string", since=5, nullable_since=5, default=None),  # KIP-559
+        F("protocol_name", "string", since=5, nullable_since=5, default=None),
+        # Only the leader fills this; followers send an empty array.
+        F("assignments", array=True, struct_name="SyncGroupRequestAssignment", fields=[
+            F("member_id", "string"),
+            F("assignment", "bytes"),
+        ]),
+    ],
+    response=[
+        F("throttle_time_ms", "int32", since=1),
+        F("error_code", "int16"),
+        F("protocol_type", "string", since=5, nullable_since=5, default=None),
+        F("protocol_name", "string", since=5, nullable_since=5, default=None),
+        F("assignment", "bytes"),
+    ],
+)
+
+DESCRIBE_GROUPS = Api(
+    15, "DescribeGroups", (0, 5), flexible_from=5,
+    request=[
+        F("groups", "[]string"),
+        F("include_authorized_operations", "bool", since=3),  # KIP-430
+    ],
+    response=[
+        F("throttle_time_ms", "int32", since=1),
+        F("groups", array=True, struct_name="DescribedGroup", fields=[
+            F("error_code", "int16"),
+            F("group_id", "string"),
+            F("group_state", "string"),
+            F("protocol_type", "string"),
+            F("protocol_data", "string"),
+            F("members", array=True, struct_name="DescribedGroupMember", fields=[
+                F("member_id", "string"),
+                F("group_instance_id", "string", since=4, nullable_since=4, default=None),
+                F("client_id", "string"),
+                F("client_host", "string"),
+                F("member_metadata", "bytes"),
+                F("member_assignment", "bytes"),
+            ]),
+            F("authorized_operations", "int32", since=3, default=_NO_OPS),
+        ]),
+    ],
+)
+
+LIST_GROUPS = Api(
+    16, "ListGroups", (0, 5), flexible_from=3,
+    request=[
+        F("states_filter", "[]string", since=4),  # KIP-518
+        F("types_filter", "[]string", since=5),  # KIP-848
+    ],
+    response=[
+        F("throttle_time_ms", "int32", since=1),
+        F("error_code", "int16"),
+        F("groups", array=True, struct_name="ListedGroup", fields=[
+            F("group_id", "string"),
+            F("protocol_type", "string"),
+            F("group_state", "string", since=4),
+            F("group_type", "string", since=5),
+        ]),
+    ],
+)
+
+DELETE_GROUPS = Api(
+    42, "DeleteGroups", (0, 2), flexible_from=2,
+    request=[
+        F("groups_names", "[]string"),
+    ],
+    response=[
+        F("throttle_time_ms", "int32"),
+        F("results", array=True, struct_name="DeletableGroupResult", fields=[
+            F("group_id", "string"),
+            F("error_code", "int16"),
+        ]),
+    ],
+)

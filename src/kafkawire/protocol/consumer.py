@@ -1,0 +1,286 @@
+"""The consumer protocol embedded in group membership messages, and two assignors.
+
+A consumer joining a group with protocol type "consumer" puts a
+:class:`ConsumerProtocolSubscription` into each JoinGroup protocol's ``metadata``; the
+leader answers with one :class:`ConsumerProtocolAssignment` per member in SyncGroup, and
+each member reads its own from the SyncGroup response's ``assignment``.  Both are
+non-flexible structs prefixed by an int16 version:
+
+* Subscription v0: topics, user_data; v1 adds owned_partitions (KIP-429, cooperative
+  rebalancing); v2 generation_id (KIP-792); v3 rack_id (KIP-881).
+* Assignment v0-v3: assigned_partitions, user_data (the versions move with the
+  subscription's; the layout has not changed).
+
+A reader meets versions newer than it knows when a newer client joins the group first:
+Kafka decodes those as its newest known version, reading the prefix it understands and
+ignoring the rest, and so does kafkawire.
+
+The assignors are pure functions from subscriptions and partition counts to assignments:
+:func:`range_assign` (the rule of spec/004: sort, contiguous chunks, extras to the
+earliest consumers) and :func:`round_robin_assign`.
+
+This module does no I/O.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from typing import Any, TypeVar
+
+from kafkawire import errors
+from kafkawire.protocol.schema import Field as F
+from kafkawire.protocol.schema import Struct, build_struct, decode, encode
+
+__all__ = [
+    "PROTOCOL_TYPE",
+    "SUBSCRIPTION_VERSION",
+    "ASSIGNMENT_VERSION",
+    "ConsumerProtocolSubscription",
+    "ConsumerProtocolAssignment",
+    "encode_subscription",
+    "decode_subscription",
+    "encode_assignment",
+    "decode_assignment",
+    "header_version",
+    "assignment_from_map",
+    "assignment_to_map",
+    "range_chunks",
+    "range_assign",
+    "round_robin_assign",
+    "RANGE",
+    "ROUNDROBIN",
+]
+
+#: JoinGroup's protocol_type for Kafka consumers.
+PROTOCOL_TYPE = "consumer"
+#: Assignor names as they appear in JoinGroup protocols (Kafka's).
+RANGE = "range"
+ROUNDROBIN = "roundrobin"
+
+#: The newest versions kafkawire knows (and writes by default).
+SUBSCRIPTION_VERSION = 3
+ASSIGNMENT_VERSION = 3
+
+_TOPIC_PARTITION = [
+    F("topic", "string"),
+    F("partitions", "[]int32"),
+]
+
+ConsumerProtocolSubscription: type[Struct] = build_struct(
+    "ConsumerProtocolSubscription",
+    [
+        F("topics", "[]string"),
+        F("user_data", "bytes", nullable_since=0, default=None),
+        F("owned_partitions", array=True, since=1, struct_name="TopicPartition",
+          fields=_TOPIC_PARTITION),
+        F("generation_id", "int32", since=2, default=-1),
+        F("rack_id", "string", since=3, nullable_since=3, default=None),
+    ],
+    flexible_from=None,
+)
+
+ConsumerProtocolAssignment: type[Struct] = build_struct(
+    "ConsumerProtocolAssignment",
+    [
+        F("assigned_partitions", array=True, struct_name="TopicPartition", fields=_TOPIC_PARTITION),
+        F("user_data", "bytes", nullable_since=0, default=None),
+    ],
+    flexible_from=None,
+)
+
+# Each struct has its own (topic, partitions) element class: use
+# ConsumerProtocolSubscription.TopicPartition for owned_partitions and
+# ConsumerProtocolAssignment.TopicPartition for assigned_partitions.
+
+_VERSION = struct.Struct(">h")
+
+
+def header_version(data: Any) -> int:
+    """The int16 version that starts an embedded subscription or assignment."""
+    view = memoryview(data)
+    if view.nbytes < 2:
+        raise errors.truncated("consumer protocol version", 0, 2, view.nbytes)
+    (version,) = _VERSION.unpack_from(view, 0)
+    if version < 0:
+        raise errors.malformed(
+            "consumer protocol header", 0,
+            f"negative version {version}; the bytes are not consumer protocol data",
+        )
+    return int(version)
+
+
+def _encode(obj: Struct, cls: type[Struct], version: int, newest: int, what: str) -> bytes:
+    if not isinstance(obj, cls):
+        raise errors.encode_error(f"expected a {cls.__name__}, got {type(obj).__name__}")
+    if not 0 <= version <= newest:
+        raise errors.encode_error(
+            f"{what} version {version} is not one kafkawire writes (0 to {newest})"
+        )
+    return _VERSION.pack(version) + encode(obj, version).getvalue()
+
+
+def _decode(data: Any, cls: type[Struct], newest: int) -> Struct:
+    version = header_version(data)
+    # Newer than known: read the known prefix and ignore the rest, as Kafka does.
+    obj, _end = decode(cls, data, min(version, newest), pos=2)
+    return obj
+
+
+def encode_subscription(sub: Struct, version: int = SUBSCRIPTION_VERSION) -> bytes:
+    """Bytes for a JoinGroup protocol's ``metadata``: int16 version, then the struct."""
+    return _encode(sub, ConsumerProtocolSubscription, version, SUBSCRIPTION_VERSION, "subscription")
+
+
+def decode_subscription(data: Any) -> Struct:
+    """Decode a member's JoinGroup metadata (any version; newer ones by their known prefix)."""
+    return _decode(data, ConsumerProtocolSubscription, SUBSCRIPTION_VERSION)
+
+
+def encode_assignment(assignment: Struct, version: int = ASSIGNMENT_VERSION) -> bytes:
+    """Bytes for a SyncGroup assignment: int16 version, then the struct."""
+    return _encode(
+        assignment, ConsumerProtocolAssignment, version, ASSIGNMENT_VERSION, "assignment"
+    )
+
+
+def decode_assignment(data: Any) -> Struct:
+    """Decode a SyncGroup assignment.
+
+    An empty buffer is an empty assignment: a broker sends one to a member the leader left
+    out, and on errors.
+    """
+    if memoryview(data).nbytes == 0:
+        return ConsumerProtocolAssignment()
+    return _decode(data, ConsumerProtocolAssignment, ASSIGNMENT_VERSION)
+
+
+def assignment_from_map(
+    topics: Mapping[str, Iterable[int]], user_data: bytes | None = None
+) -> Struct:
+    """A ConsumerProtocolAssignment from {topic: partitions} (sorted, for stable bytes)."""
+    cls = ConsumerProtocolAssignment
+    return cls(
+        assigned_partitions=[
+            cls.TopicPartition(topic=t, partitions=sorted(topics[t]))  # type: ignore[attr-defined]
+            for t in sorted(topics)
+        ],
+        user_data=user_data,
+    )
+
+
+def assignment_to_map(assignment: Struct) -> dict[str, list[int]]:
+    """{topic: partitions} of an assignment (partitions of a repeated topic are merged)."""
+    out: dict[str, list[int]] = {}
+    for tp in assignment.assigned_partitions:  # type: ignore[attr-defined]
+        out.setdefault(tp.topic, []).extend(tp.partitions)
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# Assignors
+# ---------------------------------------------------------------------------------------
+
+_T = TypeVar("_T")
+_C = TypeVar("_C", bound=Hashable)
+
+
+def range_chunks(items: Iterable[_T], consumers: Iterable[_C]) -> dict[_C, list[_T]]:
+    """Spec/004's balancing rule on any sortable items and consumer ids.
+
+    Items and consumers are sorted; each consumer gets a contiguous chunk of
+    ``len(items) // len(consumers)`` items, and the first ``len(items) % len(consumers)``
+    consumers one extra each (so 5-5-4-4, never 4-4-4-5).  Every consumer is a key of
+    the result, with an empty list when there are fewer items than consumers.
+    """
+    ordered_items = sorted(items)  # type: ignore[type-var]
+    ordered = sorted(set(consumers))  # type: ignore[type-var]
+    out: dict[_C, list[_T]] = {c: [] for c in ordered}
+    if not ordered:
+        if ordered_items:
+            raise ValueError(f"cannot assign {len(ordered_items)} items to no consumers")
+        return out
+    per, extra = divmod(len(ordered_items), len(ordered))
+    start = 0
+    for i, consumer in enumerate(ordered):
+        n = per + (1 if i < extra else 0)
+        out[consumer] = ordered_items[start : start + n]
+        start += n
+    return out
+
+
+def _partitions(topic: str, value: int | Iterable[int]) -> list[int]:
+    if isinstance(value, int):
+        if value < 0:
+            raise ValueError(f"topic {topic!r}: partition count {value} is negative")
+        return list(range(value))
+    parts = sorted(set(value))
+    for p in parts:
+        if not isinstance(p, int) or p < 0:
+            raise ValueError(f"topic {topic!r}: partition {p!r} is not a non-negative int")
+    return parts
+
+
+def _check_subscriptions(subscriptions: Mapping[str, Iterable[str]]) -> dict[str, set[str]]:
+    subs: dict[str, set[str]] = {}
+    for member, topics in subscriptions.items():
+        if isinstance(topics, str):
+            raise TypeError(
+                f"member {member!r}: topics must be a collection of names, got the string "
+                f"{topics!r} (wrap it in a list)"
+            )
+        subs[member] = set(topics)
+    return subs
+
+
+def range_assign(
+    subscriptions: Mapping[str, Iterable[str]],
+    partitions_per_topic: Mapping[str, int | Iterable[int]],
+) -> dict[str, dict[str, list[int]]]:
+    """Kafka's "range" assignor: for each topic, :func:`range_chunks` of its partitions over
+    the members subscribed to it, in member-id order.
+
+    ``subscriptions`` maps member id to subscribed topics; ``partitions_per_topic`` maps a
+    topic to its partition count or its partition ids.  Topics missing from it (unknown to
+    the cluster) are skipped.  Returns {member: {topic: partitions}}, every member present.
+    """
+    subs = _check_subscriptions(subscriptions)
+    out: dict[str, dict[str, list[int]]] = {m: {} for m in sorted(subs)}
+    for topic in sorted(set().union(*subs.values()) if subs else ()):
+        if topic not in partitions_per_topic:
+            continue
+        parts = _partitions(topic, partitions_per_topic[topic])
+        members = [m for m in out if topic in subs[m]]
+        for member, chunk in range_chunks(parts, members).items():
+            if chunk:
+                out[member][topic] = chunk
+    return out
+
+
+def round_robin_assign(
+    subscriptions: Mapping[str, Iterable[str]],
+    partitions_per_topic: Mapping[str, int | Iterable[int]],
+) -> dict[str, dict[str, list[int]]]:
+    """Kafka's "roundrobin" assignor.
+
+    Every partition of every subscribed topic, sorted by (topic, partition), is dealt in
+    turn to the members sorted by id; a member not subscribed to a partition's topic is
+    passed over for it.  Same arguments and result shape as :func:`range_assign`.
+    """
+    subs = _check_subscriptions(subscriptions)
+    members: Sequence[str] = sorted(subs)
+    out: dict[str, dict[str, list[int]]] = {m: {} for m in members}
+    subscribed = set().union(*subs.values()) if subs else set()
+    topics = sorted(t for t in subscribed if t in partitions_per_topic)
+    cursor = 0
+    for topic in topics:
+        parts = _partitions(topic, partitions_per_topic[topic])
+        for p in parts:
+            # Some member subscribes to this topic (it came from a subscription), so the
+            # scan ends within one turn of the circle.
+            while topic not in subs[members[cursor % len(members)]]:
+                cursor += 1
+            member = members[cursor % len(members)]
+            out[member].setdefault(topic, []).append(p)
+            cursor += 1
+    return out
