@@ -1,0 +1,563 @@
+"""The columnar shape of decoded records: flat numpy arrays over one contiguous buffer.
+
+:func:`kafkawire.codec.decode_columnar` returns a :class:`Columns`; ``to_arrow`` turns it
+into a pyarrow RecordBatch with Spark's Kafka schema without copying record bytes, and
+:func:`kafkawire.codec.encode_columnar` encodes one.  Both codec implementations build
+this same class.
+
+This module does no I/O; numpy is imported at module level, pyarrow only when used.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kafkawire import errors
+
+__all__ = ["Columns"]
+
+_INT32_MAX = 2**31 - 1
+_FIELDS = (
+    ("data", np.uint8),
+    ("offsets", np.int64),
+    ("timestamps", np.int64),
+    ("timestamp_types", np.int8),
+    ("key_offsets", np.int32),
+    ("key_lengths", np.int32),
+    ("value_offsets", np.int32),
+    ("value_lengths", np.int32),
+    ("header_index", np.int32),
+    ("header_key_offsets", np.int32),
+    ("header_value_offsets", np.int32),
+    ("header_value_lengths", np.int32),
+)
+
+
+def data_too_large(total: int) -> errors.CodecError:
+    """The error for columnar data past what int32 offsets can address (both codecs)."""
+    return errors.CodecError(
+        f"columnar data of {total} bytes is more than the {_INT32_MAX} bytes int32 offsets "
+        f"can address; decode in smaller pieces"
+    )
+
+
+def _bad(problem: str) -> errors.EncodeError:
+    return errors.encode_error(f"Columns: {problem}")
+
+
+def _as_bytes(i: int, what: str, value) -> bytes | bytearray | None:
+    if value is None or type(value) is bytes or type(value) is bytearray:
+        return value
+    try:
+        return memoryview(value).tobytes()
+    except TypeError:
+        raise errors.encode_error(
+            f"record {i}: {what} must be bytes-like or None, not {type(value).__name__}"
+        ) from None
+
+
+def record_fields(i: int, rec, timestamp: int):
+    """Normalize encoder input ``rec`` (record number ``i``).
+
+    Returns ``(key, value, timestamp, headers)``: key/value bytes, bytearray or None,
+    timestamp an int, headers a tuple of (UTF-8 key bytes, value bytes or None).  Shared by
+    the pure-Python encoders and :meth:`Columns.from_records`.
+    """
+    if type(rec) is tuple:
+        n = len(rec)
+        if n == 2:
+            key, value = rec
+            ts = None
+            headers = ()
+        elif n == 3:
+            key, value, ts = rec
+            headers = ()
+        elif n == 4:
+            key, value, ts, headers = rec
+        else:
+            raise errors.encode_error(
+                f"record {i}: a record tuple has 2 to 4 items "
+                f"(key, value[, timestamp[, headers]]), not {n}"
+            )
+    else:
+        try:
+            key = rec.key
+            value = rec.value
+            ts = rec.timestamp
+            headers = rec.headers
+        except AttributeError:
+            raise errors.encode_error(
+                f"record {i}: expected a Record or a (key, value[, timestamp[, headers]]) "
+                f"tuple, not {type(rec).__name__}"
+            ) from None
+    if ts is None:
+        ts = timestamp
+    elif type(ts) is not int:
+        if isinstance(ts, bool) or not isinstance(ts, int):
+            raise errors.encode_error(
+                f"record {i}: timestamp must be an int or None, not {type(ts).__name__}"
+            )
+        ts = int(ts)
+    key = _as_bytes(i, "key", key)
+    value = _as_bytes(i, "value", value)
+    if headers:
+        out = []
+        try:
+            items = list(headers)
+        except TypeError:
+            raise errors.encode_error(
+                f"record {i}: headers must be an iterable of (key, value) pairs, "
+                f"not {type(headers).__name__}"
+            ) from None
+        for h in items:
+            try:
+                hk, hv = h
+            except (TypeError, ValueError):
+                raise errors.encode_error(
+                    f"record {i}: a header is a (key, value) pair, not {h!r}"
+                ) from None
+            if type(hk) is str:
+                hk = hk.encode("utf-8", "surrogatepass")
+                try:
+                    hk.decode("utf-8")
+                except UnicodeDecodeError:
+                    raise errors.encode_error(
+                        f"record {i}: header key {h[0]!r:.60} is not valid Unicode"
+                    ) from None
+            elif isinstance(hk, (bytes, bytearray, memoryview)):
+                hk = bytes(hk)
+                try:
+                    hk.decode("utf-8")
+                except UnicodeDecodeError:
+                    raise errors.encode_error(
+                        f"record {i}: header key {hk!r:.60} is not valid UTF-8"
+                    ) from None
+            else:
+                raise errors.encode_error(
+                    f"record {i}: header key must be str or bytes, not {type(hk).__name__}"
+                )
+            out.append((hk, _as_bytes(i, "header value", hv)))
+        headers = tuple(out)
+    else:
+        headers = ()
+    return key, value, ts, headers
+
+
+class Columns:
+    """Decoded records as flat arrays over one buffer (see ``to_arrow`` for Spark's schema).
+
+    ``data`` holds every key (record order), then every value, then every header key
+    (UTF-8), then every header value.  Key ``i`` is ``data[key_offsets[i]:key_offsets[i+1]]``
+    (likewise values and header keys/values); a null key or value has length -1 in
+    ``key_lengths``/``value_lengths`` and an empty span.  The headers of record ``i`` are
+    header slots ``header_index[i]`` to ``header_index[i+1]``.
+    """
+
+    __slots__ = tuple(name for name, _ in _FIELDS) + ("_view",)
+
+    def __init__(
+        self,
+        data,
+        offsets,
+        timestamps,
+        timestamp_types,
+        key_offsets,
+        key_lengths,
+        value_offsets,
+        value_lengths,
+        header_index,
+        header_key_offsets,
+        header_value_offsets,
+        header_value_lengths,
+    ):
+        args = (
+            data,
+            offsets,
+            timestamps,
+            timestamp_types,
+            key_offsets,
+            key_lengths,
+            value_offsets,
+            value_lengths,
+            header_index,
+            header_key_offsets,
+            header_value_offsets,
+            header_value_lengths,
+        )
+        for (name, dtype), arg in zip(_FIELDS, args):
+            try:
+                arr = np.frombuffer(arg, dtype=dtype)
+            except (TypeError, ValueError) as exc:
+                raise _bad(f"{name} is not a buffer of {np.dtype(dtype).name} ({exc})") from None
+            setattr(self, name, arr)
+        self._view = memoryview(self.data)
+        self._validate()
+
+    def _validate(self) -> None:
+        n = len(self.offsets)
+        h = len(self.header_value_lengths)
+        size = len(self.data)
+        if size > _INT32_MAX:
+            raise data_too_large(size)
+        for name, want in (
+            ("timestamps", n),
+            ("timestamp_types", n),
+            ("key_offsets", n + 1),
+            ("key_lengths", n),
+            ("value_offsets", n + 1),
+            ("value_lengths", n),
+            ("header_index", n + 1),
+            ("header_key_offsets", h + 1),
+            ("header_value_offsets", h + 1),
+        ):
+            got = len(getattr(self, name))
+            if got != want:
+                raise _bad(f"{name} has {got} entries, expected {want} for {n} records, {h} headers")
+        for name, limit in (
+            ("key_offsets", size),
+            ("value_offsets", size),
+            ("header_key_offsets", size),
+            ("header_value_offsets", size),
+            ("header_index", h),
+        ):
+            arr = getattr(self, name)
+            if arr[0] < 0 or arr[-1] > limit or (len(arr) > 1 and bool(np.any(arr[1:] < arr[:-1]))):
+                raise _bad(f"{name} must rise monotonically from 0 or more to at most {limit}")
+        if int(self.header_index[0]) != 0 or int(self.header_index[-1]) != h:
+            raise _bad(f"header_index must run from 0 to the {h} header slots")
+        for name, offs in (
+            ("key_lengths", self.key_offsets),
+            ("value_lengths", self.value_offsets),
+            ("header_value_lengths", self.header_value_offsets),
+        ):
+            lengths = getattr(self, name)
+            spans = np.diff(offs)
+            if bool(np.any(np.where(lengths < 0, spans != 0, lengths != spans))):
+                raise _bad(f"{name} disagree with their offsets (null entries need an empty span)")
+
+    # ---- record access -------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    def __repr__(self) -> str:
+        return (
+            f"Columns({len(self.offsets)} records, {len(self.header_value_lengths)} headers, "
+            f"{len(self.data)} bytes of data)"
+        )
+
+    def key(self, i: int) -> bytes | None:
+        if self.key_lengths[i] < 0:
+            return None
+        return self._view[self.key_offsets[i] : self.key_offsets[i + 1]].tobytes()
+
+    def value(self, i: int) -> bytes | None:
+        if self.value_lengths[i] < 0:
+            return None
+        return self._view[self.value_offsets[i] : self.value_offsets[i + 1]].tobytes()
+
+    def headers(self, i: int) -> tuple[tuple[str, bytes | None], ...]:
+        view = self._view
+        hko = self.header_key_offsets
+        hvo = self.header_value_offsets
+        hvl = self.header_value_lengths
+        out = []
+        for j in range(int(self.header_index[i]), int(self.header_index[i + 1])):
+            k = str(view[hko[j] : hko[j + 1]], "utf-8")
+            v = None if hvl[j] < 0 else view[hvo[j] : hvo[j + 1]].tobytes()
+            out.append((k, v))
+        return tuple(out)
+
+    def record(self, i: int):
+        from kafkawire import codec  # lazily: codec imports this module
+
+        n = len(self.offsets)
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError(f"record index {i} out of range for {n} records")
+        return codec.Record(
+            int(self.offsets[i]),
+            int(self.timestamps[i]),
+            int(self.timestamp_types[i]),
+            self.key(i),
+            self.value(i),
+            self.headers(i),
+        )
+
+    def to_records(self) -> list:
+        """Every record as a ``kafkawire.codec.Record`` (copies keys and values out)."""
+        from kafkawire import codec
+
+        Record = codec.Record
+        view = self._view
+        ko = self.key_offsets.tolist()
+        kl = self.key_lengths.tolist()
+        vo = self.value_offsets.tolist()
+        vl = self.value_lengths.tolist()
+        hi = self.header_index.tolist()
+        hko = self.header_key_offsets.tolist()
+        hvo = self.header_value_offsets.tolist()
+        hvl = self.header_value_lengths.tolist()
+        out = []
+        for i, (off, ts, tt) in enumerate(
+            zip(self.offsets.tolist(), self.timestamps.tolist(), self.timestamp_types.tolist())
+        ):
+            key = None if kl[i] < 0 else view[ko[i] : ko[i + 1]].tobytes()
+            value = None if vl[i] < 0 else view[vo[i] : vo[i + 1]].tobytes()
+            if hi[i] == hi[i + 1]:
+                headers = ()
+            else:
+                headers = tuple(
+                    (
+                        str(view[hko[j] : hko[j + 1]], "utf-8"),
+                        None if hvl[j] < 0 else view[hvo[j] : hvo[j + 1]].tobytes(),
+                    )
+                    for j in range(hi[i], hi[i + 1])
+                )
+            out.append(Record(off, ts, tt, key, value, headers))
+        return out
+
+    # ---- Arrow -----------------------------------------------------------------------------
+    def to_arrow(self, topic: str | None = None, partition: int | None = None):
+        """A pyarrow RecordBatch with Spark's Kafka source schema, sharing ``data``.
+
+        Columns: key binary, value binary, [topic string, partition int32 when given],
+        offset int64, timestamp timestamp[ms, UTC], timestampType int32,
+        headers list<struct<key: string, value: binary>>.  Key, value and header bytes and
+        the offset/timestamp arrays are not copied.
+        """
+        try:
+            import pyarrow as pa
+        except ImportError:
+            raise errors.CodecError(
+                "Columns.to_arrow needs the 'pyarrow' package, which is not installed; "
+                "install it with: pip install pyarrow"
+            ) from None
+        n = len(self.offsets)
+        h = len(self.header_value_lengths)
+        data = pa.py_buffer(self.data)
+
+        def validity(lengths):
+            nulls = lengths < 0
+            if not bool(nulls.any()):
+                return None
+            return pa.py_buffer(np.packbits(~nulls, bitorder="little"))
+
+        key = pa.Array.from_buffers(
+            pa.binary(), n, [validity(self.key_lengths), pa.py_buffer(self.key_offsets), data]
+        )
+        value = pa.Array.from_buffers(
+            pa.binary(), n, [validity(self.value_lengths), pa.py_buffer(self.value_offsets), data]
+        )
+        header_key = pa.Array.from_buffers(
+            pa.string(), h, [None, pa.py_buffer(self.header_key_offsets), data]
+        )
+        header_value = pa.Array.from_buffers(
+            pa.binary(),
+            h,
+            [validity(self.header_value_lengths), pa.py_buffer(self.header_value_offsets), data],
+        )
+        struct_type = pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())])
+        header_struct = pa.StructArray.from_arrays(
+            [header_key, header_value], fields=list(struct_type)
+        )
+        headers = pa.Array.from_buffers(
+            pa.list_(struct_type),
+            n,
+            [None, pa.py_buffer(self.header_index)],
+            children=[header_struct],
+        )
+        arrays = [key, value]
+        names = ["key", "value"]
+        if topic is not None:
+            arrays.append(pa.repeat(pa.scalar(topic, pa.string()), n))
+            names.append("topic")
+        if partition is not None:
+            arrays.append(pa.repeat(pa.scalar(partition, pa.int32()), n))
+            names.append("partition")
+        arrays += [
+            pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(self.offsets)]),
+            pa.Array.from_buffers(
+                pa.timestamp("ms", tz="UTC"), n, [None, pa.py_buffer(self.timestamps)]
+            ),
+            pa.array(self.timestamp_types.astype(np.int32), pa.int32()),
+            headers,
+        ]
+        names += ["offset", "timestamp", "timestampType", "headers"]
+        return pa.RecordBatch.from_arrays(arrays, names=names)
+
+    # ---- building, for encoding ----------------------------------------------------------
+    @classmethod
+    def from_records(cls, records, timestamp: int = -1) -> Columns:
+        """Columns from encoder input (Records or tuples, as ``encode_record_batch`` takes).
+
+        A Record keeps its offset and timestamp type; tuple ``i`` gets offset ``i`` and
+        timestamp type 0 (CreateTime).
+        """
+        offsets = []
+        timestamps = []
+        ttypes = []
+        keys = []
+        values = []
+        hkeys = []
+        hvalues = []
+        hcounts = []
+        for i, rec in enumerate(records):
+            key, value, ts, headers = record_fields(i, rec, timestamp)
+            if type(rec) is tuple:
+                offsets.append(i)
+                ttypes.append(0)
+            else:
+                offsets.append(rec.offset)
+                ttypes.append(rec.timestamp_type)
+            timestamps.append(ts)
+            keys.append(key)
+            values.append(value)
+            hcounts.append(len(headers))
+            for hk, hv in headers:
+                hkeys.append(hk)
+                hvalues.append(hv)
+        try:
+            offsets_arr = np.array(offsets, dtype=np.int64)
+            ts_arr = np.array(timestamps, dtype=np.int64)
+            tt_arr = np.array(ttypes, dtype=np.int8)
+        except OverflowError as exc:
+            raise errors.encode_error(f"Columns.from_records: value out of range ({exc})") from None
+        return cls._build(offsets_arr, ts_arr, tt_arr, keys, values, hcounts, hkeys, hvalues)
+
+    @classmethod
+    def _build(cls, offsets, timestamps, ttypes, keys, values, hcounts, hkeys, hvalues):
+        def spans(items, start):
+            lengths = np.fromiter(
+                (-1 if x is None else len(x) for x in items), dtype=np.int64, count=len(items)
+            )
+            offs = np.empty(len(items) + 1, dtype=np.int64)
+            offs[0] = start
+            np.cumsum(np.maximum(lengths, 0), out=offs[1:])
+            offs[1:] += start
+            return offs, lengths
+
+        ko, kl = spans(keys, 0)
+        vo, vl = spans(values, int(ko[-1]))
+        hko, _ = spans(hkeys, int(vo[-1]))
+        hvo, hvl = spans(hvalues, int(hko[-1]))
+        total = int(hvo[-1])
+        if total > _INT32_MAX:
+            raise data_too_large(total)
+        data = bytearray().join([x for part in (keys, values, hkeys, hvalues) for x in part if x])
+        hi = np.zeros(len(hcounts) + 1, dtype=np.int64)
+        np.cumsum(np.asarray(hcounts, dtype=np.int64), out=hi[1:])
+        i32 = np.int32
+        return cls(
+            data,
+            offsets,
+            timestamps,
+            ttypes,
+            ko.astype(i32),
+            kl.astype(i32),
+            vo.astype(i32),
+            vl.astype(i32),
+            hi.astype(i32),
+            hko.astype(i32),
+            hvo.astype(i32),
+            hvl.astype(i32),
+        )
+
+    @classmethod
+    def from_arrow(cls, batch) -> Columns:
+        """Columns from a pyarrow RecordBatch or Table with (at least) ``key`` and ``value``.
+
+        Optional columns, as ``to_arrow`` writes them: ``offset`` (default: row number),
+        ``timestamp`` (timestamp or int64 milliseconds; default and null: -1),
+        ``timestampType`` (default 0) and ``headers``.  Key and value may be binary or string.
+        """
+        import pyarrow as pa
+
+        names = batch.schema.names
+        for required in ("key", "value"):
+            if required not in names:
+                raise _bad(f"from_arrow needs a {required!r} column; the batch has {names}")
+
+        def column(name):
+            col = batch.column(name)
+            if isinstance(col, pa.ChunkedArray):
+                col = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+            return col
+
+        n = batch.num_rows
+
+        def binary_spans(arr, what):
+            t = arr.type
+            if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_large_binary(t):
+                arr = arr.cast(pa.binary())
+            elif not pa.types.is_binary(t):
+                raise _bad(f"from_arrow: column {what!r} must be binary or string, not {t}")
+            m = len(arr)
+            bufs = arr.buffers()
+            offs = np.frombuffer(bufs[1], dtype=np.int32)[arr.offset : arr.offset + m + 1]
+            start, end = int(offs[0]), int(offs[-1])
+            body = bufs[2]
+            region = b"" if body is None or end == start else body[start:end]
+            lengths = np.diff(offs).astype(np.int64)
+            if arr.null_count:
+                nulls = arr.is_null().to_numpy(zero_copy_only=False)
+                lengths[nulls] = -1
+            return region, (offs - start).astype(np.int64), lengths
+
+        kr, ko, kl = binary_spans(column("key"), "key")
+        vr, vo, vl = binary_spans(column("value"), "value")
+        if "offset" in names:
+            offsets = column("offset").cast(pa.int64()).fill_null(-1).to_numpy()
+        else:
+            offsets = np.arange(n, dtype=np.int64)
+        if "timestamp" in names:
+            ts = column("timestamp")
+            if pa.types.is_timestamp(ts.type):
+                ts = ts.cast(pa.timestamp("ms", tz=ts.type.tz), safe=False)
+            timestamps = ts.cast(pa.int64()).fill_null(-1).to_numpy()
+        else:
+            timestamps = np.full(n, -1, dtype=np.int64)
+        if "timestampType" in names:
+            ttypes = column("timestampType").cast(pa.int8()).fill_null(0).to_numpy()
+        else:
+            ttypes = np.zeros(n, dtype=np.int8)
+        if "headers" in names:
+            lists = column("headers")
+            bufs = lists.buffers()
+            loffs = np.frombuffer(bufs[1], dtype=np.int32)[lists.offset : lists.offset + n + 1]
+            hi = (loffs - loffs[0]).astype(np.int64)
+            entries = lists.values.slice(int(loffs[0]), int(loffs[-1] - loffs[0]))
+            hkr, hko, _ = binary_spans(entries.field("key"), "headers.key")
+            hvr, hvo, hvl = binary_spans(entries.field("value"), "headers.value")
+        else:
+            hi = np.zeros(n + 1, dtype=np.int64)
+            hkr = hvr = b""
+            hko = hvo = np.zeros(1, dtype=np.int64)
+            hvl = np.zeros(0, dtype=np.int64)
+        regions = (kr, vr, hkr, hvr)
+        sizes = [len(memoryview(r)) if not isinstance(r, pa.Buffer) else r.size for r in regions]
+        total = sum(sizes)
+        if total > _INT32_MAX:
+            raise data_too_large(total)
+        data = bytearray(total)
+        pos = 0
+        bases = []
+        for r, size in zip(regions, sizes):
+            bases.append(pos)
+            data[pos : pos + size] = memoryview(r)
+            pos += size
+        i32 = np.int32
+        return cls(
+            data,
+            np.ascontiguousarray(offsets, dtype=np.int64),
+            np.ascontiguousarray(timestamps, dtype=np.int64),
+            np.ascontiguousarray(ttypes, dtype=np.int8),
+            (ko + bases[0]).astype(i32),
+            kl.astype(i32),
+            (vo + bases[1]).astype(i32),
+            vl.astype(i32),
+            hi.astype(i32),
+            (hko + bases[2]).astype(i32),
+            (hvo + bases[3]).astype(i32),
+            hvl.astype(i32),
+        )
