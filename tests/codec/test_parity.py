@@ -1,0 +1,514 @@
+"""The Cython extension and the pure-Python twin give identical results and errors.
+
+Both modules are loaded directly (not through kafkawire.codec), so this file checks the
+pair whatever KAFKAWIRE_PUREPYTHON says.  The fuzz test at the end mutates valid sets and
+feeds both implementations; it is seeded, so a failure reproduces.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import struct
+import zlib
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kafkawire import _pycodec as py
+from kafkawire import compression, errors
+from kafkawire._columnar import Columns
+
+try:
+    from kafkawire import _codec as cy
+except ImportError as exc:  # pragma: no cover - depends on the build
+    if os.environ.get("KAFKAWIRE_EXPECT_IMPLEMENTATION") == "cython":
+        pytest.fail(f"kafkawire._codec must be built for this run: {exc!r}", pytrace=False)
+    pytest.skip(
+        "kafkawire._codec is not built (run `python setup.py build_ext --inplace`)",
+        allow_module_level=True,
+    )
+
+# ---------------------------------------------------------------------------------------
+# Normalising results so that objects of the two implementations compare
+# ---------------------------------------------------------------------------------------
+
+BATCH_FIELDS = (
+    "base_offset", "magic", "crc", "attributes", "compression", "timestamp_type",
+    "is_transactional", "is_control", "partition_leader_epoch", "last_offset_delta",
+    "base_timestamp", "max_timestamp", "producer_id", "producer_epoch", "base_sequence",
+)
+COLUMN_FIELDS = (
+    "data", "offsets", "timestamps", "timestamp_types", "key_offsets", "key_lengths",
+    "value_offsets", "value_lengths", "header_index", "header_key_offsets",
+    "header_value_offsets", "header_value_lengths",
+)
+
+
+def norm(value):
+    if isinstance(value, (py.Record, cy.Record)):
+        return ("Record", value.offset, value.timestamp, value.timestamp_type, value.key,
+                value.value, tuple(value.headers))
+    if isinstance(value, (py.Batch, cy.Batch)):
+        return ("Batch", *(getattr(value, f) for f in BATCH_FIELDS),
+                tuple(norm(r) for r in value.records))
+    if isinstance(value, Columns):
+        out = ["Columns", len(value)]
+        for name in COLUMN_FIELDS:
+            arr = np.asarray(getattr(value, name))
+            out.append((str(arr.dtype), arr.shape, arr.tobytes()))
+        return tuple(out)
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, tuple(norm(v) for v in value))
+    if isinstance(value, dict):
+        return ("dict", tuple(sorted((k, norm(v)) for k, v in value.items())))
+    if isinstance(value, (bytearray, memoryview)):
+        return ("bytes-like", type(value).__name__, bytes(value))
+    return value
+
+
+def outcome(fn, *args, **kwargs):
+    try:
+        result = fn(*args, **kwargs)
+    except Exception as exc:  # noqa: BLE001 - the type and message are what we compare
+        extra = ()
+        if isinstance(exc, errors.CorruptRecordError):
+            extra = (exc.offset, exc.expected, exc.found)
+        return ("raised", type(exc), str(exc), extra)
+    return ("returned", norm(result))
+
+
+def assert_same(name: str, *args, **kwargs):
+    """Call `name` in both implementations; the outcomes must match.  Returns py's."""
+    expected = outcome(getattr(py, name), *args, **kwargs)
+    got = outcome(getattr(cy, name), *args, **kwargs)
+    assert got == expected, f"{name}{_show(args, kwargs)}: cython {got!r} != python {expected!r}"
+    return expected
+
+
+def _show(args, kwargs) -> str:
+    parts = [repr(bytes(a)[:200]) if isinstance(a, (bytes, bytearray, memoryview)) else repr(a)
+             for a in args]
+    parts += [f"{k}={v!r}" for k, v in kwargs.items()]
+    return "(" + ", ".join(parts) + ")"
+
+
+def test_identity() -> None:
+    assert py.IMPLEMENTATION == "python"
+    assert cy.IMPLEMENTATION == "cython"
+    assert py.DEFAULT_MAX_DEPTH == cy.DEFAULT_MAX_DEPTH == 4
+    assert py.DEFAULT_MAX_DECOMPRESSED_SIZE == cy.DEFAULT_MAX_DECOMPRESSED_SIZE
+    assert cy.crc32c_implementation() in ("sse4.2", "armv8", "table")
+    assert py.crc32c_implementation() == "python"
+
+
+def test_records_compare_across_implementations() -> None:
+    a = py.Record(1, 2, 0, b"k", None, (("h", b"v"),))
+    b = cy.Record(1, 2, 0, b"k", None, (("h", b"v"),))
+    assert a == b and b == a
+    assert a != cy.Record(1, 2, 0, b"k", b"", (("h", b"v"),))
+
+
+# ---------------------------------------------------------------------------------------
+# Checksums and primitives
+# ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("size", [0, 1, 7, 8, 9, 63, 64, 65, 1000, 4099])
+def test_crc_parity(size: int) -> None:
+    data = random.Random(size).randbytes(size)
+    for start in (0, 0xFFFFFFFF, 12345):
+        assert cy.crc32(data, start) == py.crc32(data, start) == zlib.crc32(data, start)
+        assert cy.crc32c(data, start) == py.crc32c(data, start)
+    # chaining equals one pass
+    half = size // 2
+    assert cy.crc32c(data[half:], cy.crc32c(data[:half])) == cy.crc32c(data)
+    assert cy.crc32c(memoryview(data)) == cy.crc32c(bytearray(data))
+
+
+READERS = [
+    "read_int8", "read_int16", "read_int32", "read_int64", "read_uint32", "read_uvarint",
+    "read_varint", "read_varlong", "read_string", "read_bytes", "read_compact_string",
+    "read_compact_bytes", "read_array_length", "read_compact_array_length",
+    "read_tagged_fields",
+]
+
+READER_INPUTS = [
+    b"",
+    b"\x00",
+    b"\x7f\xff\xff\xff\xff\xff\xff\xff\xff\xff",
+    b"\xff" * 12,
+    b"\x80" * 11,
+    b"\xff\xff\xff\xff\x0f",
+    b"\xff\xff\xff\xff\x1f",
+    b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01",
+    b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\x02",
+    b"\x00\x03abc",
+    b"\x00\x05abc",
+    b"\x00\x02\xc3\x28",  # invalid UTF-8
+    b"\x04abc",
+    b"\x03\xff\xfe",
+    b"\xff\xfe",
+    b"\x00\x00\x00\x02hi",
+    b"\xff\xff\xff\xfe",
+    b"\x80\x00\x00\x00",
+    b"\x02\x00\x01x\x05\x02yz",  # two tagged fields
+    b"\x02\x05\x01x\x00\x02yz",  # tags out of order
+    b"\x01\x00\x7f",  # tagged field longer than the buffer
+]
+
+
+@pytest.mark.parametrize("name", READERS)
+def test_reader_parity(name: str) -> None:
+    rng = random.Random(name)
+    inputs = READER_INPUTS + [rng.randbytes(rng.randrange(0, 24)) for _ in range(200)]
+    found = Disagreements()
+    for data in inputs:
+        for pos in range(0, len(data) + 2):  # including a position past the end
+            found.check(name, data, pos)
+        found.check(name, memoryview(data), 0)
+    found.assert_none()
+
+
+WRITER_VALUES = {
+    "write_int8": [0, 1, -1, 127, -128, 128, -129, 2**70],
+    "write_int16": [0, -1, 32767, -32768, 40000, -40000],
+    "write_int32": [0, -1, 2**31 - 1, -(2**31), 2**31, -(2**31) - 1],
+    "write_int64": [0, -1, 2**63 - 1, -(2**63), 2**63, -(2**63) - 1],
+    "write_uint32": [0, 1, 2**32 - 1, 2**32, -1],
+    "write_uvarint": [0, 1, 127, 128, 300, 2**31 - 1, 2**32 - 1, 2**32, 2**35, -1],
+    "write_varint": [0, 1, -1, 63, -64, 64, -65, 2**31 - 1, -(2**31), 2**31, -(2**31) - 1],
+    "write_varlong": [0, -1, 2**63 - 1, -(2**63), 2**63, -(2**63) - 1, 12345678901],
+    "write_string": [None, "", "abc", "é€😀", "x" * 40000, "\ud800"],
+    "write_bytes": [None, b"", b"abc", bytearray(b"xy"), memoryview(b"mv")],
+    "write_compact_string": [None, "", "abc", "é€😀", "\ud800"],
+    "write_compact_bytes": [None, b"", b"abc", bytearray(b"x" * 300)],
+    "write_array_length": [None, 0, 5, -1, 2**31 - 1, 2**31],
+    "write_compact_array_length": [None, 0, 5, 2**31 - 1, 2**32],
+    "write_tagged_fields": [None, {}, {0: b"a"}, {5: b"x", 1: b"yz"}, {300: b"q" * 200}, {-1: b""}],
+}
+
+
+@pytest.mark.parametrize("name", sorted(WRITER_VALUES))
+def test_writer_parity(name: str) -> None:
+    for value in WRITER_VALUES[name]:
+        out_py, out_cy = bytearray(b"pre"), bytearray(b"pre")
+        expected = outcome(getattr(py, name), out_py, value)
+        got = outcome(getattr(cy, name), out_cy, value)
+        assert got == expected, f"{name}({value!r}): cython {got!r} != python {expected!r}"
+        if expected[0] == "returned":
+            assert out_cy == out_py, f"{name}({value!r}) wrote different bytes"
+
+
+def test_size_of_parity() -> None:
+    for value in [0, 1, -1, 63, 64, 127, 128, 2**31 - 1, -(2**31), 2**35, 2**63 - 1, -(2**63)]:
+        assert_same("size_of_varint", value)
+        if value >= 0:
+            assert_same("size_of_uvarint", value)
+
+
+# ---------------------------------------------------------------------------------------
+# Encoders
+# ---------------------------------------------------------------------------------------
+
+blobs = st.one_of(st.none(), st.binary(max_size=40))
+timestamps = st.one_of(st.none(), st.integers(min_value=0, max_value=2**41))
+headers = st.lists(st.tuples(st.text(max_size=6), blobs), max_size=3)
+records_v2 = st.lists(st.tuples(blobs, blobs, timestamps, headers), min_size=1, max_size=12)
+records_legacy = st.lists(st.tuples(blobs, blobs, timestamps), max_size=12)
+
+PARITY_SETTINGS = settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+
+
+@pytest.mark.parametrize("compression_id", [0, 1, 2, 3, 4])
+@PARITY_SETTINGS
+@given(records=records_v2, base=st.integers(0, 2**40), ts=st.integers(0, 2**41),
+       lat=st.booleans(), txn=st.booleans())
+def test_encode_record_batch_parity(compression_id, records, base, ts, lat, txn):
+    kwargs = dict(base_offset=base, compression=compression_id, timestamp=ts,
+                  log_append_time=lat, is_transactional=txn, producer_id=7 if txn else -1,
+                  producer_epoch=1 if txn else -1, base_sequence=3 if txn else -1)
+    expected = assert_same("encode_record_batch", records, **kwargs)
+    assert expected[0] == "returned"
+    data = expected[1]
+    for options in ({}, {"check_crcs": False}, {"start_offset": base + 1}):
+        assert_same("decode_records", data, **options)
+        assert_same("decode_batches", data, **options)
+        assert_same("decode_columnar", data, **options)
+    cols = Columns.from_records(records, timestamp=ts)
+    assert_same("encode_columnar", cols, base_offset=base, compression=compression_id,
+                log_append_time=lat)
+
+
+@pytest.mark.parametrize("magic", [0, 1])
+@pytest.mark.parametrize("compression_id", [0, 1, 2, 3, 4])
+@PARITY_SETTINGS
+@given(records=records_legacy, base=st.integers(0, 2**40), ts=st.integers(0, 2**41),
+       lat=st.booleans())
+def test_encode_message_set_parity(magic, compression_id, records, base, ts, lat):
+    kwargs = dict(magic=magic, base_offset=base, compression=compression_id, timestamp=ts,
+                  log_append_time=lat and magic == 1)
+    expected = assert_same("encode_message_set", records, **kwargs)
+    if expected[0] == "returned":
+        data = expected[1]
+        assert_same("decode_records", data)
+        assert_same("decode_batches", data, start_offset=base + 1)
+        assert_same("decode_columnar", data)
+    if records:
+        cols = Columns.from_records(records, timestamp=ts)
+        assert_same("encode_columnar", cols, magic=magic, base_offset=base,
+                    compression=compression_id)
+
+
+BAD_RECORDS = [
+    [],
+    [42],
+    [None],
+    [(b"k",)],
+    [("text", b"v")],
+    [(b"k", "text")],
+    [(b"k", b"v", "noon")],
+    [(b"k", b"v", 1.5)],
+    [(b"k", b"v", 2**63)],
+    [(b"k", b"v", -(2**63) - 1)],
+    [(b"k", b"v", 1, [(1, b"x")])],
+    [(b"k", b"v", 1, [("h", "text")])],
+    [(b"k", b"v", 1, [("h",)])],
+    [(b"k", b"v", 1, [(b"\xff", b"x")])],
+    [(b"k", b"v", 1, 7)],
+    [(b"k", b"v", 1, [], "extra")],
+    [(b"ok", b"ok", 0), (b"k", b"v", 2**62), (b"k", b"v", -(2**62))],
+    [(bytearray(b"k"), memoryview(b"v"), None, [(b"h", bytearray(b"x"))])],
+    [(np.frombuffer(b"key", dtype=np.uint8), b"v")],
+]
+
+BAD_OPTIONS = [
+    {},
+    {"compression": 9},
+    {"compression": -1},
+    {"compression": 4},
+    {"base_offset": 2**63},
+    {"base_offset": -(2**63) - 1},
+    {"timestamp": 2**63},
+    {"producer_epoch": 40000},
+    {"producer_id": 2**63},
+    {"base_sequence": 2**31},
+    {"partition_leader_epoch": 2**31},
+    {"compression_level": 3, "compression": 1},
+    {"compression_level": 999, "compression": 4},
+]
+
+
+@pytest.mark.parametrize("records", BAD_RECORDS, ids=range(len(BAD_RECORDS)))
+def test_encoder_errors_parity(records) -> None:
+    found = Disagreements()
+    for options in BAD_OPTIONS:
+        found.check("encode_record_batch", records, **options)
+        legacy = {k: v for k, v in options.items()
+                  if k in ("compression", "compression_level", "base_offset", "timestamp")}
+        for magic in (0, 1, 2, -1):
+            found.check("encode_message_set", records, magic=magic, **legacy)
+    found.assert_none()
+
+
+# ---------------------------------------------------------------------------------------
+# Fuzz: mutated sets through both decoders
+# ---------------------------------------------------------------------------------------
+
+
+def _corpus() -> list[bytes]:
+    rng = random.Random(2024)
+
+    def recs(n, headers=True):
+        out = []
+        for i in range(n):
+            key = None if i % 3 == 0 else rng.randbytes(rng.randrange(0, 9))
+            value = None if i % 5 == 4 else rng.randbytes(rng.randrange(0, 30))
+            hdrs = [("h%d" % j, None if j == 1 else b"v" * j) for j in range(i % 3)]
+            out.append((key, value, 1000 + i) + ((hdrs,) if headers else ()))
+        return out
+
+    corpus = []
+    for codec_id in (0, 1, 2, 3, 4):
+        corpus.append(py.encode_record_batch(
+            recs(4), base_offset=10, compression=codec_id, timestamp=5,
+            is_transactional=codec_id == 2, producer_id=3, producer_epoch=0, base_sequence=0,
+        ))
+    corpus.append(py.encode_record_batch(
+        [(b"\x00\x00\x00\x01", b"\x00\x00\x00\x00\x00\x02", 9)], base_offset=14,
+        is_control=True, is_transactional=True, producer_id=3, producer_epoch=0,
+    ))
+    for magic in (0, 1):
+        for codec_id in (0, 1, 2, 3):
+            corpus.append(py.encode_message_set(
+                recs(3, headers=False), magic=magic, compression=codec_id, base_offset=20,
+                timestamp=7, log_append_time=magic == 1 and codec_id == 1,
+            ))
+    corpus.append(corpus[0] + corpus[6] + corpus[9] + corpus[3][:-5])
+    return corpus
+
+
+def _legacy_wrap(inner: bytes, magic: int, offset: int) -> bytes:
+    """A gzip wrapper with a correct CRC around (possibly damaged) inner bytes."""
+    body = struct.pack(">bb", magic, 1) + (struct.pack(">q", 0) if magic == 1 else b"")
+    compressed = compression.compress(1, inner)
+    body += struct.pack(">i", -1) + struct.pack(">i", len(compressed)) + compressed
+    message = struct.pack(">I", zlib.crc32(body)) + body
+    return struct.pack(">qi", offset, len(message)) + message
+
+
+def _fix_crcs(data: bytearray) -> bytearray:
+    """Recompute the CRC of every whole top-level entry (so damage reaches the parser)."""
+    pos = 0
+    while pos + 17 <= len(data):
+        (size,) = struct.unpack_from(">i", data, pos + 8)
+        end = pos + 12 + size
+        if size < 14 or end > len(data):
+            break
+        magic = data[pos + 16]
+        if magic == 2 and size >= 49:
+            struct.pack_into(">I", data, pos + 17, py.crc32c(bytes(data[pos + 21 : end])))
+        elif magic in (0, 1):
+            struct.pack_into(">I", data, pos + 12, zlib.crc32(bytes(data[pos + 16 : end])))
+        pos = end
+    return data
+
+
+HUGE = [-1, -2, -(2**31), 2**31 - 1, 0x7FFFFFF0, 0xFFFF, 13, 48, 49, 0]
+HUGE_VARINTS = [b"\xff\xff\xff\xff\x0f", b"\xfe\xff\xff\xff\x0f", b"\x01", b"\xff\xff\xff\xff\xff",
+                b"\x80\x80\x80\x80\x80\x80\x80\x80\x80\x80\x01", b"\xe8\x07"]
+
+
+def _mutate(rng: random.Random, data: bytes) -> bytes:
+    buf = bytearray(data)
+    for _ in range(rng.randrange(1, 4)):
+        kind = rng.randrange(7)
+        if not buf:
+            buf += rng.randbytes(rng.randrange(1, 30))
+            continue
+        pos = rng.randrange(len(buf))
+        if kind == 0:  # bit flips
+            buf[pos] ^= 1 << rng.randrange(8)
+        elif kind == 1:  # truncation
+            del buf[pos:]
+        elif kind == 2:  # inserted bytes
+            buf[pos:pos] = rng.randbytes(rng.randrange(1, 9))
+        elif kind == 3:  # an int32 length set to a huge or negative value
+            at = rng.choice([8, 57, 18, 22, 26, pos])  # size, recordCount, key/value lengths
+            if at + 4 <= len(buf):
+                struct.pack_into(">i", buf, at, rng.choice(HUGE))
+        elif kind == 4:  # a varint (record length, key length...) replaced
+            at = rng.choice([61, 62, 65, 66, pos])
+            if at < len(buf):
+                buf[at : at + 1] = rng.choice(HUGE_VARINTS)
+        elif kind == 5:  # attributes / magic bytes
+            at = rng.choice([16, 17, 21, 22, pos])
+            if at < len(buf):
+                buf[at] = rng.randrange(256)
+        else:  # deleted bytes
+            del buf[pos : pos + rng.randrange(1, 6)]
+    return bytes(buf)
+
+
+def _fuzz_input(rng: random.Random, corpus: list[bytes]) -> bytes:
+    base = rng.choice(corpus)
+    mode = rng.randrange(4)
+    if mode == 0:
+        return _mutate(rng, base)
+    if mode == 1:  # damage, then make CRCs right so the structural checks are reached
+        return bytes(_fix_crcs(bytearray(_mutate(rng, base))))
+    if mode == 2:  # damaged inner set inside a valid compressed wrapper
+        inner = _mutate(rng, rng.choice(corpus[6:14]))
+        return _legacy_wrap(inner, rng.randrange(2), rng.randrange(0, 40))
+    # damaged records section inside a batch whose CRC is right
+    plain = bytearray(corpus[0])
+    tail = _mutate(rng, bytes(plain[61:]))
+    plain[61:] = tail
+    struct.pack_into(">i", plain, 8, len(plain) - 12)
+    return bytes(_fix_crcs(plain))
+
+
+class Disagreements:
+    """Collects parity failures so one run reports every distinct one, not just the first."""
+
+    def __init__(self) -> None:
+        self.seen: dict[tuple, str] = {}
+
+    def check(self, name: str, *args, **kwargs):
+        expected = outcome(getattr(py, name), *args, **kwargs)
+        got = outcome(getattr(cy, name), *args, **kwargs)
+        if got != expected:
+            # one example per kind of disagreement (numbers in messages do not count)
+            key = tuple(
+                (o[0], o[1].__name__, re.sub(r"-?\d+", "N", o[2])[:70])
+                if o[0] == "raised" else ("returned",)
+                for o in (expected, got)
+            )
+            self.seen.setdefault(
+                key, f"{name}{_show(args, kwargs)[:300]}\n  python: {expected!r:.400}"
+                     f"\n  cython: {got!r:.400}"
+            )
+        return expected
+
+    def assert_none(self) -> None:
+        assert not self.seen, f"{len(self.seen)} distinct disagreement(s):\n\n" + "\n\n".join(
+            list(self.seen.values())[:15]
+        )
+
+
+def test_fuzz_decoder_parity() -> None:
+    rng = random.Random(0xC0DEC)
+    corpus = _corpus()
+    for data in corpus:  # the corpus itself decodes cleanly
+        assert assert_same("decode_records", data)[0] == "returned"
+    rounds = int(os.environ.get("KAFKAWIRE_FUZZ_ROUNDS", "600"))
+    kinds: dict[str, int] = {}
+    found = Disagreements()
+    for _ in range(rounds):
+        data = _fuzz_input(rng, corpus)
+        for check in (True, False):
+            result = found.check("decode_records", data, check_crcs=check, include_control=True)
+            found.check("decode_batches", data, check_crcs=check, start_offset=11)
+            found.check("decode_columnar", data, check_crcs=check, max_decompressed_size=200)
+            kind = "returned" if result[0] == "returned" else result[1].__name__
+            kinds[kind] = kinds.get(kind, 0) + 1
+    found.assert_none()
+    # The mutations must reach both the success and the error paths, several kinds of error.
+    assert kinds.get("returned", 0) > rounds // 10, kinds
+    assert kinds.get("CorruptRecordError", 0) > rounds // 10, kinds
+    assert len(kinds) >= 3, kinds
+
+
+def test_fuzz_reader_parity() -> None:
+    rng = random.Random(7)
+    found = Disagreements()
+    for _ in range(300):
+        data = rng.randbytes(rng.randrange(0, 16))
+        pos = rng.randrange(0, len(data) + 1)
+        for name in READERS:
+            found.check(name, data, pos)
+    found.assert_none()
+
+
+def test_atheris_harness_smoke() -> None:
+    """`make fuzz` runs tests/fuzz/atheris_codec.py; keep its check() working without atheris."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "fuzz" / "atheris_codec.py"
+    spec = importlib.util.spec_from_file_location("kafkawire_atheris_codec", path)
+    harness = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(harness)
+    rng = random.Random(99)
+    for i in range(400):
+        head = bytes([i % 4, rng.randrange(256), rng.randrange(256)])
+        if i % 3 == 0:
+            body = _mutate(rng, rng.choice(harness.SEEDS))
+        else:
+            body = rng.randbytes(rng.randrange(0, 80))
+        harness.check(head + body)

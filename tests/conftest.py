@@ -1,0 +1,35 @@
+"""Suite-wide checks.  Fixtures live in the conftest.py of each test subdirectory."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+# The libFuzzer harness runs under `make fuzz`, never under pytest (it needs atheris).
+collect_ignore_glob = ["fuzz/*"]
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    # CI sets KAFKAWIRE_EXPECT_IMPLEMENTATION so that a missing or broken extension fails the
+    # run instead of silently testing the pure-Python twin twice.
+    expected = os.environ.get("KAFKAWIRE_EXPECT_IMPLEMENTATION", "")
+    if not expected:
+        return
+    try:
+        from kafkawire import codec
+    except Exception as exc:  # noqa: BLE001 - any import failure must stop the run
+        raise pytest.UsageError(
+            f"KAFKAWIRE_EXPECT_IMPLEMENTATION={expected!r} but kafkawire.codec does not "
+            f"import: {exc!r}"
+        ) from exc
+    if codec.IMPLEMENTATION != expected:
+        hint = (
+            "build the extension with `python setup.py build_ext --inplace` (or `make build`)"
+            if expected == "cython"
+            else "unset KAFKAWIRE_PUREPYTHON / check the environment"
+        )
+        raise pytest.UsageError(
+            f"KAFKAWIRE_EXPECT_IMPLEMENTATION={expected!r} but kafkawire.codec loaded the "
+            f"{codec.IMPLEMENTATION!r} implementation; {hint}"
+        )
