@@ -562,6 +562,8 @@ def _gen_encoder(cls: type[Struct], version: int) -> Any:
             continue
         _gen_encode_field(g, 1, f, _sub_expr(f), f"o.{f.name}", version, flexible)
     if flexible:
+        # Tagged fields go out in ascending tag order whatever the declaration order (KIP-482).
+        tagged.sort(key=lambda f: f.tag)
         if not tagged:
             g.emit(1, "w.buf.append(0)")
         else:

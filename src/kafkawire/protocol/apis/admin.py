@@ -1,0 +1,128 @@
+"""CreateTopics (19), DeleteTopics (20), DescribeConfigs (32) and InitProducerId (22)."""
+
+from kafkawire.protocol.api import Api
+from kafkawire.protocol.schema import Field as F
+
+# v4 lets num_partitions / replication_factor be -1 for the broker defaults (KIP-464);
+# v5 returns the created topic's configs (KIP-525); v6 may answer THROTTLING_QUOTA_EXCEEDED
+# (KIP-599); v7 returns topic ids (KIP-516).
+CREATE_TOPICS = Api(
+    19, "CreateTopics", (0, 7), flexible_from=5,
+    request=[
+        F("topics", array=True, struct_name="CreatableTopic", fields=[
+            F("name", "string"),
+            F("num_partitions", "int32"),
+            F("replication_factor", "int16"),
+            F("assignments", array=True, struct_name="CreatableReplicaAssignment", fields=[
+                F("partition_index", "int32"),
+                F("broker_ids", "[]int32"),
+            ]),
+            F("configs", array=True, struct_name="CreatableTopicConfig", fields=[
+                F("name", "string"),
+                F("value", "string", nullable_since=0),
+            ]),
+        ]),
+        F("timeout_ms", "int32", default=60000),
+        F("validate_only", "bool", since=1, default=False),
+    ],
+    response=[
+        F("throttle_time_ms", "int32", since=2),
+        F("topics", array=True, struct_name="CreatableTopicResult", fields=[
+            F("name", "string"),
+            F("topic_id", "uuid", since=7),
+            F("error_code", "int16"),
+            F("error_message", "string", since=1, nullable_since=0, default=None),
+            F("topic_config_error_code", "int16", since=5, tag=0),
+            F("num_partitions", "int32", since=5, default=-1),
+            F("replication_factor", "int16", since=5, default=-1),
+            F("configs", array=True, since=5, nullable_since=5, default=None,
+              struct_name="CreatableTopicConfigs", fields=[
+                  F("name", "string"),
+                  F("value", "string", nullable_since=0),
+                  F("read_only", "bool"),
+                  F("config_source", "int8", default=-1),
+                  F("is_sensitive", "bool"),
+              ]),
+        ]),
+    ],
+)
+
+# v6 names topics by name or by id, a null name meaning "by id" (KIP-516).
+DELETE_TOPICS = Api(
+    20, "DeleteTopics", (0, 6), flexible_from=4,
+    request=[
+        F("topics", array=True, since=6, struct_name="DeleteTopicState", fields=[
+            F("name", "string", nullable_since=6, default=None),
+            F("topic_id", "uuid"),
+        ]),
+        F("topic_names", "[]string", until=5),
+        F("timeout_ms", "int32"),
+    ],
+    response=[
+        F("throttle_time_ms", "int32", since=1),
+        F("responses", array=True, struct_name="DeletableTopicResult", fields=[
+            F("name", "string", nullable_since=6),
+            F("topic_id", "uuid", since=6),
+            F("error_code", "int16"),
+            F("error_message", "string", since=5, nullable_since=5, default=None),  # KIP-599
+        ]),
+    ],
+)
+
+# resource_type: 2 topic, 4 broker, 8 broker logger.  config_source and synonyms from v1
+# (KIP-226); config_type and documentation from v3 (KIP-569).
+DESCRIBE_CONFIGS = Api(
+    32, "DescribeConfigs", (0, 4), flexible_from=4,
+    request=[
+        F("resources", array=True, struct_name="DescribeConfigsResource", fields=[
+            F("resource_type", "int8"),
+            F("resource_name", "string"),
+            # null asks for every config of the resource.
+            F("configuration_keys", "[]string", nullable_since=0, default=None),
+        ]),
+        F("include_synonyms", "bool", since=1, default=False),
+        F("include_documentation", "bool", since=3, default=False),
+    ],
+    response=[
+        F("throttle_time_ms", "int32"),
+        F("results", array=True, struct_name="DescribeConfigsResult", fields=[
+            F("error_code", "int16"),
+            F("error_message", "string", nullable_since=0),
+            F("resource_type", "int8"),
+            F("resource_name", "string"),
+            F("configs", array=True, struct_name="DescribeConfigsResourceResult", fields=[
+                F("name", "string"),
+                F("value", "string", nullable_since=0),
+                F("read_only", "bool"),
+                F("is_default", "bool", until=0),  # replaced by config_source in v1
+                F("config_source", "int8", since=1, default=-1),
+                F("is_sensitive", "bool"),
+                F("synonyms", array=True, since=1, struct_name="DescribeConfigsSynonym", fields=[
+                    F("name", "string"),
+                    F("value", "string", nullable_since=0),
+                    F("source", "int8"),
+                ]),
+                F("config_type", "int8", since=3, default=0),
+                F("documentation", "string", since=3, nullable_since=0),
+            ]),
+        ]),
+    ],
+)
+
+# v3 lets a producer bump its epoch instead of getting a new id (KIP-360); v5 may answer
+# TRANSACTION_ABORTABLE (KIP-890).
+INIT_PRODUCER_ID = Api(
+    22, "InitProducerId", (0, 5), flexible_from=2,
+    request=[
+        F("transactional_id", "string", nullable_since=0),  # null: idempotent only
+        F("transaction_timeout_ms", "int32"),
+        F("producer_id", "int64", since=3, default=-1),
+        F("producer_epoch", "int16", since=3, default=-1),
+    ],
+    response=[
+        F("throttle_time_ms", "int32"),
+        F("error_code", "int16"),
+        F("producer_id", "int64", default=-1),
+        F("producer_epoch", "int16"),
+    ],
+)
