@@ -1,10 +1,13 @@
-"""Suite-wide checks.  Fixtures live in the conftest.py of each test subdirectory."""
+"""Suite-wide checks, and the real test brokers' fixtures (kafkawire.testing.plugin)."""
 
 from __future__ import annotations
 
 import os
 
 import pytest
+
+# One session-wide Tansu broker and one mock cluster for the whole suite.
+pytest_plugins = ["kafkawire.testing.plugin"]
 
 # The libFuzzer harness runs under `make fuzz`, never under pytest (it needs atheris).
 collect_ignore_glob = ["fuzz/*"]

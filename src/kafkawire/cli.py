@@ -1,0 +1,367 @@
+"""The ``kafkawire`` command: produce, consume, metadata, offsets, broker, bench, demo.
+
+Run ``kafkawire <command> --help`` (or ``python -m kafkawire ...``) for each command's
+options.  Progress of long work goes to stderr; data goes to stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import time
+from typing import Any, Sequence
+
+__all__ = ["main"]
+
+
+class Progress:
+    """A one-line progress bar on stderr, redrawn at most 10 times a second."""
+
+    def __init__(self, label: str, total: int, stream: Any = None):
+        self.label = label
+        self.total = max(total, 1)
+        self.stream = stream or sys.stderr
+        self.start = time.monotonic()
+        self._last = 0.0
+        self.tty = self.stream.isatty()
+
+    def update(self, done: int, force: bool = False) -> None:
+        now = time.monotonic()
+        if not force and now - self._last < (0.1 if self.tty else 2.0):
+            return
+        self._last = now
+        frac = min(done / self.total, 1.0)
+        width = 30
+        bar = "#" * int(frac * width) + "-" * (width - int(frac * width))
+        rate = done / max(now - self.start, 1e-9)
+        line = f"{self.label:<9} [{bar}] {frac * 100:5.1f}% {done:>10,}/{self.total:,} {rate:>11,.0f}/s"
+        self.stream.write(("\r" + line) if self.tty else (line + "\n"))
+        self.stream.flush()
+
+    def finish(self, done: int) -> float:
+        self.update(done, force=True)
+        if self.tty:
+            self.stream.write("\n")
+        return time.monotonic() - self.start
+
+
+def _client_options(args: argparse.Namespace) -> dict[str, Any]:
+    opts: dict[str, Any] = {"bootstrap_servers": args.bootstrap}
+    for item in getattr(args, "option", None) or []:
+        name, sep, value = item.partition("=")
+        if not sep:
+            raise SystemExit(f"kafkawire: -o expects name=value, got {item!r}")
+        opts[name] = value
+    return opts
+
+
+def cmd_produce(args: argparse.Namespace) -> int:
+    from kafkawire.client.producer import Producer
+
+    opts = _client_options(args)
+    opts.setdefault("acks", args.acks)
+    opts.setdefault("compression_type", args.compression)
+    sent = 0
+    with Producer(**opts) as p:
+        if args.count is not None:
+            payload = b"x" * args.size
+            progress = Progress("produce", args.count)
+            for i in range(args.count):
+                p.send(args.topic, payload, key=args.key.encode() if args.key else None, partition=args.partition)
+                sent += 1
+                if sent % 10000 == 0:
+                    progress.update(sent)
+            p.flush()
+            elapsed = progress.finish(sent)
+            print(f"produced {sent:,} records of {args.size} bytes in {elapsed:.2f}s "
+                  f"({sent / elapsed:,.0f} records/s)", file=sys.stderr)
+            return 0
+        futures = []
+        for line in sys.stdin.buffer:
+            value = line.rstrip(b"\n")
+            key = args.key.encode() if args.key else None
+            if args.key_separator and args.key_separator.encode() in value:
+                key, value = value.split(args.key_separator.encode(), 1)
+            futures.append(p.send(args.topic, value, key=key, partition=args.partition))
+        p.flush()
+        for f in futures:
+            m = f.result(0)
+            if args.verbose:
+                print(f"{m.topic}[{m.partition}]@{m.offset}", file=sys.stderr)
+        print(f"produced {len(futures)} records to {args.topic}", file=sys.stderr)
+    return 0
+
+
+def _partitions(consumer: Any, topic: str, wanted: list[int] | None) -> list[int]:
+    return wanted if wanted else consumer.cluster.partitions_for(topic, 10)
+
+
+def cmd_consume(args: argparse.Namespace) -> int:
+    from kafkawire.client.consumer import Consumer
+
+    opts = _client_options(args)
+    opts.setdefault("auto_offset_reset", "earliest" if args.from_ == "earliest" else "latest")
+    out = sys.stdout.buffer
+    with Consumer(**opts) as c:
+        parts = _partitions(c, args.topic, args.partition)
+        c.assign([(args.topic, p) for p in parts])
+        if args.from_ not in ("earliest", "latest"):
+            for p in parts:
+                c.seek((args.topic, p), int(args.from_))
+        elif args.from_ == "earliest":
+            c.seek_to_beginning()
+        else:
+            c.seek_to_end()
+        n = 0
+        idle_deadline = time.monotonic() + args.timeout
+        while args.count is None or n < args.count:
+            records = c.poll(min(1.0, args.timeout), max_records=(args.count - n) if args.count else None)
+            if not records:
+                if time.monotonic() >= idle_deadline:
+                    break
+                continue
+            idle_deadline = time.monotonic() + args.timeout
+            for r in records:
+                if args.verbose:
+                    out.write(f"{r.partition}\t{r.offset}\t{r.timestamp}\t".encode())
+                    out.write((r.key or b"") + b"\t")
+                out.write((r.value or b"") + b"\n")
+            n += len(records)
+        out.flush()
+        print(f"consumed {n} records", file=sys.stderr)
+    return 0
+
+
+def cmd_metadata(args: argparse.Namespace) -> int:
+    from kafkawire.client.cluster import Cluster
+    from kafkawire.client.config import Config
+
+    with Cluster(Config.client(**_client_options(args))) as cluster:
+        cluster.bootstrap(10)
+        if args.topic:
+            cluster.partitions_for(args.topic, 10)
+        else:
+            cluster.refresh(10)
+        print(f"cluster {cluster.cluster_id} controller {cluster.controller_id}")
+        for node, (host, port) in sorted(cluster.brokers.items()):
+            print(f"broker {node} {host}:{port}")
+        for name, t in sorted(cluster.topics.items()):
+            if args.topic and name != args.topic:
+                continue
+            print(f"topic {name} partitions {len(t.partitions)} error {t.error_code}")
+            for pid, p in sorted(t.partitions.items()):
+                print(f"  partition {pid} leader {p.leader} replicas {p.replicas} isr {p.isr}")
+    return 0
+
+
+def cmd_offsets(args: argparse.Namespace) -> int:
+    from kafkawire.client.consumer import Consumer
+
+    with Consumer(**_client_options(args)) as c:
+        parts = [(args.topic, p) for p in _partitions(c, args.topic, args.partition)]
+        first = c.beginning_offsets(parts)
+        last = c.end_offsets(parts)
+        for tp in parts:
+            print(f"{tp[0]}\t{tp[1]}\t{first[tp]}\t{last[tp]}")
+    return 0
+
+
+def cmd_broker(args: argparse.Namespace) -> int:
+    from kafkawire.testing import TansuBroker
+
+    with TansuBroker(port=args.port) as broker:
+        print(f"Tansu broker (pid {broker.pid}) listening on {broker.bootstrap}; Ctrl-C stops it",
+              file=sys.stderr)
+        print(broker.bootstrap, flush=True)
+        try:
+            while broker.running:
+                time.sleep(0.5)
+        except KeyboardInterrupt:
+            pass
+    return 0
+
+
+def _roundtrip(bootstrap: str, topic: str, count: int, size: int, partitions: int,
+               compression: str, verify: bool) -> dict[str, float]:
+    """Produce ``count`` numbered records, consume them back; checks content and order."""
+    from kafkawire.client.consumer import Consumer
+    from kafkawire.client.producer import Producer
+
+    pad = b"." * max(0, size - 12)
+
+    def payload(i: int) -> bytes:
+        return b"%012d" % i + pad
+
+    with Producer(bootstrap_servers=bootstrap, linger_ms=5, batch_size=512 * 1024,
+                  compression_type=compression) as p:
+        parts = p.cluster.partitions_for(topic, 30)[:partitions]
+        nparts = len(parts)
+        progress = Progress("produce", count)
+        send = p.send
+        for i in range(count):
+            send(topic, payload(i), partition=parts[i % nparts])
+            if i % 20000 == 0:
+                progress.update(i)
+        p.flush(120)
+        produce_s = progress.finish(count)
+
+    per_partition = {p_: 0 for p_ in parts}
+    expected_next = {p_: i for i, p_ in enumerate(parts)}  # next sequence number expected
+    received = 0
+    errors: list[str] = []
+    with Consumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest",
+                  fetch_max_bytes=64 * 1024 * 1024, max_partition_fetch_bytes=8 * 1024 * 1024) as c:
+        c.assign([(topic, p_) for p_ in parts])
+        progress = Progress("consume", count)
+        idle = 0
+        while received < count and idle < 20:
+            batches = c.poll_batch(1.0)
+            if not batches:
+                idle += 1
+                continue
+            idle = 0
+            for b in batches:
+                cols = b.columns
+                n = len(cols)
+                if verify:
+                    seq = expected_next[b.partition]
+                    value = cols.value
+                    for j in range(n):
+                        if value(j) != payload(seq):
+                            errors.append(f"partition {b.partition} record {j}: expected #{seq}")
+                            break
+                        seq += nparts
+                    expected_next[b.partition] = seq
+                per_partition[b.partition] += n
+                received += n
+            progress.update(received)
+        consume_s = progress.finish(received)
+    if received != count:
+        errors.append(f"received {received:,} of {count:,} records")
+    return {"produce_s": produce_s, "consume_s": consume_s, "received": received,
+            "errors": errors}  # type: ignore[dict-item]
+
+
+def _report(count: int, size: int, r: dict[str, Any]) -> None:
+    mb = count * size / 1e6
+    print(f"produce: {count:,} records in {r['produce_s']:.2f}s = {count / r['produce_s']:,.0f} records/s "
+          f"({mb / r['produce_s']:.1f} MB/s)")
+    print(f"consume: {r['received']:,} records in {r['consume_s']:.2f}s = "
+          f"{r['received'] / r['consume_s']:,.0f} records/s ({mb / r['consume_s']:.1f} MB/s)")
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from kafkawire.testing import TansuBroker
+
+    broker = None
+    bootstrap = args.bootstrap
+    if bootstrap is None:
+        broker = TansuBroker().start()
+        bootstrap = broker.bootstrap
+        print(f"started a Tansu broker on {bootstrap}", file=sys.stderr)
+    try:
+        topic = args.topic or f"kafkawire-bench-{os.getpid()}"
+        r = _roundtrip(bootstrap, topic, args.count, args.size, args.partitions, args.compression,
+                       verify=False)
+        _report(args.count, args.size, r)
+    finally:
+        if broker is not None:
+            broker.close()
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from kafkawire import codec
+    from kafkawire.testing import TansuBroker
+
+    print(f"kafkawire demo: codec implementation {codec.IMPLEMENTATION}", file=sys.stderr)
+    with TansuBroker() as broker:
+        print(f"started a Tansu broker (pid {broker.pid}) on {broker.bootstrap}", file=sys.stderr)
+        r = _roundtrip(broker.bootstrap, "kafkawire-demo", args.count, args.size, args.partitions,
+                       args.compression, verify=True)
+    print("stopped the broker", file=sys.stderr)
+    _report(args.count, args.size, r)
+    if r["errors"]:
+        for e in r["errors"][:10]:
+            print(f"ERROR: {e}")
+        return 1
+    print(f"verified: all {args.count:,} records arrived intact and in order per partition")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="kafkawire", description="A Kafka client with a compiled codec.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def client(p: argparse.ArgumentParser, required: bool = True) -> None:
+        p.add_argument("-b", "--bootstrap", required=required, help="host:port[,host:port...]")
+        p.add_argument("-o", "--option", action="append",
+                       help="client option name=value (Java names in snake_case), repeatable")
+
+    p = sub.add_parser("produce", help="send stdin lines (or -n synthetic records) to a topic")
+    client(p)
+    p.add_argument("-t", "--topic", required=True)
+    p.add_argument("-p", "--partition", type=int)
+    p.add_argument("-k", "--key", help="key for every record")
+    p.add_argument("--key-separator", help="split each line into key and value at this string")
+    p.add_argument("-n", "--count", type=int, help="send N synthetic records instead of stdin")
+    p.add_argument("--size", type=int, default=100, help="synthetic record size (bytes)")
+    p.add_argument("--acks", default="all")
+    p.add_argument("-z", "--compression", default="none")
+    p.add_argument("-v", "--verbose", action="store_true")
+    p.set_defaults(func=cmd_produce)
+
+    p = sub.add_parser("consume", help="print records of a topic, one value per line")
+    client(p)
+    p.add_argument("-t", "--topic", required=True)
+    p.add_argument("-p", "--partition", type=int, action="append")
+    p.add_argument("--from", dest="from_", default="earliest", help="earliest, latest or an offset")
+    p.add_argument("-n", "--count", type=int)
+    p.add_argument("--timeout", type=float, default=5.0, help="stop after this long without records")
+    p.add_argument("-v", "--verbose", action="store_true", help="print partition, offset, timestamp, key")
+    p.set_defaults(func=cmd_consume)
+
+    p = sub.add_parser("metadata", help="brokers, topics, partitions and leaders")
+    client(p)
+    p.add_argument("-t", "--topic")
+    p.set_defaults(func=cmd_metadata)
+
+    p = sub.add_parser("offsets", help="first and next offset of every partition of a topic")
+    client(p)
+    p.add_argument("-t", "--topic", required=True)
+    p.add_argument("-p", "--partition", type=int, action="append")
+    p.set_defaults(func=cmd_offsets)
+
+    p = sub.add_parser("broker", help="run a local Tansu test broker until Ctrl-C")
+    p.add_argument("--port", type=int)
+    p.set_defaults(func=cmd_broker)
+
+    for name, helptext, default in (("bench", "produce then consume N records, print throughput", 200_000),
+                                    ("demo", "start Tansu, round-trip 1,000,000 records, verify, stop", 1_000_000)):
+        p = sub.add_parser(name, help=helptext)
+        if name == "bench":
+            client(p, required=False)
+            p.add_argument("-t", "--topic")
+        p.add_argument("-n", "--count", type=int, default=default)
+        p.add_argument("--size", type=int, default=100)
+        p.add_argument("--partitions", type=int, default=4)
+        p.add_argument("-z", "--compression", default="none")
+        p.set_defaults(func=cmd_bench if name == "bench" else cmd_demo)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if hasattr(signal, "SIGPIPE"):
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `kafkawire consume | head` ends quietly
+    from kafkawire.errors import KafkaWireError
+
+    try:
+        return int(args.func(args) or 0)
+    except KafkaWireError as exc:
+        print(f"kafkawire {args.command}: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130

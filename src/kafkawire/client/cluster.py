@@ -1,0 +1,372 @@
+"""Cluster metadata and the connections to every broker: bootstrap, leader routing,
+refresh, reconnect backoff.
+
+:class:`Cluster` keeps one :class:`~kafkawire.client.conn.BrokerConnection` per broker on
+a shared :class:`~kafkawire.client.conn.Poller`.  It bootstraps from
+``bootstrap_servers`` (each address in turn until one answers Metadata), routes by
+partition leader, and refreshes its metadata when asked (after NOT_LEADER_OR_FOLLOWER,
+UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE or a connection error) and every
+``metadata_max_age_ms``.  A broker that fails to connect is not tried again before its
+backoff passes: ``reconnect_backoff_ms`` doubling per failure up to
+``reconnect_backoff_max_ms``, with +-20% jitter, so a cluster that is down costs a few
+attempts a second, never a busy loop.
+
+Not thread-safe: one thread drives a Cluster (the producer's sender thread, or the
+consumer's caller).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from typing import Any
+
+from kafkawire.client.config import Config
+from kafkawire.client.conn import BrokerConnection, Poller
+from kafkawire.client.errors import (
+    KafkaConnectionError,
+    KafkaTimeoutError,
+    NoBrokersAvailableError,
+    broker_error,
+)
+from kafkawire.client.future import Future
+from kafkawire.protocol import apis
+
+__all__ = ["Cluster", "TopicMetadata", "PartitionMetadata"]
+
+METADATA = apis.get("Metadata")
+
+
+class PartitionMetadata:
+    __slots__ = ("partition", "leader", "leader_epoch", "error_code", "replicas", "isr")
+
+    def __init__(self, partition: int, leader: int, leader_epoch: int, error_code: int,
+                 replicas: list[int], isr: list[int]):
+        self.partition = partition
+        self.leader = leader
+        self.leader_epoch = leader_epoch
+        self.error_code = error_code
+        self.replicas = replicas
+        self.isr = isr
+
+    def __repr__(self) -> str:
+        return f"<Partition {self.partition} leader={self.leader} error={self.error_code}>"
+
+
+class TopicMetadata:
+    __slots__ = ("name", "error_code", "topic_id", "partitions")
+
+    def __init__(self, name: str, error_code: int, topic_id: Any, partitions: dict[int, PartitionMetadata]):
+        self.name = name
+        self.error_code = error_code
+        self.topic_id = topic_id
+        self.partitions = partitions
+
+    def __repr__(self) -> str:
+        return f"<Topic {self.name} partitions={len(self.partitions)} error={self.error_code}>"
+
+
+class _Backoff:
+    __slots__ = ("failures", "next_attempt", "last_error")
+
+    def __init__(self) -> None:
+        self.failures = 0
+        self.next_attempt = 0.0
+        self.last_error: BaseException | None = None
+
+
+class Cluster:
+    def __init__(self, config: Config, poller: Poller | None = None):
+        self.config = config
+        self.poller = poller or Poller()
+        self._own_poller = poller is None
+        self.bootstrap_addresses: list[tuple[str, int]] = list(config.bootstrap_servers)
+        self.brokers: dict[int, tuple[str, int]] = {}
+        self.topics: dict[str, TopicMetadata] = {}
+        self.cluster_id: str | None = None
+        self.controller_id = -1
+        self.interest: set[str] = set()
+        self._conns: dict[Any, BrokerConnection] = {}  # node id, or ("bootstrap", host, port)
+        self._backoff: dict[tuple[str, int], _Backoff] = {}
+        self._last_refresh = 0.0
+        self._need_refresh = True
+        self._refresh_future: Future | None = None
+        self.closed = False
+
+    # -- connections --------------------------------------------------------------------
+
+    def _new_conn(self, host: str, port: int, node_id: int | None) -> BrokerConnection:
+        c = self.config
+        return BrokerConnection(
+            host, port, node_id=node_id, client_id=c.client_id,
+            request_timeout=c.request_timeout_ms / 1000.0, ssl_context=c.ssl_context,
+            version_overrides=c.api_version_overrides,
+            max_in_flight=c.max_in_flight_requests_per_connection,
+            send_buffer_bytes=c.send_buffer_bytes, receive_buffer_bytes=c.receive_buffer_bytes,
+            poller=self.poller,
+        )
+
+    def backoff_remaining(self, host: str, port: int) -> float:
+        b = self._backoff.get((host, port))
+        return 0.0 if b is None else max(0.0, b.next_attempt - time.monotonic())
+
+    def _connect(self, key: Any, host: str, port: int, node_id: int | None,
+                 deadline: float | None) -> BrokerConnection:
+        conn = self._conns.get(key)
+        if conn is not None and conn.ready:
+            return conn
+        b = self._backoff.setdefault((host, port), _Backoff())
+        now = time.monotonic()
+        if b.next_attempt > now and b.last_error is not None:
+            raise b.last_error
+        if conn is None:
+            conn = self._conns[key] = self._new_conn(host, port, node_id)
+        timeout = self.config.socket_connection_setup_timeout_ms / 1000.0
+        if deadline is not None:
+            timeout = min(timeout, deadline - now)
+            if timeout <= 0:
+                raise KafkaTimeoutError(f"no time left to connect to {conn.name}")
+        try:
+            conn.connect(timeout)
+        except KafkaConnectionError as exc:
+            b.failures += 1
+            base = self.config.reconnect_backoff_ms * 2 ** min(b.failures - 1, 30)
+            delay = min(base, self.config.reconnect_backoff_max_ms) * random.uniform(0.8, 1.2)
+            b.next_attempt = time.monotonic() + delay / 1000.0
+            b.last_error = exc
+            raise
+        b.failures = 0
+        b.next_attempt = 0.0
+        b.last_error = None
+        return conn
+
+    def connection(self, node_id: int, deadline: float | None = None) -> BrokerConnection:
+        """The ready connection to broker ``node_id``, connecting if needed (may raise)."""
+        addr = self.brokers.get(node_id)
+        if addr is None:
+            self._need_refresh = True
+            raise KafkaConnectionError(f"broker {node_id} is not in the cluster metadata")
+        return self._connect(node_id, addr[0], addr[1], node_id, deadline)
+
+    def ready_connection(self, node_id: int) -> BrokerConnection | None:
+        """A ready connection to ``node_id``, connecting if its backoff allows; None when
+        the broker cannot be reached now (a metadata refresh is then requested)."""
+        conn = self._conns.get(node_id)
+        if conn is not None and conn.ready:
+            return conn
+        try:
+            return self.connection(node_id)
+        except (KafkaConnectionError, KafkaTimeoutError):
+            self._need_refresh = True
+            return None
+
+    def next_connect_delay(self) -> float:
+        """Seconds until some broker leaves its backoff (for sleeping when all are down)."""
+        now = time.monotonic()
+        waits = [b.next_attempt - now for b in self._backoff.values() if b.next_attempt > now]
+        return min(waits) if waits else 0.0
+
+    def any_connection(self, deadline: float | None = None) -> BrokerConnection:
+        """A ready connection to any broker: known brokers first, then bootstrap addresses."""
+        tried: list[str] = []
+        for conn in self._conns.values():
+            if conn.ready:
+                return conn
+        candidates: list[tuple[Any, str, int, int | None]] = [
+            (nid, h, p, nid) for nid, (h, p) in self.brokers.items()
+        ]
+        candidates += [(("bootstrap", h, p), h, p, None) for h, p in self.bootstrap_addresses]
+        # Least recently failed first: a broker in backoff is tried last.
+        candidates.sort(key=lambda c: self.backoff_remaining(c[1], c[2]))
+        seen = set()
+        for key, host, port, node_id in candidates:
+            if (host, port) in seen:
+                continue
+            seen.add((host, port))
+            try:
+                return self._connect(key, host, port, node_id, deadline)
+            except (KafkaConnectionError, KafkaTimeoutError) as exc:
+                tried.append(f"{host}:{port}: {exc}")
+        raise NoBrokersAvailableError(
+            "no broker could be reached; tried:\n  " + "\n  ".join(tried)
+            + "\ncheck bootstrap_servers and that the brokers are running"
+        )
+
+    # -- metadata -----------------------------------------------------------------------
+
+    def bootstrap(self, timeout: float) -> None:
+        """Fetch metadata from the first bootstrap address that answers, within ``timeout``."""
+        deadline = time.monotonic() + timeout
+        failures: list[str] = []
+        for host, port in self.bootstrap_addresses:
+            key = ("bootstrap", host, port)
+            try:
+                conn = self._connect(key, host, port, None, deadline)
+                fut = self._send_metadata(conn)
+                if not fut.wait(max(0.0, deadline - time.monotonic())):
+                    raise KafkaTimeoutError(f"no Metadata answer from {host}:{port} in time")
+                fut.result()
+                return
+            except (KafkaConnectionError, KafkaTimeoutError) as exc:
+                failures.append(f"{host}:{port}: {type(exc).__name__}: {exc}")
+                if time.monotonic() >= deadline:
+                    break
+        raise NoBrokersAvailableError(
+            f"could not bootstrap from bootstrap_servers within {timeout:g}s; tried:\n  "
+            + "\n  ".join(failures or ["(no time to try any)"])
+            + "\ncheck the addresses and that the brokers are running"
+        )
+
+    def _send_metadata(self, conn: BrokerConnection) -> Future:
+        version = conn.version_for(METADATA)
+        topics: Any
+        if version == 0 and not self.interest:
+            topics = []  # v0 cannot ask for no topics; [] means all
+        else:
+            topics = [METADATA.Request.MetadataRequestTopic(name=t) for t in sorted(self.interest)]
+        request = METADATA.Request(topics=topics, allow_auto_topic_creation=True)
+        inner = conn.send(METADATA, request, version)
+        out = Future(self.poller.poll)
+
+        def done(f: Future) -> None:
+            if f.failed():
+                self._need_refresh = True
+                out.set_exception(f.exception())
+            else:
+                self._apply_metadata(f.result())
+                out.set_result(self)
+
+        inner.add_done_callback(done)
+        self._refresh_future = out
+        return out
+
+    def _apply_metadata(self, resp: Any) -> None:
+        self.brokers = {b.node_id: (b.host, b.port) for b in resp.brokers}
+        self.cluster_id = getattr(resp, "cluster_id", None)
+        self.controller_id = getattr(resp, "controller_id", -1)
+        for t in resp.topics:
+            if t.name is None:
+                continue
+            parts = {
+                p.partition_index: PartitionMetadata(
+                    p.partition_index, p.leader_id, getattr(p, "leader_epoch", -1), p.error_code,
+                    list(p.replica_nodes), list(p.isr_nodes),
+                )
+                for p in t.partitions
+            }
+            self.topics[t.name] = TopicMetadata(t.name, t.error_code, getattr(t, "topic_id", None), parts)
+        self._last_refresh = time.monotonic()
+        self._need_refresh = False
+        # Connections keyed by a bootstrap address are kept only until the real ids are known.
+        for key in [k for k in self._conns if isinstance(k, tuple)]:
+            conn = self._conns[key]
+            if not conn.in_flight:
+                conn.close()
+                del self._conns[key]
+
+    def request_refresh(self) -> None:
+        self._need_refresh = True
+
+    def refresh_due(self) -> bool:
+        age = time.monotonic() - self._last_refresh
+        return self._need_refresh or age * 1000 >= self.config.metadata_max_age_ms
+
+    def maybe_refresh(self) -> None:
+        """Start a metadata refresh (without waiting) when one is due and none is running."""
+        if self._refresh_future is not None and not self._refresh_future.done():
+            return
+        if not self.refresh_due():
+            return
+        # Refreshes after an error wait retry_backoff_ms so a flapping leader costs little.
+        if self._need_refresh and time.monotonic() - self._last_refresh < self.config.retry_backoff_ms / 1000:
+            return
+        try:
+            conn = self.any_connection(time.monotonic() + self.config.socket_connection_setup_timeout_ms / 1000)
+        except (KafkaConnectionError, KafkaTimeoutError):
+            return
+        self._send_metadata(conn)
+
+    def refresh(self, timeout: float, topics: Any = ()) -> None:
+        """Fetch metadata now (for ``topics`` too), waiting up to ``timeout`` seconds."""
+        self.interest.update(topics)
+        deadline = time.monotonic() + timeout
+        last: BaseException | None = None
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise KafkaTimeoutError(
+                    f"cluster metadata not refreshed within {timeout:g}s"
+                    + (f"; last error: {last}" if last else "")
+                )
+            try:
+                conn = self.any_connection(deadline)
+                fut = self._send_metadata(conn)
+                if fut.wait(remaining):
+                    fut.result()
+                    return
+            except NoBrokersAvailableError as exc:
+                last = exc
+                # Every broker is in backoff or down: sleep until one may be tried again.
+                self.poller.poll(min(max(self.next_connect_delay(), 0.01), max(0.0, deadline - time.monotonic())))
+            except (KafkaConnectionError, KafkaTimeoutError) as exc:
+                last = exc
+
+    def partitions_for(self, topic: str, timeout: float) -> list[int]:
+        """Partition ids of ``topic``, fetching its metadata (and waiting for a leaderless
+        new topic to settle) within ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        self.interest.add(topic)
+        while True:
+            meta = self.topics.get(topic)
+            if meta is not None and meta.error_code == 0 and meta.partitions:
+                return sorted(meta.partitions)
+            if meta is not None and meta.error_code not in (0, 3, 5):
+                raise broker_error(meta.error_code, f"metadata for topic {topic!r}")
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                why = "unknown topic" if meta is None or meta.error_code == 3 else "no leader yet"
+                raise KafkaTimeoutError(
+                    f"topic {topic!r} not available within {timeout:g}s ({why}); create it "
+                    f"or check the name"
+                )
+            if meta is not None:  # UNKNOWN_TOPIC or LEADER_NOT_AVAILABLE: retry soon
+                self.poller.poll(min(self.config.retry_backoff_ms / 1000, remaining))
+            self.refresh(max(0.001, deadline - time.monotonic()))
+
+    def leader_for(self, topic: str, partition: int) -> int | None:
+        meta = self.topics.get(topic)
+        if meta is None:
+            return None
+        p = meta.partitions.get(partition)
+        if p is None or p.leader < 0:
+            return None
+        return p.leader
+
+    # -- requests -----------------------------------------------------------------------
+
+    def request(self, node_id: int | None, api: Any, request: Any, timeout: float,
+                version: int | None = None) -> Any:
+        """Send one request (to ``node_id``, or any broker) and wait for its response."""
+        deadline = time.monotonic() + timeout
+        conn = self.any_connection(deadline) if node_id is None else self.connection(node_id, deadline)
+        fut = conn.send(api, request, version)
+        if not fut.wait(max(0.0, deadline - time.monotonic())):
+            raise KafkaTimeoutError(f"{api.name} to {conn.name}: no response within {timeout:g}s")
+        return fut.result()
+
+    def poll(self, timeout: float) -> None:
+        self.poller.poll(timeout)
+
+    def close(self) -> None:
+        self.closed = True
+        for conn in list(self._conns.values()):
+            conn.close()
+        self._conns.clear()
+        if self._own_poller:
+            self.poller.close()
+
+    def __enter__(self) -> Cluster:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

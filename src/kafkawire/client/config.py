@@ -1,0 +1,265 @@
+"""Client configuration: the Java client's names in snake_case, checked up front.
+
+``Config.producer(**options)`` / ``Config.consumer(**options)`` validate every option
+and fill in the Java client's defaults.  Dotted Java names are accepted too
+(``"bootstrap.servers"`` is ``bootstrap_servers``).  An unknown name, a wrong type or an
+out-of-range value raises :class:`~kafkawire.client.errors.ConfigError` saying which
+option, what was given and what is allowed.
+"""
+
+from __future__ import annotations
+
+import difflib
+import ssl
+from typing import Any, Callable
+
+from kafkawire.client.errors import ConfigError
+from kafkawire.compression import CODEC_GZIP, CODEC_LZ4, CODEC_NONE, CODEC_SNAPPY, CODEC_ZSTD
+
+__all__ = ["Config", "parse_bootstrap", "COMPRESSION_CODECS"]
+
+INT32_MAX = 2**31 - 1
+
+COMPRESSION_CODECS = {
+    "none": CODEC_NONE,
+    "gzip": CODEC_GZIP,
+    "snappy": CODEC_SNAPPY,
+    "lz4": CODEC_LZ4,
+    "zstd": CODEC_ZSTD,
+}
+
+
+def _int(lo: int, hi: int = 2**63 - 1) -> Callable[[str, Any], int]:
+    def check(name: str, value: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+                value = int(value)
+            else:
+                raise ConfigError(f"{name} must be an integer, got {value!r}")
+        if not lo <= value <= hi:
+            raise ConfigError(f"{name} must be between {lo} and {hi}, got {value}")
+        return value
+
+    return check
+
+
+def _bool(name: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    raise ConfigError(f"{name} must be True or False, got {value!r}")
+
+
+def _str(name: str, value: Any) -> str:
+    if not isinstance(value, str):
+        raise ConfigError(f"{name} must be a string, got {value!r}")
+    return value
+
+
+def _choice(*choices: str) -> Callable[[str, Any], str]:
+    def check(name: str, value: Any) -> str:
+        if not isinstance(value, str) or value.lower() not in choices:
+            raise ConfigError(f"{name} must be one of {', '.join(choices)}; got {value!r}")
+        return value.lower()
+
+    return check
+
+
+def _acks(name: str, value: Any) -> int:
+    if value in ("all", "-1", -1):
+        return -1
+    if value in (0, 1, "0", "1"):
+        return int(value)
+    raise ConfigError(f"acks must be 0, 1 or 'all' (-1), got {value!r}")
+
+
+def _compression(name: str, value: Any) -> int:
+    if value is None:
+        return CODEC_NONE
+    if isinstance(value, str) and value.lower() in COMPRESSION_CODECS:
+        return COMPRESSION_CODECS[value.lower()]
+    raise ConfigError(
+        f"compression_type must be one of {', '.join(COMPRESSION_CODECS)}, got {value!r}"
+    )
+
+
+def _bootstrap(name: str, value: Any) -> list[tuple[str, int]]:
+    return parse_bootstrap(value)
+
+
+def _ssl_context(name: str, value: Any) -> ssl.SSLContext | None:
+    if value is None or isinstance(value, ssl.SSLContext):
+        return value
+    raise ConfigError(f"ssl_context must be an ssl.SSLContext or None, got {type(value).__name__}")
+
+
+def _callable_or_none(name: str, value: Any) -> Any:
+    if value is None or callable(value):
+        return value
+    raise ConfigError(f"{name} must be callable or None, got {value!r}")
+
+
+def _overrides(name: str, value: Any) -> dict[Any, int]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ConfigError(f"{name} must be a dict of API name or key -> version, got {value!r}")
+    for k, v in value.items():
+        if not isinstance(k, (str, int)) or isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise ConfigError(f"{name}: {k!r}: {v!r} is not an API name/key -> version >= 0")
+    return dict(value)
+
+
+def parse_bootstrap(value: Any) -> list[tuple[str, int]]:
+    """``"host:port,host:port"`` (or a list of such strings) -> [(host, port), ...]."""
+    if isinstance(value, str):
+        entries = [e.strip() for e in value.split(",")]
+    elif isinstance(value, (list, tuple)):
+        entries = []
+        for e in value:
+            if not isinstance(e, str):
+                raise ConfigError(f"bootstrap_servers entries must be 'host:port' strings, got {e!r}")
+            entries.extend(x.strip() for x in e.split(","))
+    else:
+        raise ConfigError(
+            f"bootstrap_servers must be 'host:port[,host:port...]' or a list of them, got {value!r}"
+        )
+    out = []
+    for entry in entries:
+        if not entry:
+            continue
+        host, sep, port = entry.rpartition(":")
+        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ConfigError(
+                f"bootstrap_servers entry {entry!r} is not 'host:port' with a port 1-65535"
+            )
+        if host.startswith("[") and host.endswith("]"):  # [::1]:9092
+            host = host[1:-1]
+        out.append((host, int(port)))
+    if not out:
+        raise ConfigError("bootstrap_servers is empty: give at least one 'host:port'")
+    return out
+
+
+# name -> (default, checker).  Defaults are the Java client's.
+_COMMON: dict[str, tuple[Any, Callable[[str, Any], Any]]] = {
+    "bootstrap_servers": (None, _bootstrap),
+    "client_id": ("kafkawire", _str),
+    "request_timeout_ms": (30000, _int(1, INT32_MAX)),
+    "retry_backoff_ms": (100, _int(0, INT32_MAX)),
+    "retry_backoff_max_ms": (1000, _int(0, INT32_MAX)),
+    "reconnect_backoff_ms": (50, _int(0, INT32_MAX)),
+    "reconnect_backoff_max_ms": (1000, _int(0, INT32_MAX)),
+    "socket_connection_setup_timeout_ms": (10000, _int(1, INT32_MAX)),
+    "metadata_max_age_ms": (300000, _int(0, INT32_MAX)),
+    "connections_max_idle_ms": (540000, _int(-1, 2**62)),
+    "max_in_flight_requests_per_connection": (5, _int(1, 1000)),
+    "security_protocol": ("PLAINTEXT", lambda n, v: _choice("plaintext", "ssl")(n, v).upper()),
+    "ssl_context": (None, _ssl_context),
+    "send_buffer_bytes": (131072, _int(-1, INT32_MAX)),
+    "receive_buffer_bytes": (65536, _int(-1, INT32_MAX)),
+    # kafkawire's own: pin API versions, e.g. {"Produce": 2} (tests use this for magic 0/1).
+    "api_version_overrides": (None, _overrides),
+}
+
+_PRODUCER = {
+    "acks": ("all", _acks),
+    "linger_ms": (5, _int(0, INT32_MAX)),
+    "batch_size": (16384, _int(0, INT32_MAX)),
+    "max_request_size": (1048576, _int(1, INT32_MAX)),
+    "compression_type": ("none", _compression),
+    "compression_level": (None, lambda n, v: None if v is None else _int(-131072, 22)(n, v)),
+    "retries": (INT32_MAX, _int(0, INT32_MAX)),
+    "buffer_memory": (33554432, _int(0, 2**62)),
+    "max_block_ms": (60000, _int(0, 2**62)),
+    "delivery_timeout_ms": (120000, _int(1, INT32_MAX)),
+    "enable_idempotence": (False, _bool),
+    "key_serializer": (None, _callable_or_none),
+    "value_serializer": (None, _callable_or_none),
+    "partitioner": (None, _callable_or_none),
+    "transactional_id": (None, lambda n, v: v if v is None else _str(n, v)),
+}
+
+_CONSUMER = {
+    "fetch_max_wait_ms": (500, _int(0, INT32_MAX)),
+    "fetch_min_bytes": (1, _int(0, INT32_MAX)),
+    "fetch_max_bytes": (52428800, _int(0, INT32_MAX)),
+    "max_partition_fetch_bytes": (1048576, _int(0, INT32_MAX)),
+    "auto_offset_reset": ("latest", _choice("earliest", "latest", "none")),
+    "max_poll_records": (500, _int(1, INT32_MAX)),
+    "check_crcs": (True, _bool),
+    "isolation_level": ("read_uncommitted", _choice("read_uncommitted", "read_committed")),
+    "key_deserializer": (None, _callable_or_none),
+    "value_deserializer": (None, _callable_or_none),
+    "group_id": (None, lambda n, v: v if v is None else _str(n, v)),
+    "enable_auto_commit": (False, _bool),
+}
+
+
+class Config:
+    """Validated options; read them as attributes (``config.linger_ms``)."""
+
+    def __init__(self, kind: str, options: dict[str, Any]):
+        table = dict(_COMMON)
+        table.update(_PRODUCER if kind == "producer" else _CONSUMER if kind == "consumer" else {})
+        self._kind = kind
+        values: dict[str, Any] = {}
+        for raw_name, value in options.items():
+            name = raw_name.replace(".", "_").replace("-", "_")
+            if name not in table:
+                close = difflib.get_close_matches(name, table, n=1)
+                hint = f"; did you mean {close[0]!r}?" if close else ""
+                raise ConfigError(f"unknown {kind} option {raw_name!r}{hint}")
+            values[name] = table[name][1](name, value)
+        for name, (default, check) in table.items():
+            if name not in values:
+                values[name] = check(name, default) if default is not None else None
+        self.__dict__.update(values)
+        self._check_consistency()
+
+    def _check_consistency(self) -> None:
+        if self.bootstrap_servers is None:
+            raise ConfigError(
+                f"{self._kind} needs bootstrap_servers, e.g. bootstrap_servers='127.0.0.1:9092'"
+            )
+        if self.retry_backoff_max_ms < self.retry_backoff_ms:
+            self.retry_backoff_max_ms = self.retry_backoff_ms
+        if self.reconnect_backoff_max_ms < self.reconnect_backoff_ms:
+            self.reconnect_backoff_max_ms = self.reconnect_backoff_ms
+        if self.security_protocol == "SSL" and self.ssl_context is None:
+            self.ssl_context = ssl.create_default_context()
+        if self._kind == "producer":
+            if self.delivery_timeout_ms < self.linger_ms + self.request_timeout_ms:
+                raise ConfigError(
+                    f"delivery_timeout_ms ({self.delivery_timeout_ms}) must be at least "
+                    f"linger_ms + request_timeout_ms ({self.linger_ms + self.request_timeout_ms})"
+                )
+            if self.enable_idempotence or self.transactional_id is not None:
+                raise ConfigError(
+                    "enable_idempotence and transactional_id are not supported yet by "
+                    "kafkawire's producer; leave them unset"
+                )
+        if self._kind == "consumer" and self.group_id is not None:
+            raise ConfigError(
+                "group_id: consumer groups are not supported yet; use assign() with manual "
+                "offsets and leave group_id unset"
+            )
+
+    @classmethod
+    def producer(cls, **options: Any) -> Config:
+        return cls("producer", options)
+
+    @classmethod
+    def consumer(cls, **options: Any) -> Config:
+        return cls("consumer", options)
+
+    @classmethod
+    def client(cls, **options: Any) -> Config:
+        return cls("client", options)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if not k.startswith("_")}
+
+    def __repr__(self) -> str:
+        return f"Config({self._kind}, {self.as_dict()!r})"

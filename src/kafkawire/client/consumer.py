@@ -1,0 +1,527 @@
+"""The consumer, with manual assignment: ``assign``, ``seek``, ``poll``.
+
+``poll(timeout, max_records)`` returns :class:`ConsumerRecord` objects (with topic and
+partition); ``poll_batch(timeout)`` returns the codec's columnar shape per partition.
+Fetches are long polls (``fetch_max_wait_ms``, ``fetch_min_bytes``), one per leader
+broker, bounded by ``fetch_max_bytes`` and ``max_partition_fetch_bytes``.  The next
+fetch is sent before poll() returns, so it is in flight while the caller works.  At most
+one fetch response per partition is buffered, which bounds memory.
+
+Not thread-safe: call it from one thread.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Iterable
+
+from kafkawire import codec
+from kafkawire.client.cluster import Cluster
+from kafkawire.client.config import Config
+from kafkawire.client.errors import (
+    ClientClosedError,
+    KafkaConnectionError,
+    KafkaTimeoutError,
+    OffsetOutOfRangeError,
+    REFRESH_METADATA_CODES,
+    RecordTooLargeError,
+    broker_error,
+    is_retriable,
+)
+from kafkawire.client.future import Future
+from kafkawire.protocol import apis
+
+__all__ = ["Consumer", "ConsumerRecord", "TopicPartition", "FetchedBatch", "OffsetAndTimestamp"]
+
+FETCH = apis.get("Fetch")
+LIST_OFFSETS = apis.get("ListOffsets")
+_FetchTopic = FETCH.Request.FetchTopic
+_FetchPartition = _FetchTopic.FetchPartition
+_LOTopic = LIST_OFFSETS.Request.ListOffsetsTopic
+_LOPartition = _LOTopic.ListOffsetsPartition
+
+EARLIEST, LATEST = -2, -1
+
+
+class TopicPartition(tuple):
+    """``(topic, partition)``."""
+
+    __slots__ = ()
+
+    def __new__(cls, topic: str, partition: int) -> TopicPartition:
+        return tuple.__new__(cls, (topic, partition))
+
+    topic = property(lambda self: self[0])
+    partition = property(lambda self: self[1])
+
+    def __repr__(self) -> str:
+        return f"TopicPartition({self[0]!r}, {self[1]})"
+
+
+class ConsumerRecord:
+    __slots__ = ("topic", "partition", "offset", "timestamp", "timestamp_type", "key", "value", "headers")
+
+    def __init__(self, topic: str, partition: int, offset: int, timestamp: int, timestamp_type: int,
+                 key: Any, value: Any, headers: tuple):
+        self.topic = topic
+        self.partition = partition
+        self.offset = offset
+        self.timestamp = timestamp
+        self.timestamp_type = timestamp_type
+        self.key = key
+        self.value = value
+        self.headers = headers
+
+    def __repr__(self) -> str:
+        return (f"ConsumerRecord(topic={self.topic!r}, partition={self.partition}, offset={self.offset}, "
+                f"timestamp={self.timestamp}, key={self.key!r}, value={self.value!r})")
+
+
+class FetchedBatch:
+    """Records of one partition from one fetch, as :class:`kafkawire.codec.Columns`."""
+
+    __slots__ = ("topic", "partition", "columns", "high_watermark")
+
+    def __init__(self, topic: str, partition: int, columns: Any, high_watermark: int):
+        self.topic = topic
+        self.partition = partition
+        self.columns = columns
+        self.high_watermark = high_watermark
+
+    def __len__(self) -> int:
+        return len(self.columns)
+
+    def __repr__(self) -> str:
+        return f"<FetchedBatch {self.topic}[{self.partition}] {len(self.columns)} records>"
+
+
+class OffsetAndTimestamp:
+    __slots__ = ("offset", "timestamp")
+
+    def __init__(self, offset: int, timestamp: int):
+        self.offset = offset
+        self.timestamp = timestamp
+
+    def __repr__(self) -> str:
+        return f"OffsetAndTimestamp(offset={self.offset}, timestamp={self.timestamp})"
+
+
+class _PartitionState:
+    __slots__ = ("position", "fetching", "buffer", "high_watermark", "paused", "reset_to")
+
+    def __init__(self) -> None:
+        self.position: int | None = None
+        self.fetching = False
+        # (records data memoryview, high watermark) not yet decoded, or decoded records
+        self.buffer: Any = None
+        self.high_watermark = -1
+        self.paused = False
+        self.reset_to: int | None = None
+
+
+def _tp(x: Any) -> TopicPartition:
+    if isinstance(x, TopicPartition):
+        return x
+    try:
+        topic, partition = x
+    except (TypeError, ValueError):
+        raise TypeError(f"expected (topic, partition), got {x!r}") from None
+    if not isinstance(topic, str) or not isinstance(partition, int) or partition < 0:
+        raise TypeError(f"expected (topic: str, partition: int >= 0), got {x!r}")
+    return TopicPartition(topic, partition)
+
+
+class Consumer:
+    """A Kafka consumer with manual partition assignment.  Options are the Java
+    client's in snake_case (``bootstrap_servers``, ``fetch_max_wait_ms``, ...)."""
+
+    def __init__(self, **config: Any):
+        self.config = c = Config.consumer(**config)
+        self.cluster = Cluster(c)
+        self.cluster.bootstrap(c.request_timeout_ms / 1000.0)
+        self._assigned: dict[TopicPartition, _PartitionState] = {}
+        self._inflight: dict[int, Future] = {}
+        self._pending_error: BaseException | None = None
+        self._isolation = 1 if c.isolation_level == "read_committed" else 0
+        self._closed = False
+        self._kdes = c.key_deserializer
+        self._vdes = c.value_deserializer
+
+    # -- assignment and positions ---------------------------------------------------------
+
+    def assign(self, partitions: Iterable[Any]) -> None:
+        """Consume exactly these (topic, partition) pairs (replacing any earlier set)."""
+        self._check_open()
+        tps = [_tp(x) for x in partitions]
+        self._assigned = {tp: self._assigned.get(tp) or _PartitionState() for tp in tps}
+        self.cluster.interest.update(tp.topic for tp in tps)
+        missing = [tp for tp in tps if self.cluster.leader_for(*tp) is None]
+        if missing:
+            try:
+                self.cluster.refresh(self.config.request_timeout_ms / 1000.0)
+            except KafkaTimeoutError:
+                pass  # poll() keeps trying
+
+    def assignment(self) -> set[TopicPartition]:
+        return set(self._assigned)
+
+    def _state(self, tp: Any) -> _PartitionState:
+        tp = _tp(tp)
+        state = self._assigned.get(tp)
+        if state is None:
+            raise ValueError(f"{tp} is not assigned; call assign() first")
+        return state
+
+    def seek(self, partition: Any, offset: int) -> None:
+        """Make the next poll start at ``offset`` for ``partition``."""
+        if not isinstance(offset, int) or offset < 0:
+            raise ValueError(f"offset must be an int >= 0, got {offset!r}")
+        state = self._state(partition)
+        state.position = offset
+        state.buffer = None  # a fetch already in flight is dropped when it arrives
+        state.reset_to = None
+
+    def seek_to_beginning(self, partitions: Iterable[Any] | None = None, timeout: float | None = None) -> None:
+        self._seek_to(EARLIEST, partitions, timeout)
+
+    def seek_to_end(self, partitions: Iterable[Any] | None = None, timeout: float | None = None) -> None:
+        self._seek_to(LATEST, partitions, timeout)
+
+    def _seek_to(self, which: int, partitions: Iterable[Any] | None, timeout: float | None) -> None:
+        tps = list(self._assigned) if partitions is None else [_tp(x) for x in partitions]
+        offsets = self._list_offsets({tp: which for tp in tps}, self._timeout(timeout))
+        for tp, (offset, _ts) in offsets.items():
+            self.seek(tp, offset)
+
+    def position(self, partition: Any, timeout: float | None = None) -> int:
+        """The offset of the next record poll() returns for ``partition``."""
+        state = self._state(partition)
+        if state.position is None:
+            self._reset_positions([_tp(partition)], self._timeout(timeout))
+        return state.position  # type: ignore[return-value]
+
+    def offsets_for_times(self, timestamps: dict[Any, int], timeout: float | None = None
+                          ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
+        """The earliest offset whose timestamp is >= the given one (ms), per partition;
+        None where no such record exists."""
+        query = {_tp(k): v for k, v in timestamps.items()}
+        for tp, ts in query.items():
+            if not isinstance(ts, int) or ts < 0:
+                raise ValueError(f"timestamp for {tp} must be an int >= 0 (ms), got {ts!r}")
+        found = self._list_offsets(query, self._timeout(timeout))
+        return {tp: (OffsetAndTimestamp(*found[tp]) if found[tp][0] >= 0 else None) for tp in query}
+
+    def beginning_offsets(self, partitions: Iterable[Any], timeout: float | None = None) -> dict[TopicPartition, int]:
+        got = self._list_offsets({_tp(x): EARLIEST for x in partitions}, self._timeout(timeout))
+        return {tp: v[0] for tp, v in got.items()}
+
+    def end_offsets(self, partitions: Iterable[Any], timeout: float | None = None) -> dict[TopicPartition, int]:
+        got = self._list_offsets({_tp(x): LATEST for x in partitions}, self._timeout(timeout))
+        return {tp: v[0] for tp, v in got.items()}
+
+    def _timeout(self, timeout: float | None) -> float:
+        return self.config.request_timeout_ms / 1000.0 if timeout is None else timeout
+
+    def _list_offsets(self, query: dict[TopicPartition, int], timeout: float
+                      ) -> dict[TopicPartition, tuple[int, int]]:
+        self._check_open()
+        deadline = time.monotonic() + timeout
+        result: dict[TopicPartition, tuple[int, int]] = {}
+        todo = dict(query)
+        last: BaseException | None = None
+        self.cluster.interest.update(tp.topic for tp in todo)
+        while todo:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise KafkaTimeoutError(
+                    f"offsets for {sorted(todo)} not found within {timeout:g}s"
+                    + (f"; last error: {last}" if last else "")
+                )
+            by_node: dict[int, list[TopicPartition]] = {}
+            for tp in todo:
+                leader = self.cluster.leader_for(*tp)
+                if leader is None:
+                    try:
+                        self.cluster.refresh(remaining)
+                    except KafkaTimeoutError as exc:
+                        last = exc
+                    break
+                by_node.setdefault(leader, []).append(tp)
+            else:
+                for node, tps in by_node.items():
+                    try:
+                        self._list_offsets_node(node, tps, todo, result, deadline)
+                    except (KafkaConnectionError, KafkaTimeoutError) as exc:
+                        last = exc
+                        self.cluster.request_refresh()
+                    except Exception as exc:  # broker errors that are not retriable
+                        if getattr(exc, "retriable", False):
+                            last = exc
+                        else:
+                            raise
+                if todo:
+                    self.cluster.poll(min(self.config.retry_backoff_ms / 1000, max(0.0, deadline - time.monotonic())))
+                    if self.cluster.refresh_due():
+                        try:
+                            self.cluster.refresh(max(0.001, deadline - time.monotonic()))
+                        except KafkaTimeoutError as exc:
+                            last = exc
+        return result
+
+    def _list_offsets_node(self, node: int, tps: list[TopicPartition], todo: dict, result: dict,
+                           deadline: float) -> None:
+        conn = self.cluster.connection(node, deadline)
+        version = conn.version_for(LIST_OFFSETS)
+        topics: dict[str, list[Any]] = {}
+        for tp in tps:
+            topics.setdefault(tp.topic, []).append(
+                _LOPartition(partition_index=tp.partition, timestamp=todo[tp], max_num_offsets=1))
+        req = LIST_OFFSETS.Request(
+            replica_id=-1, isolation_level=self._isolation,
+            topics=[_LOTopic(name=t, partitions=p) for t, p in topics.items()])
+        fut = conn.send(LIST_OFFSETS, req, version)
+        if not fut.wait(max(0.0, deadline - time.monotonic())):
+            raise KafkaTimeoutError(f"ListOffsets to {conn.name}: no answer in time")
+        resp = fut.result()
+        for t in resp.topics:
+            for p in t.partitions:
+                tp = TopicPartition(t.name, p.partition_index)
+                if tp not in todo:
+                    continue
+                if p.error_code:
+                    if p.error_code in REFRESH_METADATA_CODES:
+                        self.cluster.request_refresh()
+                    err = broker_error(p.error_code, f"ListOffsets for {tp}")
+                    if not is_retriable(p.error_code):
+                        raise err
+                    continue
+                if version == 0:
+                    offsets = p.old_style_offsets
+                    result[tp] = (offsets[0] if offsets else -1, -1)
+                else:
+                    result[tp] = (p.offset, p.timestamp)
+                del todo[tp]
+
+    def _reset_positions(self, tps: list[TopicPartition], timeout: float, out_of_range: bool = False) -> None:
+        policy = self.config.auto_offset_reset
+        if policy == "none":
+            raise OffsetOutOfRangeError(
+                f"no valid position for {sorted(tps)} and auto_offset_reset='none': seek() to "
+                f"an offset first" + (" (the position is outside the log)" if out_of_range else ""),
+                partitions={tp: self._assigned[tp].position for tp in tps},
+            )
+        which = EARLIEST if policy == "earliest" else LATEST
+        for tp, (offset, _ts) in self._list_offsets({tp: which for tp in tps}, timeout).items():
+            self._assigned[tp].position = offset
+            self._assigned[tp].buffer = None
+
+    # -- fetching -------------------------------------------------------------------------
+
+    def _send_fetches(self) -> None:
+        cfg = self.config
+        by_node: dict[int, list[TopicPartition]] = {}
+        for tp, st in self._assigned.items():
+            if st.fetching or st.buffer is not None or st.paused or st.position is None:
+                continue
+            leader = self.cluster.leader_for(*tp)
+            if leader is None:
+                self.cluster.request_refresh()
+                continue
+            by_node.setdefault(leader, []).append(tp)
+        for node, tps in by_node.items():
+            if node in self._inflight:
+                continue
+            conn = self.cluster.ready_connection(node)
+            if conn is None:
+                continue
+            version = conn.version_for(FETCH)
+            topics: dict[str, list[Any]] = {}
+            for tp in tps:
+                topics.setdefault(tp.topic, []).append(_FetchPartition(
+                    partition=tp.partition, fetch_offset=self._assigned[tp].position,
+                    partition_max_bytes=cfg.max_partition_fetch_bytes))
+            fetch_topics = []
+            for t, parts in topics.items():
+                meta = self.cluster.topics.get(t)
+                topic_id = getattr(meta, "topic_id", None)
+                kwargs = {"topic": t, "partitions": parts}
+                if topic_id is not None:
+                    kwargs["topic_id"] = topic_id
+                fetch_topics.append(_FetchTopic(**kwargs))
+            req = FETCH.Request(
+                replica_id=-1, max_wait_ms=cfg.fetch_max_wait_ms, min_bytes=cfg.fetch_min_bytes,
+                max_bytes=cfg.fetch_max_bytes, isolation_level=self._isolation,
+                session_id=0, session_epoch=-1, topics=fetch_topics)
+            positions = {tp: self._assigned[tp].position for tp in tps}
+            for tp in tps:
+                self._assigned[tp].fetching = True
+            fut = conn.send(FETCH, req, version)
+            self._inflight[node] = fut
+            fut.add_done_callback(lambda f, node=node, positions=positions: self._on_fetch(f, node, positions))
+
+    def _on_fetch(self, f: Future, node: int, positions: dict[TopicPartition, int]) -> None:
+        self._inflight.pop(node, None)
+        for tp in positions:
+            st = self._assigned.get(tp)
+            if st is not None:
+                st.fetching = False
+        exc = f.exception()
+        if exc is not None:
+            self.cluster.request_refresh()
+            return
+        resp = f.result()
+        if getattr(resp, "error_code", 0):
+            self.cluster.request_refresh()
+            return
+        ids = {getattr(m, "topic_id", None): name for name, m in self.cluster.topics.items()}
+        for t in resp.responses:
+            name = getattr(t, "topic", None) or ids.get(getattr(t, "topic_id", None))
+            for p in t.partitions:
+                tp = TopicPartition(name, p.partition_index)
+                st = self._assigned.get(tp)
+                # Dropped if unassigned or seeked since the request went out.
+                if st is None or st.position != positions.get(tp):
+                    continue
+                code = p.error_code
+                if code == 0:
+                    st.high_watermark = p.high_watermark
+                    if p.records is not None and len(p.records):
+                        st.buffer = p.records
+                elif code == 1:  # OFFSET_OUT_OF_RANGE
+                    st.reset_to = -1
+                else:
+                    if code in REFRESH_METADATA_CODES:
+                        self.cluster.request_refresh()
+                    if not is_retriable(code):
+                        self._pending_error = broker_error(code, f"fetching {tp} at offset {st.position}")
+
+    def _handle_resets(self, deadline: float) -> None:
+        todo = [tp for tp, st in self._assigned.items() if st.position is None or st.reset_to is not None]
+        if todo:
+            out_of_range = any(self._assigned[tp].reset_to is not None for tp in todo)
+            self._reset_positions(todo, max(0.001, deadline - time.monotonic()), out_of_range)
+            for tp in todo:
+                self._assigned[tp].reset_to = None
+
+    def _drain(self, max_records: int, columnar: bool) -> list[Any]:
+        out: list[Any] = []
+        check = self.config.check_crcs
+        for tp, st in self._assigned.items():
+            if st.buffer is None:
+                continue
+            if len(out) >= max_records and not columnar:
+                break
+            data = st.buffer
+            if isinstance(data, list):  # decoded records left over from an earlier poll
+                take = data[: max_records - len(out)]
+                rest = data[len(take):]
+                st.buffer = rest or None
+                out.extend(take)
+                if take:
+                    st.position = take[-1].offset + 1
+                continue
+            start = st.position
+            batches = codec.decode_batches(data, start_offset=start, check_crcs=check)
+            if not batches:
+                st.buffer = None
+                if len(data) >= self.config.max_partition_fetch_bytes and not self._has_complete_entry(data):
+                    self._pending_error = RecordTooLargeError(
+                        f"{tp} at offset {start}: the next batch is larger than "
+                        f"max_partition_fetch_bytes={self.config.max_partition_fetch_bytes}; raise it")
+                continue
+            last = batches[-1]
+            next_pos = last.base_offset + last.last_offset_delta + 1
+            if columnar:
+                cols = codec.decode_columnar(data, start_offset=start, check_crcs=check)
+                st.buffer = None
+                st.position = max(next_pos, start)
+                if len(cols):
+                    out.append(FetchedBatch(tp.topic, tp.partition, cols, st.high_watermark))
+                continue
+            topic, partition = tp
+            kdes, vdes = self._kdes, self._vdes
+            recs = []
+            for b in batches:
+                if b.is_control:
+                    continue
+                for r in b.records:
+                    k, v = r.key, r.value
+                    if kdes is not None:
+                        k = kdes(k)
+                    if vdes is not None:
+                        v = vdes(v)
+                    recs.append(ConsumerRecord(topic, partition, r.offset, r.timestamp, r.timestamp_type,
+                                               k, v, r.headers))
+            room = max_records - len(out)
+            if len(recs) > room:
+                out.extend(recs[:room])
+                st.buffer = recs[room:]
+                st.position = recs[room - 1].offset + 1 if room else st.position
+            else:
+                out.extend(recs)
+                st.buffer = None
+                st.position = max(next_pos, start)
+        return out
+
+    @staticmethod
+    def _has_complete_entry(data: Any) -> bool:
+        if len(data) < 12:
+            return False
+        size = int.from_bytes(bytes(data[8:12]), "big", signed=True)
+        return 12 + size <= len(data)
+
+    def _poll(self, timeout: float, max_records: int, columnar: bool) -> list[Any]:
+        self._check_open()
+        if not self._assigned:
+            raise ValueError("poll() with no partitions assigned; call assign() first")
+        deadline = time.monotonic() + timeout
+        while True:
+            if self._pending_error is not None:
+                err, self._pending_error = self._pending_error, None
+                raise err
+            self._handle_resets(deadline)
+            out = self._drain(max_records, columnar)
+            self.cluster.maybe_refresh()
+            # The next fetch goes out before we return, to overlap with the caller's work.
+            self._send_fetches()
+            if out:
+                return out
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return []
+            wait = remaining
+            if not self._inflight:
+                wait = min(wait, max(self.cluster.next_connect_delay(), self.config.retry_backoff_ms / 1000))
+            self.cluster.poll(wait)
+
+    def poll(self, timeout: float = 1.0, max_records: int | None = None) -> list[ConsumerRecord]:
+        """Records from the assigned partitions, waiting up to ``timeout`` seconds for
+        some; at most ``max_records`` (default ``max_poll_records``)."""
+        return self._poll(timeout, max_records or self.config.max_poll_records, False)
+
+    def poll_batch(self, timeout: float = 1.0) -> list[FetchedBatch]:
+        """Like poll(), but one :class:`FetchedBatch` (columnar) per partition fetched."""
+        return self._poll(timeout, 1 << 62, True)
+
+    def pause(self, partitions: Iterable[Any]) -> None:
+        for tp in partitions:
+            self._state(tp).paused = True
+
+    def resume(self, partitions: Iterable[Any]) -> None:
+        for tp in partitions:
+            self._state(tp).paused = False
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ClientClosedError("the consumer is closed")
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self.cluster.close()
+
+    def __enter__(self) -> Consumer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,135 @@
+"""Exceptions raised by kafkawire's I/O shell (connections, cluster, producer, consumer).
+
+They join :mod:`kafkawire.errors`' tree under :class:`~kafkawire.errors.KafkaWireError`.
+Broker error codes keep their own classes (``kafkawire.errors.for_code``); this module
+adds what only a client that talks over sockets can meet: unreachable brokers, timeouts,
+exhausted buffers, bad configuration.
+"""
+
+from __future__ import annotations
+
+from kafkawire import errors as _errors
+
+__all__ = [
+    "KafkaConnectionError",
+    "BrokerResolutionError",
+    "BrokerConnectionRefusedError",
+    "BrokerConnectTimeoutError",
+    "ConnectionClosedError",
+    "RequestTimeoutError",
+    "NoBrokersAvailableError",
+    "KafkaTimeoutError",
+    "BufferExhaustedError",
+    "DeliveryTimeoutError",
+    "ClientClosedError",
+    "ConfigError",
+    "RecordTooLargeError",
+    "OffsetOutOfRangeError",
+    "broker_error",
+    "is_retriable",
+    "RETRIABLE_CODES",
+    "REFRESH_METADATA_CODES",
+]
+
+
+class KafkaConnectionError(_errors.KafkaWireError):
+    """A broker could not be reached, or the connection to it broke."""
+
+    retriable = True
+
+    def __init__(self, message: str, *, host: str | None = None, port: int | None = None):
+        super().__init__(message)
+        self.host = host
+        self.port = port
+
+
+class BrokerResolutionError(KafkaConnectionError):
+    """The broker's host name did not resolve (DNS)."""
+
+
+class BrokerConnectionRefusedError(KafkaConnectionError):
+    """Nothing listens on the broker's host and port (connection refused)."""
+
+
+class BrokerConnectTimeoutError(KafkaConnectionError):
+    """The TCP (or TLS) connection, or the ApiVersions exchange, did not finish in time."""
+
+
+class ConnectionClosedError(KafkaConnectionError):
+    """The broker closed the connection, or a socket error broke it."""
+
+
+class RequestTimeoutError(KafkaConnectionError):
+    """A request got no response within request_timeout_ms; the connection was closed."""
+
+
+class NoBrokersAvailableError(KafkaConnectionError):
+    """None of the bootstrap (or known) brokers answered; the message lists each attempt."""
+
+
+class KafkaTimeoutError(_errors.KafkaWireError, TimeoutError):
+    """A blocking call (flush, close, metadata wait, poll for offsets) ran out of time."""
+
+    retriable = True
+
+
+class BufferExhaustedError(KafkaTimeoutError):
+    """Producer.send waited max_block_ms for room in buffer_memory and found none."""
+
+
+class DeliveryTimeoutError(KafkaTimeoutError):
+    """A record was not acknowledged within delivery_timeout_ms."""
+
+
+class ClientClosedError(_errors.KafkaWireError):
+    """The producer or consumer was closed."""
+
+
+class ConfigError(_errors.KafkaWireError, ValueError):
+    """A configuration value that is unknown, of the wrong type, or out of range."""
+
+
+class RecordTooLargeError(_errors.KafkaWireError, ValueError):
+    """A record or batch larger than max_request_size (or a fetch limit) allows."""
+
+
+# Codes on which retrying the same request may succeed (Kafka's RetriableException set).
+RETRIABLE_CODES = frozenset(
+    {2, 3, 5, 6, 7, 9, 13, 14, 15, 16, 19, 20, 56, 74, 75, 78, 89, 100}
+)
+# Codes after which the leader map is stale: refresh metadata before retrying.
+REFRESH_METADATA_CODES = frozenset({3, 5, 6, 9, 56, 74, 75, 100})
+
+
+class OffsetOutOfRangeError(_errors.BrokerError):
+    """The fetch position is outside the log and auto_offset_reset is "none"."""
+
+    code = 1
+    retriable = False
+    name = "OFFSET_OUT_OF_RANGE"
+    meaning = "The requested offset is not within the range of offsets maintained by the server."
+
+    def __init__(self, message: str | None = None, partitions: dict | None = None):
+        super().__init__(message)
+        self.partitions = partitions or {}
+
+
+def is_retriable(code: int) -> bool:
+    cls = _errors.for_code(code)
+    if cls is not _errors.UnknownBrokerError:
+        return bool(cls.retriable)
+    return code in RETRIABLE_CODES
+
+
+def broker_error(code: int, context: str, detail: str | None = None) -> _errors.BrokerError:
+    """The exception for broker error ``code``, its message prefixed with ``context``."""
+    cls = _errors.for_code(code)
+    if cls is _errors.UnknownBrokerError:
+        err = cls(f"{context}: broker error code {code}" + (f" ({detail})" if detail else ""))
+        err.code = code  # type: ignore[misc]
+        err.retriable = code in RETRIABLE_CODES  # type: ignore[misc]
+        return err
+    msg = f"{context}: {cls.name} ({code}): {cls.meaning}"
+    if detail:
+        msg += f" ({detail})"
+    return cls(msg)

@@ -1,0 +1,1 @@
+"""Client tests use the broker fixtures registered in tests/conftest.py."""

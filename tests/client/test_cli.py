@@ -1,0 +1,46 @@
+"""The kafkawire command against a real broker."""
+
+import io
+import sys
+import uuid
+
+import pytest
+
+from kafkawire.cli import build_parser, main
+
+
+class _Stdin:
+    def __init__(self, data: bytes):
+        self.buffer = io.BytesIO(data)
+
+
+@pytest.mark.broker
+def test_produce_consume_metadata_offsets(tansu_broker, monkeypatch, capsysbinary):
+    topic = f"cli-{uuid.uuid4().hex[:6]}"
+    b = tansu_broker.bootstrap
+    monkeypatch.setattr(sys, "stdin", _Stdin(b"one\nk2:two\nthree\n"))
+    assert main(["produce", "-b", b, "-t", topic, "-p", "0", "--key-separator", ":"]) == 0
+    capsysbinary.readouterr()
+    assert main(["consume", "-b", b, "-t", topic, "-p", "0", "--timeout", "1", "-n", "3"]) == 0
+    assert capsysbinary.readouterr().out == b"one\ntwo\nthree\n"
+    assert main(["offsets", "-b", b, "-t", topic, "-p", "0"]) == 0
+    assert capsysbinary.readouterr().out.decode().split("\t")[:3] == [topic, "0", "0"]
+    assert main(["metadata", "-b", b, "-t", topic]) == 0
+    out = capsysbinary.readouterr().out.decode()
+    assert f"broker " in out and f"topic {topic} partitions" in out
+
+
+def test_unreachable_broker_is_a_clean_error(capsys):
+    from kafkawire.testing import free_port
+
+    port = free_port()
+    assert main(["metadata", "-b", f"127.0.0.1:{port}"]) == 2
+    err = capsys.readouterr().err
+    assert "NoBrokersAvailableError" in err and f"127.0.0.1:{port}" in err
+
+
+def test_parser_knows_every_command():
+    parser = build_parser()
+    for cmd in ("produce", "consume", "metadata", "offsets", "broker", "bench", "demo"):
+        assert parser.parse_args([cmd] + (["-b", "h:1", "-t", "t"] if cmd in ("produce", "consume", "offsets") else
+                                          ["-b", "h:1"] if cmd == "metadata" else [])).command == cmd

@@ -1,0 +1,124 @@
+"""BrokerConnection and Cluster against real brokers on loopback."""
+
+import socket
+import time
+
+import pytest
+
+from kafkawire.client.cluster import Cluster
+from kafkawire.client.config import Config
+from kafkawire.client.conn import BrokerConnection
+from kafkawire.client.errors import (
+    BrokerConnectionRefusedError,
+    BrokerConnectTimeoutError,
+    BrokerResolutionError,
+    NoBrokersAvailableError,
+    RequestTimeoutError,
+)
+from kafkawire.protocol import apis
+from kafkawire.testing import free_port
+
+METADATA = apis.get("Metadata")
+
+
+def test_connect_negotiates_and_pipelines(tansu_broker):
+    with BrokerConnection(tansu_broker.host, tansu_broker.port) as conn:
+        conn.connect(5)
+        assert conn.version_for(METADATA) >= 9  # Tansu speaks flexible Metadata
+        futures = [conn.send(METADATA, METADATA.Request(topics=None)) for _ in range(10)]
+        assert conn.in_flight == 10
+        ports = {f.result(5).brokers[0].port for f in futures}
+        assert ports == {tansu_broker.port} and conn.in_flight == 0
+
+
+def test_refused_is_typed():
+    with BrokerConnection("127.0.0.1", free_port()) as conn:
+        with pytest.raises(BrokerConnectionRefusedError, match="refused"):
+            conn.connect(2)
+
+
+def test_dns_failure_is_typed(monkeypatch):
+    def fail(*a, **k):
+        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+    monkeypatch.setattr(socket, "getaddrinfo", fail)
+    with BrokerConnection("no-such-host.invalid", 9092) as conn:
+        with pytest.raises(BrokerResolutionError, match="cannot resolve"):
+            conn.connect(2)
+
+
+def test_silent_listener_times_out_by_the_deadline():
+    # A socket that accepts (the kernel does, via the backlog) but never answers ApiVersions.
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        with BrokerConnection("127.0.0.1", listener.getsockname()[1]) as conn:
+            start = time.monotonic()
+            with pytest.raises(BrokerConnectTimeoutError, match="did not answer ApiVersions"):
+                conn.connect(0.3)
+            assert time.monotonic() - start < 1.5
+
+
+def test_request_timeout_fails_every_request_in_flight(mock_cluster_factory):
+    cluster = mock_cluster_factory(1)
+    host, port = cluster.brokers[1]
+    with BrokerConnection(host, port, request_timeout=0.3) as conn:
+        conn.connect(5)
+        cluster.broker_set_rtt(1, 2000)
+        futures = [conn.send(METADATA, METADATA.Request(topics=None)) for _ in range(3)]
+        start = time.monotonic()
+        for f in futures:
+            with pytest.raises(RequestTimeoutError, match="did not answer"):
+                f.result(5)
+        assert time.monotonic() - start < 1.5
+        assert not conn.ready
+
+
+def test_bootstrap_error_lists_every_broker_tried(tansu_broker):
+    dead = [free_port(), free_port()]
+    cfg = Config.client(bootstrap_servers=",".join(f"127.0.0.1:{p}" for p in dead))
+    with Cluster(cfg) as cluster:
+        with pytest.raises(NoBrokersAvailableError) as info:
+            cluster.bootstrap(3)
+        for p in dead:
+            assert f"127.0.0.1:{p}: BrokerConnectionRefusedError" in str(info.value)
+    cfg = Config.client(bootstrap_servers=f"127.0.0.1:{dead[0]},{tansu_broker.bootstrap}")
+    with Cluster(cfg) as cluster:
+        cluster.bootstrap(5)
+        assert list(cluster.brokers.values()) == [(tansu_broker.host, tansu_broker.port)]
+
+
+def test_leader_moves_are_followed_after_refresh(mock_cluster_factory):
+    mock = mock_cluster_factory(3)
+    mock.create_topic("moves", partitions=1, replication_factor=3)
+    mock.partition_set_leader("moves", 0, 1)
+    with Cluster(Config.client(bootstrap_servers=mock.bootstrap)) as cluster:
+        cluster.bootstrap(5)
+        assert cluster.partitions_for("moves", 5) == [0]
+        assert cluster.leader_for("moves", 0) == 1
+        mock.partition_set_leader("moves", 0, 3)
+        cluster.refresh(5)
+        assert cluster.leader_for("moves", 0) == 3
+
+
+def test_backoff_grows_and_does_not_spin():
+    port = free_port()
+    cfg = Config.client(bootstrap_servers=f"127.0.0.1:{port}", reconnect_backoff_ms=100,
+                        reconnect_backoff_max_ms=400)
+    with Cluster(cfg) as cluster:
+        attempts = 0
+        real = BrokerConnection.connect
+
+        def counting(self, timeout):
+            nonlocal attempts
+            attempts += 1
+            return real(self, timeout)
+
+        BrokerConnection.connect = counting
+        try:
+            with pytest.raises(Exception):
+                cluster.refresh(1.0)
+        finally:
+            BrokerConnection.connect = real
+        # 100, 200, 400, 400 ms (+-20%) fit in one second: a handful, not thousands.
+        assert 2 <= attempts <= 6

@@ -1,0 +1,48 @@
+import threading
+import time
+
+import pytest
+
+from kafkawire.client.errors import KafkaTimeoutError
+from kafkawire.client.future import Future
+
+
+def test_result_and_callbacks():
+    f = Future()
+    seen = []
+    f.add_done_callback(lambda x: seen.append(x.result()))
+    f.set_result(3)
+    f.set_result(4)  # first outcome wins
+    assert f.result() == 3 and seen == [3]
+    f.add_done_callback(lambda x: seen.append("late"))
+    assert seen == [3, "late"]
+
+
+def test_exception_is_raised_by_result():
+    f = Future()
+    f.set_exception(KeyError("k"))
+    assert f.failed()
+    with pytest.raises(KeyError):
+        f.result(0)
+
+
+def test_timeout_then_other_thread_completes():
+    f = Future()
+    start = time.monotonic()
+    with pytest.raises(KafkaTimeoutError):
+        f.result(0.05)
+    assert time.monotonic() - start < 1
+    threading.Timer(0.05, f.set_result, (7,)).start()
+    assert f.result(5) == 7
+
+
+def test_driver_is_called_until_done():
+    calls = []
+
+    def driver(timeout):
+        calls.append(timeout)
+        if len(calls) == 3:
+            f.set_result("ok")
+
+    f = Future(driver)
+    assert f.result(5) == "ok" and len(calls) == 3

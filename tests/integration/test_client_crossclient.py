@@ -1,0 +1,108 @@
+"""What kafkawire writes, other clients read back identically, and the other way round."""
+
+import time
+import uuid
+
+import pytest
+
+from kafkawire.client.consumer import Consumer
+from kafkawire.client.partitioner import partition_for_key
+from kafkawire.client.producer import Producer
+
+confluent_kafka = pytest.importorskip("confluent_kafka")
+
+RECORDS = [(f"k{i}".encode() if i % 3 else None, f"value {i}".encode() * (1 + i % 4),
+            1_700_000_000_000 + i, [("h", f"{i}".encode())]) for i in range(50)]
+
+
+def _topic(prefix):
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def _kafkawire_produce(bootstrap, topic, compression="none"):
+    with Producer(bootstrap_servers=bootstrap, compression_type=compression, linger_ms=2) as p:
+        for k, v, ts, h in RECORDS:
+            p.send(topic, v, key=k, partition=0, timestamp=ts, headers=h)
+        p.flush(20)
+
+
+@pytest.mark.broker
+@pytest.mark.parametrize("compression", ["none", "gzip", "snappy", "lz4", "zstd"])
+def test_confluent_reads_kafkawire(tansu_broker, compression):
+    topic = _topic(f"to-ck-{compression}")
+    _kafkawire_produce(tansu_broker.bootstrap, topic, compression)
+    c = confluent_kafka.Consumer({"bootstrap.servers": tansu_broker.bootstrap, "group.id": "x",
+                                  "enable.auto.commit": False, "log_level": 3})
+    try:
+        c.assign([confluent_kafka.TopicPartition(topic, 0, 0)])
+        got = []
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            m = c.poll(0.5)
+            if m is not None and not m.error():
+                got.append((m.key(), m.value(), m.timestamp()[1], m.headers()))
+            if len(got) == len(RECORDS):
+                break
+    finally:
+        c.close()
+    assert got == [(k, v, ts, [(hk, hv) for hk, hv in h]) for k, v, ts, h in RECORDS]
+
+
+@pytest.mark.broker
+def test_kafka_python_reads_kafkawire(tansu_broker):
+    kafka = pytest.importorskip("kafka")
+    topic = _topic("to-kp")
+    _kafkawire_produce(tansu_broker.bootstrap, topic, "gzip")
+    c = kafka.KafkaConsumer(bootstrap_servers=tansu_broker.bootstrap, enable_auto_commit=False,
+                            consumer_timeout_ms=5000)
+    try:
+        tp = kafka.TopicPartition(topic, 0)
+        c.assign([tp])
+        c.seek(tp, 0)
+        got = []
+        for m in c:
+            got.append((m.key, m.value, m.timestamp, [(hk, hv) for hk, hv in m.headers]))
+            if len(got) == len(RECORDS):
+                break
+    finally:
+        c.close()
+    assert got == [(k, v, ts, h) for k, v, ts, h in RECORDS]
+
+
+@pytest.mark.broker
+@pytest.mark.parametrize("compression", ["none", "snappy", "lz4"])
+def test_kafkawire_reads_confluent(tansu_broker, compression):
+    topic = _topic(f"from-ck-{compression}")
+    p = confluent_kafka.Producer({"bootstrap.servers": tansu_broker.bootstrap,
+                                  "compression.type": compression, "log_level": 3})
+    for k, v, ts, h in RECORDS:
+        p.produce(topic, v, key=k, partition=0, timestamp=ts, headers=h)
+    assert p.flush(20) == 0
+    with Consumer(bootstrap_servers=tansu_broker.bootstrap, auto_offset_reset="earliest") as c:
+        c.assign([(topic, 0)])
+        got = []
+        for _ in range(20):
+            got += c.poll(1.0)
+            if len(got) >= len(RECORDS):
+                break
+    assert [(r.key, r.value, r.timestamp, list(r.headers)) for r in got] == [
+        (k, v, ts, h) for k, v, ts, h in RECORDS
+    ]
+
+
+@pytest.mark.broker
+def test_keyed_records_land_where_confluent_murmur2_puts_them(mock_cluster):
+    topic = "keyed-partitions"
+    mock_cluster.create_topic(topic, 7, 1)
+    keys = [f"user-{i}".encode() for i in range(60)] + [b"", b"a", b"\xff" * 13]
+    theirs = {}
+    p = confluent_kafka.Producer({"bootstrap.servers": mock_cluster.bootstrap,
+                                  "partitioner": "murmur2_random", "log_level": 3})
+    for key in keys:
+        p.produce(topic, b"v", key=key,
+                  on_delivery=lambda err, msg: theirs.__setitem__(msg.key(), msg.partition()))
+    assert p.flush(20) == 0
+    with Producer(bootstrap_servers=mock_cluster.bootstrap) as kw:
+        ours = {key: kw.send(topic, b"v", key=key).result(20).partition for key in keys}
+    assert ours == theirs
+    assert all(ours[k] == partition_for_key(k, 7) for k in keys)
