@@ -1,0 +1,208 @@
+"""CRC32 (IEEE) and CRC32C (Castagnoli) through kafkawire.codec.
+
+References: zlib.crc32 for IEEE, the ``crc32c`` package for Castagnoli (an independent
+implementation).  The portable table path of the compiled extension is covered in a
+subprocess with KAFKAWIRE_CRC32C=table, since the path is chosen once at import.
+"""
+
+import os
+import random
+import subprocess
+import sys
+import textwrap
+import zlib
+
+import crc32c as crc32c_ref  # an independent CRC32C implementation (test dependency)
+import pytest
+
+from kafkawire import codec
+
+
+def compiled():
+    """kafkawire._codec itself, whichever implementation kafkawire.codec picked."""
+    try:
+        from kafkawire import _codec
+    except ImportError as exc:
+        if os.environ.get("KAFKAWIRE_EXPECT_IMPLEMENTATION") == "cython":
+            pytest.fail(f"kafkawire._codec must be built for this run: {exc!r}")
+        pytest.skip("kafkawire._codec is not built; only the pure-Python codec is present")
+    return _codec
+
+CHECK = b"123456789"
+
+
+def ref_c(data, value=0):
+    return crc32c_ref.crc32c(bytes(data), value)
+
+
+def test_check_values():
+    # the "check" values from the CRC catalogue for the standard test input
+    assert codec.crc32(CHECK) == 0xCBF43926
+    assert codec.crc32c(CHECK) == 0xE3069283
+
+
+def test_empty_input_returns_value():
+    assert codec.crc32(b"") == 0
+    assert codec.crc32c(b"") == 0
+    assert codec.crc32(b"", 0x12345678) == 0x12345678
+    assert codec.crc32c(b"", 0x12345678) == 0x12345678
+
+
+def test_known_crc32c_vectors():
+    # RFC 3720 (iSCSI) appendix B.4 test patterns
+    assert codec.crc32c(bytes(32)) == 0x8A9136AA
+    assert codec.crc32c(b"\xff" * 32) == 0x62A8AB43
+    assert codec.crc32c(bytes(range(32))) == 0x46DD794E
+    assert codec.crc32c(bytes(range(31, -1, -1))) == 0x113FDB5C
+
+
+def test_results_are_unsigned_ints():
+    for f in (codec.crc32, codec.crc32c):
+        v = f(b"\xff" * 7)
+        assert isinstance(v, int) and 0 <= v < 2**32
+
+
+@pytest.mark.parametrize("n", range(0, 301))
+def test_every_small_length(n):
+    data = random.Random(n).randbytes(n)
+    assert codec.crc32(data) == zlib.crc32(data)
+    assert codec.crc32c(data) == ref_c(data)
+
+
+@pytest.mark.parametrize(
+    "n",
+    [
+        4095,
+        4096,
+        3 * 256 - 1,  # around the short three-stream block (3 x 256 bytes)
+        3 * 256,
+        3 * 256 + 7,
+        3 * 8192 - 1,  # around the long three-stream block (3 x 8 KiB)
+        3 * 8192,
+        3 * 8192 + 1,
+        65535,  # around the GIL-release threshold
+        65536,
+        1_000_003,
+        (1 << 22) + 13,
+    ],
+)
+def test_large_random_buffers(n):
+    data = os.urandom(n)
+    assert codec.crc32(data) == zlib.crc32(data)
+    assert codec.crc32c(data) == ref_c(data)
+
+
+def test_chaining_with_value():
+    rng = random.Random(7)
+    data = rng.randbytes(200_000)
+    for cut in (0, 1, 7, 8, 9, 255, 777, 24_576, 100_000, 199_999, 200_000):
+        a, b = data[:cut], data[cut:]
+        assert codec.crc32(b, codec.crc32(a)) == zlib.crc32(data)
+        assert codec.crc32c(b, codec.crc32c(a)) == ref_c(data)
+    # chaining from an arbitrary starting value agrees with the references too
+    assert codec.crc32(data, 0xDEADBEEF) == zlib.crc32(data, 0xDEADBEEF)
+    assert codec.crc32c(data, 0xDEADBEEF) == ref_c(data, 0xDEADBEEF)
+
+
+def test_unaligned_memoryview_slices():
+    base = os.urandom(70_000)
+    view = memoryview(base)
+    for start in range(0, 9):
+        for end in (start, start + 1, start + 13, start + 4096 + 3, len(base) - start):
+            piece = view[start:end]
+            assert codec.crc32(piece) == zlib.crc32(piece), (start, end)
+            assert codec.crc32c(piece) == ref_c(piece), (start, end)
+
+
+def test_other_buffer_types():
+    data = os.urandom(1000)
+    expected = ref_c(data)
+    assert codec.crc32c(bytearray(data)) == expected
+    assert codec.crc32c(memoryview(data)) == expected
+    np = pytest.importorskip("numpy")
+    assert codec.crc32c(np.frombuffer(data, dtype=np.uint8)) == expected
+    assert codec.crc32(bytearray(data)) == zlib.crc32(data)
+
+
+def test_single_bit_flip_changes_crc():
+    data = bytearray(os.urandom(5000))
+    c32, c32c = codec.crc32(data), codec.crc32c(data)
+    data[2500] ^= 0x10
+    assert codec.crc32(data) != c32
+    assert codec.crc32c(data) != c32c
+
+
+def test_not_a_buffer_raises_type_error():
+    with pytest.raises(TypeError):
+        codec.crc32c("text is not bytes")
+    with pytest.raises(TypeError):
+        codec.crc32(12345)
+
+
+def test_implementation_name():
+    name = codec.crc32c_implementation()
+    if codec.IMPLEMENTATION == "python":
+        assert name == "python"
+    else:
+        assert name in ("sse4.2", "armv8", "table")
+        if os.environ.get("KAFKAWIRE_CRC32C") == "table":
+            assert name == "table"
+
+
+_CHILD = textwrap.dedent(
+    """
+    import os, random, sys, zlib
+    import crc32c as ref
+    from kafkawire import codec
+    assert codec.IMPLEMENTATION == "cython", codec.IMPLEMENTATION
+    assert codec.crc32c_implementation() == "table", codec.crc32c_implementation()
+    assert codec.crc32c(b"123456789") == 0xE3069283
+    assert codec.crc32(b"123456789") == 0xCBF43926
+    rng = random.Random(1)
+    for n in list(range(0, 301)) + [3 * 8192 + 5, 65536, 1_000_003]:
+        data = rng.randbytes(n)
+        for start in (0, 1, 3):
+            piece = memoryview(data)[start:]
+            assert codec.crc32c(piece) == ref.crc32c(bytes(piece)), (n, start)
+            assert codec.crc32(piece) == zlib.crc32(piece), (n, start)
+    data = rng.randbytes(100_000)
+    assert codec.crc32c(data[777:], codec.crc32c(data[:777])) == ref.crc32c(data)
+    print("table-ok")
+    """
+)
+
+
+def test_forced_table_path_in_subprocess():
+    compiled()  # KAFKAWIRE_CRC32C selects a path of the compiled extension
+    env = dict(os.environ, KAFKAWIRE_CRC32C="table")
+    env.pop("KAFKAWIRE_PUREPYTHON", None)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    out = subprocess.run(
+        [sys.executable, "-c", _CHILD], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    assert "table-ok" in out.stdout
+
+
+def test_default_path_is_hardware_when_the_cpu_has_it():
+    ext = compiled()
+    if os.environ.get("KAFKAWIRE_CRC32C") == "table":
+        assert ext.crc32c_implementation() == "table"
+        return
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpuinfo = f.read()
+    except OSError:
+        pytest.skip("no /proc/cpuinfo to read the CPU's features from")
+    flags = set(cpuinfo.split())
+    machine = os.uname().machine
+    if machine in ("x86_64", "AMD64"):
+        expected = "sse4.2" if "sse4_2" in flags else "table"
+    elif machine in ("aarch64", "arm64"):
+        expected = "armv8" if "crc32" in flags else "table"
+    else:
+        expected = "table"
+    assert ext.crc32c_implementation() == expected
+    # whichever path is active, it agrees with the reference
+    data = os.urandom(100_000)
+    assert ext.crc32c(data) == ref_c(data)
