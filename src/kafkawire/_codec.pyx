@@ -1354,8 +1354,8 @@ def decode_columnar(data, *, start_offset=0, check_crcs=True, max_depth=DEFAULT_
     d.c_voff[n] = <int32_t>d.vpos
     d.c_hkoff[nh] = <int32_t>d.hkpos
     d.c_hvoff[nh] = <int32_t>d.hvpos
-    return _Columns(buf, offsets, timestamps, ttypes, koff, klen, voff, vlen, hidx, hkoff,
-                    hvoff, hvlen)
+    return _Columns._from_decoder(buf, offsets, timestamps, ttypes, koff, klen, voff, vlen,
+                                  hidx, hkoff, hvoff, hvlen)
 
 
 # ---------------------------------------------------------------------------------------
