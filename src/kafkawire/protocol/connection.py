@@ -1,0 +1,450 @@
+"""The sans-IO connection: framing, correlation ids, pipelining and version negotiation.
+
+A :class:`Connection` holds the protocol state of one TCP connection to one broker and does
+no I/O (the h11/h2 shape): :meth:`Connection.send` turns a request object into the chunks
+to write, :meth:`Connection.receive_data` turns the bytes read into :class:`Response`
+events.  Whoever owns the socket (the sync client, an asyncio client, a test) moves the
+bytes.  Negotiation, as a caller drives it::
+
+    conn = Connection(client_id="my-app")
+    cid, chunks = conn.api_versions_request()
+    write(chunks)
+    while not conn.negotiated:
+        events = conn.receive_data(read())
+        if conn.retry_api_versions:       # the broker answered UNSUPPORTED_VERSION (35)
+            cid, chunks = conn.api_versions_request()
+            write(chunks)
+    cid, chunks = conn.send(METADATA, METADATA.Request(topics=None))
+
+Responses come back on one connection in the order of the requests (Kafka's ordering
+guarantee), so the connection matches each response against the oldest request still in
+flight; a different correlation id means the byte stream is out of step, and the
+connection is then poisoned: every later call raises the same error.
+
+Produce with ``acks=0`` gets no response from the broker: send it with
+``expects_response=False``, or the next response would be matched against it.
+
+This module does no I/O.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections import deque
+from typing import Any, Union
+
+from kafkawire import errors
+from kafkawire.protocol import apis
+from kafkawire.protocol.api import Api, ApiVersionError
+from kafkawire.protocol.headers import decode_response_header, encode_request_header
+from kafkawire.protocol.schema import Struct, Writer, decode
+
+__all__ = [
+    "Connection",
+    "Response",
+    "ProtocolError",
+    "CorrelationIdError",
+    "FrameTooLargeError",
+    "DEFAULT_MAX_FRAME_SIZE",
+    "UNSUPPORTED_VERSION",
+]
+
+#: Largest response frame accepted by default (100 MiB).
+DEFAULT_MAX_FRAME_SIZE = 100 * 1024 * 1024
+#: Kafka's UNSUPPORTED_VERSION error code.
+UNSUPPORTED_VERSION = 35
+
+_I32 = struct.Struct(">i")
+_I16 = struct.Struct(">h")
+_MAX_CORRELATION_ID = 2**31 - 1
+
+ApiRef = Union[Api, int, str]
+
+
+class ProtocolError(errors.KafkaWireError):
+    """The bytes from the broker do not follow the protocol; the connection is unusable.
+
+    ``events`` holds the responses decoded from the same ``receive_data`` call before the
+    problem was found.  Close the socket and open a new connection.
+    """
+
+    def __init__(self, message: str, events: list[Response] | None = None):
+        super().__init__(message)
+        self.events: list[Response] = list(events or [])
+
+
+class CorrelationIdError(ProtocolError):
+    """A response whose correlation id is not the one of the oldest request in flight."""
+
+
+class FrameTooLargeError(ProtocolError):
+    """A frame's size prefix is larger than ``max_frame_size`` (or negative)."""
+
+
+def _resolve(api: ApiRef) -> Api:
+    if isinstance(api, Api):
+        return api
+    return apis.get(api)
+
+
+class Response:
+    """One decoded response: ``correlation_id``, ``api``, ``version`` and ``response``.
+
+    ``version`` is the version the body was decoded with: the request's version, except
+    for an ApiVersions request the broker refused with UNSUPPORTED_VERSION, whose answer
+    comes in the v0 layout (KIP-511) and is reported as version 0.  Any ``records`` field
+    of ``response`` is a read-only memoryview into the frame the response arrived in.
+    """
+
+    __slots__ = ("correlation_id", "api", "version", "response")
+
+    def __init__(self, correlation_id: int, api: Api, version: int, response: Struct):
+        self.correlation_id = correlation_id
+        self.api = api
+        self.version = version
+        self.response = response
+
+    def __repr__(self) -> str:
+        return (
+            f"Response(correlation_id={self.correlation_id}, api={self.api.name}, "
+            f"version={self.version}, response={self.response!r})"
+        )
+
+
+class Connection:
+    """The protocol state of one connection to one broker.  See the module docstring.
+
+    ``client_id`` goes into every request header.  ``max_frame_size`` bounds the size
+    prefix of a response before anything is allocated for it.  ``version_overrides`` maps
+    an API (key or name) to the version to use for it instead of the negotiated one.
+    """
+
+    def __init__(
+        self,
+        client_id: str | None = "kafkawire",
+        *,
+        max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+        version_overrides: dict[int | str, int] | None = None,
+        software_name: str = "kafkawire",
+        software_version: str | None = None,
+    ):
+        if max_frame_size < 4:
+            raise ValueError(f"max_frame_size must be at least 4 bytes, got {max_frame_size}")
+        self.client_id = client_id
+        self.max_frame_size = max_frame_size
+        self.software_name = software_name
+        if software_version is None:
+            from kafkawire import __version__ as software_version  # noqa: N811
+        self.software_version: str = software_version
+        self._overrides: dict[int, int] = {}
+        for ref, version in (version_overrides or {}).items():
+            api = _resolve(ref)
+            api.check_version(version)
+            self._overrides[api.key] = version
+        self._next_id = 0
+        self._pending: deque[tuple[int, Api, int]] = deque()
+        # Correlation ids of requests sent with expects_response=False (Produce acks=0).
+        # Kafka never answers them, but some Kafka-protocol brokers (Tansu, librdkafka's
+        # mock) do; such an answer is dropped instead of putting the connection out of step.
+        self._unanswered: deque[int] = deque(maxlen=1024)
+        # Receive state: the 4-byte size prefix being read, then the frame being filled.
+        self._prefix = bytearray()
+        self._frame: bytearray | None = None
+        self._filled = 0
+        self._error: ProtocolError | None = None
+        #: api key -> (min_version, max_version) from the broker's ApiVersions answer.
+        self.broker_versions: dict[int, tuple[int, int]] | None = None
+        self._api_versions_version = min(apis.get(18).max_version, self._overrides.get(18, 1 << 15))
+        self._last_api_versions_error = 0
+        #: True after the broker refused ApiVersions with UNSUPPORTED_VERSION: call
+        #: :meth:`api_versions_request` again; it now asks at a version the broker speaks.
+        self.retry_api_versions = False
+
+    # -- state ----------------------------------------------------------------------------
+
+    @property
+    def in_flight(self) -> int:
+        """Requests sent whose responses have not been received yet."""
+        return len(self._pending)
+
+    @property
+    def negotiated(self) -> bool:
+        """True once the broker's ApiVersions answer has been received."""
+        return self.broker_versions is not None
+
+    @property
+    def poisoned(self) -> ProtocolError | None:
+        """The protocol error that made this connection unusable, or None."""
+        return self._error
+
+    def _check_usable(self) -> None:
+        if self._error is not None:
+            raise type(self._error)(
+                f"this connection is unusable after an earlier protocol error ({self._error}); "
+                f"close it and open a new one"
+            )
+
+    # -- versions -------------------------------------------------------------------------
+
+    def version_for(self, api: ApiRef) -> int:
+        """The version to use for ``api``: its override, else the highest both sides speak."""
+        api = _resolve(api)
+        ranges = self.broker_versions
+        override = self._overrides.get(api.key)
+        if override is not None:
+            # A broker that sent no ranges gives nothing to check an override against.
+            if ranges:
+                broker = ranges.get(api.key)
+                if broker is None or not broker[0] <= override <= broker[1]:
+                    raise ApiVersionError(
+                        f"{api.name} v{override} (set in version_overrides) is not supported by "
+                        f"the broker ({_range_text(broker)}); change or remove the override"
+                    )
+            return override
+        if ranges is None:
+            hint = ""
+            if self._last_api_versions_error:
+                hint = f" (its last answer was error {self._last_api_versions_error})"
+            raise ApiVersionError(
+                f"no version for {api.name}: the broker's ApiVersions answer has not been "
+                f"received{hint}; negotiate first with api_versions_request(), or pass "
+                f"version= or version_overrides"
+            )
+        broker = ranges.get(api.key)
+        low = max(api.min_version, broker[0]) if broker else 0
+        high = min(api.max_version, broker[1]) if broker else -1
+        if broker is None or low > high:
+            raise ApiVersionError(
+                f"{api.name} (key {api.key}): kafkawire speaks v{api.min_version}-"
+                f"v{api.max_version}, the broker {_range_text(broker)}; no version in common"
+            )
+        return high
+
+    def api_versions_request(self) -> tuple[int, list[Any]]:
+        """The ApiVersions request that starts negotiation: ``(correlation_id, chunks)``.
+
+        Asks at the highest version kafkawire knows (or the override), lowered after an
+        UNSUPPORTED_VERSION answer to what the broker said it speaks.
+        """
+        api = apis.get(18)
+        version = self._api_versions_version
+        self.retry_api_versions = False
+        request = api.Request(
+            client_software_name=self.software_name,
+            client_software_version=self.software_version,
+        )
+        return self.send(api, request, version)
+
+    def _on_api_versions(self, response: Struct, requested: int) -> None:
+        code = response.error_code  # type: ignore[attr-defined]
+        self._last_api_versions_error = code
+        if code == 0:
+            self.broker_versions = {
+                k.api_key: (k.min_version, k.max_version) for k in response.api_keys  # type: ignore[attr-defined]
+            }
+            self.retry_api_versions = False
+            return
+        if code != UNSUPPORTED_VERSION:
+            return
+        # KIP-511: the broker lists its own ApiVersions range in api_keys; an older broker
+        # sends the short v0 form with no range, and v0 is the one version all of them speak.
+        ours = apis.get(18)
+        retry = 0
+        for entry in response.api_keys:  # type: ignore[attr-defined]
+            if entry.api_key == 18:
+                retry = max(ours.min_version, min(ours.max_version, entry.max_version))
+        if retry >= requested:
+            retry = requested - 1
+        if retry < 0:
+            raise ApiVersionError(
+                "the broker refused ApiVersions v0 with UNSUPPORTED_VERSION: it does not "
+                "speak ApiVersions (Kafka before 0.10?); set version_overrides for every API "
+                "used and skip negotiation"
+            )
+        self._api_versions_version = retry
+        self.retry_api_versions = True
+
+    # -- sending --------------------------------------------------------------------------
+
+    def send(
+        self,
+        api: ApiRef,
+        request: Struct,
+        version: int | None = None,
+        *,
+        expects_response: bool = True,
+    ) -> tuple[int, list[Any]]:
+        """Frame ``request`` and return ``(correlation_id, chunks)`` to write, in order.
+
+        ``version`` None picks :meth:`version_for`.  Record data (``records`` fields) is
+        its own chunk, the very object the request holds.  ``expects_response=False`` is
+        for Produce with acks=0, which the broker never answers.
+        """
+        self._check_usable()
+        api = _resolve(api)
+        if not isinstance(request, api.Request):
+            raise TypeError(
+                f"send({api.name}, ...) needs a {api.name}.Request instance, got "
+                f"{type(request).__name__}"
+            )
+        if version is None:
+            version = self.version_for(api)
+        api.check_version(version)
+        if api.key == 0:
+            # Produce acks=0 has no response: tracking it would shift every later match.
+            acks = getattr(request, "acks", None)
+            if (acks == 0) == expects_response:
+                raise ValueError(
+                    f"Produce with acks={acks} "
+                    + ("gets no response: pass expects_response=False" if acks == 0
+                       else "gets a response: do not pass expects_response=False")
+                )
+        correlation_id = self._next_id
+        self._next_id = 0 if correlation_id == _MAX_CORRELATION_ID else correlation_id + 1
+        w = Writer()
+        w.buf += b"\0\0\0\0"
+        w.buf += encode_request_header(
+            api.key, version, correlation_id, self.client_id, api.request_header_version(version)
+        )
+        api.encode_request(request, version, w)
+        if not w.chunks:
+            # The common case, one chunk: patch the size in place.
+            _I32.pack_into(w.buf, 0, len(w.buf) - 4)
+            chunks: list[Any] = [bytes(w.buf)]
+        else:
+            chunks = w.parts()
+            size = sum(memoryview(c).nbytes for c in chunks) - 4
+            if size > _MAX_CORRELATION_ID:
+                raise errors.encode_error(f"{api.name} request of {size} bytes is too large to frame")
+            # chunks[0] is the header and leading fields (small); record data stays as is.
+            chunks[0] = _I32.pack(size) + bytes(chunks[0])[4:]
+        if expects_response:
+            self._pending.append((correlation_id, api, version))
+        else:
+            self._unanswered.append(correlation_id)
+        return correlation_id, chunks
+
+    # -- receiving ------------------------------------------------------------------------
+
+    def receive_data(self, data: Any) -> list[Response]:
+        """Feed bytes read from the socket; returns the responses they complete.
+
+        Any split of the byte stream works, down to one byte at a time.  Each frame is
+        copied once, into a buffer of its own; decoded ``records`` are views of it.
+        """
+        self._check_usable()
+        events: list[Response] = []
+        view = memoryview(data).cast("B")
+        pos = 0
+        end = len(view)
+        try:
+            while pos < end:
+                if self._frame is None:
+                    take = min(4 - len(self._prefix), end - pos)
+                    self._prefix += view[pos : pos + take]
+                    pos += take
+                    if len(self._prefix) < 4:
+                        break
+                    size = _I32.unpack(self._prefix)[0]
+                    self._check_size(size, bytes(self._prefix))
+                    self._prefix.clear()
+                    self._frame = bytearray(size)
+                    self._filled = 0
+                frame = self._frame
+                take = min(len(frame) - self._filled, end - pos)
+                frame[self._filled : self._filled + take] = view[pos : pos + take]
+                self._filled += take
+                pos += take
+                if self._filled == len(frame):
+                    self._frame = None
+                    event = self._decode(frame)
+                    if event is not None:
+                        events.append(event)
+        except ProtocolError as exc:
+            exc.events = events
+            self._error = exc
+            raise
+        return events
+
+    def _check_size(self, size: int, prefix: bytes) -> None:
+        if 4 <= size <= self.max_frame_size:
+            return
+        if size < 4:
+            raise ProtocolError(
+                f"the broker sent a frame of {size} bytes (size prefix {prefix.hex()}); a "
+                f"response needs at least 4 bytes for its correlation id: the stream is corrupt"
+            )
+        hint = ""
+        if prefix[0] in (0x15, 0x16) and prefix[1] == 0x03:
+            hint = " These bytes look like a TLS record: the broker expects TLS."
+        raise FrameTooLargeError(
+            f"the broker announced a frame of {size} bytes (size prefix {prefix.hex()}), more "
+            f"than max_frame_size={self.max_frame_size}. If responses this large are expected "
+            f"(large fetch max_bytes), raise max_frame_size; a nonsense size usually means a "
+            f"security mismatch: the listener expects TLS or SASL and the client speaks "
+            f"plaintext, or the other way round.{hint}"
+        )
+
+    def _decode(self, frame: bytearray) -> Response | None:
+        buf = memoryview(frame).toreadonly()
+        if len(buf) < 4:  # pragma: no cover - _check_size refuses frames under 4 bytes
+            raise ProtocolError("frame shorter than a correlation id")
+        correlation_id = _I32.unpack_from(buf, 0)[0]
+        if correlation_id in self._unanswered:
+            # An answer to a request that expects none: drop it, and every older one
+            # (responses come in request order, so those will never be answered now).
+            while self._unanswered and self._unanswered.popleft() != correlation_id:
+                pass
+            return None
+        if not self._pending:
+            raise CorrelationIdError(
+                f"the broker sent a response (correlation id {correlation_id}) with no request "
+                f"in flight; was a Produce with acks=0 sent with expects_response=True?"
+            )
+        expected, api, version = self._pending[0]
+        if correlation_id != expected:
+            raise CorrelationIdError(
+                f"the broker answered correlation id {correlation_id}, but the oldest request "
+                f"in flight is {api.name} v{version} with correlation id {expected}; the "
+                f"connection is out of step (a Produce with acks=0 sent with "
+                f"expects_response=True?)"
+            )
+        self._pending.popleft()
+        try:
+            _cid, pos = decode_response_header(buf, api.response_header_version(version))
+            body = buf[pos:]
+            decoded_version = version
+            if api.key == 18:
+                decoded_version = self._api_versions_layout(body, version)
+            response = api.decode_response(body, decoded_version)
+        except errors.CodecError as exc:
+            raise ProtocolError(
+                f"cannot decode the {api.name} v{version} response (correlation id "
+                f"{correlation_id}, {len(buf)} bytes): {exc}"
+            ) from exc
+        if api.key == 18:
+            self._on_api_versions(response, version)
+        return Response(correlation_id, api, decoded_version, response)
+
+    @staticmethod
+    def _api_versions_layout(body: memoryview, version: int) -> int:
+        """The version whose layout an ApiVersions response body is in.
+
+        A broker that refuses the request's version answers UNSUPPORTED_VERSION in the v0
+        layout (KIP-511), since it cannot know the layout the client expects.
+        """
+        if version == 0 or len(body) < 2 or _I16.unpack_from(body, 0)[0] != UNSUPPORTED_VERSION:
+            return version
+        try:
+            _obj, end = decode(apis.get(18).Response, body, 0)
+        except errors.CodecError:
+            return version
+        # Only take v0 if it explains the body exactly; a broker may also answer in the
+        # requested layout.
+        return 0 if end == len(body) else version
+
+
+def _range_text(broker: tuple[int, int] | None) -> str:
+    if broker is None:
+        return "does not list it in its ApiVersions answer"
+    return f"speaks v{broker[0]}-v{broker[1]}"
