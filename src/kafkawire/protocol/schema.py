@@ -296,6 +296,25 @@ def _array_len(buf: Any, pos: int, end: int, flexible: bool) -> tuple[int, int]:
     return n, pos
 
 
+_ARRAY_UNPACK: dict[tuple[str, int], Any] = {}
+
+
+def _fixed_array(buf: Any, pos: int, end: int, flexible: bool, kind: str) -> tuple[list[Any] | None, int]:
+    """An array of fixed-width scalars, read with one unpack after one bounds check."""
+    n, pos = _array_len(buf, pos, end, flexible)
+    if n < 0:
+        return None, pos
+    code, size = _FIXED[kind]
+    if n * size > end - pos:
+        raise errors.truncated(kind, pos + (end - pos) // size * size, size, (end - pos) % size)
+    unpack = _ARRAY_UNPACK.get((code, n))
+    if unpack is None:
+        unpack = struct.Struct(f">{n}{code}").unpack_from
+        if n < 256:  # cache the common small sizes only
+            _ARRAY_UNPACK[(code, n)] = unpack
+    return list(unpack(buf, pos)), pos + n * size
+
+
 def _skip_tags(buf: Any, pos: int, end: int) -> tuple[dict[int, bytes], int]:
     count, pos = _uvarint(buf, pos, end)
     tags: dict[int, bytes] = {}
@@ -394,6 +413,7 @@ _ENV = {
     "_read_uuid": _read_uuid,
     "_array_len": _array_len,
     "_skip_tags": _skip_tags,
+    "_fixed_array": _fixed_array,
     "_put_string": _put_string,
     "_put_bytes": _put_bytes,
     "_put_array_len": _put_array_len,
@@ -515,25 +535,64 @@ def _sub_expr(f: Field) -> str:
     return f"cls._sub_{f.name}"
 
 
+def _plain_fixed(f: Field, version: int) -> bool:
+    return f.exists(version) and f.tag is None and not f.array and f.type in _FIXED
+
+
 def _gen_decoder(cls: type[Struct], version: int) -> Any:
     flexible = cls._flexible_from is not None and version >= cls._flexible_from
     g = _Gen()
+    consts: dict[str, Any] = {}
     g.emit(0, "def decode(buf, pos, end):")
     g.emit(1, "o = cls.__new__(cls)")
-    g.emit(1, "s = object.__setattr__")
     tagged = []
-    for f in cls._fields:
-        if not f.exists(version) or (f.tag is not None and not flexible):
-            g.emit(1, f"s(o, {f.name!r}, cls._default_{f.name}())")
+    fields = [f for f in cls._fields]
+    for f in fields:
+        if not f.exists(version) or f.tag is not None:
+            g.emit(1, f"o.{f.name} = cls._default_{f.name}()")
+            if f.exists(version) and flexible:
+                tagged.append(f)
+    i = 0
+    while i < len(fields):
+        f = fields[i]
+        if not f.exists(version) or f.tag is not None:
+            i += 1
             continue
-        if f.tag is not None:
-            g.emit(1, f"s(o, {f.name!r}, cls._default_{f.name}())")
-            tagged.append(f)
+        if _plain_fixed(f, version):
+            # A run of fixed-width fields is read with one bounds check and one unpack;
+            # when the bytes run short, the field-by-field path names the failing type.
+            run = []
+            while i < len(fields) and (_plain_fixed(fields[i], version) or not fields[i].exists(version)):
+                if fields[i].exists(version):
+                    run.append(fields[i])
+                i += 1
+            fmt = ">" + "".join(_FIXED[x.type][0] for x in run)
+            unpack = g.var("_st")
+            consts[unpack] = struct.Struct(fmt).unpack_from
+            size = struct.calcsize(fmt)
+            targets = ", ".join(f"o.{x.name}" for x in run) + ("," if len(run) == 1 else "")
+            g.emit(1, f"if end - pos >= {size}:")
+            g.emit(2, f"{targets} = {unpack}(buf, pos)")
+            g.emit(2, f"pos += {size}")
+            g.emit(1, "else:")
+            for x in run:
+                g.emit(2, f"o.{x.name}, pos = _fixed({x.type!r}, buf, pos, end)")
+            continue
+        if f.array and f.type != "struct" and f.elem in _FIXED:
+            g.emit(1, f"o.{f.name}, pos = _fixed_array(buf, pos, end, {flexible}, {f.elem!r})")
+            i += 1
             continue
         tmp = g.var("t")
         _gen_decode_field(g, 1, f, _sub_expr(f), tmp, version, flexible)
-        g.emit(1, f"s(o, {f.name!r}, {tmp})")
-    if flexible:
+        g.emit(1, f"o.{f.name} = {tmp}")
+        i += 1
+    if flexible and not tagged:
+        # Almost every struct carries an empty tag section: a single zero byte.
+        g.emit(1, "if pos < end and buf[pos] == 0:")
+        g.emit(2, "pos += 1")
+        g.emit(1, "else:")
+        g.emit(2, "_tags, pos = _skip_tags(buf, pos, end)")
+    elif flexible:
         g.emit(1, "tags, pos = _skip_tags(buf, pos, end)")
         for f in tagged:
             g.emit(1, f"if {f.tag} in tags:")
@@ -543,9 +602,9 @@ def _gen_decoder(cls: type[Struct], version: int) -> Any:
             g.emit(2, "def _sub(buf, pos, end):")
             _gen_decode_field(g, 3, f, _sub_expr(f), tmp, version, flexible)
             g.emit(3, f"return {tmp}, pos")
-            g.emit(2, f"s(o, {f.name!r}, _sub(tb, 0, len(tb))[0])")
+            g.emit(2, f"o.{f.name} = _sub(tb, 0, len(tb))[0]")
     g.emit(1, "return o, pos")
-    return _compile(g, cls, "decode")
+    return _compile(g, cls, "decode", consts)
 
 
 def _gen_encoder(cls: type[Struct], version: int) -> Any:
@@ -586,9 +645,10 @@ def _gen_encoder(cls: type[Struct], version: int) -> Any:
     return _compile(g, cls, "encode")
 
 
-def _compile(g: _Gen, cls: type[Struct], name: str) -> Any:
+def _compile(g: _Gen, cls: type[Struct], name: str, consts: dict[str, Any] | None = None) -> Any:
     source = "\n".join(g.lines)
     env = dict(_ENV)
+    env.update(consts or {})
     env["cls"] = cls
     code = compile(source, f"<kafkawire schema {cls.__qualname__} {name}>", "exec")
     exec(code, env)  # noqa: S102 - source generated above from the declarations only
