@@ -13,6 +13,7 @@ from cpython.bytearray cimport PyByteArray_FromStringAndSize, PyByteArray_AS_STR
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from cpython.tuple cimport PyTuple_GET_SIZE
 from libc.stdint cimport int8_t, int16_t, uint16_t, int32_t, uint32_t, int64_t, uint64_t
+from libc.stdint cimport INT64_MIN, INT64_MAX
 from libc.string cimport memcpy
 from libc.stdlib cimport malloc, free
 
@@ -45,6 +46,19 @@ DEF NOGIL_BYTES = 65536
 cdef tuple _EMPTY = ()
 
 
+cdef int _getbuf(object obj, Py_buffer* view) except -1:
+    """A simple (contiguous) buffer of ``obj``; a non-contiguous one is a TypeError."""
+    try:
+        PyObject_GetBuffer(obj, view, PyBUF_SIMPLE)
+    except (BufferError, ValueError):  # numpy says ValueError
+        if memoryview(obj).c_contiguous:
+            raise
+        raise TypeError(
+            f"a {type(obj).__name__} that is not C-contiguous cannot be decoded: pass bytes, "
+            f"a bytearray or a contiguous buffer (copy it with bytes(...))") from None
+    return 0
+
+
 # ---------------------------------------------------------------------------------------
 # checksums
 # ---------------------------------------------------------------------------------------
@@ -71,7 +85,7 @@ def crc32(data, value=0):
     """CRC32 (IEEE 802.3) of ``data``, continuing from ``value``; as zlib.crc32."""
     cdef Py_buffer view
     cdef uint32_t c = <uint32_t>(value & 0xFFFFFFFF)
-    PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
+    _getbuf(data, &view)
     try:
         if view.len >= NOGIL_BYTES:
             with nogil:
@@ -87,7 +101,7 @@ def crc32c(data, value=0):
     """CRC32C (Castagnoli) of ``data``, continuing from ``value``; hardware when present."""
     cdef Py_buffer view
     cdef uint32_t c = <uint32_t>(value & 0xFFFFFFFF)
-    PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
+    _getbuf(data, &view)
     try:
         if view.len >= NOGIL_BYTES:
             with nogil:
@@ -180,7 +194,7 @@ cdef object _read_fixed(buf, Py_ssize_t pos, int kind):
     cdef cptr p
     cdef Py_ssize_t eff, size
     cdef str what
-    PyObject_GetBuffer(buf, &v, PyBUF_SIMPLE)
+    _getbuf(buf, &v)
     try:
         if kind == 0:
             size, what = 1, "int8"
@@ -259,7 +273,7 @@ def read_uvarint(buf, Py_ssize_t pos):
     """Unsigned varint (at most 5 bytes, 32 bits); returns (value, next_pos)."""
     cdef Py_buffer v
     cdef uint64_t u
-    PyObject_GetBuffer(buf, &v, PyBUF_SIMPLE)
+    _getbuf(buf, &v)
     try:
         u = _read_uv(&v, &pos, "uvarint", 5)
         return u, pos
@@ -271,7 +285,7 @@ def read_varint(buf, Py_ssize_t pos):
     """Zigzag varint (int32, at most 5 bytes); returns (value, next_pos)."""
     cdef Py_buffer v
     cdef uint64_t u
-    PyObject_GetBuffer(buf, &v, PyBUF_SIMPLE)
+    _getbuf(buf, &v)
     try:
         u = _read_uv(&v, &pos, "varint", 5)
         return _zz32(u), pos
@@ -283,7 +297,7 @@ def read_varlong(buf, Py_ssize_t pos):
     """Zigzag varlong (int64, at most 10 bytes); returns (value, next_pos)."""
     cdef Py_buffer v
     cdef uint64_t u
-    PyObject_GetBuffer(buf, &v, PyBUF_SIMPLE)
+    _getbuf(buf, &v)
     try:
         u = _read_uv(&v, &pos, "varlong", 10)
         return _zz64(u), pos
@@ -315,7 +329,7 @@ cdef object _read_sized(buf, Py_ssize_t pos, int lenkind, bint text):
     cdef int64_t n
     cdef Py_ssize_t p = pos
     cdef str what = "string" if text else "bytes"
-    PyObject_GetBuffer(buf, &v, PyBUF_SIMPLE)
+    _getbuf(buf, &v)
     try:
         if lenkind == LEN_COMPACT:
             n = <int64_t>_read_uv(&v, &p, "uvarint", 5) - 1
@@ -361,7 +375,7 @@ def read_compact_array_length(buf, Py_ssize_t pos):
     """uvarint length+1 (0: null array, returned as -1)."""
     cdef Py_buffer v
     cdef int64_t n
-    PyObject_GetBuffer(buf, &v, PyBUF_SIMPLE)
+    _getbuf(buf, &v)
     try:
         n = <int64_t>_read_uv(&v, &pos, "uvarint", 5) - 1
         return n, pos
@@ -377,7 +391,7 @@ def read_tagged_fields(buf, Py_ssize_t pos):
     cdef uint64_t done = 0
     cdef Py_ssize_t tag_pos
     cdef dict fields = {}
-    PyObject_GetBuffer(buf, &v, PyBUF_SIMPLE)
+    _getbuf(buf, &v)
     try:
         count = _read_uv(&v, &pos, "uvarint", 5)
         while done < count:
@@ -754,6 +768,47 @@ cdef inline int _rvar(cptr r, Py_ssize_t lim, Py_ssize_t* pos, uint64_t* out,
     return VAR_OK
 
 
+# Offsets inside magic 1 wrappers are shifted (KIP-31) by amounts read from the wire; a
+# damaged wrapper can shift them outside int64.  The shift is kept exact in 128 bits so
+# such offsets are reported (as the twin does with Python ints) instead of wrapping.
+cdef struct I128:
+    int64_t hi
+    uint64_t lo
+
+cdef inline I128 _i128(int64_t v) noexcept nogil:
+    cdef I128 r
+    r.hi = -1 if v < 0 else 0
+    r.lo = <uint64_t>v
+    return r
+
+cdef inline I128 _i128_add(I128 a, I128 b) noexcept nogil:
+    cdef I128 r
+    r.lo = a.lo + b.lo
+    r.hi = a.hi + b.hi + (1 if r.lo < a.lo else 0)
+    return r
+
+cdef inline I128 _i128_sub(I128 a, I128 b) noexcept nogil:
+    cdef I128 r
+    r.lo = a.lo - b.lo
+    r.hi = a.hi - b.hi - (1 if a.lo < b.lo else 0)
+    return r
+
+cdef inline bint _i128_fits(I128 a) noexcept nogil:
+    return a.hi == (-1 if <int64_t>a.lo < 0 else 0)
+
+cdef object _i128_py(I128 a):
+    return (<object>a.hi) * 18446744073709551616 + <object>a.lo
+
+cdef inline bint _add_overflows(int64_t a, int64_t b) noexcept nogil:
+    return (b > 0 and a > INT64_MAX - b) or (b < 0 and a < INT64_MIN - b)
+
+cdef str _outside_int64(str what, value):
+    return f"{what} {value} is outside the int64 range"
+
+cdef str _span_error(first, last):
+    return f"inner message offsets {first} to {last} span more than the int64 range"
+
+
 cdef object _rec_error(int64_t base_offset, int32_t k, int status, int maxbytes):
     if status == VAR_LONG:
         return _errors.corrupt(_KIND_BATCH, base_offset,
@@ -778,6 +833,14 @@ cdef class _Decoder:
     cdef list cur            # records of the top-level legacy message (MODE_BATCHES)
     cdef list inflated       # decompressed sets in walk order (columnar pass 1 -> pass 2)
     cdef Py_ssize_t inflated_pos
+    # the top-level legacy entry being decoded: its kept offsets, an offset outside int64
+    # (raised once the entry is decoded, as the twin checks its finished records), and
+    # the last record's exact offset (KIP-31 shift of an enclosing wrapper)
+    cdef Py_ssize_t leg_kept
+    cdef int64_t leg_first, leg_last
+    cdef object leg_overflow
+    cdef Py_ssize_t leaves
+    cdef I128 last_leaf
     # columnar counts (pass 1) and cursors (pass 2)
     cdef Py_ssize_t n, nh, key_bytes, value_bytes, hkey_bytes, hvalue_bytes
     cdef unsigned char* data
@@ -856,7 +919,16 @@ cdef class _Decoder:
             elif magic == 0 or magic == 1:
                 if self.mode == MODE_BATCHES:
                     self.cur = []
-                self.message(src, p, pos, 12 + size, offset, 0, 0, False, 0)
+                self.leg_kept = 0
+                self.leg_overflow = None
+                self.message(src, p, pos, 12 + size, offset, _i128(0), 0, False, 0)
+                if self.leg_overflow is not None:
+                    raise _errors.corrupt(_KIND_MSG, offset, _outside_int64(
+                        "inner message offset", self.leg_overflow))
+                if self.leg_kept and not _i128_fits(
+                        _i128_sub(_i128(self.leg_last), _i128(self.leg_first))):
+                    raise _errors.corrupt(_KIND_MSG, offset, _span_error(self.leg_first,
+                                                                         self.leg_last))
                 if self.mode == MODE_BATCHES and self.cur:
                     self.legacy_batch(p + pos + 12, magic)
             else:
@@ -866,7 +938,7 @@ cdef class _Decoder:
 
     # ---- a decompressed inner message set; a truncated one is corrupt ----
     cdef int inner_set(self, object src, cptr p, Py_ssize_t n, int depth,
-                       int64_t wrapper_offset, int64_t delta, bint lat, int64_t lat_ts) except -1:
+                       int64_t wrapper_offset, I128 delta, bint lat, int64_t lat_ts) except -1:
         cdef Py_ssize_t pos = 0
         cdef int64_t offset
         cdef int32_t size
@@ -920,7 +992,7 @@ cdef class _Decoder:
     # ---- one magic 0/1 message at base[pos:pos+total]; errors name ``offset`` as written,
     # records get offset + delta (the mapping of enclosing magic 1 wrappers, KIP-31) ----
     cdef int message(self, object src, cptr base, Py_ssize_t pos, Py_ssize_t total,
-                     int64_t offset, int64_t delta, int depth, bint lat, int64_t lat_ts) except -1:
+                     int64_t offset, I128 delta, int depth, bint lat, int64_t lat_ts) except -1:
         cdef cptr m = base + pos + 12       # crc
         cdef Py_ssize_t size = total - 12
         cdef uint32_t stored
@@ -937,8 +1009,11 @@ cdef class _Decoder:
         cdef object inner
         cdef cptr ip
         cdef Py_ssize_t ipos, iend
-        cdef int64_t last_inner, absolute
+        cdef int64_t absolute
+        cdef I128 exact, last_inner
         cdef int32_t isize
+        cdef int last_codec
+        cdef _Decoder sub
         if magic == 1 and size < 22:
             raise _errors.corrupt(_KIND_MSG, offset,
                                   f"size {size} is below the 22-byte minimum for magic 1")
@@ -975,13 +1050,24 @@ cdef class _Decoder:
             q += vl
         if q != size:
             raise _errors.corrupt(_KIND_MSG, offset, f"{size - q} bytes follow the value")
-        absolute = <int64_t>(<uint64_t>offset + <uint64_t>delta)
+        exact = _i128_add(delta, _i128(offset))
         if codec == 0:
+            self.leaves += 1
+            self.last_leaf = exact
+            if not _i128_fits(exact):
+                if self.leg_overflow is None:
+                    self.leg_overflow = _i128_py(exact)
+                return 0
+            absolute = <int64_t>exact.lo
             if lat:
                 ts = lat_ts
                 tt = 1
             if absolute < self.start_offset:
                 return 0
+            if self.leg_kept == 0:
+                self.leg_first = absolute
+            self.leg_last = absolute
+            self.leg_kept += 1
             if self.mode == MODE_RECORDS:
                 self.out.append(_new_record(absolute, ts, tt, _bytes_or_none(k, kl),
                                             _bytes_or_none(v, vl), _EMPTY))
@@ -1008,20 +1094,32 @@ cdef class _Decoder:
         iend = PyBytes_GET_SIZE(inner)
         if magic == 1:
             # KIP-31: inner offsets are relative; the wrapper carries the absolute offset
-            # of the last inner message.
+            # of the last inner record.
             ipos = 0
-            last_inner = offset
+            last_inner = _i128(offset)
+            last_codec = 0
             while iend - ipos >= 12:
                 isize = <int32_t>_be32(ip + ipos + 8)
                 if isize < 0 or isize > iend - ipos - 12:
                     break
-                last_inner = <int64_t>_be64(ip + ipos)
+                last_inner = _i128(<int64_t>_be64(ip + ipos))
+                last_codec = ip[ipos + 17] & 7 if isize >= 6 else 0
                 ipos += 12 + isize
+            if last_codec and ipos == iend:
+                # The last entry is itself a wrapper (nested compression, which no Kafka
+                # client writes): its last record, not its own offset, anchors the shift.
+                # Decode the inner set once just to find that record (errors, if any,
+                # are the ones the real walk below would raise first).
+                sub = _decoder(MODE_RECORDS, INT64_MIN, self.check_crcs, self.max_depth,
+                               self.max_size, True)
+                sub.inner_set(inner, ip, iend, depth + 1, offset, _i128(0), False, 0)
+                if sub.leaves:
+                    last_inner = sub.last_leaf
             if (attrs >> 3) & 1 and not lat:
                 # KIP-32: a LogAppendTime wrapper's timestamp applies to every inner record
                 lat = True
                 lat_ts = ts
-            delta = <int64_t>(<uint64_t>absolute - <uint64_t>last_inner)
+            delta = _i128_sub(exact, last_inner)
         self.inner_set(inner, ip, iend, depth + 1, offset, delta, lat, lat_ts)
         return 0
 
@@ -1045,7 +1143,7 @@ cdef class _Decoder:
         cdef int64_t h
         cdef uint64_t u = 0
         cdef int st
-        cdef int64_t length, ts_delta, kl, vl, hcount, hkl, hvl
+        cdef int64_t length, ts_delta, od, kl, vl, hcount, hkl, hvl
         cdef int64_t offset, ts
         cdef int tt = 1 if lat else 0
         cdef cptr kp
@@ -1101,7 +1199,8 @@ cdef class _Decoder:
             st = _rvar(r, rlim, &q, &u, 5)
             if st:
                 raise _rec_error(base_offset, k, st, 5)
-            offset = <int64_t>(<uint64_t>base_offset + <uint64_t>_zz32(u))
+            od = _zz32(u)
+            offset = <int64_t>(<uint64_t>base_offset + <uint64_t>od)
             st = _rvar(r, rlim, &q, &u, 5)
             if st:
                 raise _rec_error(base_offset, k, st, 5)
@@ -1195,6 +1294,13 @@ cdef class _Decoder:
             if q != rec_end:
                 raise _rec_corrupt(base_offset, k,
                                    f"its fields take {q - rec_end + length} of its {length} bytes")
+            # Offsets and timestamps are int64 in Kafka: a sum outside it is corrupt data.
+            if _add_overflows(base_offset, od):
+                raise _rec_corrupt(base_offset, k,
+                                   _outside_int64("offset", <object>base_offset + <object>od))
+            if not lat and _add_overflows(base_ts, ts_delta):
+                raise _rec_corrupt(base_offset, k,
+                                   _outside_int64("timestamp", <object>base_ts + <object>ts_delta))
             rpos = rec_end
             k += 1
             if not keep:
@@ -1247,6 +1353,16 @@ cdef class _Decoder:
         return b
 
 
+cdef int _check_start(object start_offset) except -1:
+    if not isinstance(start_offset, int):
+        raise _errors.CodecError(
+            f"start_offset must be an int (a Kafka offset), not {type(start_offset).__name__}")
+    if not INT64_MIN <= start_offset <= INT64_MAX:
+        raise _errors.CodecError(
+            f"start_offset {start_offset} is outside the int64 range of Kafka offsets")
+    return 0
+
+
 cdef _Decoder _decoder(int mode, start_offset, check_crcs, max_depth, max_decompressed_size,
                        include_control):
     cdef _Decoder d = _Decoder.__new__(_Decoder)
@@ -1263,7 +1379,7 @@ cdef _Decoder _decoder(int mode, start_offset, check_crcs, max_depth, max_decomp
 
 cdef int _run(_Decoder d, object data) except -1:
     cdef Py_buffer view
-    PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
+    _getbuf(data, &view)
     try:
         d.top(data, <cptr>view.buf, view.len)
     finally:
@@ -1274,6 +1390,7 @@ cdef int _run(_Decoder d, object data) except -1:
 def decode_batches(data, *, start_offset=0, check_crcs=True, max_depth=DEFAULT_MAX_DEPTH,
                    max_decompressed_size=DEFAULT_MAX_DECOMPRESSED_SIZE):
     """Every batch (magic 2) and top-level message (magic 0/1) in ``data``, as Batch objects."""
+    _check_start(start_offset)
     cdef _Decoder d = _decoder(MODE_BATCHES, start_offset, check_crcs, max_depth,
                                max_decompressed_size, False)
     _run(d, data)
@@ -1283,6 +1400,7 @@ def decode_batches(data, *, start_offset=0, check_crcs=True, max_depth=DEFAULT_M
 def decode_records(data, *, start_offset=0, check_crcs=True, max_depth=DEFAULT_MAX_DEPTH,
                    max_decompressed_size=DEFAULT_MAX_DECOMPRESSED_SIZE, include_control=False):
     """Every record in ``data`` (control batches skipped unless ``include_control``)."""
+    _check_start(start_offset)
     cdef _Decoder d = _decoder(MODE_RECORDS, start_offset, check_crcs, max_depth,
                                max_decompressed_size, include_control)
     _run(d, data)
@@ -1301,6 +1419,7 @@ def decode_columnar(data, *, start_offset=0, check_crcs=True, max_depth=DEFAULT_
                     max_decompressed_size=DEFAULT_MAX_DECOMPRESSED_SIZE):
     """Every record in ``data`` (control batches skipped) as one Columns."""
     global _Columns, _data_too_large
+    _check_start(start_offset)
     cdef _Decoder d = _decoder(MODE_COUNT, start_offset, check_crcs, max_depth,
                                max_decompressed_size, False)
     cdef Py_ssize_t n, nh, total
@@ -1367,7 +1486,6 @@ def decode_columnar(data, *, start_offset=0, check_crcs=True, max_depth=DEFAULT_
 # normaliser the twin uses, so unusual inputs and their errors are handled identically.
 
 from libc.stdlib cimport realloc
-from libc.stdint cimport INT64_MIN, INT64_MAX
 
 cdef int64_t _I64_MIN = INT64_MIN
 cdef int64_t _I64_MAX = INT64_MAX

@@ -65,6 +65,8 @@ _S_BATCH = struct.Struct(">ibIhiqqqhii")
 
 def crc32(data, value: int = 0) -> int:
     """CRC32 (IEEE), as zlib.crc32: the checksum of MessageSet magic 0 and 1."""
+    if type(data) is not bytes:
+        data = _contiguous(data)
     return zlib.crc32(data, value)
 
 
@@ -106,7 +108,7 @@ def crc32c(data, value: int = 0) -> int:
     """CRC32C (Castagnoli): the checksum of RecordBatch magic 2 (KIP-98)."""
     t0, a, b, c, d = _crc_tables or _crc32c_tables()
     crc = (value & _M32) ^ _M32
-    mv = memoryview(data).cast("B")
+    mv = _contiguous(data).cast("B")
     n = len(mv)
     if n >= _NUMPY_CRC_MIN:
         return _crc32c_numpy(mv, crc) ^ _M32
@@ -205,12 +207,23 @@ def crc32c_implementation() -> str:
 # ---------------------------------------------------------------------------------------
 
 
+def _contiguous(buf) -> memoryview:
+    """memoryview(buf), refusing a non-contiguous one (the extension needs one pointer)."""
+    mv = memoryview(buf)
+    if not mv.c_contiguous:
+        raise TypeError(
+            f"a {type(buf).__name__} that is not C-contiguous cannot be decoded: pass bytes, "
+            f"a bytearray or a contiguous buffer (copy it with bytes(...))"
+        )
+    return mv
+
+
 def _bytes_view(buf):
     """``buf`` as something indexable by byte (bytes and bytearray are used as they are)."""
     t = type(buf)
     if t is bytes or t is bytearray:
         return buf
-    mv = memoryview(buf)
+    mv = _contiguous(buf)
     return mv if mv.format == "B" and mv.ndim == 1 else mv.cast("B")
 
 
@@ -218,7 +231,7 @@ def _nbytes(buf) -> int:
     t = type(buf)
     if t is bytes or t is bytearray:
         return len(buf)
-    return memoryview(buf).nbytes
+    return _contiguous(buf).nbytes
 
 
 def _remain(buf, pos: int) -> int:
@@ -234,6 +247,9 @@ def _fixed_reader(what: str, st: struct.Struct):
             return unpack_from(buf, pos)[0], pos + size
         except struct.error:
             raise errors.truncated(what, pos, size, _remain(buf, pos)) from None
+        except BufferError:
+            _contiguous(buf)  # raises the TypeError the other readers raise
+            raise
 
     read.__name__ = f"read_{what}"
     read.__doc__ = f"Read a big-endian {what} at ``pos``; returns (value, next_pos)."
@@ -702,7 +718,7 @@ def _entries(data, opts: _Options):
     The header tuple holds the Batch fields in order, without ``records``.
     """
     t = type(data)
-    mv = memoryview(data)
+    mv = _contiguous(data)
     if mv.format != "B" or mv.ndim != 1:
         mv = mv.cast("B")
     buf = data if t is bytes else mv  # bytes slices are cheaper to copy out of
@@ -810,6 +826,10 @@ def _varint_slow(buf, p, limit_bytes, mask):
         if byte < 0x80:
             return result & mask, p
         shift += 7
+
+
+def _outside_int64(what: str, value: int) -> str:
+    return f"{what} {value} is outside the int64 range"
 
 
 def _decode_v2_records(buf, pos, end, count, base_offset, base_ts, append_ts, ttype, start_offset):
@@ -927,17 +947,14 @@ def _decode_v2_records(buf, pos, end, count, base_offset, base_ts, append_ts, tt
                 headers = tuple(hs)
             if p != rec_end:
                 raise _RecordError(f"its fields take {p - rec_end + length} of its {length} bytes")
+            # Offsets and timestamps are int64 in Kafka: a sum outside it is corrupt data.
+            if not _INT64_MIN <= offset <= _INT64_MAX:
+                raise _RecordError(_outside_int64("offset", offset))
+            ts = append_ts if append_ts is not None else base_ts + ts_delta
+            if not _INT64_MIN <= ts <= _INT64_MAX:
+                raise _RecordError(_outside_int64("timestamp", ts))
             if offset >= start_offset:
-                append(
-                    (
-                        offset,
-                        append_ts if append_ts is not None else base_ts + ts_delta,
-                        ttype,
-                        key,
-                        value,
-                        headers,
-                    )
-                )
+                append((offset, ts, ttype, key, value, headers))
             pos = rec_end
             k += 1
     except _RecordError as exc:
@@ -1076,6 +1093,11 @@ def _decode_legacy_top(buf, mv, pos, end, offset, size, magic, opts):
     (crc, attributes, timestamp, ttype), records = _decode_message(
         buf, mv, pos, end, offset, size, magic, 0, opts
     )
+    if attributes & 7:
+        # KIP-31 shifts of (damaged) wrappers can take an offset outside int64
+        for r in records:
+            if not _INT64_MIN <= r[0] <= _INT64_MAX:
+                raise errors.corrupt("message", offset, _outside_int64("inner message offset", r[0]))
     start = opts.start_offset
     if len(records) == 1:
         if records[0][0] < start:
@@ -1084,6 +1106,10 @@ def _decode_legacy_top(buf, mv, pos, end, offset, size, magic, opts):
         records = [r for r in records if r[0] >= start]
     base = records[0][0] if records else offset
     last = records[-1][0] if records else offset
+    if not _INT64_MIN <= last - base <= _INT64_MAX:
+        raise errors.corrupt(
+            "message", offset, f"inner message offsets {base} to {last} span more than the int64 range"
+        )
     header = (
         base,
         magic,
@@ -1108,7 +1134,15 @@ def _decode_legacy_top(buf, mv, pos, end, offset, size, magic, opts):
 
 
 def _options(start_offset, check_crcs, max_depth, max_decompressed_size):
-    return _Options(start_offset, bool(check_crcs), max_depth, max_decompressed_size)
+    if not isinstance(start_offset, int):
+        raise errors.CodecError(
+            f"start_offset must be an int (a Kafka offset), not {type(start_offset).__name__}"
+        )
+    if not _INT64_MIN <= start_offset <= _INT64_MAX:
+        raise errors.CodecError(
+            f"start_offset {start_offset} is outside the int64 range of Kafka offsets"
+        )
+    return _Options(int(start_offset), bool(check_crcs), max_depth, max_decompressed_size)
 
 
 def decode_batches(

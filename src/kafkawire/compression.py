@@ -47,10 +47,9 @@ CODEC_NAMES: dict[int, str] = {
 
 _PACKAGES = {CODEC_SNAPPY: "python-snappy", CODEC_LZ4: "lz4", CODEC_ZSTD: "zstandard"}
 
-# Worst-case expansion ratios.  Input this small cannot exceed the cap, so the libraries'
-# one-shot functions (the fastest path) are safe to use without a streaming cap.
+# Worst-case expansion ratio of deflate.  Input this small cannot exceed the cap, so the
+# one-shot call (the fastest path) is safe to use without a streaming cap.
 _GZIP_MAX_RATIO = 1040  # deflate: 258 bytes per ~2 bits, about 1032:1
-_LZ4_MAX_RATIO = 256  # lz4: one token byte + 255-byte length runs
 
 # ---------------------------------------------------------------------------------------
 # lazy library imports
@@ -214,6 +213,7 @@ _XERIAL_MAGIC = b"\x82SNAPPY\x00"
 _XERIAL_HEADER = _XERIAL_MAGIC + struct.pack(">ii", 1, 1)
 _XERIAL_BLOCK = 32 * 1024  # snappy-java's default block size
 _INT32 = struct.Struct(">i")
+_U32LE = struct.Struct("<I")
 
 
 def _xerial_compress(lib, data) -> bytes:
@@ -348,39 +348,92 @@ def _lz4_compress(data, level: int | None, legacy: bool) -> bytes:
     return out
 
 
-def _lz4_fix_legacy_header(data):
-    """Rewrite a KIP-57 broken header checksum to the standard one; other data unchanged."""
-    view = memoryview(data).cast("B")
-    if len(view) < 7 or bytes(view[:4]) != b"\x04\x22\x4d\x18":
-        return data
+def _lz4_legacy_header(view):
+    """The standard frame header for a KIP-57 broken header checksum, or None.
+
+    None when ``view`` does not carry the broken form (nothing to fix; the library then
+    judges the header as it is).  Only the few header bytes are copied.
+    """
+    if len(view) < 7 or view[:4] != _LZ4_MAGIC:
+        return None
     hc = _lz4_header_end(view)
     if len(view) <= hc:
-        return data
+        return None
     head = bytes(view[:hc])
     good = (_xxh32(head[4:]) >> 8) & 0xFF
     if view[hc] == good or view[hc] != (_xxh32(head) >> 8) & 0xFF:
-        return data
-    return head + bytes((good,)) + bytes(view[hc + 1 :])
+        return None
+    return head + bytes((good,))
+
+
+_LZ4_MAGIC = b"\x04\x22\x4d\x18"
+_LZ4_BLOCK_MAX = {4: 1 << 16, 5: 1 << 18, 6: 1 << 20, 7: 1 << 22}  # BD byte bits 4-6
+_LZ4_WALK_MAX_BLOCKS = 4096  # longer walks are left to the capped stream
+
+
+def _lz4_output_bound(view, max_size: int) -> int:
+    """An upper bound on what the lz4 frame at the start of ``view`` decompresses to.
+
+    Walks the block headers without decompressing: a stored block holds exactly its
+    size, a compressed block at most the frame's maximum block size (the library refuses
+    bigger ones).  Returns -1 when the bound is above ``max_size`` or cannot be worked out
+    cheaply (odd or damaged header, truncated frame, very many blocks); the caller then
+    decompresses with a streaming cap, which also reports the damage.
+    """
+    size = len(view)
+    if size < 7 or view[:4] != _LZ4_MAGIC:
+        return -1
+    flg = view[4]
+    block_max = _LZ4_BLOCK_MAX.get((view[5] >> 4) & 7)
+    if flg >> 6 != 1 or block_max is None:
+        return -1
+    pos = _lz4_header_end(view) + 1
+    block_checksum = 4 if flg & 0x10 else 0
+    bound = 0
+    for _ in range(_LZ4_WALK_MAX_BLOCKS):
+        if pos + 4 > size:
+            return -1
+        (word,) = _U32LE.unpack_from(view, pos)
+        pos += 4
+        if word == 0:  # EndMark
+            return bound
+        n = word & 0x7FFFFFFF
+        if n > block_max:
+            return -1
+        bound += n if word & 0x80000000 else block_max
+        if bound > max_size:
+            return -1
+        pos += n + block_checksum
+    return -1
 
 
 def _lz4_decompress(data, max_size: int, legacy: bool) -> bytes:
     lib = _lz4_lib()
-    if legacy:
-        data = _lz4_fix_legacy_header(data)
-    size = memoryview(data).nbytes
+    view = memoryview(data).cast("B")
+    head = _lz4_legacy_header(view) if legacy else None
     try:
-        if size * _LZ4_MAX_RATIO <= max_size:
-            out = lib.decompress(data)
+        if _lz4_output_bound(view, max_size) >= 0:
+            # The bound is within the cap: the one-shot call is safe (and fastest).
+            if head is None:
+                return lib.decompress(view)
+            # KIP-57 header: hand the decompressor the fixed header, then the rest of
+            # the frame in place (no copy of the payload).
+            d = lib.LZ4FrameDecompressor()
+            d.decompress(head)
+            out = d.decompress(view[len(head) :])
         else:
-            info = lib.get_frame_info(data)
+            info = lib.get_frame_info(head if head is not None else view)
             if info["content_size"] > max_size:
                 raise errors.too_big("lz4", max_size)
             d = lib.LZ4FrameDecompressor()
-            out = d.decompress(data, max_size + 1)
+            if head is not None:
+                d.decompress(head)
+                view = view[len(head) :]
+            out = d.decompress(view, max_size + 1)
             if len(out) > max_size:
                 raise errors.too_big("lz4", max_size)
-            if not d.eof:
-                raise errors.bad_compressed("lz4", "truncated frame")
+        if not d.eof:
+            raise errors.bad_compressed("lz4", "truncated frame")
     except errors.CodecError:
         raise
     except (RuntimeError, ValueError) as exc:  # what the lz4 package raises for bad frames
@@ -437,9 +490,6 @@ def _zstd_decompress(data, max_size: int) -> bytes:
     finally:
         if len(_zstd_decompressors) < _POOL_MAX:
             _zstd_decompressors.append(d)
-
-
-_U32LE = struct.Struct("<I")
 
 
 def _zstd_check_frames(lib, view) -> None:

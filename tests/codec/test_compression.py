@@ -305,3 +305,106 @@ def test_errors_are_codec_errors():
     assert issubclass(errors.DecompressedSizeError, errors.CodecError)
     with pytest.raises(errors.CodecError):
         decompress(CODEC_GZIP, b"nope", MB)
+
+
+# ---- lz4: the output bound taken from the block headers -----------------------------------
+
+
+def _lz4_frame(blocks, *, bd=4, flg=0x60, content_size=None, end=b"\0\0\0\0"):
+    """An lz4 frame by hand: blocks are (raw bytes, stored) pairs; 64 KiB blocks by default."""
+    head = bytes([flg | (0x08 if content_size is not None else 0), bd << 4])
+    if content_size is not None:
+        head += struct.pack("<Q", content_size)
+    head += bytes([(compression._xxh32(head) >> 8) & 0xFF])
+    out = b"\x04\x22\x4d\x18" + head
+    for raw, stored in blocks:
+        out += struct.pack("<I", len(raw) | (0x80000000 if stored else 0)) + raw
+    return out + end
+
+
+def _lz4_block(data):
+    import lz4.block
+
+    return lz4.block.compress(data, store_size=False)
+
+
+def test_lz4_bound_counts_blocks_without_decompressing():
+    data = os.urandom(20_000) + b"z" * 200_000  # four 64 KiB blocks
+    packed = compress(CODEC_LZ4, data)
+    view = memoryview(packed)
+    assert compression._lz4_output_bound(view, MB) == 4 * 65536
+    # above the cap (or not worked out) is -1: the capped stream takes over, cap still exact
+    assert compression._lz4_output_bound(view, 4 * 65536 - 1) == -1
+    assert decompress(CODEC_LZ4, packed, len(data)) == data
+    with pytest.raises(errors.DecompressedSizeError):
+        decompress(CODEC_LZ4, packed, len(data) - 1)
+    # a stored block counts its own size
+    frame = _lz4_frame([(b"abc", True), (_lz4_block(b"q" * 1000), False)])
+    assert compression._lz4_output_bound(memoryview(frame), MB) == 3 + 65536
+    assert decompress(CODEC_LZ4, frame, 1003) == b"abc" + b"q" * 1000
+    with pytest.raises(errors.DecompressedSizeError):
+        decompress(CODEC_LZ4, frame, 1002)
+
+
+def test_lz4_block_inflating_past_the_declared_block_size_is_refused():
+    # The header promises 64 KiB blocks, so the bound says 64 KiB and the one-shot call is
+    # used; the block really holds 1 MiB.  The library must refuse it, not return 1 MiB.
+    frame = _lz4_frame([(_lz4_block(bytes(MB)), False)])
+    assert compression._lz4_output_bound(memoryview(frame), 100_000) == 65536
+    with pytest.raises(errors.CorruptRecordError, match="lz4"):
+        decompress(CODEC_LZ4, frame, 100_000)
+    stored = _lz4_frame([(b"s" * 70_000, True)])  # a stored block above the maximum
+    assert compression._lz4_output_bound(memoryview(stored), MB) == -1
+    with pytest.raises(errors.CorruptRecordError, match="lz4"):
+        decompress(CODEC_LZ4, stored, MB)
+
+
+def test_lz4_headers_that_lie_keep_the_cap():
+    data = b"z" * 300_000
+    blocks = [(_lz4_block(data[i : i + 65536]), False) for i in range(0, len(data), 65536)]
+    # content size declared far too small: the blocks decide the bound, the cap holds
+    small = _lz4_frame(blocks, content_size=10)
+    with pytest.raises(errors.CodecError):
+        decompress(CODEC_LZ4, small, 1000)
+    # a 4 MiB maximum block size: five blocks may hold 20 MiB, more than the cap allows,
+    # so the capped stream runs and stops at the cap
+    big_bd = _lz4_frame(blocks, bd=7)
+    assert compression._lz4_output_bound(memoryview(big_bd), MB) == -1
+    assert decompress(CODEC_LZ4, big_bd, len(data)) == data
+    with pytest.raises(errors.DecompressedSizeError):
+        decompress(CODEC_LZ4, big_bd, len(data) - 1)
+    # a block length running past the end of the data, and a missing end mark
+    for bad in (_lz4_frame(blocks)[:-40], _lz4_frame(blocks, end=b""),
+                _lz4_frame([(b"\xff" * 8, False)], end=struct.pack("<I", 60_000))):
+        assert compression._lz4_output_bound(memoryview(bad), MB) == -1
+        with pytest.raises(errors.CorruptRecordError, match="lz4"):
+            decompress(CODEC_LZ4, bad, MB)
+
+
+def test_lz4_many_blocks_fall_back_to_the_capped_stream():
+    n = compression._LZ4_WALK_MAX_BLOCKS + 10
+    frame = _lz4_frame([(b"ab", True)] * n)
+    assert compression._lz4_output_bound(memoryview(frame), MB) == -1
+    assert decompress(CODEC_LZ4, frame, 2 * n) == b"ab" * n
+    with pytest.raises(errors.DecompressedSizeError):
+        decompress(CODEC_LZ4, frame, 2 * n - 1)
+
+
+def test_lz4_legacy_cap_and_bomb():
+    data = b"0123456789" * 10_000
+    legacy = compress(CODEC_LZ4, data, legacy_lz4=True)
+    assert decompress(CODEC_LZ4, memoryview(legacy), len(data), legacy_lz4=True) == data
+    with pytest.raises(errors.DecompressedSizeError):
+        decompress(CODEC_LZ4, legacy, len(data) - 1, legacy_lz4=True)
+    for cut in (len(legacy) - 1, len(legacy) // 2):
+        with pytest.raises(errors.CorruptRecordError, match="lz4"):
+            decompress(CODEC_LZ4, legacy[:cut], MB, legacy_lz4=True)
+    bomb = compress(CODEC_LZ4, bytes(32 * MB), legacy_lz4=True)
+    tracemalloc.start()
+    try:
+        with pytest.raises(errors.DecompressedSizeError):
+            decompress(CODEC_LZ4, bomb, MB, legacy_lz4=True)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 * MB, peak

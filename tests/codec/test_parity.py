@@ -512,3 +512,113 @@ def test_atheris_harness_smoke() -> None:
         else:
             body = rng.randbytes(rng.randrange(0, 80))
         harness.check(head + body)
+
+
+# ---------------------------------------------------------------------------------------
+# Edge inputs where the two implementations once differed
+# ---------------------------------------------------------------------------------------
+
+
+def _v2_with(base_offset: int, base_ts: int, log_append: bool = False) -> bytes:
+    """Two records (deltas 0 and 1) under the given base offset and timestamp, CRC fixed."""
+    batch = bytearray(py.encode_record_batch([(b"k", b"v", 0), (b"k", b"v", 1)], timestamp=0))
+    struct.pack_into(">q", batch, 0, base_offset)
+    struct.pack_into(">q", batch, 27, base_ts)
+    struct.pack_into(">q", batch, 35, base_ts)
+    if log_append:
+        batch[22] |= 0x08
+    return bytes(_fix_crcs(batch))
+
+
+DECODERS = ("decode_records", "decode_batches", "decode_columnar")
+
+
+@pytest.mark.parametrize("name", DECODERS)
+def test_offsets_and_timestamps_outside_int64_are_corrupt_in_both(name) -> None:
+    cases = {
+        "offset": (_v2_with(2**63 - 1, 0), "offset 9223372036854775808"),
+        "timestamp": (_v2_with(0, 2**63 - 1), "timestamp 9223372036854775808"),
+    }
+    for what, (data, text) in cases.items():
+        outcome_ = assert_same(name, data)
+        assert outcome_[:2] == ("raised", errors.CorruptRecordError), what
+        assert f"record 1: {text} is outside the int64 range" in outcome_[2]
+    # the edges themselves are fine, and LogAppendTime never adds the deltas
+    assert assert_same(name, _v2_with(2**63 - 2, 2**63 - 2))[0] == "returned"
+    assert assert_same(name, _v2_with(0, 2**63 - 1, log_append=True))[0] == "returned"
+    assert assert_same(name, _v2_with(-(2**63), -(2**63)), start_offset=-(2**63))[0] == "returned"
+
+
+def _message(offset: int, magic: int, value: bytes, codec: int = 0, ts: int = 0) -> bytes:
+    body = struct.pack(">bb", magic, codec) + (struct.pack(">q", ts) if magic == 1 else b"")
+    body += struct.pack(">i", -1) + struct.pack(">i", len(value)) + value
+    message = struct.pack(">I", zlib.crc32(body)) + body
+    return struct.pack(">qi", offset, len(message)) + message
+
+
+def _wrapper(offset: int, magic: int, inner: bytes) -> bytes:
+    return _message(offset, magic, compression.compress(1, inner), codec=1)
+
+
+@pytest.mark.parametrize("name", DECODERS)
+def test_kip31_shift_uses_the_last_inner_record(name) -> None:
+    # A magic 1 wrapper (offset 100) whose last inner entry is a magic 0 wrapper at
+    # relative offset 9 holding records at 3 and 4: the last inner *record* (4) maps to
+    # 100 (not the nested wrapper's 9), so the records are 96, 97, 99 and 100.
+    nested = _wrapper(9, 0, _message(3, 0, b"c") + _message(4, 0, b"d"))
+    data = _wrapper(100, 1, _message(0, 1, b"a") + _message(1, 1, b"b") + nested)
+    for start in (0, 99):
+        result = assert_same(name, data, start_offset=start)
+        assert result[0] == "returned"
+    records = py.decode_records(data)
+    assert [r.offset for r in records] == [96, 97, 99, 100]
+    assert [r.offset for r in cy.decode_records(data)] == [96, 97, 99, 100]
+    # ... also when that nested wrapper is empty: the record before it anchors the shift
+    empty = _message(7, 0, compression.compress(1, b""), codec=1)
+    data = _wrapper(50, 1, _message(0, 1, b"a") + _message(1, 1, b"b") + empty)
+    assert [r.offset for r in cy.decode_records(data)] == [49, 50]
+    assert assert_same(name, data)[0] == "returned"
+
+
+@pytest.mark.parametrize("name", DECODERS)
+def test_kip31_shift_outside_int64_is_corrupt_in_both(name) -> None:
+    # Inner offsets that go backwards push the earlier records past int64.
+    data = _wrapper(2**63 - 1, 1, _message(5, 1, b"a") + _message(0, 1, b"b"))
+    result = assert_same(name, data)
+    assert result[:2] == ("raised", errors.CorruptRecordError)
+    assert "inner message offset 9223372036854775812 is outside the int64 range" in result[2]
+    # in range, but the first and last kept offsets are further apart than int64 allows
+    data = _wrapper(2**63 - 1, 0, _message(-(2**63), 0, b"a") + _message(2**63 - 1, 0, b"b"))
+    result = assert_same(name, data, start_offset=-(2**63))
+    assert result[:2] == ("raised", errors.CorruptRecordError)
+    assert "span more than the int64 range" in result[2]
+    assert assert_same(name, data)[0] == "returned"  # start_offset 0 drops the first one
+
+
+@pytest.mark.parametrize("name", DECODERS)
+@pytest.mark.parametrize("start", [2**63, -(2**63) - 1, 1.5, "3", None])
+def test_bad_start_offset_is_the_same_error(name, start) -> None:
+    data = py.encode_record_batch([(b"k", b"v", 5)])
+    result = assert_same(name, data, start_offset=start)
+    assert result[:2] == ("raised", errors.CodecError)
+    assert "start_offset" in result[2]
+
+
+def test_non_contiguous_input_to_readers_is_the_same_type_error() -> None:
+    strided = memoryview(bytes(40))[::2]
+    for name in READERS:
+        result = assert_same(name, strided, 0)
+        assert result[:2] == ("raised", TypeError), name
+
+
+@pytest.mark.parametrize("name", DECODERS + ("crc32", "crc32c"))
+def test_non_contiguous_input_is_the_same_type_error(name) -> None:
+    data = py.encode_record_batch([(b"k", b"v", 5)])
+    strided = memoryview(bytes(b for b in data for _ in (0, 1)))[::2]
+    assert bytes(strided) == data
+    result = assert_same(name, strided)
+    assert result[:2] == ("raised", TypeError)
+    assert "not C-contiguous" in result[2]
+    # numpy's strided arrays too
+    result = assert_same(name, np.frombuffer(bytes(strided.obj), dtype=np.uint8)[::2])
+    assert result[:2] == ("raised", TypeError)
