@@ -15,6 +15,9 @@ Conventions
   out of range raises EncodeError.
 * Compression codec ids are Kafka's: 0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd.
 * timestamp_type: -1 none (magic 0), 0 CreateTime, 1 LogAppendTime.
+* start_offset must be an int within int64 (CodecError otherwise); a decoded offset or
+  timestamp outside int64 raises CorruptRecordError.
+* Buffers must be C-contiguous (TypeError otherwise).
 """
 
 from collections.abc import Buffer, Iterable, Sequence
