@@ -494,11 +494,6 @@ def test_offset_out_of_range_follows_auto_offset_reset(mock_cluster, policy):
             assert got[0] == [(10 + i, b"new-%d" % i) for i in range(5)]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "client/errors.py defines its own OffsetOutOfRangeError (code 1) beside the error "
-    "table's kafkawire.errors.OffsetOutOfRangeError without subclassing it, so "
-    "`except kafkawire.errors.OffsetOutOfRangeError` (what errors.for_code(1) names) "
-    "misses the consumer's error"))
 def test_offset_out_of_range_error_is_the_error_table_class(mock_cluster):
     topic = _topic("oor-class")
     _make_topic(mock_cluster, topic, {0: 1})

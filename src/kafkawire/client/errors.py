@@ -101,13 +101,11 @@ RETRIABLE_CODES = frozenset(
 REFRESH_METADATA_CODES = frozenset({3, 5, 6, 9, 56, 74, 75, 100})
 
 
-class OffsetOutOfRangeError(_errors.BrokerError):
-    """The fetch position is outside the log and auto_offset_reset is "none"."""
+class OffsetOutOfRangeError(_errors.OffsetOutOfRangeError):
+    """The fetch position is outside the log and auto_offset_reset is "none".
 
-    code = 1
-    retriable = False
-    name = "OFFSET_OUT_OF_RANGE"
-    meaning = "The requested offset is not within the range of offsets maintained by the server."
+    The error table's class for code 1, plus ``partitions``: {(topic, partition): offset}.
+    """
 
     def __init__(self, message: str | None = None, partitions: dict | None = None):
         super().__init__(message)
