@@ -31,8 +31,12 @@ test-cython: build
 test-python: build
 	KAFKAWIRE_PUREPYTHON=1 KAFKAWIRE_EXPECT_IMPLEMENTATION=python $(PY) -m pytest -q -p no:cacheprovider tests
 
+# Side-by-side benchmarks (kafkawire and its peers interleaved in one process); the
+# README's tables are their output. BENCH_ARGS=--quick for a shorter run.
 bench: build
-	$(PY) bench/compare_codec.py
+	$(PY) bench/compare_codec.py $(BENCH_ARGS) --markdown bench/results/codec.md
+	$(PY) bench/compare_protocol.py $(BENCH_ARGS) --markdown bench/results/protocol.md
+	$(PY) bench/compare_e2e.py $(BENCH_ARGS) --markdown bench/results/e2e.md
 
 demo: build
 	$(PY) -m kafkawire demo

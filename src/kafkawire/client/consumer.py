@@ -4,15 +4,20 @@
 partition); ``poll_batch(timeout)`` returns the codec's columnar shape per partition.
 Fetches are long polls (``fetch_max_wait_ms``, ``fetch_min_bytes``), one per leader
 broker, bounded by ``fetch_max_bytes`` and ``max_partition_fetch_bytes``.  The next
-fetch is sent before poll() returns, so it is in flight while the caller works.  At most
-one fetch response per partition is buffered, which bounds memory.
+fetch is sent before poll() returns, so it is in flight while the caller works.  Up to
+two fetch responses per partition are buffered (a partition is fetched again while
+the previous response is still being handed out), which bounds memory.
 
 Not thread-safe: call it from one thread.
 """
 
 from __future__ import annotations
 
+import gc
+import struct
+from collections import deque
 import time
+from operator import attrgetter
 from typing import Any, Iterable
 
 from kafkawire import codec
@@ -59,22 +64,55 @@ class TopicPartition(tuple):
 
 
 class ConsumerRecord:
-    __slots__ = ("topic", "partition", "offset", "timestamp", "timestamp_type", "key", "value", "headers")
+    """One record: ``topic``, ``partition``, ``offset``, ``timestamp``, ``timestamp_type``,
+    ``key``, ``value``, ``headers``.
+
+    A thin view over the codec's decoded record: poll() makes one per record, and
+    copying eight fields into it would cost more than the decoding; the fields are read
+    from the decoded record when asked for.
+    """
+
+    __slots__ = ("topic", "partition", "_record")
 
     def __init__(self, topic: str, partition: int, offset: int, timestamp: int, timestamp_type: int,
-                 key: Any, value: Any, headers: tuple):
+                 key: Any, value: Any, headers: tuple = ()):
         self.topic = topic
         self.partition = partition
-        self.offset = offset
-        self.timestamp = timestamp
-        self.timestamp_type = timestamp_type
-        self.key = key
-        self.value = value
-        self.headers = headers
+        self._record = codec.Record(offset, timestamp, timestamp_type, key, value, tuple(headers))
+
+    # attrgetter with a dotted name reads through _record in C, without a Python frame.
+    offset = property(attrgetter("_record.offset"))
+    timestamp = property(attrgetter("_record.timestamp"))
+    timestamp_type = property(attrgetter("_record.timestamp_type"))
+    key = property(attrgetter("_record.key"))
+    value = property(attrgetter("_record.value"))
+    headers = property(attrgetter("_record.headers"))
 
     def __repr__(self) -> str:
         return (f"ConsumerRecord(topic={self.topic!r}, partition={self.partition}, offset={self.offset}, "
                 f"timestamp={self.timestamp}, key={self.key!r}, value={self.value!r})")
+
+
+class _RecordView(ConsumerRecord):
+    # How poll() makes a ConsumerRecord: around the decoded record as it is.
+    __slots__ = ()
+
+    def __init__(self, topic: str, partition: int, record: Any):  # noqa: D107
+        self.topic = topic
+        self.partition = partition
+        self._record = record
+
+
+class _DeserializedRecord(ConsumerRecord):
+    # With key_deserializer / value_deserializer: their results replace key and value.
+    __slots__ = ("key", "value")
+
+    def __init__(self, topic: str, partition: int, record: Any, key: Any, value: Any):  # noqa: D107
+        self.topic = topic
+        self.partition = partition
+        self._record = record
+        self.key = key
+        self.value = value
 
 
 class FetchedBatch:
@@ -106,17 +144,87 @@ class OffsetAndTimestamp:
         return f"OffsetAndTimestamp(offset={self.offset}, timestamp={self.timestamp})"
 
 
+# Fetch responses buffered per partition, not yet decoded: the next fetch goes out while
+# the caller works through the previous one (bounds memory to about this many times
+# max_partition_fetch_bytes per partition, plus the records poll() has yet to return).
+_MAX_PENDING = 2
+
+
 class _PartitionState:
-    __slots__ = ("position", "fetching", "buffer", "high_watermark", "paused", "reset_to")
+    __slots__ = ("position", "fetching", "buffer", "pending", "fetch_offset", "high_watermark",
+                 "paused", "reset_to")
 
     def __init__(self) -> None:
         self.position: int | None = None
         self.fetching = False
-        # (records data memoryview, high watermark) not yet decoded, or decoded records
-        self.buffer: Any = None
+        # Decoded records poll() has yet to return (max_records cut them off), or None.
+        self.buffer: list[Any] | None = None
+        # Raw records data of fetch responses, in offset order, not yet decoded.
+        self.pending: deque[Any] = deque()
+        # The offset after everything buffered (where the next fetch starts), None when
+        # unknown (nothing more is fetched until the buffers are drained).
+        self.fetch_offset: int | None = None
         self.high_watermark = -1
         self.paused = False
         self.reset_to: int | None = None
+
+    def clear(self) -> None:
+        self.buffer = None
+        self.pending.clear()
+        self.fetch_offset = None
+
+    def buffered(self) -> bool:
+        return self.buffer is not None or bool(self.pending)
+
+    def next_fetch(self) -> int | None:
+        """The offset the next fetch of this partition asks for (None: do not fetch)."""
+        if self.buffer is None and not self.pending:
+            return self.position
+        if len(self.pending) >= _MAX_PENDING:
+            return None
+        return self.fetch_offset
+
+
+_HEAD = struct.Struct(">qi")  # base offset, batch length: the start of every log entry
+_INT32 = struct.Struct(">i")
+
+
+def _next_offset(data: Any) -> int | None:
+    """The offset after the last complete RecordBatch in ``data``, read from the batch
+    headers alone (the columnar path needs nothing else from them); None when there is
+    no complete batch or an entry is not magic 2 (decode_batches handles those)."""
+    size = len(data)
+    pos = 0
+    last = None
+    while pos + 27 <= size:
+        base, length = _HEAD.unpack_from(data, pos)
+        end = pos + 12 + length
+        if end > size:
+            break  # a batch cut off by the fetch size limit: fetched again next time
+        if length < 15 or data[pos + 16] != 2:
+            return None
+        last = base + _INT32.unpack_from(data, pos + 23)[0]
+        pos = end
+    return None if last is None else last + 1
+
+
+def _split_point(data: Any, want: int) -> int:
+    """Where to cut ``data`` so that its complete magic-2 batches before the cut hold at
+    least ``want`` records (by their headers' record counts); 0 for "do not cut" (the
+    data holds no more than that, or something other than whole magic-2 batches)."""
+    size = len(data)
+    pos = 0
+    count = 0
+    while pos + 61 <= size:
+        length = _HEAD.unpack_from(data, pos)[1]
+        end = pos + 12 + length
+        if end > size or length < 49 or data[pos + 16] != 2:
+            return 0
+        count += _INT32.unpack_from(data, pos + 57)[0]
+        pos = end
+        if count >= want:
+            return pos if pos < size else 0
+    return 0
 
 
 def _tp(x: Any) -> TopicPartition:
@@ -178,7 +286,7 @@ class Consumer:
             raise ValueError(f"offset must be an int >= 0, got {offset!r}")
         state = self._state(partition)
         state.position = offset
-        state.buffer = None  # a fetch already in flight is dropped when it arrives
+        state.clear()  # a fetch already in flight is dropped when it arrives
         state.reset_to = None
 
     def seek_to_beginning(self, partitions: Iterable[Any] | None = None, timeout: float | None = None) -> None:
@@ -313,16 +421,24 @@ class Consumer:
         which = EARLIEST if policy == "earliest" else LATEST
         for tp, (offset, _ts) in self._list_offsets({tp: which for tp in tps}, timeout).items():
             self._assigned[tp].position = offset
-            self._assigned[tp].buffer = None
+            self._assigned[tp].clear()
 
     # -- fetching -------------------------------------------------------------------------
 
     def _send_fetches(self) -> None:
         cfg = self.config
         by_node: dict[int, list[TopicPartition]] = {}
+        offsets: dict[TopicPartition, int] = {}
+        buffered = False
         for tp, st in self._assigned.items():
-            if st.fetching or st.buffer is not None or st.paused or st.position is None:
+            if st.buffer is not None or st.pending:
+                buffered = True
+            if st.fetching or st.paused or st.position is None:
                 continue
+            offset = st.next_fetch()
+            if offset is None:
+                continue
+            offsets[tp] = offset
             leader = self.cluster.leader_for(*tp)
             if leader is None:
                 self.cluster.request_refresh()
@@ -338,7 +454,7 @@ class Consumer:
             topics: dict[str, list[Any]] = {}
             for tp in tps:
                 topics.setdefault(tp.topic, []).append(_FetchPartition(
-                    partition=tp.partition, fetch_offset=self._assigned[tp].position,
+                    partition=tp.partition, fetch_offset=offsets[tp],
                     partition_max_bytes=cfg.max_partition_fetch_bytes))
             fetch_topics = []
             for t, parts in topics.items():
@@ -348,11 +464,15 @@ class Consumer:
                 if topic_id is not None:
                     kwargs["topic_id"] = topic_id
                 fetch_topics.append(_FetchTopic(**kwargs))
+            # A long poll holds the connection (answers come in order), so it must not
+            # delay the fetch of a partition whose buffered records poll() is still
+            # handing out: while any are buffered, the broker answers at once.
             req = FETCH.Request(
-                replica_id=-1, max_wait_ms=cfg.fetch_max_wait_ms, min_bytes=cfg.fetch_min_bytes,
+                replica_id=-1, max_wait_ms=0 if buffered else cfg.fetch_max_wait_ms,
+                min_bytes=cfg.fetch_min_bytes,
                 max_bytes=cfg.fetch_max_bytes, isolation_level=self._isolation,
                 session_id=0, session_epoch=-1, topics=fetch_topics)
-            positions = {tp: self._assigned[tp].position for tp in tps}
+            positions = {tp: offsets[tp] for tp in tps}
             for tp in tps:
                 self._assigned[tp].fetching = True
             fut = conn.send(FETCH, req, version)
@@ -380,13 +500,15 @@ class Consumer:
                 tp = TopicPartition(name, p.partition_index)
                 st = self._assigned.get(tp)
                 # Dropped if unassigned or seeked since the request went out.
-                if st is None or st.position != positions.get(tp):
+                if st is None or positions.get(tp) is None or st.next_fetch() != positions[tp]:
                     continue
                 code = p.error_code
                 if code == 0:
                     st.high_watermark = p.high_watermark
-                    if p.records is not None and len(p.records):
-                        st.buffer = p.records
+                    records = p.records
+                    if records is not None and len(records):
+                        st.pending.append(records)
+                        st.fetch_offset = _next_offset(records)
                 elif code == 1:  # OFFSET_OUT_OF_RANGE
                     st.reset_to = -1
                 else:
@@ -405,63 +527,122 @@ class Consumer:
 
     def _drain(self, max_records: int, columnar: bool) -> list[Any]:
         out: list[Any] = []
-        check = self.config.check_crcs
         for tp, st in self._assigned.items():
-            if st.buffer is None:
+            if st.buffer is None and not st.pending:
                 continue
             if len(out) >= max_records and not columnar:
                 break
-            data = st.buffer
-            if isinstance(data, list):  # decoded records left over from an earlier poll
-                take = data[: max_records - len(out)]
-                rest = data[len(take):]
-                st.buffer = rest or None
-                out.extend(take)
+            if st.buffer is not None:  # decoded records left over from an earlier poll
+                if columnar:
+                    # poll() left them and the caller switched to poll_batch(), which
+                    # hands out Columns only: fetch again from the first of them.
+                    first = st.buffer[0].offset
+                    st.clear()
+                    st.position = first
+                    continue
+                data = st.buffer
+                room = max_records - len(out)
+                take = data[:room] if room < len(data) else data
                 if take:
+                    out.extend(take)
                     st.position = take[-1].offset + 1
-                continue
-            start = st.position
-            batches = codec.decode_batches(data, start_offset=start, check_crcs=check)
-            if not batches:
+                if len(take) < len(data):
+                    st.buffer = data[len(take):]
+                    continue
                 st.buffer = None
-                if len(data) >= self.config.max_partition_fetch_bytes and not self._has_complete_entry(data):
-                    self._pending_error = RecordTooLargeError(
-                        f"{tp} at offset {start}: the next batch is larger than "
-                        f"max_partition_fetch_bytes={self.config.max_partition_fetch_bytes}; raise it")
+                if not st.pending and st.fetch_offset is not None:
+                    # The end of the decoded response (past any control batch at its end).
+                    st.position = max(st.position, st.fetch_offset)
+            if not st.pending or (len(out) >= max_records and not columnar):
                 continue
-            last = batches[-1]
-            next_pos = last.base_offset + last.last_offset_delta + 1
-            if columnar:
+            # One response per partition and poll: poll_batch returns one FetchedBatch each.
+            data = st.pending.popleft()
+            # Decoding makes two objects per record, and they live until the caller is
+            # done with them: the collector, run every 700 allocations, would scan and
+            # promote them again and again (a third of poll()'s time at 100-byte
+            # values).  They cannot form cycles, so it waits until they are all made.
+            pause_gc = not columnar and gc.isenabled()
+            if pause_gc:
+                gc.disable()
+            try:
+                self._drain_one(tp, st, data, out, max_records, columnar)
+            except Exception as exc:
+                # A corrupt batch or a failing deserializer: drop what is buffered, so
+                # the next poll fetches from the same position and fails the same way
+                # rather than skip past the bad records.  Records already taken from
+                # other partitions are returned first; the next poll() raises.
+                st.clear()
+                if not out:
+                    raise
+                self._pending_error = exc
+                return out
+            finally:
+                if pause_gc:
+                    gc.enable()
+        return out
+
+    def _drain_one(self, tp: TopicPartition, st: _PartitionState, data: Any, out: list[Any],
+                   max_records: int, columnar: bool) -> None:
+        check = self.config.check_crcs
+        start = st.position
+        if columnar:
+            next_pos = _next_offset(data)
+            if next_pos is not None:  # else decode_batches below says what is wrong
                 cols = codec.decode_columnar(data, start_offset=start, check_crcs=check)
-                st.buffer = None
                 st.position = max(next_pos, start)
                 if len(cols):
                     out.append(FetchedBatch(tp.topic, tp.partition, cols, st.high_watermark))
+                return
+        if not columnar:
+            # Decode only the batches this poll hands out; the rest stays raw, first in
+            # line.  A large fetch answer then never turns into a crowd of live record
+            # objects at once (which the garbage collector would scan again and again).
+            cut = _split_point(data, max_records - len(out))
+            if cut:
+                st.pending.appendleft(data[cut:])
+                data = data[:cut]
+        batches = codec.decode_batches(data, start_offset=start, check_crcs=check)
+        if not batches:
+            if len(data) >= self.config.max_partition_fetch_bytes and not self._has_complete_entry(data):
+                self._pending_error = RecordTooLargeError(
+                    f"{tp} at offset {start}: the next batch is larger than "
+                    f"max_partition_fetch_bytes={self.config.max_partition_fetch_bytes}; raise it")
+            return
+        last = batches[-1]
+        next_pos = max(last.base_offset + last.last_offset_delta + 1, start)
+        if columnar:
+            cols = codec.decode_columnar(data, start_offset=start, check_crcs=check)
+            st.position = next_pos
+            if len(cols):
+                out.append(FetchedBatch(tp.topic, tp.partition, cols, st.high_watermark))
+            return
+        topic, partition = tp
+        kdes, vdes = self._kdes, self._vdes
+        recs: list[ConsumerRecord] = []
+        for b in batches:
+            if b.is_control:
                 continue
-            topic, partition = tp
-            kdes, vdes = self._kdes, self._vdes
-            recs = []
-            for b in batches:
-                if b.is_control:
-                    continue
-                for r in b.records:
-                    k, v = r.key, r.value
-                    if kdes is not None:
-                        k = kdes(k)
-                    if vdes is not None:
-                        v = vdes(v)
-                    recs.append(ConsumerRecord(topic, partition, r.offset, r.timestamp, r.timestamp_type,
-                                               k, v, r.headers))
-            room = max_records - len(out)
-            if len(recs) > room:
-                out.extend(recs[:room])
-                st.buffer = recs[room:]
-                st.position = recs[room - 1].offset + 1 if room else st.position
-            else:
-                out.extend(recs)
-                st.buffer = None
-                st.position = max(next_pos, start)
-        return out
+            if kdes is None and vdes is None:
+                recs.extend([_RecordView(topic, partition, r) for r in b.records])
+                continue
+            for r in b.records:
+                k, v = r.key, r.value
+                if kdes is not None:
+                    k = kdes(k)
+                if vdes is not None:
+                    v = vdes(v)
+                recs.append(_DeserializedRecord(topic, partition, r, k, v))
+        room = max_records - len(out)
+        if len(recs) > room:
+            out.extend(recs[:room])
+            st.buffer = recs[room:]
+            if room:
+                st.position = recs[room - 1].offset + 1
+            if not st.pending:
+                st.fetch_offset = next_pos  # where the leftovers' response ended
+        else:
+            out.extend(recs)
+            st.position = next_pos
 
     @staticmethod
     def _has_complete_entry(data: Any) -> bool:
@@ -480,9 +661,11 @@ class Consumer:
                 err, self._pending_error = self._pending_error, None
                 raise err
             self._handle_resets(deadline)
+            # Fetches go out before decoding and again before returning, so the broker
+            # works while kafkawire decodes and the caller processes.
+            self._send_fetches()
             out = self._drain(max_records, columnar)
             self.cluster.maybe_refresh()
-            # The next fetch goes out before we return, to overlap with the caller's work.
             self._send_fetches()
             if out:
                 return out

@@ -18,9 +18,10 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
+from time import monotonic as _monotonic, time as _time, time_ns as _time_ns
 from typing import Any, Callable, Iterable
 
-from kafkawire import codec
+from kafkawire import codec, errors
 from kafkawire._columnar import Columns
 from kafkawire.client.cluster import Cluster
 from kafkawire.client.config import Config
@@ -90,7 +91,7 @@ class BatchMetadata:
 class _Batch:
     __slots__ = (
         "topic", "partition", "records", "columns", "size", "created", "future", "attempts",
-        "deadline", "retry_at", "encoded", "reserved", "full", "in_flight",
+        "deadline", "retry_at", "encoded", "reserved", "full", "in_flight", "default_ts",
     )
 
     def __init__(self, topic: str, partition: int, now: float, deadline: float):
@@ -106,31 +107,47 @@ class _Batch:
         self.deadline = deadline
         self.retry_at = 0.0
         self.encoded: tuple[int, int, bytes] | None = None  # (magic, codec, bytes)
+        # buffer_memory bytes this batch holds (taken when it is made).
         self.reserved = 0
         self.full = False
         self.in_flight = False
+        # Timestamp for records that carry none (send_batch sequences), -1: the encoder's.
+        self.default_ts = -1
 
     def count(self) -> int:
         return len(self.columns) if self.columns is not None else len(self.records)
 
 
-class RecordFuture:
-    """The future of one record: ``result(timeout)`` gives its :class:`RecordMetadata`."""
+class RecordFuture(tuple):
+    """The future of one record: ``result(timeout)`` gives its :class:`RecordMetadata`.
 
-    __slots__ = ("_batch_future", "_index", "_topic", "_partition", "_timestamp")
+    Lean on purpose, as one is made per send(): a tuple (batch, index in the batch,
+    timestamp), the batch's one future resolving every record of the batch."""
 
-    def __init__(self, batch_future: Future, index: int, topic: str, partition: int, timestamp: int):
-        self._batch_future = batch_future
-        self._index = index
-        self._topic = topic
-        self._partition = partition
-        self._timestamp = timestamp
+    __slots__ = ()
+
+    @property
+    def _batch_future(self) -> Future:
+        return self[0].future
+
+    @property
+    def _topic(self) -> str:
+        return self[0].topic
+
+    @property
+    def _partition(self) -> int:
+        return self[0].partition
+
+    @property
+    def _index(self) -> int:
+        return self[1]
 
     def _metadata(self, value: tuple[int, int]) -> RecordMetadata:
+        batch, index, timestamp = self
         base, append_time = value
-        offset = -1 if base < 0 else base + self._index
-        ts = append_time if append_time is not None and append_time >= 0 else self._timestamp
-        return RecordMetadata(self._topic, self._partition, offset, ts)
+        offset = -1 if base < 0 else base + index
+        ts = append_time if append_time is not None and append_time >= 0 else timestamp
+        return RecordMetadata(batch.topic, batch.partition, offset, ts)
 
     def done(self) -> bool:
         return self._batch_future.done()
@@ -191,6 +208,14 @@ class Producer:
         self._space = threading.Condition(self._lock)
         self._meta_cond = threading.Condition()
         self._batches: dict[tuple[str, int], deque[_Batch]] = {}
+        # The batch of each partition that send() appends to (always the last of its queue).
+        self._open: dict[tuple[str, int], _Batch] = {}
+        self._buffer_memory = c.buffer_memory
+        # send()'s hot path is allowed: no serializers, batches smaller than the largest
+        # record (so a record that fits a batch fits a request), not closing.
+        self._fast = (self._key_ser is None and self._value_ser is None
+                      and self._batch_size <= self._max_request - _BATCH_OVERHEAD - 64)
+        self._max_record_size = self._max_request - _BATCH_OVERHEAD - 64
         self._incomplete: set[_Batch] = set()
         self._used_memory = 0
         self._flushing = 0
@@ -232,6 +257,12 @@ class Producer:
                     )
                 self._meta_cond.wait(min(remaining, 0.1))
 
+    def partitions_for(self, topic: str, timeout: float | None = None) -> list[int]:
+        """Partition ids of ``topic``, waiting up to ``timeout`` seconds (default
+        ``max_block_ms``) for its metadata."""
+        wait = self.config.max_block_ms / 1000.0 if timeout is None else timeout
+        return list(range(self._num_partitions(topic, time.monotonic() + wait)))
+
     def send(
         self,
         topic: str,
@@ -244,46 +275,141 @@ class Producer:
     ) -> RecordFuture:
         """Queue one record; the returned future resolves once the broker acknowledges it
         (per ``acks``).  Blocks up to ``max_block_ms`` for metadata or buffer space."""
+        # The hot path: bytes (or None), no headers, an explicit partition (or an unkeyed
+        # record's sticky one) whose open batch has room, no serializers.  Everything
+        # else, and the record that fills or opens a batch, takes _send() below.
+        p = partition
+        if p is None and key is None and self._partitioner is None:
+            n = self._partition_counts.get(topic)
+            if n:
+                p = self._sticky.partition(topic, n)
+        if (self._fast and headers is None and type(value) is bytes and type(p) is int
+                and (key is None or type(key) is bytes) and p >= 0):
+            size = _RECORD_OVERHEAD + len(value) + (0 if key is None else len(key))
+            if timestamp is None:
+                timestamp = _time_ns() // 1_000_000
+            fut = None
+            lock = self._lock
+            lock.acquire()  # acquire/release costs half of `with` here
+            try:
+                b = self._open.get((topic, p))
+                if b is not None and b.size + size < self._batch_size:
+                    records = b.records
+                    fut = RecordFuture((b, len(records), timestamp))
+                    records.append((key, value, timestamp))
+                    b.size += size
+            finally:
+                lock.release()
+            if fut is not None:
+                if callback is not None:
+                    fut.add_callback(callback)
+                return fut
+        return self._send(topic, value, key, partition, timestamp, headers, callback)
+
+    def _send(self, topic: str, value: Any, key: Any, partition: int | None, timestamp: int | None,
+              headers: Any, callback: Any) -> RecordFuture:
         if self._closing:
             raise ClientClosedError("send() after close(): the producer is closed")
         if self._key_ser is not None:
             key = self._key_ser(key)
         if self._value_ser is not None:
             value = self._value_ser(value)
-        key = _as_bytes("key", key)
-        value = _as_bytes("value", value)
+        if key is None:
+            size = _RECORD_OVERHEAD
+        else:
+            if type(key) is not bytes:
+                key = _as_bytes("key", key)
+            size = _RECORD_OVERHEAD + len(key)
+        if value is not None:
+            if type(value) is not bytes:
+                value = _as_bytes("value", value)
+            size += len(value)
         if headers is not None:
             headers = tuple(headers)
-        if timestamp is None:
-            timestamp = int(time.time() * 1000)
-        size = _RECORD_OVERHEAD + (len(key) if key is not None else 0) + (len(value) if value is not None else 0)
-        if headers:
             size += sum(len(k) + (len(v) if v is not None else 0) + 10 for k, v in headers)
-        if size + _BATCH_OVERHEAD + 64 > self._max_request:
+        if size > self._max_record_size:
             raise RecordTooLargeError(
                 f"record of about {size} bytes is larger than max_request_size="
                 f"{self._max_request}; raise max_request_size (and the broker's message.max.bytes)"
             )
-        deadline = time.monotonic() + self.config.max_block_ms / 1000.0
+        if timestamp is None:
+            timestamp = int(_time() * 1000)
+        sticky = False
         if partition is None:
-            n = self._num_partitions(topic, deadline)
+            n = self._partition_counts.get(topic) or self._num_partitions(
+                topic, _monotonic() + self.config.max_block_ms / 1000.0)
             if self._partitioner is not None:
                 partition = self._partitioner(key, n)
             elif key is not None:
                 partition = partition_for_key(bytes(key), n)
             else:
                 partition = self._sticky.partition(topic, n)
-        elif not isinstance(partition, int) or partition < 0:
-            raise ValueError(f"partition must be an int >= 0 or None, got {partition!r}")
+                sticky = True
+        elif type(partition) is not int or partition < 0:
+            if not isinstance(partition, int) or partition < 0:
+                raise ValueError(f"partition must be an int >= 0 or None, got {partition!r}")
+            partition = int(partition)
         record = (key, value, timestamp, headers) if headers else (key, value, timestamp)
-        fut = self._append(topic, partition, record, size, deadline, key is None)
+        tp = (topic, partition)
+        wake = False
+        with self._lock:
+            batch = self._open.get(tp)
+            if batch is None or (batch.size + size > self._batch_size and batch.records):
+                # buffer_memory is taken a batch at a time, as the Java client does, so
+                # appending a record to a batch needs no accounting.
+                reserve = max(self._batch_size, _BATCH_OVERHEAD + size)
+                if self._used_memory + reserve > self._buffer_memory and self._used_memory > 0:
+                    self._reserve(reserve, _monotonic() + self.config.max_block_ms / 1000.0)
+                else:
+                    self._used_memory += reserve
+                batch = self._open.get(tp)  # _reserve may have waited, releasing the lock
+                if batch is not None:
+                    self._close_open(batch)
+                    wake = True
+                batch = self._new_batch(topic, partition)
+                batch.reserved = reserve
+                if self._linger == 0:
+                    wake = True
+            index = len(batch.records)
+            batch.records.append(record)
+            batch.size += size
+            if batch.size >= self._batch_size:
+                self._close_open(batch)
+                wake = True
+        if wake:
+            if sticky:
+                n = self._partition_counts.get(topic)
+                if n:
+                    self._sticky.batch_done(topic, partition, n)
+            self._poller.wakeup()
+        fut = RecordFuture((batch, index, timestamp))
         if callback is not None:
             fut.add_callback(callback)
         return fut
 
+    def _new_batch(self, topic: str, partition: int) -> _Batch:
+        # Called with self._lock held: a new batch open for appends, last in its queue.
+        now = _monotonic()
+        batch = _Batch(topic, partition, now, now + self._delivery_timeout)
+        q = self._batches.get((topic, partition))
+        if q is None:
+            q = self._batches[(topic, partition)] = deque()
+        q.append(batch)
+        self._incomplete.add(batch)
+        self._open[(topic, partition)] = batch
+        return batch
+
+    def _close_open(self, batch: _Batch) -> None:
+        # Called with self._lock held: no record is appended to ``batch`` from now on (its
+        # encoding may be cached before it is sent; a record added after that would be lost).
+        batch.full = True
+        tp = (batch.topic, batch.partition)
+        if self._open.get(tp) is batch:
+            del self._open[tp]
+
     def _reserve(self, size: int, deadline: float) -> None:
         # Called with self._lock held.
-        limit = self.config.buffer_memory
+        limit = self._buffer_memory
         while self._used_memory + size > limit and self._used_memory > 0:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -297,41 +423,6 @@ class Producer:
             self._space.wait(min(remaining, 0.1))
         self._used_memory += size
 
-    def _append(self, topic: str, partition: int, record: tuple, size: int, deadline: float,
-                sticky: bool) -> RecordFuture:
-        wake = False
-        with self._lock:
-            self._reserve(size, deadline)
-            q = self._batches.get((topic, partition))
-            if q is None:
-                q = self._batches[(topic, partition)] = deque()
-            batch = q[-1] if q else None
-            if batch is None or batch.full or batch.in_flight or batch.columns is not None or \
-                    (batch.size + size > self._batch_size and batch.records):
-                if batch is not None and not batch.full:
-                    batch.full = True
-                    wake = True
-                now = time.monotonic()
-                batch = _Batch(topic, partition, now, now + self._delivery_timeout)
-                q.append(batch)
-                self._incomplete.add(batch)
-                if self._linger == 0:
-                    wake = True
-            index = len(batch.records)
-            batch.records.append(record)
-            batch.size += size
-            batch.reserved += size
-            if batch.size >= self._batch_size:
-                batch.full = True
-                wake = True
-        if wake:
-            if sticky:
-                n = self._partition_counts.get(topic)
-                if n:
-                    self._sticky.batch_done(topic, partition, n)
-            self._poller.wakeup()
-        return RecordFuture(batch.future, index, topic, partition, record[2])
-
     def send_batch(self, topic: str, partition: int | None, data: Any) -> Future:
         """Produce many records at once to one partition.
 
@@ -343,49 +434,54 @@ class Producer:
         """
         if self._closing:
             raise ClientClosedError("send_batch() after close(): the producer is closed")
+        now_ms = int(time.time() * 1000)
         deadline = time.monotonic() + self.config.max_block_ms / 1000.0
         if partition is None:
             partition = self._sticky.partition(topic, self._num_partitions(topic, deadline))
-        now_ms = int(time.time() * 1000)
-        chunks: list[Columns] = []
+        # Each piece: (Columns, None) or (record list, its magic-2 encoding).
+        pieces: list[tuple[Any, bytes | None]] = []
         if isinstance(data, Columns):
-            chunks.append(data)
+            pieces.append((data, None))
         elif type(data).__module__.startswith("pyarrow"):
             batches = data.to_batches() if hasattr(data, "to_batches") else [data]
-            chunks.extend(Columns.from_arrow(b) for b in batches)
+            pieces.extend((Columns.from_arrow(b), None) for b in batches)
         else:
-            limit = self._max_request - _BATCH_OVERHEAD - 512
-            current: list[Any] = []
-            current_size = 0
-            for item in data:
-                rec = (None, item) if item is None or isinstance(item, (bytes, bytearray, memoryview)) else item
-                sz = _RECORD_OVERHEAD + sum(len(x) for x in rec[:2] if x is not None)
-                if current and current_size + sz > limit:
-                    chunks.append(Columns.from_records(current, timestamp=now_ms))
-                    current, current_size = [], 0
-                current.append(rec)
-                current_size += sz
-            if current:
-                chunks.append(Columns.from_records(current, timestamp=now_ms))
+            pieces = self._encode_pieces(data, now_ms)
         out = Future()
-        if not chunks:
+        if not pieces:
             out.set_result([])
             return out
-        results: list[Any] = [None] * len(chunks)
-        remaining = [len(chunks)]
+        results: list[Any] = [None] * len(pieces)
+        remaining = [len(pieces)]
         created = []
+        sizes = []
+        for piece, encoded in pieces:  # all checked before any is queued
+            if encoded is not None:
+                size = len(encoded)
+            else:
+                size = int(piece.data.nbytes) + _RECORD_OVERHEAD * len(piece) + _BATCH_OVERHEAD
+            if size > self._max_request:
+                raise RecordTooLargeError(
+                    f"send_batch: {len(piece)} records of {size} bytes exceed max_request_size="
+                    f"{self._max_request}; pass smaller pieces or a sequence (split automatically)"
+                )
+            sizes.append(size)
         with self._lock:
-            for i, cols in enumerate(chunks):
-                size = int(cols.data.nbytes) + _RECORD_OVERHEAD * len(cols) + _BATCH_OVERHEAD
-                if size > self._max_request:
-                    raise RecordTooLargeError(
-                        f"send_batch: {len(cols)} records of {size} bytes exceed max_request_size="
-                        f"{self._max_request}; pass smaller pieces or a sequence (split automatically)"
-                    )
+            # Records sent after this call go after these batches, never into a batch
+            # before them.
+            current = self._open.get((topic, partition))
+            if current is not None:
+                self._close_open(current)
+            for (piece, encoded), size in zip(pieces, sizes):
                 self._reserve(size, deadline)
                 now = time.monotonic()
                 b = _Batch(topic, partition, now, now + self._delivery_timeout)
-                b.columns = cols
+                if encoded is not None:
+                    b.records = piece
+                    b.encoded = (2, self._codec, encoded)
+                    b.default_ts = now_ms
+                else:
+                    b.columns = piece
                 b.size = b.reserved = size
                 b.full = True
                 self._batches.setdefault((topic, partition), deque()).append(b)
@@ -407,9 +503,53 @@ class Producer:
             return cb
 
         for i, b in enumerate(created):
-            b.future.add_done_callback(make_cb(i, len(b.columns)))
+            b.future.add_done_callback(make_cb(i, b.count()))
         self._poller.wakeup()
         return out
+
+    def _encode_pieces(self, data: Any, now_ms: int) -> list[tuple[list, bytes]]:
+        """Split a sequence of records into pieces that each encode (magic 2, with the
+        producer's compression) to at most max_request_size, encoding each piece once.
+
+        The piece length comes from the bytes per record seen so far; a piece that
+        encodes too large is halved and encoded again, so one pass is the usual cost."""
+        records = data if type(data) is list else list(data)
+        if not records:
+            return []
+        if type(records[0]) is tuple and type(records[-1]) is tuple:
+            try:
+                return self._encode_records(records, now_ms)
+            except (TypeError, ValueError, errors.EncodeError):
+                pass  # values (bytes) among the tuples: normalized below, then encoded again
+        records = [(None, r) if r is None or isinstance(r, (bytes, bytearray, memoryview)) else r
+                   for r in records]
+        return self._encode_records(records, now_ms)
+
+    def _encode_records(self, records: list, now_ms: int) -> list[tuple[list, bytes]]:
+        limit = self._max_request - _BATCH_OVERHEAD - 512
+        level = self.config.compression_level
+        pieces: list[tuple[list, bytes]] = []
+        # First guess from a sample's raw size; refined by every encoding.
+        sample = records[:64]
+        try:
+            per = max(1.0, sum(_RECORD_OVERHEAD + sum(len(x) for x in r[:2] if x is not None)
+                               for r in sample) / len(sample))
+        except TypeError:
+            per = 128.0  # not bytes-like: the encoder reports which record and why
+        i, n = 0, len(records)
+        while i < n:
+            count = max(1, min(n - i, int(limit / per * 0.95)))
+            while True:
+                chunk = records[i:i + count]
+                encoded = codec.encode_record_batch(chunk, compression=self._codec,
+                                                    compression_level=level, timestamp=now_ms)
+                if len(encoded) <= limit or count == 1:
+                    break
+                count = max(1, count // 2)
+            pieces.append((chunk, encoded))
+            per = max(1.0, len(encoded) / count)
+            i += count
+        return pieces
 
     def flush(self, timeout: float | None = None) -> None:
         """Send everything queued now and wait until each record is acknowledged or has
@@ -436,6 +576,7 @@ class Producer:
         Records still unsent after that fail with ClientClosedError."""
         if self._closed:
             return
+        self._fast = False
         self._closing = True
         try:
             self.flush(timeout)
@@ -450,6 +591,7 @@ class Producer:
                 leftovers = list(self._incomplete)
                 self._incomplete.clear()
                 self._batches.clear()
+                self._open.clear()
             for b in leftovers:
                 b.future.set_exception(err)
             if not self._thread.is_alive():
@@ -521,6 +663,7 @@ class Producer:
                 if b.in_flight:
                     continue
                 if now >= b.deadline:
+                    self._close_open(b)
                     expired.append(q.popleft())
                     continue
                 if b.retry_at > now:
@@ -534,9 +677,7 @@ class Producer:
                     cluster.interest.add(topic)
                     cluster.request_refresh()
                     continue
-                # Closed for appends from here on: its encoding may be cached before it
-                # is sent, and records added after that would be lost.
-                b.full = True
+                self._close_open(b)
                 by_node.setdefault(leader, []).append(b)
         for b in expired:
             self._complete(b, DeliveryTimeoutError(
@@ -563,7 +704,7 @@ class Producer:
                                          compression_level=level)
         elif magic == 2:
             data = codec.encode_record_batch(b.records, compression=self._codec,
-                                             compression_level=level)
+                                             compression_level=level, timestamp=b.default_ts)
         else:
             if any(len(r) > 3 and r[3] for r in b.records):
                 raise ConfigError(
@@ -572,7 +713,7 @@ class Producer:
                 )
             recs = [r[:3] for r in b.records] if magic == 1 else [r[:2] for r in b.records]
             data = codec.encode_message_set(recs, magic=magic, compression=self._codec,
-                                            compression_level=level)
+                                            compression_level=level, timestamp=b.default_ts)
         b.encoded = (magic, self._codec, data)
         return data
 
