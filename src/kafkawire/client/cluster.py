@@ -6,7 +6,10 @@ a shared :class:`~kafkawire.client.conn.Poller`.  It bootstraps from
 ``bootstrap_servers`` (each address in turn until one answers Metadata), routes by
 partition leader, and refreshes its metadata when asked (after NOT_LEADER_OR_FOLLOWER,
 UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE or a connection error) and every
-``metadata_max_age_ms``.  A broker that fails to connect is not tried again before its
+``metadata_max_age_ms``.  The loop that polls sets connections up without waiting for
+them (:meth:`Cluster.ready_connection`, :meth:`Cluster.maybe_refresh`); calls with a
+deadline of their own (bootstrap, refresh, request) wait for them up to it.  A broker
+that fails to connect is not tried again before its
 backoff passes: ``reconnect_backoff_ms`` doubling per failure up to
 ``reconnect_backoff_max_ms``, with +-20% jitter, so a cluster that is down costs a few
 attempts a second, never a busy loop.
@@ -110,13 +113,58 @@ class Cluster:
         b = self._backoff.get((host, port))
         return 0.0 if b is None else max(0.0, b.next_attempt - time.monotonic())
 
+    def _record_failure(self, b: _Backoff, exc: BaseException) -> None:
+        b.failures += 1
+        base = self.config.reconnect_backoff_ms * 2 ** min(b.failures - 1, 30)
+        delay = min(base, self.config.reconnect_backoff_max_ms) * random.uniform(0.8, 1.2)
+        b.next_attempt = time.monotonic() + delay / 1000.0
+        b.last_error = exc
+
+    @staticmethod
+    def _record_success(b: _Backoff) -> None:
+        b.failures = 0
+        b.next_attempt = 0.0
+        b.last_error = None
+
+    def _on_setup(self, b: _Backoff, setup: Future) -> None:
+        exc = setup.exception(0)
+        if exc is None:
+            self._record_success(b)
+            return
+        self._record_failure(b, exc)
+        self._need_refresh = True  # the broker may have left the cluster
+
+    def _start(self, key: Any, host: str, port: int, node_id: int | None) -> BrokerConnection | None:
+        """The connection for ``key`` if ready or connecting; else start connecting it,
+        without waiting, if its backoff allows (None when it does not)."""
+        conn = self._conns.get(key)
+        if conn is not None and (conn.ready or conn.connecting):
+            return conn
+        b = self._backoff.setdefault((host, port), _Backoff())
+        if b.next_attempt > time.monotonic():
+            return None
+        if conn is None:
+            conn = self._conns[key] = self._new_conn(host, port, node_id)
+        setup = conn.start_connect(self.config.socket_connection_setup_timeout_ms / 1000.0)
+        setup.add_done_callback(lambda f: self._on_setup(b, f))
+        return conn
+
     def _connect(self, key: Any, host: str, port: int, node_id: int | None,
                  deadline: float | None) -> BrokerConnection:
+        """The ready connection for ``key``, connecting and waiting for it (up to
+        ``deadline``, and socket_connection_setup_timeout_ms) if needed."""
         conn = self._conns.get(key)
         if conn is not None and conn.ready:
             return conn
-        b = self._backoff.setdefault((host, port), _Backoff())
         now = time.monotonic()
+        if conn is not None and conn.connecting:
+            # Started without waiting (ready_connection, maybe_refresh): wait for it.
+            assert conn.setup is not None
+            setup = conn.setup
+            if not setup.wait(None if deadline is None else max(0.0, deadline - now)):
+                raise KafkaTimeoutError(f"no time left to finish connecting to {conn.name}")
+            return setup.result(0)
+        b = self._backoff.setdefault((host, port), _Backoff())
         if b.next_attempt > now and b.last_error is not None:
             raise b.last_error
         if conn is None:
@@ -129,19 +177,14 @@ class Cluster:
         try:
             conn.connect(timeout)
         except KafkaConnectionError as exc:
-            b.failures += 1
-            base = self.config.reconnect_backoff_ms * 2 ** min(b.failures - 1, 30)
-            delay = min(base, self.config.reconnect_backoff_max_ms) * random.uniform(0.8, 1.2)
-            b.next_attempt = time.monotonic() + delay / 1000.0
-            b.last_error = exc
+            self._record_failure(b, exc)
             raise
-        b.failures = 0
-        b.next_attempt = 0.0
-        b.last_error = None
+        self._record_success(b)
         return conn
 
     def connection(self, node_id: int, deadline: float | None = None) -> BrokerConnection:
-        """The ready connection to broker ``node_id``, connecting if needed (may raise)."""
+        """The ready connection to broker ``node_id``, connecting and waiting if needed
+        (may raise)."""
         addr = self.brokers.get(node_id)
         if addr is None:
             self._need_refresh = True
@@ -149,16 +192,28 @@ class Cluster:
         return self._connect(node_id, addr[0], addr[1], node_id, deadline)
 
     def ready_connection(self, node_id: int) -> BrokerConnection | None:
-        """A ready connection to ``node_id``, connecting if its backoff allows; None when
-        the broker cannot be reached now (a metadata refresh is then requested)."""
+        """The connection to ``node_id`` if it is ready, else None, never waiting.
+
+        A missing connection is started (if its backoff allows) and finishes inside
+        later polls; callers keep their requests queued until then.  A broker in
+        backoff, or not in the metadata, also requests a metadata refresh."""
         conn = self._conns.get(node_id)
         if conn is not None and conn.ready:
             return conn
-        try:
-            return self.connection(node_id)
-        except (KafkaConnectionError, KafkaTimeoutError):
+        addr = self.brokers.get(node_id)
+        if addr is None:
             self._need_refresh = True
             return None
+        conn = self._start(node_id, addr[0], addr[1], node_id)
+        if conn is None:
+            self._need_refresh = True
+            return None
+        return conn if conn.ready else None
+
+    def connecting(self, node_id: int) -> bool:
+        """True while the connection to ``node_id`` is being set up."""
+        conn = self._conns.get(node_id)
+        return conn is not None and conn.connecting
 
     def next_connect_delay(self) -> float:
         """Seconds until some broker leaves its backoff (for sleeping when all are down)."""
@@ -166,23 +221,44 @@ class Cluster:
         waits = [b.next_attempt - now for b in self._backoff.values() if b.next_attempt > now]
         return min(waits) if waits else 0.0
 
+    def _candidates(self) -> list[tuple[Any, str, int, int | None]]:
+        """Every broker to try, known ones first, then bootstrap addresses, least
+        recently failed first (a broker in backoff is tried last), one per address."""
+        candidates: list[tuple[Any, str, int, int | None]] = [
+            (nid, h, p, nid) for nid, (h, p) in self.brokers.items()
+        ]
+        candidates += [(("bootstrap", h, p), h, p, None) for h, p in self.bootstrap_addresses]
+        candidates.sort(key=lambda c: self.backoff_remaining(c[1], c[2]))
+        seen = set()
+        out = []
+        for c in candidates:
+            if (c[1], c[2]) not in seen:
+                seen.add((c[1], c[2]))
+                out.append(c)
+        return out
+
+    def _any_ready_connection(self) -> BrokerConnection | None:
+        """A ready connection to any broker, never waiting; None while there is none,
+        after starting a connection to one more broker (not yet connecting, not in
+        backoff), which finishes inside later polls."""
+        for conn in self._conns.values():
+            if conn.ready:
+                return conn
+        busy = {(c.host, c.port) for c in self._conns.values() if c.connecting}
+        for key, host, port, node_id in self._candidates():
+            if (host, port) in busy or self.backoff_remaining(host, port) > 0:
+                continue
+            self._start(key, host, port, node_id)
+            break
+        return None
+
     def any_connection(self, deadline: float | None = None) -> BrokerConnection:
         """A ready connection to any broker: known brokers first, then bootstrap addresses."""
         tried: list[str] = []
         for conn in self._conns.values():
             if conn.ready:
                 return conn
-        candidates: list[tuple[Any, str, int, int | None]] = [
-            (nid, h, p, nid) for nid, (h, p) in self.brokers.items()
-        ]
-        candidates += [(("bootstrap", h, p), h, p, None) for h, p in self.bootstrap_addresses]
-        # Least recently failed first: a broker in backoff is tried last.
-        candidates.sort(key=lambda c: self.backoff_remaining(c[1], c[2]))
-        seen = set()
-        for key, host, port, node_id in candidates:
-            if (host, port) in seen:
-                continue
-            seen.add((host, port))
+        for key, host, port, node_id in self._candidates():
             try:
                 return self._connect(key, host, port, node_id, deadline)
             except (KafkaConnectionError, KafkaTimeoutError) as exc:
@@ -260,7 +336,7 @@ class Cluster:
         # Connections keyed by a bootstrap address are kept only until the real ids are known.
         for key in [k for k in self._conns if isinstance(k, tuple)]:
             conn = self._conns[key]
-            if not conn.in_flight:
+            if not conn.in_flight and not conn.connecting:
                 conn.close()
                 del self._conns[key]
 
@@ -280,11 +356,11 @@ class Cluster:
         # Refreshes after an error wait retry_backoff_ms so a flapping leader costs little.
         if self._need_refresh and time.monotonic() - self._last_refresh < self.config.retry_backoff_ms / 1000:
             return
-        try:
-            conn = self.any_connection(time.monotonic() + self.config.socket_connection_setup_timeout_ms / 1000)
-        except (KafkaConnectionError, KafkaTimeoutError):
-            return
-        self._send_metadata(conn)
+        # Never waits for a connection: the refresh goes out from a later call, once
+        # one is ready (its progress ends the poll that the caller waits in).
+        conn = self._any_ready_connection()
+        if conn is not None:
+            self._send_metadata(conn)
 
     def refresh(self, timeout: float, topics: Any = ()) -> None:
         """Fetch metadata now (for ``topics`` too), waiting up to ``timeout`` seconds."""

@@ -1,9 +1,11 @@
 """One TCP connection to one broker, driven by ``selectors``: the I/O half of
 :class:`kafkawire.protocol.connection.Connection`.
 
-* :meth:`BrokerConnection.connect` opens a non-blocking socket, waits for it (and for the
-  TLS handshake, given an ``ssl.SSLContext``) until a deadline, then negotiates API
-  versions with ApiVersions before it returns.
+* :meth:`BrokerConnection.start_connect` opens a non-blocking socket and returns at once;
+  the TCP connect, the TLS handshake (given an ``ssl.SSLContext``) and the ApiVersions
+  exchange then advance inside :meth:`Poller.poll`, with the requests of every other
+  connection, until the setup deadline.  :meth:`BrokerConnection.connect` does the same
+  and waits for the outcome.
 * :meth:`BrokerConnection.send` writes a request and returns a :class:`Future`; any
   number of requests may be in flight (pipelining), answered in order.
 * Waiting on a future, or calling :meth:`Poller.poll`, moves bytes.  No thread is needed.
@@ -42,7 +44,10 @@ __all__ = ["Poller", "BrokerConnection"]
 _RECV_SIZE = 1 << 20
 _MAX_IOV = 512
 
-DISCONNECTED, CONNECTING, READY, CLOSED = "disconnected", "connecting", "ready", "closed"
+DISCONNECTED, CONNECTING, HANDSHAKING, NEGOTIATING, READY, CLOSED = (
+    "disconnected", "connecting", "handshaking", "negotiating", "ready", "closed")
+# Connection setup: TCP connect, then TLS handshake (with an ssl_context), then ApiVersions.
+_SETTING_UP = frozenset({CONNECTING, HANDSHAKING, NEGOTIATING})
 
 
 class Poller:
@@ -69,10 +74,12 @@ class Poller:
         if self._closed:
             return
         now = time.monotonic()
-        # Wake up in time to expire the oldest request of any connection.
+        # Wake up in time to expire the oldest request, or a setup, of any connection.
         for conn in self.connections:
             if conn._deadlines:
                 timeout = min(timeout, max(0.0, conn._deadlines[0][0] - now))
+            if conn.state in _SETTING_UP:
+                timeout = min(timeout, max(0.0, conn._setup_deadline - now))
         try:
             events = self.selector.select(max(0.0, timeout))
         except (OSError, ValueError):  # a socket closed under us by another path
@@ -86,10 +93,7 @@ class Poller:
                 except (BlockingIOError, OSError):
                     pass
                 continue
-            if mask & selectors.EVENT_WRITE:
-                conn._on_writable()
-            if mask & selectors.EVENT_READ and conn.state == READY:
-                conn._on_readable()
+            conn._on_event(mask)
         now = time.monotonic()
         for conn in list(self.connections):
             conn._expire(now)
@@ -147,6 +151,13 @@ class BrokerConnection:
         self._deadlines: deque[tuple[float, Future]] = deque()
         self._registered_mask = 0
         self.last_error: BaseException | None = None
+        # The current (or last) setup: resolves to self when ready; see start_connect.
+        self.setup: Future | None = None
+        self._setup_deadline = 0.0
+        self._addrs: list[Any] = []
+        self._addr: Any = None
+        self._addr_error: KafkaConnectionError | None = None
+        self._api_versions_sent = 0
 
     def __repr__(self) -> str:
         return f"<BrokerConnection {self.host}:{self.port} node={self.node_id} {self.state}>"
@@ -168,144 +179,221 @@ class BrokerConnection:
 
     # -- connecting -------------------------------------------------------------------
 
+    @property
+    def connecting(self) -> bool:
+        """True while the TCP connect, TLS handshake or ApiVersions exchange is under way."""
+        return self.state in _SETTING_UP
+
+    def start_connect(self, timeout: float) -> Future:
+        """Begin connecting without waiting; returns the setup future.
+
+        The TCP connect, the TLS handshake and the ApiVersions exchange then advance
+        inside :meth:`Poller.poll`, like any request.  The future resolves to this
+        connection once it is ready, or fails with a :class:`KafkaConnectionError`
+        subclass (refused, unresolvable, setup not done within ``timeout`` seconds).
+        Calling it again while a setup is under way returns the same future."""
+        if self.state == READY or self.state in _SETTING_UP:
+            assert self.setup is not None
+            return self.setup
+        self.setup = Future(self.poller.poll)
+        self._setup_deadline = time.monotonic() + timeout
+        self.last_error = None
+        self.state = CONNECTING
+        # getaddrinfo blocks; for the numeric addresses and /etc/hosts names brokers
+        # usually advertise it answers at once.
+        try:
+            self._addrs = list(socket.getaddrinfo(self.host, self.port, 0, socket.SOCK_STREAM))
+        except socket.gaierror as exc:
+            self.close(BrokerResolutionError(
+                f"cannot resolve {self.name}: {exc.strerror or exc}; check the host name in "
+                f"bootstrap_servers (or the broker's advertised listener)",
+                host=self.host, port=self.port,
+            ))
+            return self.setup
+        self._addr_error = None
+        self._next_address()
+        return self.setup
+
     def connect(self, timeout: float) -> None:
         """Connect and negotiate versions within ``timeout`` seconds, or raise a
         :class:`KafkaConnectionError` subclass saying why."""
         if self.state == READY:
             return
-        deadline = time.monotonic() + timeout
-        self.state = CONNECTING
-        try:
-            self._connect_tcp(deadline)
-            if self.ssl_context is not None:
-                self._handshake(deadline)
-            self._negotiate(deadline)
-        except KafkaConnectionError as exc:
-            self.close(exc)
-            raise
-        except ProtocolError as exc:
-            err = ConnectionClosedError(f"{self.name}: {exc}", host=self.host, port=self.port)
-            self.close(err)
-            raise err from exc
+        setup = self.start_connect(timeout)
+        # A setup started earlier with a later deadline must still finish by this one.
+        self._setup_deadline = min(self._setup_deadline, time.monotonic() + timeout)
+        if not setup.wait(max(0.0, self._setup_deadline - time.monotonic())):
+            self.close(self._setup_timeout_error())
+        exc = setup.exception(0)
+        if exc is not None:
+            raise exc
 
-    def _connect_tcp(self, deadline: float) -> None:
-        try:
-            infos = socket.getaddrinfo(self.host, self.port, 0, socket.SOCK_STREAM)
-        except socket.gaierror as exc:
-            raise BrokerResolutionError(
-                f"cannot resolve {self.name}: {exc.strerror or exc}; check the host name in "
-                f"bootstrap_servers (or the broker's advertised listener)",
+    def _connect_error(self, code: int, addr: Any) -> KafkaConnectionError:
+        if code == errno.ECONNREFUSED:
+            return BrokerConnectionRefusedError(
+                f"{self.name} refused the connection: nothing listens on {addr[0]}:{addr[1]}",
                 host=self.host, port=self.port,
-            ) from exc
-        last: KafkaConnectionError | None = None
-        for family, socktype, proto, _canon, addr in infos:
-            sock = socket.socket(family, socktype, proto)
+            )
+        return ConnectionClosedError(
+            f"connecting to {self.name} failed: {os.strerror(code)}", host=self.host, port=self.port,
+        )
+
+    def _next_address(self) -> None:
+        """Start a non-blocking TCP connect to the next resolved address; when none is
+        left, fail the setup with the last address's error."""
+        while self._addrs:
+            family, socktype, proto, _canon, addr = self._addrs.pop(0)
+            try:
+                sock = socket.socket(family, socktype, proto)
+            except OSError as exc:
+                self._addr_error = ConnectionClosedError(
+                    f"connecting to {self.name} failed: {exc}", host=self.host, port=self.port)
+                continue
             sock.setblocking(False)
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            if self._sndbuf > 0:
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self._sndbuf)
-            if self._rcvbuf > 0:
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self._rcvbuf)
-            code = sock.connect_ex(addr)
-            if code in (errno.EINPROGRESS, errno.EWOULDBLOCK, errno.EALREADY):
-                sel = selectors.DefaultSelector()
-                try:
-                    sel.register(sock, selectors.EVENT_WRITE)
-                    remaining = deadline - time.monotonic()
-                    ready = sel.select(max(0.0, remaining)) if remaining > 0 else []
-                finally:
-                    sel.close()
-                if not ready:
-                    sock.close()
-                    raise BrokerConnectTimeoutError(
-                        f"connecting to {self.name} timed out (no answer to the TCP "
-                        f"handshake); is the broker up and the address right?",
-                        host=self.host, port=self.port,
-                    )
-                code = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
-            if code == 0:
+            try:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                if self._sndbuf > 0:
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self._sndbuf)
+                if self._rcvbuf > 0:
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self._rcvbuf)
+                code = sock.connect_ex(addr)
+            except OSError as exc:
+                code = exc.errno or errno.EIO
+            if code in (0, errno.EINPROGRESS, errno.EWOULDBLOCK, errno.EALREADY):
                 self.sock = sock
+                self._addr = addr
+                self.poller.selector.register(sock, selectors.EVENT_WRITE, self)
+                self._registered_mask = selectors.EVENT_WRITE
+                self.poller.connections.add(self)
+                if code == 0:
+                    self._on_tcp_connected()
                 return
             sock.close()
-            if code == errno.ECONNREFUSED:
-                last = BrokerConnectionRefusedError(
-                    f"{self.name} refused the connection: nothing listens on {addr[0]}:{addr[1]}",
-                    host=self.host, port=self.port,
-                )
-            else:
-                last = ConnectionClosedError(
-                    f"connecting to {self.name} failed: {os.strerror(code)}",
-                    host=self.host, port=self.port,
-                )
-        assert last is not None
-        raise last
+            self._addr_error = self._connect_error(code, addr)
+        self.close(self._addr_error or ConnectionClosedError(
+            f"{self.name}: the host name resolved to no address", host=self.host, port=self.port))
 
-    def _handshake(self, deadline: float) -> None:
-        # Hook only: the context's own settings decide verification and protocols.
-        assert self.sock is not None and self.ssl_context is not None
-        self.sock = self.ssl_context.wrap_socket(
-            self.sock, server_hostname=self.host, do_handshake_on_connect=False
-        )
-        sel = selectors.DefaultSelector()
+    def _drop_socket(self) -> None:
+        sock, self.sock = self.sock, None
+        if sock is None:
+            return
+        if self._registered_mask:
+            try:
+                self.poller.selector.unregister(sock)
+            except (KeyError, ValueError, OSError):
+                pass
+            self._registered_mask = 0
+        sock.close()
+
+    def _set_interest(self, mask: int) -> None:
+        if self.sock is not None and mask != self._registered_mask:
+            self.poller.selector.modify(self.sock, mask, self)
+            self._registered_mask = mask
+
+    def _on_tcp_writable(self) -> None:
+        # A non-blocking connect is done when the socket turns writable; SO_ERROR says how.
+        assert self.sock is not None
         try:
-            sel.register(self.sock, selectors.EVENT_READ)
-            while True:
-                try:
-                    self.sock.do_handshake()
-                    return
-                except ssl.SSLWantReadError:
-                    sel.modify(self.sock, selectors.EVENT_READ)
-                except ssl.SSLWantWriteError:
-                    sel.modify(self.sock, selectors.EVENT_WRITE)
-                except (ssl.SSLError, OSError) as exc:
-                    raise ConnectionClosedError(
-                        f"TLS handshake with {self.name} failed: {exc}", host=self.host, port=self.port
-                    ) from exc
-                remaining = deadline - time.monotonic()
-                if remaining <= 0 or not sel.select(remaining):
-                    raise BrokerConnectTimeoutError(
-                        f"TLS handshake with {self.name} timed out", host=self.host, port=self.port
-                    )
-        finally:
-            sel.close()
+            code = self.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+        except OSError as exc:
+            code = exc.errno or errno.EIO
+        if code == 0:
+            try:
+                self.sock.getpeername()
+            except OSError as exc:
+                if exc.errno == errno.ENOTCONN:
+                    return  # a stale event: this connect is still under way
+                code = exc.errno or errno.EIO
+        if code == 0:
+            self._on_tcp_connected()
+            return
+        self._drop_socket()
+        self._addr_error = self._connect_error(code, self._addr)
+        self._next_address()
 
-    def _negotiate(self, deadline: float) -> None:
-        self.protocol = Connection(self.client_id, version_overrides=self.version_overrides)
+    def _on_tcp_connected(self) -> None:
+        if self.ssl_context is None:
+            self._start_negotiation()
+            return
+        # Hook only: the context's own settings decide verification and protocols.
+        sock = self.sock
+        assert sock is not None
+        self.poller.selector.unregister(sock)
+        self._registered_mask = 0
+        try:
+            self.sock = self.ssl_context.wrap_socket(
+                sock, server_hostname=self.host, do_handshake_on_connect=False)
+        except (ssl.SSLError, OSError, ValueError) as exc:
+            self.sock = sock
+            self.close(ConnectionClosedError(
+                f"TLS setup for {self.name} failed: {exc}", host=self.host, port=self.port))
+            return
         self.poller.selector.register(self.sock, selectors.EVENT_READ, self)
         self._registered_mask = selectors.EVENT_READ
-        self.poller.connections.add(self)
-        # The ApiVersions exchange goes through the normal request path, bounded by the
-        # connect deadline rather than request_timeout.
-        self.state = READY
-        for _attempt in range(5):
-            fut = self._send_raw(self.protocol.api_versions_request, deadline)
-            while not fut.done():
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise BrokerConnectTimeoutError(
-                        f"{self.name} accepted the connection but did not answer ApiVersions "
-                        f"in time", host=self.host, port=self.port,
-                    )
-                self.poller.poll(remaining)
-            if fut.failed():
-                exc = fut.exception()
-                if isinstance(exc, RequestTimeoutError):
-                    raise BrokerConnectTimeoutError(
-                        f"{self.name} accepted the connection but did not answer ApiVersions "
-                        f"in time", host=self.host, port=self.port,
-                    ) from exc
-                raise exc  # type: ignore[misc]
-            if self.protocol.negotiated:
-                return
-            if not self.protocol.retry_api_versions:
-                code = fut.result().error_code
-                raise ConnectionClosedError(
-                    f"{self.name} answered ApiVersions with error code {code}",
-                    host=self.host, port=self.port,
-                )
-        raise ConnectionClosedError(
-            f"{self.name}: ApiVersions negotiation did not converge", host=self.host, port=self.port
-        )
+        self.state = HANDSHAKING
+        self._step_handshake()
+
+    def _step_handshake(self) -> None:
+        assert isinstance(self.sock, ssl.SSLSocket)
+        try:
+            self.sock.do_handshake()
+        except ssl.SSLWantReadError:
+            self._set_interest(selectors.EVENT_READ)
+            return
+        except ssl.SSLWantWriteError:
+            self._set_interest(selectors.EVENT_WRITE)
+            return
+        except (ssl.SSLError, OSError) as exc:
+            self.close(ConnectionClosedError(
+                f"TLS handshake with {self.name} failed: {exc}", host=self.host, port=self.port))
+            return
+        self._start_negotiation()
+
+    def _start_negotiation(self) -> None:
+        self.protocol = Connection(self.client_id, version_overrides=self.version_overrides)
+        self.state = NEGOTIATING
+        self._api_versions_sent = 0
+        self._set_interest(selectors.EVENT_READ)
+        self._send_api_versions()
+
+    def _send_api_versions(self) -> None:
+        assert self.protocol is not None
+        self._api_versions_sent += 1
+        # Bounded by the setup deadline rather than request_timeout.
+        fut = self._send_raw(self.protocol.api_versions_request, self._setup_deadline)
+        fut.add_done_callback(self._on_api_versions)
+
+    def _on_api_versions(self, fut: Future) -> None:
+        proto = self.protocol
+        if fut.failed() or self.state != NEGOTIATING or proto is None:
+            return  # close() has failed the setup already
+        if proto.negotiated:
+            self.state = READY
+            self._update_interest()
+            assert self.setup is not None
+            self.setup.set_result(self)
+            return
+        if not proto.retry_api_versions:
+            self.close(ConnectionClosedError(
+                f"{self.name} answered ApiVersions with error code {fut.result().error_code}",
+                host=self.host, port=self.port,
+            ))
+        elif self._api_versions_sent >= 5:
+            self.close(ConnectionClosedError(
+                f"{self.name}: ApiVersions negotiation did not converge", host=self.host, port=self.port))
+        else:
+            # UNSUPPORTED_VERSION (35): ask again at the version the broker named.
+            self._send_api_versions()
+
+    def _setup_timeout_error(self) -> BrokerConnectTimeoutError:
+        if self.state == CONNECTING:
+            what = (f"connecting to {self.name} timed out (no answer to the TCP handshake); is "
+                    f"the broker up and the address right?")
+        elif self.state == HANDSHAKING:
+            what = f"TLS handshake with {self.name} timed out"
+        else:
+            what = f"{self.name} accepted the connection but did not answer ApiVersions in time"
+        return BrokerConnectTimeoutError(what, host=self.host, port=self.port)
 
     # -- requests ---------------------------------------------------------------------
 
@@ -353,8 +441,8 @@ class BrokerConnection:
         return fut
 
     def _update_interest(self) -> None:
-        if self.sock is None:
-            return
+        if self.sock is None or self.state in (CONNECTING, HANDSHAKING):
+            return  # setup steps choose their own interest
         want = selectors.EVENT_READ | (selectors.EVENT_WRITE if self._out else 0)
         if want != self._registered_mask:
             self.poller.selector.modify(self.sock, want, self)
@@ -386,8 +474,17 @@ class BrokerConnection:
             return
         self._update_interest()
 
-    def _on_writable(self) -> None:
-        self._flush()
+    def _on_event(self, mask: int) -> None:
+        state = self.state
+        if state == CONNECTING:
+            self._on_tcp_writable()
+        elif state == HANDSHAKING:
+            self._step_handshake()
+        else:
+            if mask & selectors.EVENT_WRITE:
+                self._flush()
+            if mask & selectors.EVENT_READ and self.state in (NEGOTIATING, READY):
+                self._on_readable()
 
     def _on_readable(self) -> None:
         sock = self.sock
@@ -425,11 +522,17 @@ class BrokerConnection:
 
     def _dispatch(self, events: list[Any]) -> None:
         for ev in events:
+            if not self._futures:
+                return  # a callback closed the connection
             fut = self._futures.popleft()
             self._deadlines.popleft()
             fut.set_result(ev.response)
 
     def _expire(self, now: float) -> None:
+        if self.state in _SETTING_UP:
+            if now >= self._setup_deadline:
+                self.close(self._setup_timeout_error())
+            return
         if self._deadlines and self._deadlines[0][0] <= now:
             self.close(RequestTimeoutError(
                 f"{self.name} did not answer a request within {self.request_timeout:g}s "
@@ -443,24 +546,18 @@ class BrokerConnection:
             error = ConnectionClosedError(f"{self.name}: connection closed by the client",
                                           host=self.host, port=self.port)
         self.last_error = error
-        self.state = CLOSED if self.state != DISCONNECTED else DISCONNECTED
-        sock, self.sock = self.sock, None
-        if sock is not None:
-            if self._registered_mask:
-                try:
-                    self.poller.selector.unregister(sock)
-                except (KeyError, ValueError, OSError):
-                    pass
-            self._registered_mask = 0
-            sock.close()
+        self.state = CLOSED
+        self._drop_socket()
         self.poller.connections.discard(self)
         self._out.clear()
+        self._addrs = []
         self.protocol = None
         futures, self._futures = self._futures, deque()
         self._deadlines.clear()
         for fut in futures:
             fut.set_exception(error)
-        self.state = CLOSED
+        if self.setup is not None:
+            self.setup.set_exception(error)  # no-op once it has resolved
 
     def __enter__(self) -> BrokerConnection:
         return self

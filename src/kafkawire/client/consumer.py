@@ -249,6 +249,9 @@ class Consumer:
         self.cluster.bootstrap(c.request_timeout_ms / 1000.0)
         self._assigned: dict[TopicPartition, _PartitionState] = {}
         self._inflight: dict[int, Future] = {}
+        # Broker id -> monotonic time before which it is not fetched from again (after a
+        # failed fetch: a connection error, or a retriable error for the whole response).
+        self._fetch_backoff: dict[int, float] = {}
         self._pending_error: BaseException | None = None
         self._isolation = 1 if c.isolation_level == "read_committed" else 0
         self._closed = False
@@ -444,9 +447,12 @@ class Consumer:
                 self.cluster.request_refresh()
                 continue
             by_node.setdefault(leader, []).append(tp)
+        now = time.monotonic()
         for node, tps in by_node.items():
-            if node in self._inflight:
+            if node in self._inflight or self._fetch_backoff.get(node, 0.0) > now:
                 continue
+            # Never waits: a connection being set up finishes inside the polls that
+            # follow, and the partitions are fetched once it is ready.
             conn = self.cluster.ready_connection(node)
             if conn is None:
                 continue
@@ -488,11 +494,22 @@ class Consumer:
         exc = f.exception()
         if exc is not None:
             self.cluster.request_refresh()
+            self._back_off(node)
             return
         resp = f.result()
-        if getattr(resp, "error_code", 0):
-            self.cluster.request_refresh()
-            return
+        # Fetch v7+ (KIP-227) has an error code for the whole response: fetch-session
+        # errors, and whatever applies to every partition asked for.  Partitions the
+        # response still carries are handled below as usual.
+        code = getattr(resp, "error_code", 0)
+        if code:
+            if code in REFRESH_METADATA_CODES:
+                self.cluster.request_refresh()
+            if is_retriable(code):
+                self._back_off(node)
+            else:
+                self._pending_error = broker_error(
+                    code, f"fetching {', '.join(f'{t}[{p}]' for t, p in sorted(positions))} "
+                          f"from broker {node}", getattr(resp, "error_message", None))
         ids = {getattr(m, "topic_id", None): name for name, m in self.cluster.topics.items()}
         for t in resp.responses:
             name = getattr(t, "topic", None) or ids.get(getattr(t, "topic_id", None))
@@ -516,6 +533,10 @@ class Consumer:
                         self.cluster.request_refresh()
                     if not is_retriable(code):
                         self._pending_error = broker_error(code, f"fetching {tp} at offset {st.position}")
+
+    def _back_off(self, node: int) -> None:
+        # Retried after retry_backoff_ms, not at once: a failing broker costs little.
+        self._fetch_backoff[node] = time.monotonic() + self.config.retry_backoff_ms / 1000
 
     def _handle_resets(self, deadline: float) -> None:
         todo = [tp for tp, st in self._assigned.items() if st.position is None or st.reset_to is not None]
@@ -674,6 +695,8 @@ class Consumer:
                 return []
             wait = remaining
             if not self._inflight:
+                # Waiting for a connection's setup, a broker's backoff or a refresh:
+                # their progress ends the poll, a backoff ends within this.
                 wait = min(wait, max(self.cluster.next_connect_delay(), self.config.retry_backoff_ms / 1000))
             self.cluster.poll(wait)
 

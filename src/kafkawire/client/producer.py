@@ -224,6 +224,10 @@ class Producer:
         self._partition_counts: dict[str, int] = {}
         self._wanted_topics: set[str] = set()
         self._fatal: BaseException | None = None
+        # When the sender's next poll ends at the latest (monotonic; set with self._lock
+        # held as it looks at the batches): a batch made later that must go out sooner
+        # wakes it, one that may wait does not (a wakeup costs a system call).
+        self._sender_wakes_at = 0.0
         self.cluster = Cluster(c)
         # Fail fast on a bad address: bootstrap before the caller's first send.
         self.cluster.bootstrap(c.max_block_ms / 1000.0)
@@ -351,7 +355,7 @@ class Producer:
             partition = int(partition)
         record = (key, value, timestamp, headers) if headers else (key, value, timestamp)
         tp = (topic, partition)
-        wake = False
+        wake = kick = False
         with self._lock:
             batch = self._open.get(tp)
             if batch is None or (batch.size + size > self._batch_size and batch.records):
@@ -370,6 +374,8 @@ class Producer:
                 batch.reserved = reserve
                 if self._linger == 0:
                     wake = True
+                elif batch.created + self._linger < self._sender_wakes_at:
+                    kick = True  # an idle sender would hold it past linger_ms
             index = len(batch.records)
             batch.records.append(record)
             batch.size += size
@@ -381,6 +387,8 @@ class Producer:
                 n = self._partition_counts.get(topic)
                 if n:
                     self._sticky.batch_done(topic, partition, n)
+            self._poller.wakeup()
+        elif kick:
             self._poller.wakeup()
         fut = RecordFuture((batch, index, timestamp))
         if callback is not None:
@@ -676,9 +684,13 @@ class Producer:
                 if leader is None:
                     cluster.interest.add(topic)
                     cluster.request_refresh()
+                    wait = min(wait, b.deadline - now)
                     continue
                 self._close_open(b)
                 by_node.setdefault(leader, []).append(b)
+            # Batches made from here on compare their linger deadline with this; the
+            # waits below only shorten the poll.
+            self._sender_wakes_at = now + wait
         for b in expired:
             self._complete(b, DeliveryTimeoutError(
                 f"{b.count()} record(s) for {b.topic}[{b.partition}] not acknowledged within "
@@ -687,9 +699,14 @@ class Producer:
                    " (the partition's leader could not be reached)")
             ))
         for node, batches in by_node.items():
+            # Never waits for a connection: one being set up finishes inside the polls
+            # below (its progress ends them), and these batches stay queued until then,
+            # their delivery deadlines checked on every pass.
             conn = cluster.ready_connection(node)
             if conn is None:
-                wait = min(wait, max(cluster.next_connect_delay(), 0.005))
+                wait = min(wait, min(b.deadline for b in batches) - now)
+                if not cluster.connecting(node):  # in backoff: try again when it ends
+                    wait = min(wait, max(cluster.next_connect_delay(), 0.005))
                 continue
             while batches and conn.can_send():
                 batches = self._send_produce(conn, batches)
