@@ -7,6 +7,8 @@ options.  Progress of long work goes to stderr; data goes to stdout.
 from __future__ import annotations
 
 import argparse
+import base64
+import json
 import os
 import signal
 import sys
@@ -98,6 +100,35 @@ def _partitions(consumer: Any, topic: str, wanted: list[int] | None) -> list[int
     return wanted if wanted else consumer.cluster.partitions_for(topic, 10)
 
 
+def _as_text(data: bytes | None) -> str | None:
+    # JSON carries text: UTF-8 payloads as is, anything else as "base64:<data>".
+    if data is None:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return "base64:" + base64.b64encode(data).decode("ascii")
+
+
+def _json_line(r: Any) -> bytes:
+    doc = {
+        "topic": r.topic, "partition": r.partition, "offset": r.offset,
+        "timestamp": r.timestamp, "key": _as_text(r.key), "value": _as_text(r.value),
+        "headers": [[k, _as_text(v)] for k, v in r.headers],
+    }
+    return json.dumps(doc, separators=(",", ":")).encode() + b"\n"
+
+
+# consume --format: value (raw value per line), tsv (partition, offset, timestamp, key,
+# value), json (one object per line).
+_FORMATS = {
+    "value": lambda r: (r.value or b"") + b"\n",
+    "tsv": lambda r: f"{r.partition}\t{r.offset}\t{r.timestamp}\t".encode()
+    + (r.key or b"") + b"\t" + (r.value or b"") + b"\n",
+    "json": _json_line,
+}
+
+
 def cmd_consume(args: argparse.Namespace) -> int:
     from kafkawire.client.consumer import Consumer
 
@@ -123,11 +154,9 @@ def cmd_consume(args: argparse.Namespace) -> int:
                     break
                 continue
             idle_deadline = time.monotonic() + args.timeout
+            write = _FORMATS["tsv" if args.verbose and args.format == "value" else args.format]
             for r in records:
-                if args.verbose:
-                    out.write(f"{r.partition}\t{r.offset}\t{r.timestamp}\t".encode())
-                    out.write((r.key or b"") + b"\t")
-                out.write((r.value or b"") + b"\n")
+                out.write(write(r))
             n += len(records)
         out.flush()
         print(f"consumed {n} records", file=sys.stderr)
@@ -320,7 +349,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--from", dest="from_", default="earliest", help="earliest, latest or an offset")
     p.add_argument("-n", "--count", type=int)
     p.add_argument("--timeout", type=float, default=5.0, help="stop after this long without records")
-    p.add_argument("-v", "--verbose", action="store_true", help="print partition, offset, timestamp, key")
+    p.add_argument("-v", "--verbose", action="store_true", help="same as --format tsv")
+    p.add_argument("--format", choices=sorted(_FORMATS), default="value",
+                   help="value: one value per line; tsv: partition, offset, timestamp, key, "
+                        "value; json: one object per line (non-UTF-8 bytes as base64:...)")
     p.set_defaults(func=cmd_consume)
 
     p = sub.add_parser("metadata", help="brokers, topics, partitions and leaders")

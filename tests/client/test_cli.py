@@ -1,6 +1,7 @@
 """The kafkawire command against a real broker."""
 
 import io
+import json
 import sys
 import uuid
 
@@ -23,6 +24,15 @@ def test_produce_consume_metadata_offsets(tansu_broker, monkeypatch, capsysbinar
     capsysbinary.readouterr()
     assert main(["consume", "-b", b, "-t", topic, "-p", "0", "--timeout", "1", "-n", "3"]) == 0
     assert capsysbinary.readouterr().out == b"one\ntwo\nthree\n"
+    assert main(["consume", "-b", b, "-t", topic, "-p", "0", "--timeout", "1", "-n", "3",
+                 "--format", "json"]) == 0
+    docs = [json.loads(line) for line in capsysbinary.readouterr().out.splitlines()]
+    assert [(d["offset"], d["key"], d["value"]) for d in docs] == [
+        (0, None, "one"), (1, "k2", "two"), (2, None, "three")]
+    assert {d["topic"] for d in docs} == {topic} and all(d["timestamp"] > 0 for d in docs)
+    assert main(["consume", "-b", b, "-t", topic, "-p", "0", "--timeout", "1", "-n", "1",
+                 "--from", "1", "--format", "tsv"]) == 0
+    assert capsysbinary.readouterr().out.split(b"\t")[:2] == [b"0", b"1"]
     assert main(["offsets", "-b", b, "-t", topic, "-p", "0"]) == 0
     assert capsysbinary.readouterr().out.decode().split("\t")[:3] == [topic, "0", "0"]
     assert main(["metadata", "-b", b, "-t", topic]) == 0
