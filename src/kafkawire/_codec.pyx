@@ -149,6 +149,9 @@ cdef inline void _put64(unsigned char* p, uint64_t v) noexcept nogil:
 DEF VAR_OK = 0
 DEF VAR_TRUNC = 1
 DEF VAR_LONG = 2
+# _rspan adds these for a length-prefixed field inside a record.
+DEF SPAN_BAD_LENGTH = 3
+DEF SPAN_PAST_END = 4
 
 cdef inline int64_t _zz32(uint64_t u) noexcept nogil:
     cdef uint32_t v = <uint32_t>u
@@ -768,6 +771,28 @@ cdef inline int _rvar(cptr r, Py_ssize_t lim, Py_ssize_t* pos, uint64_t* out,
     return VAR_OK
 
 
+cdef inline int _rspan(cptr r, Py_ssize_t lim, Py_ssize_t* pos, Py_ssize_t end,
+                       bint nullable, cptr* start, int64_t* n) noexcept nogil:
+    """One varint-length-prefixed field of a record (key, value, header key or value).
+
+    Sets start/n (n = -1 for null when nullable) and moves pos past the field's bytes,
+    which must end by ``end``; returns a VAR_* or SPAN_* status.
+    """
+    cdef uint64_t u
+    cdef int st = _rvar(r, lim, pos, &u, 5)
+    if st:
+        n[0] = 0  # unused by the caller's error path; set so n is never uninitialised
+        return st
+    n[0] = _zz32(u)
+    start[0] = r + pos[0]
+    if n[0] < 0:
+        return VAR_OK if nullable and n[0] == -1 else SPAN_BAD_LENGTH
+    if pos[0] + n[0] > end:
+        return SPAN_PAST_END
+    pos[0] += n[0]
+    return VAR_OK
+
+
 # Offsets inside magic 1 wrappers are shifted (KIP-31) by amounts read from the wire; a
 # damaged wrapper can shift them outside int64.  The shift is kept exact in 128 bits so
 # such offsets are reported (as the twin does with Python ints) instead of wrapping.
@@ -819,6 +844,15 @@ cdef object _rec_error(int64_t base_offset, int32_t k, int status, int maxbytes)
 
 cdef object _rec_corrupt(int64_t base_offset, int32_t k, str problem):
     return _errors.corrupt(_KIND_BATCH, base_offset, f"record {k}: {problem}")
+
+
+cdef object _span_corrupt(int64_t base_offset, int32_t k, int status, str what, int64_t n):
+    """The error for a non-zero _rspan status on field ``what`` of record k."""
+    if status == SPAN_BAD_LENGTH:
+        return _rec_corrupt(base_offset, k, f"invalid {what} length {n}")
+    if status == SPAN_PAST_END:
+        return _rec_corrupt(base_offset, k, f"{what} of {n} bytes runs past the end of the record")
+    return _rec_error(base_offset, k, status, 5)
 
 
 @cython.final
@@ -1149,6 +1183,7 @@ cdef class _Decoder:
         cdef cptr kp
         cdef cptr vp
         cdef cptr hk
+        cdef cptr hv
         cdef bint keep
         cdef bint emit = True
         cdef object headers
@@ -1201,32 +1236,12 @@ cdef class _Decoder:
                 raise _rec_error(base_offset, k, st, 5)
             od = _zz32(u)
             offset = <int64_t>(<uint64_t>base_offset + <uint64_t>od)
-            st = _rvar(r, rlim, &q, &u, 5)
+            st = _rspan(r, rlim, &q, rec_end, True, &kp, &kl)
             if st:
-                raise _rec_error(base_offset, k, st, 5)
-            kl = _zz32(u)
-            kp = r + q
-            if kl < 0:
-                if kl != -1:
-                    raise _rec_corrupt(base_offset, k, f"invalid key length {kl}")
-            else:
-                if q + kl > rec_end:
-                    raise _rec_corrupt(base_offset, k,
-                                       f"key of {kl} bytes runs past the end of the record")
-                q += kl
-            st = _rvar(r, rlim, &q, &u, 5)
+                raise _span_corrupt(base_offset, k, st, "key", kl)
+            st = _rspan(r, rlim, &q, rec_end, True, &vp, &vl)
             if st:
-                raise _rec_error(base_offset, k, st, 5)
-            vl = _zz32(u)
-            vp = r + q
-            if vl < 0:
-                if vl != -1:
-                    raise _rec_corrupt(base_offset, k, f"invalid value length {vl}")
-            else:
-                if q + vl > rec_end:
-                    raise _rec_corrupt(base_offset, k,
-                                       f"value of {vl} bytes runs past the end of the record")
-                q += vl
+                raise _span_corrupt(base_offset, k, st, "value", vl)
             st = _rvar(r, rlim, &q, &u, 5)
             if st:
                 raise _rec_error(base_offset, k, st, 5)
@@ -1239,35 +1254,20 @@ cdef class _Decoder:
                 hlist = [] if keep and self.mode <= MODE_RECORDS else None
                 h = 0
                 while h < hcount:
-                    st = _rvar(r, rlim, &q, &u, 5)
+                    st = _rspan(r, rlim, &q, rec_end, False, &hk, &hkl)
                     if st:
-                        raise _rec_error(base_offset, k, st, 5)
-                    hkl = _zz32(u)
-                    if hkl < 0:
-                        raise _rec_corrupt(base_offset, k, f"invalid header key length {hkl}")
-                    if q + hkl > rec_end:
-                        raise _rec_corrupt(base_offset, k,
-                                           f"header key of {hkl} bytes runs past the end of the record")
-                    hk = r + q
+                        raise _span_corrupt(base_offset, k, st, "header key", hkl)
                     if self.mode != MODE_FILL:
                         try:
                             hkey = PyUnicode_DecodeUTF8(<const char*>hk, hkl, NULL)
                         except UnicodeDecodeError:
                             raise _rec_corrupt(base_offset, k, "header key is not valid UTF-8") from None
-                    q += hkl
-                    st = _rvar(r, rlim, &q, &u, 5)
+                    st = _rspan(r, rlim, &q, rec_end, True, &hv, &hvl)
                     if st:
-                        raise _rec_error(base_offset, k, st, 5)
-                    hvl = _zz32(u)
-                    if hvl < 0:
-                        if hvl != -1:
-                            raise _rec_corrupt(base_offset, k, f"invalid header value length {hvl}")
-                    elif q + hvl > rec_end:
-                        raise _rec_corrupt(base_offset, k,
-                                           f"header value of {hvl} bytes runs past the end of the record")
+                        raise _span_corrupt(base_offset, k, st, "header value", hvl)
                     if keep:
                         if hlist is not None:
-                            hlist.append((hkey, _bytes_or_none(r + q, hvl)))
+                            hlist.append((hkey, _bytes_or_none(hv, hvl)))
                         elif self.mode == MODE_COUNT:
                             self.nh += 1
                             self.hkey_bytes += hkl
@@ -1283,11 +1283,9 @@ cdef class _Decoder:
                             self.c_hvoff[self.hi] = <int32_t>self.hvpos
                             self.c_hvlen[self.hi] = <int32_t>hvl
                             if hvl > 0:
-                                memcpy(self.data + self.hvpos, r + q, hvl)
+                                memcpy(self.data + self.hvpos, hv, hvl)
                                 self.hvpos += hvl
                             self.hi += 1
-                    if hvl > 0:
-                        q += hvl
                     h += 1
                 if hlist is not None:
                     headers = tuple(hlist)

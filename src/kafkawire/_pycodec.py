@@ -828,6 +828,27 @@ def _varint_slow(buf, p, limit_bytes, mask):
         shift += 7
 
 
+def _span(buf, p, rec_end, what):
+    """A record field of varint length then bytes (key, value, header value; -1 is null).
+
+    Returns (bytes or None, position after the field).
+    """
+    b = buf[p]
+    if b < 0x80:
+        n = b
+        p += 1
+    else:
+        n, p = _varint_slow(buf, p, 5, _M32)
+    n = (n >> 1) ^ -(n & 1)
+    if n < 0:
+        if n != -1:
+            raise _RecordError(f"invalid {what} length {n}")
+        return None, p
+    if p + n > rec_end:
+        raise _RecordError(f"{what} of {n} bytes runs past the end of the record")
+    return bytes(buf[p : p + n]), p + n
+
+
 def _outside_int64(what: str, value: int) -> str:
     return f"{what} {value} is outside the int64 range"
 
@@ -870,40 +891,8 @@ def _decode_v2_records(buf, pos, end, count, base_offset, base_ts, append_ts, tt
             else:
                 v, p = _varint_slow(buf, p, 5, _M32)
             offset = base_offset + ((v >> 1) ^ -(v & 1))
-            # key
-            b = buf[p]
-            if b < 0x80:
-                v = b
-                p += 1
-            else:
-                v, p = _varint_slow(buf, p, 5, _M32)
-            n = (v >> 1) ^ -(v & 1)
-            if n < 0:
-                if n != -1:
-                    raise _RecordError(f"invalid key length {n}")
-                key = None
-            else:
-                if p + n > rec_end:
-                    raise _RecordError(f"key of {n} bytes runs past the end of the record")
-                key = bytes(buf[p : p + n])
-                p += n
-            # value
-            b = buf[p]
-            if b < 0x80:
-                v = b
-                p += 1
-            else:
-                v, p = _varint_slow(buf, p, 5, _M32)
-            n = (v >> 1) ^ -(v & 1)
-            if n < 0:
-                if n != -1:
-                    raise _RecordError(f"invalid value length {n}")
-                value = None
-            else:
-                if p + n > rec_end:
-                    raise _RecordError(f"value of {n} bytes runs past the end of the record")
-                value = bytes(buf[p : p + n])
-                p += n
+            key, p = _span(buf, p, rec_end, "key")
+            value, p = _span(buf, p, rec_end, "value")
             # headers
             b = buf[p]
             if b < 0x80:
@@ -929,20 +918,7 @@ def _decode_v2_records(buf, pos, end, count, base_offset, base_ts, append_ts, tt
                         hkey = str(buf[p : p + n], "utf-8")
                     except UnicodeDecodeError:
                         raise _RecordError("header key is not valid UTF-8") from None
-                    p += n
-                    v, p = _varint_slow(buf, p, 5, _M32)
-                    n = (v >> 1) ^ -(v & 1)
-                    if n < 0:
-                        if n != -1:
-                            raise _RecordError(f"invalid header value length {n}")
-                        hvalue = None
-                    else:
-                        if p + n > rec_end:
-                            raise _RecordError(
-                                f"header value of {n} bytes runs past the end of the record"
-                            )
-                        hvalue = bytes(buf[p : p + n])
-                        p += n
+                    hvalue, p = _span(buf, p + n, rec_end, "header value")
                     hs.append((hkey, hvalue))
                 headers = tuple(hs)
             if p != rec_end:
