@@ -82,7 +82,5 @@ class Api:
 
 
 def _whole(cls: type[Struct], buf: Any, version: int) -> Struct:
-    obj, pos = decode(cls, buf, version)
-    # Bytes left over mean the two sides disagree about the layout of this version; the
-    # newer side may append fields we do not know, so this is not an error.
-    return obj
+    # Bytes left over are not an error: the newer side may append fields we do not know.
+    return decode(cls, buf, version)[0]

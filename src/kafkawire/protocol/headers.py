@@ -6,12 +6,11 @@ import struct
 from typing import Any
 
 from kafkawire import errors
-from kafkawire.protocol.schema import _put_uvarint, _skip_tags
+from kafkawire.protocol.schema import _put_string, _read_string, _skip_tags
 
 __all__ = ["encode_request_header", "decode_request_header", "encode_response_header", "decode_response_header"]
 
 _HDR = struct.Struct(">hhi")
-_I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 
 
@@ -25,12 +24,7 @@ def encode_request_header(
     """
     out = bytearray(_HDR.pack(api_key, api_version, correlation_id))
     if header_version >= 1:
-        if client_id is None:
-            out += b"\xff\xff"
-        else:
-            data = client_id.encode("utf-8")
-            out += _I16.pack(len(data))
-            out += data
+        _put_string(out, client_id, False, True, "client_id")
     if header_version >= 2:
         out.append(0)
     return bytes(out)
@@ -46,15 +40,7 @@ def decode_request_header(buf: Any, header_version: int) -> tuple[int, int, int,
     pos = 8
     client_id = None
     if header_version >= 1:
-        if end - pos < 2:
-            raise errors.truncated("client_id", pos, 2, end - pos)
-        (n,) = _I16.unpack_from(buf, pos)
-        pos += 2
-        if n >= 0:
-            if n > end - pos:
-                raise errors.truncated("client_id", pos, n, end - pos)
-            client_id = str(buf[pos : pos + n], "utf-8")
-            pos += n
+        client_id, pos = _read_string(buf, pos, end, False)
     if header_version >= 2:
         _tags, pos = _skip_tags(buf, pos, end)
     return api_key, api_version, correlation_id, client_id, pos
@@ -63,7 +49,7 @@ def decode_request_header(buf: Any, header_version: int) -> tuple[int, int, int,
 def encode_response_header(correlation_id: int, header_version: int) -> bytes:
     out = bytearray(_I32.pack(correlation_id))
     if header_version >= 1:
-        _put_uvarint(out, 0)
+        out.append(0)  # no tagged fields
     return bytes(out)
 
 

@@ -104,11 +104,9 @@ class Field:
             return None
         if self.array:
             return []
-        if self.type == "struct":
-            return None  # filled with a fresh default instance by the struct's __init__
-        if self.type in ("string",):
+        if self.type == "string":
             return ""
-        if self.type in ("bytes",):
+        if self.type == "bytes":
             return b""
         if self.type == "records":
             return None
@@ -328,15 +326,16 @@ def _skip_tags(buf: Any, pos: int, end: int) -> tuple[dict[int, bytes], int]:
     return tags, pos
 
 
+def _put_null(out: bytearray, flexible: bool, wide: bool, nullable: bool, name: str) -> None:
+    """A null string, bytes or array: length -1 (0 in the compact form of flexible versions)."""
+    if not nullable:
+        raise errors.encode_error(f"field {name} is not nullable in this version")
+    out += b"\x00" if flexible else b"\xff\xff\xff\xff" if wide else b"\xff\xff"
+
+
 def _put_string(out: bytearray, value: str | None, flexible: bool, nullable: bool, name: str) -> None:
     if value is None:
-        if not nullable:
-            raise errors.encode_error(f"field {name} is not nullable in this version")
-        if flexible:
-            out.append(0)
-        else:
-            out += b"\xff\xff"
-        return
+        return _put_null(out, flexible, False, nullable, name)
     data = value.encode("utf-8")
     if flexible:
         _put_uvarint(out, len(data) + 1)
@@ -350,13 +349,7 @@ def _put_string(out: bytearray, value: str | None, flexible: bool, nullable: boo
 def _put_bytes(w: Writer, value: Any, flexible: bool, nullable: bool, name: str, raw: bool) -> None:
     out = w.buf
     if value is None:
-        if not nullable:
-            raise errors.encode_error(f"field {name} is not nullable in this version")
-        if flexible:
-            out.append(0)
-        else:
-            out += b"\xff\xff\xff\xff"
-        return
+        return _put_null(out, flexible, True, nullable, name)
     n = memoryview(value).nbytes
     if flexible:
         _put_uvarint(out, n + 1)
@@ -371,12 +364,7 @@ def _put_bytes(w: Writer, value: Any, flexible: bool, nullable: bool, name: str,
 
 def _put_array_len(out: bytearray, value: Any, flexible: bool, nullable: bool, name: str) -> int:
     if value is None:
-        if not nullable:
-            raise errors.encode_error(f"field {name} is not nullable in this version")
-        if flexible:
-            out.append(0)
-        else:
-            out += b"\xff\xff\xff\xff"
+        _put_null(out, flexible, True, nullable, name)
         return -1
     n = len(value)
     if flexible:
@@ -546,7 +534,7 @@ def _gen_decoder(cls: type[Struct], version: int) -> Any:
     g.emit(0, "def decode(buf, pos, end):")
     g.emit(1, "o = cls.__new__(cls)")
     tagged = []
-    fields = [f for f in cls._fields]
+    fields = cls._fields
     for f in fields:
         if not f.exists(version) or f.tag is not None:
             g.emit(1, f"o.{f.name} = cls._default_{f.name}()")
