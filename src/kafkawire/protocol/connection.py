@@ -316,8 +316,9 @@ class Connection:
             size = sum(memoryview(c).nbytes for c in chunks) - 4
             if size > _MAX_CORRELATION_ID:
                 raise errors.encode_error(f"{api.name} request of {size} bytes is too large to frame")
-            # chunks[0] is the header and leading fields (small); record data stays as is.
-            chunks[0] = _I32.pack(size) + bytes(chunks[0])[4:]
+            # chunks[0] is bytes: the size placeholder, header and leading fields (small);
+            # record data stays as is.
+            chunks[0] = _I32.pack(size) + chunks[0][4:]
         if expects_response:
             self._pending.append((correlation_id, api, version))
         else:
