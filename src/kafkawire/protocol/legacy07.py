@@ -41,11 +41,11 @@ from __future__ import annotations
 
 import enum
 import struct
-import zlib
 from dataclasses import dataclass, field
 from typing import Union
 
 from kafkawire import errors
+from kafkawire.codec import crc32
 
 __all__ = [
     "RequestType",
@@ -443,10 +443,7 @@ def encode_message(message: Message) -> bytes:
         header = _I8.pack(1) + _I8.pack(message.compression)
     else:
         raise errors.encode_error(f"magic={message.magic!r}: 0.7 messages have magic 0 or 1")
-    body = header + _U32.pack(zlib.crc32(payload)) + payload
-    if len(body) > _INT32_MAX:
-        raise errors.encode_error("message too large for its int32 LENGTH")
-    return _I32.pack(len(body)) + body
+    return _frame(header + _U32.pack(crc32(payload)) + payload)
 
 
 def decode_message(
@@ -482,7 +479,7 @@ def decode_message(
     stored = _U32.unpack_from(buf, reader._need(4, "CHECKSUM"))[0]
     payload = reader.rest()
     if check_crc:
-        found = zlib.crc32(payload)
+        found = crc32(payload)
         if found != stored:
             raise errors.crc_mismatch("0.7 message", pos, stored, found)
     return Message(payload, compression, magic), reader.end
