@@ -22,6 +22,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strategies import plain, requests, responses
+from wirebytes import cs as cstring
+from wirebytes import i8, i16, i32, i64, uvarint
+from wirebytes import s as string
 
 from kafkawire.protocol import apis
 from kafkawire.protocol.api import ApiVersionError
@@ -58,43 +61,8 @@ def _id(p: object) -> str:
 
 
 # ---------------------------------------------------------------------------------------
-# Helpers that write wire fields in order; they share no code with kafkawire.
+# Frames written field by field (primitives in wirebytes.py); no code shared with kafkawire.
 # ---------------------------------------------------------------------------------------
-
-def i8(v: int) -> bytes:
-    return struct.pack(">b", v)
-
-
-def i16(v: int) -> bytes:
-    return struct.pack(">h", v)
-
-
-def i32(v: int) -> bytes:
-    return struct.pack(">i", v)
-
-
-def i64(v: int) -> bytes:
-    return struct.pack(">q", v)
-
-
-def string(s: str) -> bytes:
-    return i16(len(s)) + s.encode()
-
-
-def uvarint(n: int) -> bytes:
-    out = bytearray()
-    while n > 0x7F:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-def cstring(s: str | None) -> bytes:
-    if s is None:
-        return b"\x00"
-    return uvarint(len(s.encode()) + 1) + s.encode()
-
 
 def message_set_v0(offset: int, key: bytes | None, value: bytes) -> bytes:
     """One magic-0 message in a MessageSet (spec/000: Offset MessageSize Message)."""

@@ -1,13 +1,11 @@
 """Offset and group APIs: golden bytes from spec/002 and spec/003, round trips everywhere.
 
-Golden vectors are written field by field with struct.pack from the request grammars of
+Golden vectors are written field by field (wirebytes.py) from the request grammars of
 the spec documents (and, for the flexible versions, the Kafka protocol guide); they share
 no code with kafkawire.
 """
 
 from __future__ import annotations
-
-import struct
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -19,76 +17,10 @@ from kafkawire.protocol.api import ApiVersionError
 from kafkawire.protocol.apis import groups
 from kafkawire.protocol.headers import encode_request_header
 
-# tests/protocol/strategies.py, importable because pytest puts this directory on sys.path
+# tests/protocol/strategies.py and wirebytes.py, importable because pytest puts this
+# directory on sys.path
 from strategies import requests, responses
-
-# ---------------------------------------------------------------------------------------
-# Hand-written wire helpers (classic and compact encodings)
-# ---------------------------------------------------------------------------------------
-
-
-def i8(v: int) -> bytes:
-    return struct.pack(">b", v)
-
-
-def i16(v: int) -> bytes:
-    return struct.pack(">h", v)
-
-
-def i32(v: int) -> bytes:
-    return struct.pack(">i", v)
-
-
-def i64(v: int) -> bytes:
-    return struct.pack(">q", v)
-
-
-def s(v: str | None) -> bytes:
-    if v is None:
-        return i16(-1)
-    data = v.encode()
-    return i16(len(data)) + data
-
-
-def b(v: bytes | None) -> bytes:
-    if v is None:
-        return i32(-1)
-    return i32(len(v)) + v
-
-
-def arr(items: list[bytes]) -> bytes:
-    return i32(len(items)) + b"".join(items)
-
-
-def uvarint(n: int) -> bytes:
-    out = bytearray()
-    while n > 0x7F:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-def cs(v: str | None) -> bytes:
-    if v is None:
-        return b"\x00"
-    data = v.encode()
-    return uvarint(len(data) + 1) + data
-
-
-def cb(v: bytes | None) -> bytes:
-    if v is None:
-        return b"\x00"
-    return uvarint(len(v) + 1) + v
-
-
-def carr(items: list[bytes] | None) -> bytes:
-    if items is None:
-        return b"\x00"
-    return uvarint(len(items) + 1) + b"".join(items)
-
-
-NO_TAGS = b"\x00"
+from wirebytes import NO_TAGS, arr, b, carr, cb, cs, i8, i16, i32, i64, s, uvarint
 
 ALL = [
     groups.OFFSET_COMMIT, groups.OFFSET_FETCH, groups.FIND_COORDINATOR, groups.JOIN_GROUP,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import struct
 from collections import Counter
 
 import pytest
@@ -14,28 +13,7 @@ from kafkawire.protocol import consumer
 from kafkawire.protocol.apis import groups
 from kafkawire.protocol.consumer import ConsumerProtocolAssignment as Assignment
 from kafkawire.protocol.consumer import ConsumerProtocolSubscription as Subscription
-
-
-def i16(v: int) -> bytes:
-    return struct.pack(">h", v)
-
-
-def i32(v: int) -> bytes:
-    return struct.pack(">i", v)
-
-
-def s(v: str | None) -> bytes:
-    if v is None:
-        return i16(-1)
-    return i16(len(v.encode())) + v.encode()
-
-
-def b(v: bytes | None) -> bytes:
-    return i32(-1) if v is None else i32(len(v)) + v
-
-
-def arr(items: list[bytes]) -> bytes:
-    return i32(len(items)) + b"".join(items)
+from wirebytes import arr, b, i16, i32, s
 
 
 def tp(topic: str, parts: list[int]) -> bytes:
