@@ -78,7 +78,6 @@ def test_encode_columnar(benchmark, records) -> None:
 
 
 def test_columns_to_arrow(benchmark, records) -> None:
-    pytest.importorskip("pyarrow")
     cols = codec.decode_columnar(codec.encode_record_batch(records))
     batch = benchmark(cols.to_arrow, topic="t", partition=0)
     assert batch.num_rows == N_RECORDS

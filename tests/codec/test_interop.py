@@ -16,16 +16,15 @@ from __future__ import annotations
 import random
 import struct
 
+import aiokafka.record.default_records as aio_default
+import aiokafka.record.legacy_records as aio_legacy
+import aiokafka.record.memory_records as aio_memory
+import kafka.record.default_records as kafka_default
+import kafka.record.legacy_records as kafka_legacy
+import kafka.record.memory_records as kafka_memory
 import pytest
 
 from kafkawire import codec
-
-kafka_legacy = pytest.importorskip("kafka.record.legacy_records")
-kafka_default = pytest.importorskip("kafka.record.default_records")
-kafka_memory = pytest.importorskip("kafka.record.memory_records")
-aio_legacy = pytest.importorskip("aiokafka.record.legacy_records")
-aio_default = pytest.importorskip("aiokafka.record.default_records")
-aio_memory = pytest.importorskip("aiokafka.record.memory_records")
 
 
 class Peer:

@@ -9,7 +9,8 @@ both must return the same records or raise the same exception type with the same
 and the extension must never crash.  A disagreement raises AssertionError, which libFuzzer
 reports with the input saved to crash-<sha1>.
 
-`check(data)` needs no atheris (tests/codec/test_parity.py smoke-tests it under pytest);
+`check(data)` needs no atheris (tests/codec/test_parity.py smoke-tests it under pytest,
+and shares `norm` and `fix_crcs`);
 the file is named so pytest does not collect it, and tests/conftest.py ignores tests/fuzz.
 """
 
@@ -19,53 +20,72 @@ import struct
 import sys
 import zlib
 
+import numpy as np
+
 from kafkawire import _codec as cy
 from kafkawire import _pycodec as py
 from kafkawire import compression, errors
+from kafkawire._columnar import Columns
 
 
-def _norm(value):
+BATCH_FIELDS = (
+    "base_offset", "magic", "crc", "attributes", "compression", "timestamp_type",
+    "is_transactional", "is_control", "partition_leader_epoch", "last_offset_delta",
+    "base_timestamp", "max_timestamp", "producer_id", "producer_epoch", "base_sequence",
+)
+COLUMN_FIELDS = (
+    "data", "offsets", "timestamps", "timestamp_types", "key_offsets", "key_lengths",
+    "value_offsets", "value_lengths", "header_index", "header_key_offsets",
+    "header_value_offsets", "header_value_lengths",
+)
+
+
+def norm(value):
+    """A comparable form of either implementation's result (tests/codec/test_parity.py too)."""
     if isinstance(value, (py.Record, cy.Record)):
-        return (value.offset, value.timestamp, value.timestamp_type, value.key, value.value,
-                tuple(value.headers))
+        return ("Record", value.offset, value.timestamp, value.timestamp_type, value.key,
+                value.value, tuple(value.headers))
     if isinstance(value, (py.Batch, cy.Batch)):
-        return (value.base_offset, value.magic, value.crc, value.attributes, value.compression,
-                value.timestamp_type, value.is_transactional, value.is_control,
-                value.partition_leader_epoch, value.last_offset_delta, value.base_timestamp,
-                value.max_timestamp, value.producer_id, value.producer_epoch,
-                value.base_sequence, tuple(_norm(r) for r in value.records))
-    if isinstance(value, list):
-        return [_norm(v) for v in value]
-    if hasattr(value, "to_records"):  # Columns
-        return ("columns", bytes(value.data), value.offsets.tobytes(),
-                value.timestamps.tobytes(), value.key_lengths.tobytes(),
-                value.value_offsets.tobytes(), value.header_index.tobytes(),
-                value.header_key_offsets.tobytes(), value.header_value_lengths.tobytes())
+        return ("Batch", *(getattr(value, f) for f in BATCH_FIELDS),
+                tuple(norm(r) for r in value.records))
+    if isinstance(value, Columns):
+        out = ["Columns", len(value)]
+        for name in COLUMN_FIELDS:
+            arr = np.asarray(getattr(value, name))
+            out.append((str(arr.dtype), arr.shape, arr.tobytes()))
+        return tuple(out)
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, tuple(norm(v) for v in value))
+    if isinstance(value, dict):
+        return ("dict", tuple(sorted((k, norm(v)) for k, v in value.items())))
+    if isinstance(value, (bytearray, memoryview)):
+        return ("bytes-like", type(value).__name__, bytes(value))
     return value
 
 
 def _outcome(fn, *args, **kwargs):
     try:
-        return ("ok", _norm(fn(*args, **kwargs)))
+        return ("ok", norm(fn(*args, **kwargs)))
     except Exception as exc:  # noqa: BLE001 - type and message are compared
         extra = (exc.offset, exc.expected, exc.found) if isinstance(
             exc, errors.CorruptRecordError) else ()
         return ("error", type(exc).__name__, str(exc), extra)
 
 
-def _fix_crcs(buf: bytearray) -> None:
+def fix_crcs(buf: bytearray) -> bytearray:
     """Make the CRC of every complete top-level entry right, so damage reaches the parser."""
     pos = 0
     while pos + 17 <= len(buf):
         (size,) = struct.unpack_from(">i", buf, pos + 8)
         end = pos + 12 + size
         if size < 14 or end > len(buf):
-            return
+            break
         if buf[pos + 16] == 2 and size >= 49:
             struct.pack_into(">I", buf, pos + 17, py.crc32c(bytes(buf[pos + 21 : end])))
         elif buf[pos + 16] in (0, 1):
             struct.pack_into(">I", buf, pos + 12, zlib.crc32(bytes(buf[pos + 16 : end])))
         pos = end
+    return buf
 
 
 def _seeds() -> list[bytes]:
@@ -95,7 +115,7 @@ def check(data: bytes) -> None:
         seed = bytearray(SEEDS[pick % len(SEEDS)])
         at = (pick * 7) % (len(seed) + 1)
         seed[at : at + (flags % 8)] = body[:64]
-        _fix_crcs(seed)
+        fix_crcs(seed)
         body = bytes(seed)
     elif mode == 2:  # fuzz bytes as the inner set of a valid gzip wrapper
         magic = flags & 1
@@ -106,7 +126,7 @@ def check(data: bytes) -> None:
         body = struct.pack(">qi", pick, len(msg)) + msg
     elif mode == 3:
         buf = bytearray(body)
-        _fix_crcs(buf)
+        fix_crcs(buf)
         body = bytes(buf)
     options = dict(
         check_crcs=bool(flags & 0x80),
