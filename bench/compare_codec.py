@@ -96,33 +96,41 @@ def kw_decode(data):
     return lambda: kw.decode_records(data, check_crcs=True)
 
 
-def aio_decode(data):
+def aio_read_records(data, out: list) -> None:
     # aiokafka's fetcher: batch.validate_crc() for every batch, then iterate its records.
-    def run():
-        out = []
-        records = aio.MemoryRecords(data)
-        while records.has_next():
-            batch = records.next_batch()
-            if not batch.validate_crc():
+    records = aio.MemoryRecords(data)
+    while records.has_next():
+        batch = records.next_batch()
+        if not batch.validate_crc():
+            raise ValueError("crc")
+        out.extend(batch)
+
+
+def kp_read_records(data, out: list) -> None:
+    # kafka-python's fetcher: batch.validate_crc(), then record.validate_crc() per record.
+    records = KpMemoryRecords(data)
+    while records.has_next():
+        batch = records.next_batch()
+        if not batch.validate_crc():
+            raise ValueError("crc")
+        for record in batch:
+            if not record.validate_crc():
                 raise ValueError("crc")
-            out.extend(batch)
+            out.append(record)
+
+
+def aio_decode(data):
+    def run():
+        out: list = []
+        aio_read_records(data, out)
         return out
     return run
 
 
 def kp_decode(data):
-    # kafka-python's fetcher: batch.validate_crc(), then record.validate_crc() per record.
     def run():
-        out = []
-        records = KpMemoryRecords(data)
-        while records.has_next():
-            batch = records.next_batch()
-            if not batch.validate_crc():
-                raise ValueError("crc")
-            for record in batch:
-                if not record.validate_crc():
-                    raise ValueError("crc")
-                out.append(record)
+        out: list = []
+        kp_read_records(data, out)
         return out
     return run
 
@@ -159,8 +167,11 @@ class Bench:
         self.cases: dict[str, tuple] = {}  # name -> (fn, number)
         self.times: dict[str, list[float]] = {}
 
-    def add(self, name: str, fn) -> None:
-        fn()  # warm up, and fail early
+    def add(self, name: str, fn, check=None) -> None:
+        """Time `fn`; `check(result)` must hold for its first result, or nothing is timed."""
+        result = fn()  # warm up, and fail early
+        if check is not None and not check(result):
+            raise AssertionError(f"{name}: wrong result, so it is not timed")
         start = time.perf_counter()
         fn()
         once = max(time.perf_counter() - start, 1e-7)
@@ -221,21 +232,37 @@ def main() -> None:
     # Legacy lz4 in magic 0 is the broken-checksum form (KIP-57) that aiokafka refuses.
     aio_supports = {(m, c) for m, c in FORMATS if not (m == 0 and c == 3)}
 
-    print("preparing (warm-up and calibration)...", file=sys.stderr, flush=True)
+    # Every case's first result is checked before it is timed: encoders' sets must decode
+    # (with kafkawire) to the workload's records, decoders must return all of them.
+    expected = [(k, v) for k, v, _ts in records]
+
+    def same_records(out) -> bool:
+        return [(r.key, r.value) for r in out] == expected
+
+    def encodes_records(data) -> bool:
+        # Producers write wrapper offset 0 (the broker assigns offsets), so magic 1's relative
+        # inner offsets (KIP-31) resolve below 0: keep them all.
+        return same_records(kw.decode_records(data, start_offset=-(2**63)))
+
+    def all_columns(cols) -> bool:
+        return len(cols) == N_RECORDS and int(cols.value_lengths.sum()) == N_RECORDS * VALUE_SIZE
+
+    print("preparing (checks, warm-up and calibration)...", file=sys.stderr, flush=True)
     for magic, codec in FORMATS:
         tag = f"m{magic}-{CODEC_NAMES[codec]}"
         data = encoded[magic, codec]
-        bench.add(f"enc/kw/{tag}", kw_encode(records, magic, codec))
-        bench.add(f"dec/kw/{tag}", kw_decode(data))
-        bench.add(f"col/kw/{tag}", lambda d=data: kw.decode_columnar(d, check_crcs=True))
+        bench.add(f"enc/kw/{tag}", kw_encode(records, magic, codec), encodes_records)
+        bench.add(f"dec/kw/{tag}", kw_decode(data), same_records)
+        bench.add(f"col/kw/{tag}", lambda d=data: kw.decode_columnar(d, check_crcs=True),
+                  all_columns)
         if (magic, codec) in aio_supports:
             bench.add(f"enc/aio/{tag}", peer_encode(
                 aio.DefaultRecordBatchBuilder, aio.LegacyRecordBatchBuilder, records, magic,
-                codec))
-            bench.add(f"dec/aio/{tag}", aio_decode(data))
+                codec), encodes_records)
+            bench.add(f"dec/aio/{tag}", aio_decode(data), same_records)
         bench.add(f"enc/kp/{tag}", peer_encode(KpDefaultBuilder, KpLegacyBuilder, records,
-                                               magic, codec))
-        bench.add(f"dec/kp/{tag}", kp_decode(data))
+                                               magic, codec), encodes_records)
+        bench.add(f"dec/kp/{tag}", kp_decode(data), same_records)
 
     # Compression libraries alone, on the same inner bytes kafkawire compresses.
     for magic, codec in FORMATS:
@@ -246,14 +273,17 @@ def main() -> None:
         compress, decompress = library_pair(codec)
         packed = compress(inner)
         tag = f"m{magic}-{CODEC_NAMES[codec]}"
-        bench.add(f"lib-c/{tag}", lambda c=compress, i=inner: c(i))
-        bench.add(f"lib-d/{tag}", lambda d=decompress, p=packed: d(p))
+        bench.add(f"lib-c/{tag}", lambda c=compress, i=inner: c(i),
+                  lambda out, d=decompress, i=inner: d(out) == i)
+        bench.add(f"lib-d/{tag}", lambda d=decompress, p=packed: d(p),
+                  lambda out, i=inner: out == i)
 
     # Checksums and memory copies over 64 MiB.
     big = np.random.default_rng(0).integers(0, 256, 64 << 20, dtype=np.uint8)
     big_bytes = big.tobytes()
-    bench.add("crc/kw-crc32c", lambda: kw.crc32c(big_bytes))
-    bench.add("crc/kw-crc32", lambda: kw.crc32(big_bytes))
+    crc32c_ref, crc32_ref = aio.crc32c_cython(big_bytes), zlib.crc32(big_bytes)
+    bench.add("crc/kw-crc32c", lambda: kw.crc32c(big_bytes), crc32c_ref.__eq__)
+    bench.add("crc/kw-crc32", lambda: kw.crc32(big_bytes), crc32_ref.__eq__)
     bench.add("crc/zlib-crc32", lambda: zlib.crc32(big_bytes))
     bench.add("crc/aio-crc32c", lambda: aio.crc32c_cython(big_bytes))
     bench.add("copy/bytes", lambda: bytes(memoryview(big_bytes)))

@@ -39,18 +39,17 @@ from aiokafka.protocol.api import ResponseHeader_v0 as AioResponseHeaderV0
 from aiokafka.protocol.fetch import FetchResponse_v4 as AioFetchResponseV4
 from aiokafka.protocol.produce import ProduceRequest_v3 as AioProduceRequestV3
 from aiokafka.record.default_records import DefaultRecordBatchBuilder as AioBuilder
-from aiokafka.record.memory_records import MemoryRecords as AioMemoryRecords
 
 with warnings.catch_warnings():
     # kafka-python 3.0 loads its schemas with importlib.resources calls Python deprecates.
     warnings.simplefilter("ignore", DeprecationWarning)
-    from compare_codec import KEY_SIZE, N_RECORDS, VALUE_SIZE, Bench, make_records
+    from compare_codec import (KEY_SIZE, N_RECORDS, VALUE_SIZE, Bench, aio_read_records,
+                               kp_read_records, make_records)
     from kafka.protocol.consumer.fetch import FetchResponse as KpFetchResponse
     from kafka.protocol.metadata.metadata import MetadataRequest as KpMetadataRequest
     from kafka.protocol.metadata.metadata import MetadataResponse as KpMetadataResponse
     from kafka.protocol.producer.produce import ProduceRequest as KpProduceRequest
     from kafka.record.default_records import DefaultRecordBatchBuilder as KpBuilder
-    from kafka.record.memory_records import MemoryRecords as KpMemoryRecords
 
 FETCH = apis.get("Fetch")
 PRODUCE = apis.get("Produce")
@@ -267,15 +266,6 @@ def kw_metadata_response(frame: bytes, version: int):
 # ---------------------------------------------------------------------------------------
 
 
-def aio_read_records(data, out: list) -> None:
-    records = AioMemoryRecords(data)
-    while records.has_next():
-        batch = records.next_batch()
-        if not batch.validate_crc():
-            raise ValueError("crc")
-        out.extend(batch)
-
-
 def aio_fetch(frame: bytes, version: int, with_records: bool):
     cls = AIO_FETCH[version]
 
@@ -323,18 +313,6 @@ def aio_produce_e2e(records, version: int):
 # then the fetcher: MemoryRecords over each partition's records, validate_crc() per batch
 # and per record.  Requests: with_header() + encode(framed=True, header=True).
 # ---------------------------------------------------------------------------------------
-
-
-def kp_read_records(data, out: list) -> None:
-    records = KpMemoryRecords(data)
-    while records.has_next():
-        batch = records.next_batch()
-        if not batch.validate_crc():
-            raise ValueError("crc")
-        for record in batch:
-            if not record.validate_crc():
-                raise ValueError("crc")
-            out.append(record)
 
 
 def kp_fetch(frame: bytes, version: int, with_records: bool):
