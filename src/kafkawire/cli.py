@@ -168,11 +168,9 @@ def cmd_metadata(args: argparse.Namespace) -> int:
     from kafkawire.client.config import Config
 
     with Cluster(Config.client(**_client_options(args))) as cluster:
-        cluster.bootstrap(10)
+        cluster.bootstrap(10)  # fetches the metadata
         if args.topic:
             cluster.partitions_for(args.topic, 10)
-        else:
-            cluster.refresh(10)
         print(f"cluster {cluster.cluster_id} controller {cluster.controller_id}")
         for node, (host, port) in sorted(cluster.brokers.items()):
             print(f"broker {node} {host}:{port}")

@@ -12,6 +12,7 @@ from kafkawire.client.errors import (
     BrokerConnectionRefusedError,
     BrokerConnectTimeoutError,
     BrokerResolutionError,
+    KafkaTimeoutError,
     NoBrokersAvailableError,
     RequestTimeoutError,
 )
@@ -116,9 +117,27 @@ def test_backoff_grows_and_does_not_spin():
 
         BrokerConnection.connect = counting
         try:
-            with pytest.raises(Exception):
+            with pytest.raises(KafkaTimeoutError, match="not refreshed within"):
                 cluster.refresh(1.0)
         finally:
             BrokerConnection.connect = real
         # 100, 200, 400, 400 ms (+-20%) fit in one second: a handful, not thousands.
         assert 2 <= attempts <= 6
+
+
+def test_refresh_waits_for_the_refresh_in_flight(tansu_broker):
+    cfg = Config.client(bootstrap_servers=tansu_broker.bootstrap, retry_backoff_ms=0)
+    with Cluster(cfg) as cluster:
+        cluster.bootstrap(5)
+        (node,) = cluster.brokers
+        cluster.connection(node, time.monotonic() + 5)
+        sent = []
+        real = cluster._send_metadata
+        cluster._send_metadata = lambda conn: sent.append(conn) or real(conn)
+        cluster.request_refresh()
+        cluster.maybe_refresh()
+        assert len(sent) == 1 and not cluster._refresh_future.done()
+        cluster.refresh(5)  # asks for nothing more: waits for that one
+        assert len(sent) == 1 and not cluster.refresh_due()
+        cluster.refresh(5, topics=["refresh-new-topic"])  # asks for more: a request of its own
+        assert len(sent) == 2 and "refresh-new-topic" in cluster.topics

@@ -24,13 +24,13 @@ import random
 import time
 from typing import Any
 
+from kafkawire import errors
 from kafkawire.client.config import Config
 from kafkawire.client.conn import BrokerConnection, Poller
 from kafkawire.client.errors import (
     KafkaConnectionError,
     KafkaTimeoutError,
     NoBrokersAvailableError,
-    broker_error,
 )
 from kafkawire.client.future import Future
 from kafkawire.protocol import apis
@@ -94,6 +94,7 @@ class Cluster:
         self._last_refresh = 0.0
         self._need_refresh = True
         self._refresh_future: Future | None = None
+        self._refresh_topics: frozenset[str] = frozenset()  # what that refresh asked for
         self.closed = False
 
     # -- connections --------------------------------------------------------------------
@@ -301,6 +302,7 @@ class Cluster:
         else:
             topics = [METADATA.Request.MetadataRequestTopic(name=t) for t in sorted(self.interest)]
         request = METADATA.Request(topics=topics, allow_auto_topic_creation=True)
+        self._refresh_topics = frozenset(self.interest)
         inner = conn.send(METADATA, request, version)
         out = Future(self.poller.poll)
 
@@ -375,8 +377,10 @@ class Cluster:
                     + (f"; last error: {last}" if last else "")
                 )
             try:
-                conn = self.any_connection(deadline)
-                fut = self._send_metadata(conn)
+                fut = self._refresh_future
+                if fut is None or fut.done() or not self.interest <= self._refresh_topics:
+                    # No refresh in flight (maybe_refresh's) that asks for these topics.
+                    fut = self._send_metadata(self.any_connection(deadline))
                 if fut.wait(remaining):
                     fut.result()
                     return
@@ -397,7 +401,7 @@ class Cluster:
             if meta is not None and meta.error_code == 0 and meta.partitions:
                 return sorted(meta.partitions)
             if meta is not None and meta.error_code not in (0, 3, 5):
-                raise broker_error(meta.error_code, f"metadata for topic {topic!r}")
+                errors.raise_for_code(meta.error_code, f"metadata for topic {topic!r}")
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 why = "unknown topic" if meta is None or meta.error_code == 3 else "no leader yet"

@@ -25,6 +25,7 @@ import socket
 import ssl
 import time
 from collections import deque
+from itertools import islice
 from typing import Any
 
 from kafkawire.client.errors import (
@@ -456,7 +457,7 @@ class BrokerConnection:
                 if isinstance(sock, ssl.SSLSocket):
                     sent = sock.send(out[0])
                 else:
-                    sent = sock.sendmsg(list(out)[:_MAX_IOV] if len(out) > 1 else [out[0]])
+                    sent = sock.sendmsg(islice(out, _MAX_IOV) if len(out) > 1 else (out[0],))
                 while sent:
                     head = out[0]
                     if sent >= len(head):

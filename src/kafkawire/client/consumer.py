@@ -20,7 +20,7 @@ import time
 from operator import attrgetter
 from typing import Any, Iterable
 
-from kafkawire import codec
+from kafkawire import codec, errors
 from kafkawire.client.cluster import Cluster
 from kafkawire.client.config import Config
 from kafkawire.client.errors import (
@@ -31,7 +31,6 @@ from kafkawire.client.errors import (
     REFRESH_METADATA_CODES,
     RecordTooLargeError,
     broker_error,
-    is_retriable,
 )
 from kafkawire.client.future import Future
 from kafkawire.protocol import apis
@@ -402,9 +401,8 @@ class Consumer:
                 if p.error_code:
                     if p.error_code in REFRESH_METADATA_CODES:
                         self.cluster.request_refresh()
-                    err = broker_error(p.error_code, f"ListOffsets for {tp}")
-                    if not is_retriable(p.error_code):
-                        raise err
+                    if not errors.for_code(p.error_code).retriable:
+                        raise broker_error(p.error_code, f"ListOffsets for {tp}")
                     continue
                 if version == 0:
                     offsets = p.old_style_offsets
@@ -504,7 +502,7 @@ class Consumer:
         if code:
             if code in REFRESH_METADATA_CODES:
                 self.cluster.request_refresh()
-            if is_retriable(code):
+            if errors.for_code(code).retriable:
                 self._back_off(node)
             else:
                 self._pending_error = broker_error(
@@ -531,7 +529,7 @@ class Consumer:
                 else:
                     if code in REFRESH_METADATA_CODES:
                         self.cluster.request_refresh()
-                    if not is_retriable(code):
+                    if not errors.for_code(code).retriable:
                         self._pending_error = broker_error(code, f"fetching {tp} at offset {st.position}")
 
     def _back_off(self, node: int) -> None:
@@ -669,8 +667,7 @@ class Consumer:
     def _has_complete_entry(data: Any) -> bool:
         if len(data) < 12:
             return False
-        size = int.from_bytes(bytes(data[8:12]), "big", signed=True)
-        return 12 + size <= len(data)
+        return 12 + _HEAD.unpack_from(data, 0)[1] <= len(data)
 
     def _poll(self, timeout: float, max_records: int, columnar: bool) -> list[Any]:
         self._check_open()

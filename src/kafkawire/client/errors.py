@@ -26,8 +26,6 @@ __all__ = [
     "RecordTooLargeError",
     "OffsetOutOfRangeError",
     "broker_error",
-    "is_retriable",
-    "RETRIABLE_CODES",
     "REFRESH_METADATA_CODES",
 ]
 
@@ -93,11 +91,8 @@ class RecordTooLargeError(_errors.KafkaWireError, ValueError):
     """A record or batch larger than max_request_size (or a fetch limit) allows."""
 
 
-# Codes on which retrying the same request may succeed (Kafka's RetriableException set).
-RETRIABLE_CODES = frozenset(
-    {2, 3, 5, 6, 7, 9, 13, 14, 15, 16, 19, 20, 56, 74, 75, 78, 89, 100}
-)
-# Codes after which the leader map is stale: refresh metadata before retrying.
+# Codes after which the leader map is stale: refresh metadata before retrying.  (Whether a
+# code is retriable at all is the error table's: kafkawire.errors.for_code(code).retriable.)
 REFRESH_METADATA_CODES = frozenset({3, 5, 6, 9, 56, 74, 75, 100})
 
 
@@ -112,22 +107,13 @@ class OffsetOutOfRangeError(_errors.OffsetOutOfRangeError):
         self.partitions = partitions or {}
 
 
-def is_retriable(code: int) -> bool:
-    cls = _errors.for_code(code)
-    if cls is not _errors.UnknownBrokerError:
-        return bool(cls.retriable)
-    return code in RETRIABLE_CODES
-
-
 def broker_error(code: int, context: str, detail: str | None = None) -> _errors.BrokerError:
-    """The exception for broker error ``code``, its message prefixed with ``context``."""
-    cls = _errors.for_code(code)
-    if cls is _errors.UnknownBrokerError:
-        err = cls(f"{context}: broker error code {code}" + (f" ({detail})" if detail else ""))
-        err.code = code  # type: ignore[misc]
-        err.retriable = code in RETRIABLE_CODES  # type: ignore[misc]
-        return err
-    msg = f"{context}: {cls.name} ({code}): {cls.meaning}"
-    if detail:
-        msg += f" ({detail})"
-    return cls(msg)
+    """The exception :func:`kafkawire.errors.raise_for_code` raises for ``code``, to be
+    stored or raised later; ``detail`` (the broker's error_message) ends its message."""
+    try:
+        _errors.raise_for_code(code, context)
+    except _errors.BrokerError as exc:
+        if detail:
+            exc.args = (f"{exc.args[0]} ({detail})",)
+        return exc.with_traceback(None)
+    raise ValueError("broker_error() needs a non-zero error code")

@@ -35,7 +35,6 @@ from kafkawire.client.errors import (
     RecordTooLargeError,
     REFRESH_METADATA_CODES,
     broker_error,
-    is_retriable,
 )
 from kafkawire.client.future import Future
 from kafkawire.client.partitioner import StickyPartitioner, partition_for_key
@@ -345,7 +344,7 @@ class Producer:
             if self._partitioner is not None:
                 partition = self._partitioner(key, n)
             elif key is not None:
-                partition = partition_for_key(bytes(key), n)
+                partition = partition_for_key(key, n)
             else:
                 partition = self._sticky.partition(topic, n)
                 sticky = True
@@ -837,4 +836,4 @@ class Producer:
                 self.cluster.request_refresh()
             err = broker_error(code, f"producing {b.count()} record(s) to {b.topic}[{b.partition}] "
                                      f"on {broker}", getattr(p, "error_message", None))
-            self._retry_or_fail(b, err, is_retriable(code))
+            self._retry_or_fail(b, err, err.retriable)
