@@ -38,4 +38,6 @@ def test_sticky_partition_moves_after_batch_done():
     assert s.partition("t", 5) == p
     s.batch_done("t", p, 5)
     assert s.partition("t", 5) != p
+    assert s.partition("t", 1) == 0
     s.batch_done("t", 0, 1)  # one partition: nowhere else to go
+    assert s.partition("t", 1) == 0
