@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip setuptools wheel
 	$(PY) -m pip install --quiet Cython
-	$(PY) -m pip install --quiet --no-build-isolation -e '.[test,bench,arrow,broker]'
+	$(PY) -m pip install --quiet --no-build-isolation -e '.[test,bench,arrow,broker,spark]'
 	touch $(STAMP)
 
 venv: $(STAMP)
@@ -28,8 +28,9 @@ test: test-cython test-python
 test-cython: build
 	KAFKAWIRE_EXPECT_IMPLEMENTATION=cython $(PY) -m pytest -q -p no:cacheprovider tests
 
+# The Spark suite runs once, above: it tests the data source, not the codec beneath it.
 test-python: build
-	KAFKAWIRE_PUREPYTHON=1 KAFKAWIRE_EXPECT_IMPLEMENTATION=python $(PY) -m pytest -q -p no:cacheprovider tests
+	KAFKAWIRE_PUREPYTHON=1 KAFKAWIRE_EXPECT_IMPLEMENTATION=python $(PY) -m pytest -q -p no:cacheprovider -m "not spark" tests
 
 # Side-by-side benchmarks (kafkawire and its peers interleaved in one process); the
 # README's tables are their output. BENCH_ARGS=--quick for a shorter run.

@@ -1,0 +1,449 @@
+"""Kafka access for the data source, through kafkawire's own client.
+
+On the driver: which partitions a query reads and where its offset ranges start and end.
+In the executors: one offset range read into Arrow RecordBatches straight from the codec's
+columnar decode (no Python object per record), and Arrow batches written through the
+producer's bulk path.  Spark reuses its Python workers across tasks, so one consumer and
+one producer per client configuration are kept per process (``_clients``).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any, Iterator
+
+import numpy as np
+
+from kafkawire.client.consumer import Consumer, TopicPartition
+from kafkawire.client.errors import OffsetOutOfRangeError
+from kafkawire.client.partitioner import murmur2_many
+from kafkawire.client.producer import Producer
+from kafkawire.protocol import apis
+from kafkawire.spark._options import EARLIEST, LATEST, KafkawireOptionError, SourceOptions
+from kafkawire.spark._plan import Pushdown
+
+__all__ = ["KafkawireDataLossError", "consumer", "producer", "list_partitions", "resolve_offsets",
+           "read_range", "write_batches"]
+
+log = logging.getLogger("kafkawire.spark")
+
+METADATA = apis.get("Metadata")
+FETCH = apis.get("Fetch")
+_FETCH_TOPIC = FETCH.Request.FetchTopic
+_FETCH_PARTITION = _FETCH_TOPIC.FetchPartition
+
+# Source consumers read ranges known to exist: a long poll only delays a task's last
+# fetch, and bigger fetches make bigger Arrow batches.  kafka.* options override both.
+_SOURCE_DEFAULTS = {"fetch_max_wait_ms": 50, "max_partition_fetch_bytes": 8 << 20}
+
+_lock = threading.Lock()
+_clients: dict[tuple, Any] = {}
+
+
+class KafkawireDataLossError(RuntimeError):
+    """Offsets a query was to read no longer exist (retention, a deleted or recreated
+    topic).  ``partitions`` maps each (topic, partition) to its (expected, found) offsets.
+    Set ``failOnDataLoss`` to false to log this and go on with what exists."""
+
+    def __init__(self, message: str, partitions: dict | None = None):
+        super().__init__(message + "; if losing these records is acceptable, set the option failOnDataLoss=false")
+        self.partitions = partitions or {}
+
+
+def _cached(kind: str, config: dict[str, Any]) -> Any:
+    key = (kind,) + tuple(sorted((k, repr(v)) for k, v in config.items()))
+    with _lock:
+        client = _clients.get(key)
+        if client is None:
+            client = Consumer(**config) if kind == "consumer" else Producer(**config)
+            _clients[key] = client
+        return client
+
+
+def _drop(client: Any) -> None:
+    """Forget a client after a failure: the next task starts from a fresh one."""
+    with _lock:
+        for key, c in list(_clients.items()):
+            if c is client:
+                del _clients[key]
+    try:
+        client.close()
+    except Exception:  # noqa: BLE001 - already failing; the first error is the one to report
+        pass
+
+
+def consumer(client_options: dict[str, Any]) -> Consumer:
+    config = dict(_SOURCE_DEFAULTS)
+    config.update(client_options)
+    # Positions outside the log are data loss, decided by failOnDataLoss, never reset.
+    config["auto_offset_reset"] = "none"
+    return _cached("consumer", config)
+
+
+def producer(client_options: dict[str, Any]) -> Producer:
+    return _cached("producer", dict(client_options))
+
+
+# -- the driver: partitions and offsets ----------------------------------------------------
+
+def _timeout(c: Consumer) -> float:
+    return c.config.request_timeout_ms / 1000.0
+
+
+def list_partitions(c: Consumer, opts: SourceOptions) -> list[TopicPartition]:
+    """The partitions ``assign``, ``subscribe`` or ``subscribePattern`` name, now."""
+    if opts.assign is not None:
+        return sorted(TopicPartition(t, p) for t, ps in opts.assign.items() for p in ps)
+    if opts.subscribe is not None:
+        topics = opts.subscribe
+    else:
+        # Internal topics (__consumer_offsets, ...) are left out, as the Java consumer's
+        # pattern subscription does by default (exclude.internal.topics).
+        resp = c.cluster.request(None, METADATA, METADATA.Request(topics=None, allow_auto_topic_creation=False),
+                                 _timeout(c))
+        topics = sorted(t.name for t in resp.topics
+                        if t.name and not getattr(t, "is_internal", False) and not t.name.startswith("__")
+                        and opts.pattern.fullmatch(t.name))  # type: ignore[union-attr]
+    out = []
+    for topic in topics:
+        out.extend(TopicPartition(topic, p) for p in c.cluster.partitions_for(topic, _timeout(c)))
+    return sorted(out)
+
+
+def _per_partition(spec: Any, tps: list[TopicPartition], name: str, sentinel: dict[str, int]) -> dict[TopicPartition, int]:
+    if isinstance(spec, str):
+        return {tp: sentinel[spec] for tp in tps}
+    if isinstance(spec, int):
+        return {tp: spec for tp in tps}
+    given = {TopicPartition(t, p): v for t, parts in spec.items() for p, v in parts.items()}
+    if set(given) != set(tps):
+        missing = sorted(set(tps) - set(given))
+        extra = sorted(set(given) - set(tps))
+        raise KafkawireOptionError(
+            f"option {name!r} must give every partition the query reads, and only those "
+            f"(-2 for earliest, -1 for latest): missing {missing}, not read {extra}")
+    return given
+
+
+def resolve_offsets(c: Consumer, tps: list[TopicPartition], offsets: Any, by_timestamp: Any,
+                    name: str, ts_name: str, strategy: str = "latest") -> dict[TopicPartition, int]:
+    """Concrete offsets for an offsets spec (keywords, JSON, -2/-1) or, when given, a
+    timestamp spec (which wins).  ``strategy`` says what a timestamp after every record
+    gives: "latest" (the end offset) or "error"."""
+    if not tps:
+        return {}
+    timeout = _timeout(c)
+    if by_timestamp is not None:
+        stamps = _per_partition(by_timestamp, tps, ts_name, {})
+        found = c.offsets_for_times(stamps, timeout)
+        missing = [tp for tp, v in found.items() if v is None]
+        out = {tp: v.offset for tp, v in found.items() if v is not None}
+        if missing:
+            if strategy == "error":
+                raise KafkawireOptionError(
+                    f"option {ts_name!r}: no record at or after the given timestamp in {sorted(missing)}; "
+                    f"set startingOffsetsByTimestampStrategy=latest to start those at the latest offset")
+            out.update(end_offsets(c, missing))
+        return out
+    want = _per_partition(offsets, tps, name, {"earliest": EARLIEST, "latest": LATEST})
+    out = {tp: v for tp, v in want.items() if v >= 0}
+    for which, fetch in ((EARLIEST, lambda tps: c.beginning_offsets(tps, timeout)),
+                         (LATEST, lambda tps: end_offsets(c, tps))):
+        todo = [tp for tp, v in want.items() if v == which]
+        if todo:
+            out.update(fetch(todo))
+    return out
+
+
+def log_bounds(c: Consumer, tps: list[TopicPartition]) -> tuple[dict[TopicPartition, int], dict[TopicPartition, int]]:
+    """(earliest, latest) offsets of ``tps``."""
+    timeout = _timeout(c)
+    return c.beginning_offsets(tps, timeout), end_offsets(c, tps)
+
+
+def end_offsets(c: Consumer, tps: list[TopicPartition]) -> dict[TopicPartition, int]:
+    """The offset after the last readable record of each partition: ListOffsets' latest,
+    raised to the high watermark (last stable offset under read_committed) of a Fetch.
+    Tansu answers ListOffsets latest with the last batch's base offset + 1, which would
+    cut a batch read short; a Fetch's watermark is the broker's own word on the end."""
+    timeout = _timeout(c)
+    tps = [TopicPartition(*tp) for tp in tps]
+    out = dict(c.end_offsets(tps, timeout))
+    committed = c.config.isolation_level == "read_committed"
+    by_node: dict[int, list[TopicPartition]] = {}
+    for tp in tps:
+        leader = c.cluster.leader_for(*tp)
+        if leader is not None:
+            by_node.setdefault(leader, []).append(tp)
+    for node, group in by_node.items():
+        topics: dict[str, list[Any]] = {}
+        for tp in group:
+            topics.setdefault(tp.topic, []).append(_FETCH_PARTITION(
+                partition=tp.partition, fetch_offset=out[tp], partition_max_bytes=1 << 16))
+        fetch_topics = []
+        for t, parts in topics.items():
+            topic_id = getattr(c.cluster.topics.get(t), "topic_id", None)
+            fetch_topics.append(_FETCH_TOPIC(topic=t, partitions=parts, **({"topic_id": topic_id} if topic_id else {})))
+        # Tansu answers a Fetch with max_wait_ms=0 with no partitions at all: wait a little.
+        req = FETCH.Request(replica_id=-1, max_wait_ms=100, min_bytes=1, max_bytes=1 << 16,
+                            isolation_level=1 if committed else 0, session_id=0, session_epoch=-1,
+                            topics=fetch_topics)
+        resp = c.cluster.request(node, FETCH, req, timeout)
+        ids = {getattr(m, "topic_id", None): name for name, m in c.cluster.topics.items()}
+        for t in resp.responses:
+            name = getattr(t, "topic", None) or ids.get(getattr(t, "topic_id", None))
+            for p in t.partitions:
+                tp = TopicPartition(name, p.partition_index)
+                if tp in out and p.error_code == 0:
+                    mark = p.last_stable_offset if committed and getattr(p, "last_stable_offset", -1) >= 0 else p.high_watermark
+                    out[tp] = max(out[tp], mark)
+    return out
+
+
+# -- the executors: reading ----------------------------------------------------------------
+
+def _spark_batch(cols: Any, topic: str, partition: int, keep: int, schema: Any, headers: bool,
+                 pushdown: Pushdown | None) -> Any:
+    """One Arrow batch in Spark's Kafka schema over the first ``keep`` decoded records."""
+    import pyarrow as pa
+
+    rb = cols.to_arrow(topic, partition)
+    n = rb.num_rows
+    # Spark's timestamps are microseconds; the codec's are Kafka's milliseconds.
+    ts = pa.Array.from_buffers(pa.timestamp("us", tz="UTC"), n, [None, pa.py_buffer(cols.timestamps * 1000)])
+    arrays = rb.columns[:5] + [ts, rb.column(6)]
+    if headers:
+        hi = cols.header_index
+        has = np.diff(hi) > 0
+        validity = None if bool(has.all()) else pa.py_buffer(np.packbits(has, bitorder="little"))
+        # A record without headers has null headers, as in the JVM connector.
+        arrays.append(pa.Array.from_buffers(schema.field("headers").type, n, [validity, pa.py_buffer(hi)],
+                                            children=[rb.column(7).values]))
+    out = pa.RecordBatch.from_arrays(arrays, schema=schema)
+    if keep < n:
+        out = out.slice(0, keep)
+    if pushdown is not None and pushdown.row_checks:
+        out = out.filter(pa.array(_row_mask(cols, keep, pushdown)))
+    return out
+
+
+def _row_mask(cols: Any, keep: int, pd: Pushdown) -> Any:
+    mask = np.ones(keep, dtype=bool)
+    if pd.offset_in is not None:
+        mask &= np.isin(cols.offsets[:keep], np.fromiter(pd.offset_in, dtype=np.int64))
+    us = cols.timestamps[:keep] * 1000
+    for op, v in pd.ts_checks:
+        if op == "in":
+            mask &= np.isin(us, np.asarray(v, dtype=np.int64))
+        else:
+            mask &= {"==": us == v, ">": us > v, ">=": us >= v, "<": us < v, "<=": us <= v}[op]
+    return mask
+
+
+def read_range(client_options: dict[str, Any], topic: str, partition: int, start: int, end: int,
+               schema: Any, headers: bool, poll_timeout_ms: int, fail_on_data_loss: bool,
+               pushdown: Pushdown | None = None) -> Iterator[Any]:
+    """Offsets ``[start, end)`` of one partition as Arrow RecordBatches in ``schema``.
+
+    Gaps (compaction, transaction markers) are skipped; offsets that no longer exist are
+    data loss: an error, or with ``fail_on_data_loss`` false a warning and a skip."""
+    c = consumer(client_options)
+    tp = TopicPartition(topic, partition)
+    try:
+        c.assign([tp])
+        c.seek(tp, start)
+        pos = start
+        patience = poll_timeout_ms / 1000.0
+        deadline = time.monotonic() + patience
+        while pos < end:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                pos = _lost(c, tp, pos, end, fail_on_data_loss,
+                            f"no records arrived within kafkaConsumer.pollTimeoutMs={poll_timeout_ms}")
+                continue
+            try:
+                fetched = c.poll_batch(min(remaining, 1.0))
+            except OffsetOutOfRangeError:
+                pos = _lost(c, tp, pos, end, fail_on_data_loss, "the position is outside the log")
+                continue
+            for fb in fetched:
+                cols = fb.columns
+                keep = int(np.searchsorted(cols.offsets, end))
+                if keep:
+                    out = _spark_batch(cols, topic, partition, keep, schema, headers, pushdown)
+                    if out.num_rows:
+                        yield out
+            now = c.position(tp)
+            if now > pos:
+                deadline = time.monotonic() + patience
+            elif not fetched:
+                earliest, latest = log_bounds(c, [tp])
+                if latest[tp] <= pos or earliest[tp] > pos:
+                    pos = _lost(c, tp, pos, end, fail_on_data_loss,
+                                f"the log now holds offsets [{earliest[tp]}, {latest[tp]})")
+                    continue
+            pos = now
+    except GeneratorExit:
+        raise
+    except BaseException:
+        _drop(c)
+        raise
+
+
+def _lost(c: Consumer, tp: TopicPartition, pos: int, end: int, fail: bool, why: str) -> int:
+    """Data loss at ``pos`` of a range ending at ``end``: raise, or move on to what exists."""
+    earliest, latest = log_bounds(c, [tp])
+    lo, hi = earliest[tp], latest[tp]
+    message = (f"{tp.topic}[{tp.partition}]: offsets [{pos}, {end}) were to be read but cannot be "
+               f"({why}; the log holds [{lo}, {hi})")
+    if fail:
+        raise KafkawireDataLossError(message + ")", {tp: (pos, lo)})
+    log.warning("%s); skipping the missing records (failOnDataLoss=false)", message)
+    nxt = lo if pos < lo else end
+    if nxt < end:
+        c.seek(tp, nxt)
+    return nxt
+
+
+# -- the executors: writing ----------------------------------------------------------------
+
+# Produce requests are kept under this share of max_request_size: per-record framing
+# is estimated, not measured, before encoding.
+_REQUEST_SHARE = 0.8
+_RECORD_OVERHEAD = 24
+
+
+class WriteError(RuntimeError):
+    """A record the sink could not write; the task fails and Spark retries it."""
+
+
+def _binary(col: Any) -> Any:
+    import pyarrow as pa
+
+    if pa.types.is_binary(col.type):
+        return col
+    return col.cast(pa.binary())
+
+
+def write_batches(client_options: dict[str, Any], default_topic: str | None, batches: Iterator[Any],
+                  timeout: float) -> dict[tuple[str, int], int]:
+    """Write Arrow batches with the sink's columns (value; key, topic, partition, headers,
+    timestamp optional) and wait for every acknowledgement; returns records written per
+    (topic, partition).  The first failure is raised with the broker's error."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    p = producer(client_options)
+    limit = int(p.config.max_request_size * _REQUEST_SHARE)
+    futures: list[tuple[str, int | None, int, Any]] = []
+    counts: dict[tuple[str, int], int] = {}
+    try:
+        for rb in batches:
+            if rb.num_rows == 0:
+                continue
+            names = rb.schema.names
+            now_ms = int(time.time() * 1000)
+            n = rb.num_rows
+            cols = {"value": _binary(rb.column("value"))}
+            cols["key"] = _binary(rb.column("key")) if "key" in names else pa.nulls(n, pa.binary())
+            if "timestamp" in names:
+                # Spark hands timestamps over in microseconds; a null one means "now".
+                us = rb.column("timestamp").cast(pa.int64())
+                cols["timestamp"] = pc.divide(us, 1000).fill_null(now_ms)
+            else:
+                cols["timestamp"] = pa.array(np.full(n, now_ms, dtype=np.int64))
+            if "headers" in names:
+                cols["headers"] = rb.column("headers")
+            body = pa.RecordBatch.from_pydict(cols)
+            for topic, rows in _by_topic(rb, default_topic):
+                for partition, sub in _by_partition(p, rb, topic, rows, timeout):
+                    part = body if sub is None else body.take(sub)
+                    for piece in _pieces(part, limit):
+                        futures.append((topic, partition, piece.num_rows, p.send_batch(topic, partition, piece)))
+        deadline = time.monotonic() + timeout
+        for topic, partition, rows, fut in futures:
+            result = fut.result(max(0.0, deadline - time.monotonic()))
+            real = result[0].partition if result else partition
+            counts[(topic, real)] = counts.get((topic, real), 0) + rows
+        return counts
+    except BaseException as exc:
+        _drop(p)
+        if isinstance(exc, (KafkawireOptionError, WriteError)):
+            raise
+        raise WriteError(f"kafkawire sink: writing failed: {type(exc).__name__}: {exc}") from exc
+
+
+def _by_topic(rb: Any, default_topic: str | None) -> Iterator[tuple[str, Any]]:
+    """(topic, row indices or None for all rows) groups; the ``topic`` option wins over
+    the column, as in the JVM connector."""
+    import pyarrow.compute as pc
+
+    if default_topic is not None:
+        yield default_topic, None
+        return
+    col = rb.column("topic")
+    if col.null_count:
+        raise WriteError("kafkawire sink: a row has a null topic; set the 'topic' option or fill the topic column")
+    topics = pc.unique(col).to_pylist()
+    if len(topics) == 1:
+        yield topics[0], None
+        return
+    for topic in topics:
+        yield topic, pc.indices_nonzero(pc.equal(col, topic))
+
+
+def _by_partition(p: Producer, rb: Any, topic: str, rows: Any, timeout: float) -> Iterator[tuple[int | None, Any]]:
+    """(partition, row indices) groups within one topic's rows: the ``partition`` column
+    where set, else murmur2 of the key (the Java producer's default), else one sticky
+    partition (None) for the unkeyed rows."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = rb.num_rows
+    index = np.arange(n) if rows is None else rows.to_numpy()
+    part = np.full(len(index), -1, dtype=np.int64)
+    if "partition" in rb.schema.names:
+        col = rb.column("partition").take(pa.array(index))
+        given = col.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+        part = given
+    todo = part < 0
+    if "key" in rb.schema.names and bool(todo.any()):
+        keys = _binary(rb.column("key")).take(pa.array(index))
+        if keys.null_count < len(keys):
+            count = len(p.partitions_for(topic, timeout))
+            offs = np.frombuffer(keys.buffers()[1], dtype=np.int32)[keys.offset: keys.offset + len(keys) + 1]
+            data = keys.buffers()[2] or b""
+            hashed = (murmur2_many(memoryview(data), offs).astype(np.int64) & 0x7FFFFFFF) % count
+            keyed = todo & ~keys.is_null().to_numpy(zero_copy_only=False)
+            part[keyed] = hashed[keyed]
+    if rows is None and bool((part == part[0]).all()):
+        yield (None if part[0] < 0 else int(part[0])), None
+        return
+    for value in np.unique(part):
+        sel = index[part == value]
+        yield (None if value < 0 else int(value)), pa.array(sel)
+
+
+def _pieces(rb: Any, limit: int) -> Iterator[Any]:
+    """Slices of ``rb`` whose records fit one Produce request of ``limit`` bytes."""
+    sizes = np.zeros(rb.num_rows, dtype=np.int64)
+    for name in ("key", "value"):
+        sizes += _lengths(rb.column(name))  # a null's span is empty
+    sizes += _RECORD_OVERHEAD
+    ends = np.cumsum(sizes)
+    start = 0
+    base = 0
+    n = rb.num_rows
+    while start < n:
+        stop = int(np.searchsorted(ends, base + limit, side="right"))
+        stop = max(stop, start + 1)  # one oversized record: the broker's error reaches the task
+        yield rb.slice(start, stop - start)
+        base = int(ends[stop - 1])
+        start = stop
+
+
+def _lengths(col: Any) -> Any:
+    offs = np.frombuffer(col.buffers()[1], dtype=np.int32)[col.offset: col.offset + len(col) + 1]
+    return np.diff(offs)

@@ -1,0 +1,343 @@
+"""``format("kafkawire")``: the PySpark data source and sink (Spark 4's Python Data Source API).
+
+The driver side (options, partitions, offsets, micro-batch planning) runs in Spark's
+long-lived Python process; ``read`` and ``write`` run in executors on pickled copies of
+the reader and writer, so those carry plain data only (options, schema, pushdown).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any, Iterator, Sequence
+
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceArrowWriter,
+    DataSourceReader,
+    DataSourceStreamArrowWriter,
+    DataSourceStreamReader,
+    InputPartition,
+    WriterCommitMessage,
+)
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, SupportsTriggerAvailableNow
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+from kafkawire.client.consumer import TopicPartition
+from kafkawire.spark import _io
+from kafkawire.spark._options import KafkawireOptionError, SinkOptions, SourceOptions
+from kafkawire.spark._plan import Pushdown, offsets_from_json, offsets_to_json, rate_limit, split_ranges
+
+__all__ = ["KafkawireDataSource", "KafkaRange", "KAFKA_SCHEMA", "KAFKA_SCHEMA_WITH_HEADERS"]
+
+log = logging.getLogger("kafkawire.spark")
+
+HEADERS_TYPE = ArrayType(StructType([StructField("key", StringType()), StructField("value", BinaryType())]))
+KAFKA_SCHEMA = StructType([
+    StructField("key", BinaryType()),
+    StructField("value", BinaryType()),
+    StructField("topic", StringType()),
+    StructField("partition", IntegerType()),
+    StructField("offset", LongType()),
+    StructField("timestamp", TimestampType()),
+    StructField("timestampType", IntegerType()),
+])
+KAFKA_SCHEMA_WITH_HEADERS = StructType(KAFKA_SCHEMA.fields + [StructField("headers", HEADERS_TYPE)])
+
+
+class KafkaRange(InputPartition):
+    """One Spark task: offsets ``[start, end)`` of one topic-partition."""
+
+    def __init__(self, topic: str, partition: int, start: int, end: int):
+        super().__init__((topic, partition, start, end))
+        self.topic, self.partition, self.start, self.end = topic, partition, start, end
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, KafkaRange) and self.value == other.value
+
+    def __hash__(self) -> int:
+        return hash(self.value)
+
+    def __repr__(self) -> str:
+        return f"KafkaRange({self.topic!r}, {self.partition}, {self.start}, {self.end})"
+
+
+class KafkawireDataSource(DataSource):
+    """Kafka topics as a DataFrame, and DataFrames into Kafka, through kafkawire.
+
+    Options are the JVM Kafka connector's (``kafka.bootstrap.servers``, ``subscribe``,
+    ``startingOffsets``, ...): see the README's Spark section."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "kafkawire"
+
+    def _include_headers(self) -> bool:
+        value = str(self.options.get("includeHeaders", "false")).strip().lower()
+        if value not in ("true", "false"):
+            raise KafkawireOptionError(f"option 'includeHeaders' must be 'true' or 'false', got {value!r}")
+        return value == "true"
+
+    def schema(self) -> StructType:
+        return KAFKA_SCHEMA_WITH_HEADERS if self._include_headers() else KAFKA_SCHEMA
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return KafkawireReader(SourceOptions.parse(self.options, streaming=False), schema)
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        return KafkawireStreamReader(SourceOptions.parse(self.options, streaming=True), schema)
+
+    def writer(self, schema: StructType, overwrite: bool) -> KafkawireWriter:
+        return KafkawireWriter(_sink_options(self.options, schema, overwrite))
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> KafkawireStreamWriter:
+        return KafkawireStreamWriter(_sink_options(self.options, schema, overwrite))
+
+
+class _RangeReading:
+    """What batch and stream readers share: reading one KafkaRange in an executor."""
+
+    opts: SourceOptions
+    arrow_schema: Any
+    pushdown: Pushdown | None = None
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        # Spark hands back a plain InputPartition around the same value (with filter
+        # pushdown on), and InputPartition(None) when partitions() planned none.
+        if partition.value is None:
+            return iter(())
+        topic, part, start, end = partition.value
+        o = self.opts
+        return _io.read_range(o.client, topic, part, start, end, self.arrow_schema, o.include_headers, o.poll_timeout_ms, o.fail_on_data_loss,
+                              self.pushdown)
+
+
+def _ranges(start: dict, end: dict, opts: SourceOptions) -> list[KafkaRange]:
+    planned = [(tp[0], tp[1], start.get(tp, end[tp]), end[tp]) for tp in sorted(end)]
+    return [KafkaRange(*r) for r in split_ranges(planned, opts.min_partitions, opts.max_records_per_partition)]
+
+
+def _check_loss(start: dict, earliest: dict, latest: dict, fail: bool, what: str) -> dict:
+    """Start offsets outside the log: an error, or moved to the nearest existing offset."""
+    lost = {tp: (o, earliest[tp]) for tp, o in start.items() if tp in earliest and o < earliest[tp]}
+    gone = {tp: (o, latest[tp]) for tp, o in start.items() if tp in latest and o > latest[tp]}
+    if not lost and not gone:
+        return start
+    detail = "; ".join(
+        [f"{t}[{p}] starts at {o} but the earliest offset is {e}" for (t, p), (o, e) in sorted(lost.items())]
+        + [f"{t}[{p}] starts at {o} but the latest offset is {e} (recreated or truncated?)"
+           for (t, p), (o, e) in sorted(gone.items())])
+    if fail:
+        raise _io.KafkawireDataLossError(f"{what}: {detail}", {**lost, **gone})
+    log.warning("%s: %s; reading what exists (failOnDataLoss=false)", what, detail)
+    out = dict(start)
+    out.update({tp: e for tp, (_o, e) in lost.items()})
+    out.update({tp: e for tp, (_o, e) in gone.items()})
+    return out
+
+
+class KafkawireReader(_RangeReading, DataSourceReader):
+    """Batch read: startingOffsets (default earliest) to endingOffsets (default latest)."""
+
+    def __init__(self, opts: SourceOptions, schema: StructType):
+        self.opts = opts
+        self.arrow_schema = to_arrow_schema(schema, timezone="UTC")
+        self.pushdown = Pushdown()
+
+    def pushFilters(self, filters: list) -> Iterator[Any]:
+        for f in filters:
+            if not self.pushdown.accept(f):
+                yield f
+
+    def partitions(self) -> Sequence[KafkaRange]:
+        o, pd = self.opts, self.pushdown
+        c = _io.consumer(o.client)
+        tps = [tp for tp in _io.list_partitions(c, o) if pd.keeps_topic(tp.topic) and pd.keeps_partition(tp.partition)]
+        if not tps:
+            return []
+        earliest, latest = _io.log_bounds(c, tps)
+        start = _io.resolve_offsets(c, tps, o.starting, o.starting_by_timestamp, "startingOffsets",
+                                    "startingOffsetsByTimestamp", o.timestamp_strategy)
+        end = _io.resolve_offsets(c, tps, o.ending, o.ending_by_timestamp, "endingOffsets",
+                                  "endingOffsetsByTimestamp")
+        start = _check_loss(start, earliest, latest, o.fail_on_data_loss, "batch read")
+        if pd.ts_min_ms is not None:
+            # Records before Kafka's answer for the lowest timestamp asked for are older.
+            found = c.offsets_for_times({tp: pd.ts_min_ms for tp in tps}, _io._timeout(c))
+            start = {tp: max(start[tp], latest[tp] if found[tp] is None else found[tp].offset) for tp in tps}
+        bounded = {}
+        for tp in tps:
+            s, e = pd.narrow(start[tp], end[tp])
+            if s > e:
+                raise KafkawireOptionError(
+                    f"{tp.topic}[{tp.partition}]: the starting offset {s} is after the ending offset {e}; "
+                    f"check startingOffsets/endingOffsets")
+            bounded[tp] = (s, e)
+        return _ranges({tp: s for tp, (s, _e) in bounded.items()}, {tp: e for tp, (_s, e) in bounded.items()}, o)
+
+
+class KafkawireStreamReader(_RangeReading, DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Micro-batches between offsets written as the JVM connector writes them.
+
+    New partitions start at their earliest offset; offsets never move backwards (a
+    partition whose log now ends before the last end is data loss, per failOnDataLoss)."""
+
+    def __init__(self, opts: SourceOptions, schema: StructType):
+        self.opts = opts
+        self.arrow_schema = to_arrow_schema(schema, timezone="UTC")
+        self._ceiling: dict | None = None  # Trigger.AvailableNow's target, once prepared
+        self._last_trigger = time.monotonic()
+
+    def _consumer(self) -> Any:
+        return _io.consumer(self.opts.client)
+
+    def initialOffset(self) -> dict:
+        o = self.opts
+        c = self._consumer()
+        tps = _io.list_partitions(c, o)
+        start = _io.resolve_offsets(c, tps, o.starting, o.starting_by_timestamp, "startingOffsets",
+                                    "startingOffsetsByTimestamp", o.timestamp_strategy)
+        return offsets_to_json(start)
+
+    def _latest(self, begin: dict) -> tuple[dict, dict]:
+        """(latest offsets, start offsets) of every partition read now; partitions new
+        since ``begin`` start at their earliest offset."""
+        start = dict(begin)
+        c = self._consumer()
+        tps = _io.list_partitions(c, self.opts)
+        earliest, latest = _io.log_bounds(c, tps)
+        vanished = sorted(set(start) - set(latest))
+        if vanished:
+            _check_loss({tp: start[tp] for tp in vanished}, {}, {tp: -1 for tp in vanished},
+                        self.opts.fail_on_data_loss, "partitions no longer exist")
+        for tp in latest:
+            if tp not in start:
+                start[tp] = earliest[tp]  # a new partition: read it from its beginning
+        checked = _check_loss({tp: start[tp] for tp in latest}, earliest, latest, self.opts.fail_on_data_loss,
+                              "micro-batch planning")
+        start.update(checked)
+        return {tp: max(latest[tp], start[tp]) for tp in latest}, start
+
+    def getDefaultReadLimit(self) -> Any:
+        if self.opts.max_offsets_per_trigger:
+            return ReadMaxRows(self.opts.max_offsets_per_trigger)
+        return ReadAllAvailable()
+
+    def latestOffset(self, start: dict, limit: Any) -> dict:
+        begin = offsets_from_json(start)
+        if self._ceiling is not None:
+            latest = {tp: max(v, begin.get(tp, v)) for tp, v in self._ceiling.items()}
+            begin_all = {tp: begin[tp] if tp in begin else self._earliest_for_new(tp) for tp in latest}
+        else:
+            latest, begin_all = self._latest(begin)
+        o = self.opts
+        if o.min_offsets_per_trigger and not isinstance(limit, ReadAllAvailable) and self._ceiling is None:
+            waiting = sum(latest[tp] - begin_all[tp] for tp in latest)
+            delay = (time.monotonic() - self._last_trigger) * 1000
+            if waiting < o.min_offsets_per_trigger and delay < o.max_trigger_delay_ms:
+                return start  # not enough yet (minOffsetsPerTrigger), and maxTriggerDelay not over
+        if isinstance(limit, ReadMaxRows):
+            latest = rate_limit(begin_all, latest, limit.max_rows)
+        end = {tp: max(v, begin.get(tp, v)) for tp, v in latest.items()}  # never backwards
+        for tp, v in begin.items():
+            end.setdefault(tp, v)  # a vanished partition (failOnDataLoss=false) stays where it was
+        if end != begin:
+            self._last_trigger = time.monotonic()
+        return offsets_to_json(end)
+
+    def _earliest_for_new(self, tp: TopicPartition) -> int:
+        return _io.log_bounds(self._consumer(), [tp])[0][tp]
+
+    def reportLatestOffset(self) -> dict | None:
+        return None
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self._ceiling = self._latest({})[0]
+
+    def partitions(self, start: dict, end: dict) -> Sequence[KafkaRange]:
+        begin, stop = offsets_from_json(start), offsets_from_json(end)
+        begin = {tp: begin[tp] if tp in begin else self._earliest_for_new(tp) for tp in stop}
+        return _ranges(begin, stop, self.opts)
+
+    def commit(self, end: dict) -> None:
+        pass  # offsets live in Spark's checkpoint; nothing is committed to Kafka
+
+    def stop(self) -> None:
+        pass  # the cached consumer is shared by every query of this process
+
+
+# -- the sink -----------------------------------------------------------------------------
+
+def _sink_options(options: Any, schema: StructType, overwrite: bool) -> tuple[SinkOptions, float]:
+    if overwrite:
+        raise KafkawireOptionError("format('kafkawire') only appends to topics; use .mode('append')")
+    opts = SinkOptions.parse(options)
+    fields = {f.name: f.dataType for f in schema.fields}
+    if "value" not in fields:
+        raise KafkawireOptionError(f"the sink needs a 'value' column (binary or string); the DataFrame has {sorted(fields)}")
+    if opts.topic is None and "topic" not in fields:
+        raise KafkawireOptionError("the sink needs a 'topic' column or the 'topic' option")
+    expected = {"key": (BinaryType, StringType), "value": (BinaryType, StringType), "topic": (StringType,),
+                "partition": (IntegerType,), "timestamp": (TimestampType,)}
+    for name, types in expected.items():
+        if name in fields and not isinstance(fields[name], types):
+            raise KafkawireOptionError(
+                f"the sink's {name!r} column must be {' or '.join(t.typeName() for t in types)}, "
+                f"not {fields[name].simpleString()}")
+    if "headers" in fields and fields["headers"] != HEADERS_TYPE:
+        raise KafkawireOptionError(
+            f"the sink's 'headers' column must be {HEADERS_TYPE.simpleString()}, not {fields['headers'].simpleString()}")
+    from kafkawire.client.config import Config
+
+    delivery = Config.producer(**opts.client).delivery_timeout_ms / 1000.0
+    return opts, delivery
+
+
+class KafkawireCommitMessage(WriterCommitMessage):
+    """Records written by one task, per (topic, partition)."""
+
+    def __init__(self, counts: dict[tuple[str, int], int]):
+        self.counts = counts
+
+
+class _Writing:
+    opts: SinkOptions
+    timeout: float
+
+    def write(self, iterator: Iterator[Any]) -> KafkawireCommitMessage:
+        return KafkawireCommitMessage(_io.write_batches(self.opts.client, self.opts.topic, iterator, self.timeout))
+
+
+class KafkawireWriter(_Writing, DataSourceArrowWriter):
+    """Batch writes: at-least-once; a task whose records are not all acknowledged fails."""
+
+    def __init__(self, opts: tuple[SinkOptions, float]):
+        self.opts, self.timeout = opts
+
+    def commit(self, messages: list) -> None:
+        total = sum(sum(m.counts.values()) for m in messages if m is not None)
+        log.info("kafkawire sink wrote %d records", total)
+
+    def abort(self, messages: list) -> None:
+        pass  # what reached Kafka stays there (at-least-once): Kafka has no rollback here
+
+
+class KafkawireStreamWriter(_Writing, DataSourceStreamArrowWriter):
+    def __init__(self, opts: tuple[SinkOptions, float]):
+        self.opts, self.timeout = opts
+
+    def commit(self, messages: list, batchId: int) -> None:
+        pass
+
+    def abort(self, messages: list, batchId: int) -> None:
+        pass

@@ -1,0 +1,256 @@
+"""format("kafkawire") read in batch against real brokers, checked against confluent-kafka."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+import uuid
+
+import confluent_kafka
+import pytest
+from pyspark.errors import PySparkException
+
+from kafkawire import Producer
+from kafkawire.protocol import apis
+from kafkawire.spark import KafkawireOptionError
+from kafkawire.spark._options import SourceOptions
+from kafkawire.spark.source import KAFKA_SCHEMA, KafkawireReader
+
+pytestmark = pytest.mark.spark
+
+CREATE = apis.get("CreateTopics")
+TS = 1_700_000_000_000
+
+
+def new_topic(bootstrap: str, partitions: int = 2, prefix: str = "sp") -> str:
+    """A fresh topic with ``partitions`` partitions (Tansu implements CreateTopics)."""
+    name = f"{prefix}-{uuid.uuid4().hex[:8]}"
+    with Producer(bootstrap_servers=bootstrap) as p:
+        req = CREATE.Request(topics=[CREATE.Request.CreatableTopic(
+            name=name, num_partitions=partitions, replication_factor=1, assignments=[], configs=[])],
+            timeout_ms=10000)
+        assert p.cluster.request(None, CREATE, req, 10).topics[0].error_code == 0
+        assert p.partitions_for(name, 10) == list(range(partitions))
+    return name
+
+
+def records(partition: int, n: int, headers: bool = True) -> list[tuple]:
+    return [(b"k%d" % (i % 7) if i % 5 else None, b"p%d-v%d" % (partition, i) if i % 11 else None,
+             TS + i * 10, [("h", b"%d" % i), ("n", None)] if headers and i % 3 == 0 else [])
+            for i in range(n)]
+
+
+def produce(bootstrap: str, topic: str, parts: dict[int, list[tuple]], **config) -> None:
+    with Producer(bootstrap_servers=bootstrap, **config) as p:
+        for partition, recs in parts.items():
+            for i in range(0, len(recs), 100):  # several batches per partition
+                p.send_batch(topic, partition, recs[i:i + 100]).result(20)
+
+
+def confluent_rows(bootstrap: str, topic: str, partitions: int, count: int) -> list[tuple]:
+    c = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": "x", "enable.auto.commit": False,
+                                  "log_level": 3})
+    got = []
+    try:
+        c.assign([confluent_kafka.TopicPartition(topic, p, 0) for p in range(partitions)])
+        deadline = time.monotonic() + 30
+        while len(got) < count and time.monotonic() < deadline:
+            m = c.poll(0.5)
+            if m is not None and not m.error():
+                hs = m.headers()
+                kind, ts = m.timestamp()
+                # librdkafka says 0 for "no timestamp" (magic 0); Kafka's Java API, -1.
+                got.append((m.key(), m.value(), m.topic(), m.partition(), m.offset(), ts if kind else -1,
+                            kind - 1, [tuple(h) for h in hs] if hs else None))
+    finally:
+        c.close()
+    return sorted(got, key=lambda r: (r[3], r[4]))
+
+
+def spark_rows(df) -> list[tuple]:
+    out = []
+    for r in df.orderBy("partition", "offset").collect():
+        ts = r.timestamp
+        ms = None if ts is None else round(ts.timestamp() * 1000)
+        hs = None if r.headers is None else [(h.key, h.value) for h in r.headers]
+        out.append((r.key, r.value, r.topic, r.partition, r.offset, ms, r.timestampType, hs))
+    return out
+
+
+def load(spark, bootstrap: str, **options):
+    reader = spark.read.format("kafkawire").option("kafka.bootstrap.servers", bootstrap)
+    for k, v in options.items():
+        reader = reader.option(k, v)
+    return reader.load()
+
+
+@pytest.mark.parametrize("compression", ["none", "gzip", "snappy", "lz4", "zstd"])
+def test_batch_read_matches_confluent(spark, tansu_broker, compression):
+    b = tansu_broker.bootstrap
+    topic = new_topic(b, 2)
+    produce(b, topic, {0: records(0, 250), 1: records(1, 130)}, compression_type=compression)
+    want = confluent_rows(b, topic, 2, 380)
+    assert len(want) == 380
+    got = spark_rows(load(spark, b, subscribe=topic, includeHeaders="true"))
+    assert got == want
+
+
+@pytest.mark.parametrize("produce_version,magic", [(1, 0), (2, 1), (3, 2)])
+def test_batch_read_every_message_format(spark, mock_cluster, produce_version, magic):
+    # Tansu refuses magic 0/1 produce; the mock cluster stores each format as sent.
+    b = mock_cluster.bootstrap
+    topic = f"sp-fmt{magic}-{uuid.uuid4().hex[:6]}"
+    mock_cluster.create_topic(topic, 2, 1)
+    parts = {p: [r[:3] for r in records(p, 60, headers=False)] for p in (0, 1)}
+    produce(b, topic, parts, api_version_overrides={"Produce": produce_version})
+    want = confluent_rows(b, topic, 2, 120)
+    got = spark_rows(load(spark, b, subscribe=topic, includeHeaders="true"))
+    assert len(got) == 120 and got == want
+    if magic == 0:  # no timestamps in magic 0: -1 and type -1, as the JVM connector gives
+        assert {(r[5], r[6]) for r in got} == {(-1, -1)}
+
+
+def test_offsets_options_and_assign(spark, tansu_broker):
+    b = tansu_broker.bootstrap
+    topic = new_topic(b, 3)
+    produce(b, topic, {p: records(p, 50) for p in range(3)})
+    df = load(spark, b, assign=json.dumps({topic: [0, 2]}),
+              startingOffsets=json.dumps({topic: {"0": 10, "2": -2}}),
+              endingOffsets=json.dumps({topic: {"0": 20, "2": -1}}))
+    got = [(r.partition, r.offset) for r in df.orderBy("partition", "offset").collect()]
+    assert got == [(0, o) for o in range(10, 20)] + [(2, o) for o in range(50)]
+    # subscribePattern finds the topic by regex; endingOffsets latest is the default.
+    pattern = load(spark, b, subscribePattern=re.escape(topic[:-3]) + "[0-9a-f]{3}")
+    assert pattern.count() == 150
+
+
+def test_min_partitions_and_max_records_per_partition_split_tasks(spark, tansu_broker):
+    b = tansu_broker.bootstrap
+    topic = new_topic(b, 2)
+    produce(b, topic, {0: records(0, 300), 1: records(1, 100)})
+    df = load(spark, b, subscribe=topic, maxRecordsPerPartition="70")
+    assert df.rdd.getNumPartitions() == 5 + 2
+    assert sorted(r.offset for r in df.where("partition = 0").collect()) == list(range(300))
+    df = load(spark, b, subscribe=topic, minPartitions="8")
+    assert df.rdd.getNumPartitions() == 8
+    assert df.count() == 400
+
+
+def test_timestamp_options(spark, tansu_broker):
+    # Tansu answers every ListOffsets-by-timestamp with offset 0 (no time index), so the
+    # options are checked for reaching the broker and their errors; the precise offsets
+    # are what the broker says.
+    b = tansu_broker.bootstrap
+    topic = new_topic(b, 1)
+    produce(b, topic, {0: records(0, 40)})
+    assert load(spark, b, subscribe=topic, startingTimestamp=str(TS)).count() == 40
+    assert load(spark, b, subscribe=topic,
+                startingOffsetsByTimestamp=json.dumps({topic: {"0": TS}}),
+                endingOffsetsByTimestamp=json.dumps({topic: {"0": TS + 10_000_000}})).count() >= 0
+
+
+@pytest.mark.parametrize("options,message", [
+    ({}, "exactly one of the options 'assign', 'subscribe' or 'subscribePattern'"),
+    ({"subscribe": "a", "assign": '{"a":[0]}'}, "exactly one of"),
+    ({"assign": "[1,2]"}, "option 'assign' must be JSON like"),
+    ({"subscribe": "a", "startingOffsets": "latest"}, "'startingOffsets' cannot be 'latest' for a batch"),
+    ({"subscribe": "a", "endingOffsets": "earliest"}, "'endingOffsets' cannot be 'earliest'"),
+    ({"subscribe": "a", "startingOffsets": "{bad"}, "option 'startingOffsets' is not valid JSON"),
+    ({"subscribe": "a", "startingOffsets": '{"a":{"0":-1}}'}, "offset -1 for a[0] is not allowed"),
+    ({"subscribe": "a", "failOnDataLoss": "maybe"}, "'failOnDataLoss' must be 'true' or 'false'"),
+    ({"subscribe": "a", "minPartitions": "0"}, "'minPartitions' must be a positive integer"),
+    ({"subscribe": "a", "maxRecordsPerPartition": "x"}, "'maxRecordsPerPartition' must be a positive"),
+    ({"subscribe": "a", "maxOffsetsPerTrigger": "10"}, "applies to streaming queries only"),
+    ({"subscribe": "a", "startingOffsetsByTimestampStrategy": "nope"}, "must be 'error' or 'latest'"),
+    ({"subscribe": "a", "subscribePattern": "("}, "exactly one of"),
+    ({"subscribePattern": "("}, "not a valid regular expression"),
+    ({"subscribe": "a", "kafka.auto.offset.reset": "earliest"}, "set startingOffsets instead"),
+    ({"subscribe": "a", "kafka.enable.auto.commit": "true"}, "'kafka.enable.auto.commit' is not supported"),
+    ({"subscribe": "a", "kafka.value.deserializer": "x"}, "values are always binary"),
+    ({"subscribe": "a", "kafka.fetch.max.wait.ms": "soon"}, "fetch_max_wait_ms must be an integer"),
+    ({"subscribe": "a", "kafka.no.such.thing": "1"}, "unknown consumer option"),
+    ({"subscribe": "a", "startingoffset": "earliest"}, "unknown option(s) ['startingoffset']"),
+])
+def test_bad_options_name_the_option(options, message):
+    opts = {"kafka.bootstrap.servers": "127.0.0.1:9"}
+    opts.update(options)
+    with pytest.raises(KafkawireOptionError) as info:
+        SourceOptions.parse(opts, streaming=False)
+    assert message in str(info.value)
+
+
+def test_missing_bootstrap_and_stream_only_options():
+    with pytest.raises(KafkawireOptionError, match="'kafka.bootstrap.servers' is required"):
+        SourceOptions.parse({"subscribe": "a"}, streaming=False)
+    with pytest.raises(KafkawireOptionError, match="'endingOffsets' is for batch queries only"):
+        SourceOptions.parse({"kafka.bootstrap.servers": "h:1", "subscribe": "a", "endingOffsets": "latest"},
+                            streaming=True)
+    opts = SourceOptions.parse({"kafka.bootstrap.servers": "h:1", "subscribe": "a"}, streaming=True)
+    assert opts.starting == "latest"  # streams start at latest, batches at earliest
+    assert SourceOptions.parse({"kafka.bootstrap.servers": "h:1", "subscribe": "a"}, False).starting == "earliest"
+
+
+def test_bad_option_fails_the_query_with_its_message(spark, tansu_broker):
+    with pytest.raises(PySparkException, match="startingOffsets"):
+        load(spark, tansu_broker.bootstrap, subscribe="x", startingOffsets="latest").collect()
+
+
+def test_json_offsets_must_name_every_partition(spark, tansu_broker):
+    b = tansu_broker.bootstrap
+    topic = new_topic(b, 2)
+    with pytest.raises(PySparkException, match="must give every partition"):
+        load(spark, b, subscribe=topic, startingOffsets=json.dumps({topic: {"0": 0}})).collect()
+
+
+def test_pushdown_narrows_the_offsets_fetched(spark, tansu_broker):
+    b = tansu_broker.bootstrap
+    topic = new_topic(b, 3)
+    produce(b, topic, {p: records(p, 400) for p in range(3)})
+    # The plan itself: ranges narrowed by the predicates, before anything is fetched.
+    from pyspark.sql.datasource import EqualTo, GreaterThanOrEqual, In, LessThan
+
+    reader = KafkawireReader(SourceOptions.parse({"kafka.bootstrap.servers": b, "subscribe": topic}, False),
+                             KAFKA_SCHEMA)
+    left = list(reader.pushFilters([GreaterThanOrEqual(("offset",), 350), In(("partition",), (0, 2)),
+                                    LessThan(("offset",), 360), EqualTo(("key",), b"x")]))
+    assert left == [EqualTo(("key",), b"x")]  # key predicates stay with Spark
+    assert [r.value for r in reader.partitions()] == [(topic, 0, 350, 360), (topic, 2, 350, 360)]
+    # The same through Spark (a fresh DataFrame per filtered query: Spark 4.3 keeps the
+    # first pushed-down plan of a DataFrame for its later queries).
+    got = load(spark, b, subscribe=topic).where("offset >= 390 and partition = 1")
+    assert sorted((r.partition, r.offset) for r in got.collect()) == [(1, o) for o in range(390, 400)]
+    got = load(spark, b, subscribe=topic).where("offset in (3, 7, 399) and partition < 2")
+    assert sorted((r.partition, r.offset) for r in got.collect()) == [(p, o) for p in (0, 1) for o in (3, 7, 399)]
+    got = load(spark, b, subscribe=topic).where(f"timestamp >= timestamp_millis({TS + 3950})")
+    assert sorted(r.offset for r in got.collect()) == sorted(list(range(395, 400)) * 3)
+
+
+def test_offset_gaps_from_transaction_markers(spark, tansu_broker):
+    # A transaction's commit marker takes an offset no record has: the read skips it.
+    b = tansu_broker.bootstrap
+    topic = new_topic(b, 1)
+    p = confluent_kafka.Producer({"bootstrap.servers": b, "transactional.id": f"tx-{topic}", "log_level": 3})
+    p.init_transactions(20)
+    for batch in range(3):
+        p.begin_transaction()
+        for i in range(5):
+            p.produce(topic, b"t%d-%d" % (batch, i), partition=0)
+        p.commit_transaction(20)
+    p.flush(10)
+    got = load(spark, b, subscribe=topic).orderBy("offset").collect()
+    assert [r.value for r in got] == [b"t%d-%d" % (t, i) for t in range(3) for i in range(5)]
+    offsets = [r.offset for r in got]
+    assert offsets[-1] > len(offsets) - 1, "no gap: the broker wrote no markers"
+
+
+def test_data_loss_start_before_the_log(spark, tansu_broker):
+    # Offsets before the log's start: an error naming the partition, or skipped with
+    # failOnDataLoss=false.  (Records do not age out in a test, so the start is beyond the end.)
+    b = tansu_broker.bootstrap
+    topic = new_topic(b, 1)
+    produce(b, topic, {0: records(0, 10)})
+    start = json.dumps({topic: {"0": 50}})
+    with pytest.raises(PySparkException, match=rf"{topic}\[0\] starts at 50 but the latest offset is 10"):
+        load(spark, b, subscribe=topic, startingOffsets=start).collect()
+    assert load(spark, b, subscribe=topic, startingOffsets=start, failOnDataLoss="false").count() == 0
