@@ -12,7 +12,14 @@ from typing import Iterator
 
 import pytest
 
-pytestmark = pytest.mark.spark
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # Everything here is the Spark suite: `-m "not spark"` (the twin's run) leaves it out.
+    for item in items:
+        if str(item.fspath).startswith(HERE + os.sep):
+            item.add_marker(pytest.mark.spark)
 
 
 @pytest.fixture(scope="session")

@@ -4,86 +4,18 @@ from __future__ import annotations
 
 import json
 import re
-import time
 import uuid
 
 import confluent_kafka
 import pytest
 from pyspark.errors import PySparkException
+from sparkkafka import TS, confluent_rows, load, new_topic, produce, records, spark_rows
 
-from kafkawire import Producer
-from kafkawire.protocol import apis
 from kafkawire.spark import KafkawireOptionError
 from kafkawire.spark._options import SourceOptions
 from kafkawire.spark.source import KAFKA_SCHEMA, KafkawireReader
 
 pytestmark = pytest.mark.spark
-
-CREATE = apis.get("CreateTopics")
-TS = 1_700_000_000_000
-
-
-def new_topic(bootstrap: str, partitions: int = 2, prefix: str = "sp") -> str:
-    """A fresh topic with ``partitions`` partitions (Tansu implements CreateTopics)."""
-    name = f"{prefix}-{uuid.uuid4().hex[:8]}"
-    with Producer(bootstrap_servers=bootstrap) as p:
-        req = CREATE.Request(topics=[CREATE.Request.CreatableTopic(
-            name=name, num_partitions=partitions, replication_factor=1, assignments=[], configs=[])],
-            timeout_ms=10000)
-        assert p.cluster.request(None, CREATE, req, 10).topics[0].error_code == 0
-        assert p.partitions_for(name, 10) == list(range(partitions))
-    return name
-
-
-def records(partition: int, n: int, headers: bool = True) -> list[tuple]:
-    return [(b"k%d" % (i % 7) if i % 5 else None, b"p%d-v%d" % (partition, i) if i % 11 else None,
-             TS + i * 10, [("h", b"%d" % i), ("n", None)] if headers and i % 3 == 0 else [])
-            for i in range(n)]
-
-
-def produce(bootstrap: str, topic: str, parts: dict[int, list[tuple]], **config) -> None:
-    with Producer(bootstrap_servers=bootstrap, **config) as p:
-        for partition, recs in parts.items():
-            for i in range(0, len(recs), 100):  # several batches per partition
-                p.send_batch(topic, partition, recs[i:i + 100]).result(20)
-
-
-def confluent_rows(bootstrap: str, topic: str, partitions: int, count: int) -> list[tuple]:
-    c = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": "x", "enable.auto.commit": False,
-                                  "log_level": 3})
-    got = []
-    try:
-        c.assign([confluent_kafka.TopicPartition(topic, p, 0) for p in range(partitions)])
-        deadline = time.monotonic() + 30
-        while len(got) < count and time.monotonic() < deadline:
-            m = c.poll(0.5)
-            if m is not None and not m.error():
-                hs = m.headers()
-                kind, ts = m.timestamp()
-                # librdkafka says 0 for "no timestamp" (magic 0); Kafka's Java API, -1.
-                got.append((m.key(), m.value(), m.topic(), m.partition(), m.offset(), ts if kind else -1,
-                            kind - 1, [tuple(h) for h in hs] if hs else None))
-    finally:
-        c.close()
-    return sorted(got, key=lambda r: (r[3], r[4]))
-
-
-def spark_rows(df) -> list[tuple]:
-    out = []
-    for r in df.orderBy("partition", "offset").collect():
-        ts = r.timestamp
-        ms = None if ts is None else round(ts.timestamp() * 1000)
-        hs = None if r.headers is None else [(h.key, h.value) for h in r.headers]
-        out.append((r.key, r.value, r.topic, r.partition, r.offset, ms, r.timestampType, hs))
-    return out
-
-
-def load(spark, bootstrap: str, **options):
-    reader = spark.read.format("kafkawire").option("kafka.bootstrap.servers", bootstrap)
-    for k, v in options.items():
-        reader = reader.option(k, v)
-    return reader.load()
-
 
 @pytest.mark.parametrize("compression", ["none", "gzip", "snappy", "lz4", "zstd"])
 def test_batch_read_matches_confluent(spark, tansu_broker, compression):
@@ -170,7 +102,8 @@ def test_timestamp_options(spark, tansu_broker):
     ({"subscribe": "a", "kafka.value.deserializer": "x"}, "values are always binary"),
     ({"subscribe": "a", "kafka.fetch.max.wait.ms": "soon"}, "fetch_max_wait_ms must be an integer"),
     ({"subscribe": "a", "kafka.no.such.thing": "1"}, "unknown consumer option"),
-    ({"subscribe": "a", "startingoffset": "earliest"}, "unknown option(s) ['startingoffset']"),
+    ({"subscribe": "a", "startingoffset": "earliest"}, "did you mean 'startingOffsets'?"),
+    ({"subscribe": "a", "topic": "b"}, "option 'topic' does not apply to reading"),
 ])
 def test_bad_options_name_the_option(options, message):
     opts = {"kafka.bootstrap.servers": "127.0.0.1:9"}
@@ -254,3 +187,16 @@ def test_data_loss_start_before_the_log(spark, tansu_broker):
     with pytest.raises(PySparkException, match=rf"{topic}\[0\] starts at 50 but the latest offset is 10"):
         load(spark, b, subscribe=topic, startingOffsets=start).collect()
     assert load(spark, b, subscribe=topic, startingOffsets=start, failOnDataLoss="false").count() == 0
+
+
+def test_reads_with_filter_pushdown_off(spark, tansu_broker):
+    # Spark's default: the source must still plan, and Spark applies the filters itself.
+    b = tansu_broker.bootstrap
+    topic = new_topic(b, 1)
+    produce(b, topic, {0: records(0, 30)})
+    spark.conf.set("spark.sql.python.filterPushdown.enabled", "false")
+    try:
+        got = load(spark, b, subscribe=topic).where("offset >= 25").collect()
+    finally:
+        spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
+    assert sorted(r.offset for r in got) == [25, 26, 27, 28, 29]

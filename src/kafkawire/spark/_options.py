@@ -7,6 +7,7 @@ Every error is a :class:`KafkawireOptionError` naming the option and what it tak
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from dataclasses import dataclass, field
@@ -43,9 +44,14 @@ _SOURCE_KEYS = {
     "endingoffsetsbytimestamp", "startingoffsetsbytimestampstrategy", "failondataloss",
     "maxoffsetspertrigger", "minoffsetspertrigger", "maxtriggerdelay", "minpartitions",
     "maxrecordsperpartition", "includeheaders", "groupidprefix", "kafkaconsumer.polltimeoutms",
-    "fetchoffset.numretries", "fetchoffset.retryintervalms", "path",
+    "fetchoffset.numretries", "fetchoffset.retryintervalms",
 }
-_SINK_KEYS = {"topic", "includeheaders", "path"}
+_SINK_KEYS = {"topic", "includeheaders"}
+_SPELLING = {k: name for name in (
+    "assign", "subscribe", "subscribePattern", "startingOffsets", "endingOffsets", "startingTimestamp",
+    "startingOffsetsByTimestamp", "endingTimestamp", "endingOffsetsByTimestamp",
+    "startingOffsetsByTimestampStrategy", "failOnDataLoss", "maxOffsetsPerTrigger", "minOffsetsPerTrigger",
+    "maxTriggerDelay", "minPartitions", "maxRecordsPerPartition", "includeHeaders", "topic") for k in [name.lower()]}
 
 
 class KafkawireOptionError(ValueError):
@@ -54,6 +60,19 @@ class KafkawireOptionError(ValueError):
 
 def _lower(options: Mapping[str, Any]) -> dict[str, str]:
     return {str(k).lower(): ("" if v is None else str(v)) for k, v in options.items()}
+
+
+def _check_names(opts: dict[str, str], known: set[str], where: str) -> None:
+    """Reject a misspelt option (close to one of ours) or one of the other side's; others
+    pass, since Spark adds its own (path, checkpointLocation, ...)."""
+    for name in sorted(opts):
+        if name.startswith("kafka.") or name in known:
+            continue
+        if name in _SPELLING or name in _SOURCE_KEYS:
+            raise KafkawireOptionError(f"option {name!r} does not apply {where}")
+        close = difflib.get_close_matches(name, list(_SPELLING), n=1, cutoff=0.85)
+        if close and _SPELLING[close[0]].lower() in known:
+            raise KafkawireOptionError(f"unknown option {name!r} {where}; did you mean {_SPELLING[close[0]]!r}?")
 
 
 def _bool(name: str, raw: str) -> bool:
@@ -164,12 +183,7 @@ class SourceOptions:
     @classmethod
     def parse(cls, options: Mapping[str, Any], streaming: bool) -> SourceOptions:
         opts = _lower(options)
-        unknown = sorted(k for k in opts if not k.startswith("kafka.") and k not in _SOURCE_KEYS)
-        if unknown:
-            raise KafkawireOptionError(
-                f"unknown option(s) {unknown} for format('kafkawire'); the source takes the JVM "
-                f"Kafka connector's options (assign, subscribe, subscribePattern, startingOffsets, ...)"
-                f" and kafka.* client options")
+        _check_names(opts, _SOURCE_KEYS, "to reading format('kafkawire')")
         self = cls(client=_client_options(opts, "consumer", _REJECTED_SOURCE))
         chosen = [k for k in ("assign", "subscribe", "subscribepattern") if k in opts]
         if len(chosen) != 1:
@@ -280,11 +294,7 @@ class SinkOptions:
     @classmethod
     def parse(cls, options: Mapping[str, Any]) -> SinkOptions:
         opts = _lower(options)
-        unknown = sorted(k for k in opts if not k.startswith("kafka.") and k not in _SINK_KEYS)
-        if unknown:
-            raise KafkawireOptionError(
-                f"unknown option(s) {unknown} for writing format('kafkawire'); the sink takes "
-                f"'topic' and kafka.* producer options")
+        _check_names(opts, _SINK_KEYS, "to writing format('kafkawire'): the sink takes 'topic' and kafka.* options")
         self = cls(client=_client_options(opts, "producer", _REJECTED_SINK))
         if "topic" in opts:
             topic = opts["topic"].strip()

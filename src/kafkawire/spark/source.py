@@ -7,6 +7,7 @@ the reader and writer, so those carry plain data only (options, schema, pushdown
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from typing import Any, Iterator, Sequence
@@ -146,18 +147,38 @@ def _check_loss(start: dict, earliest: dict, latest: dict, fail: bool, what: str
     return out
 
 
+def _push_filters(reader: KafkawireReader, filters: list) -> Iterator[Any]:
+    for f in filters:
+        if not reader.pushdown.accept(f):
+            yield f
+
+
+class _OptionalPushdown:
+    """``pushFilters`` for a reader that works with filter pushdown on or off.
+
+    Spark refuses to plan a reader that overrides pushFilters while
+    spark.sql.python.filterPushdown.enabled is false (the default), to not ignore
+    filters silently.  Here ignoring them costs speed only (Spark applies them itself),
+    so the method shows that check DataSourceReader's own function, and Spark calls
+    it only when pushdown is on."""
+
+    def __get__(self, reader: Any, owner: Any = None) -> Any:
+        if reader is None:
+            return self
+        bound = functools.partial(_push_filters, reader)
+        bound.__func__ = DataSourceReader.pushFilters  # type: ignore[attr-defined]
+        return bound
+
+
 class KafkawireReader(_RangeReading, DataSourceReader):
     """Batch read: startingOffsets (default earliest) to endingOffsets (default latest)."""
+
+    pushFilters = _OptionalPushdown()
 
     def __init__(self, opts: SourceOptions, schema: StructType):
         self.opts = opts
         self.arrow_schema = to_arrow_schema(schema, timezone="UTC")
         self.pushdown = Pushdown()
-
-    def pushFilters(self, filters: list) -> Iterator[Any]:
-        for f in filters:
-            if not self.pushdown.accept(f):
-                yield f
 
     def partitions(self) -> Sequence[KafkaRange]:
         o, pd = self.opts, self.pushdown

