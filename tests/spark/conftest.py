@@ -7,7 +7,6 @@ a test that needs a cluster starts one in a subprocess (test_standalone_cluster.
 from __future__ import annotations
 
 import os
-import sys
 from typing import Iterator
 
 import pytest
@@ -24,26 +23,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[object]:
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    # Workers must run this interpreter: it is the one with kafkawire installed.
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    from pyspark.sql import SparkSession
+    from kafkawire.spark import local_session
 
-    import kafkawire.spark
-
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("kafkawire-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.sql.python.filterPushdown.enabled", "true")
-        .config("spark.driver.memory", "1g")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    kafkawire.spark.register(session)
+    session = local_session("kafkawire-tests", conf={
+        "spark.sql.shuffle.partitions": "2",
+        "spark.driver.memory": "1g",
+        "spark.sql.python.filterPushdown.enabled": "true",
+    })
     yield session
     session.stop()

@@ -15,6 +15,8 @@ Needs ``pip install 'kafkawire[spark]'`` (PySpark 4.0+ with pyarrow).
 
 from __future__ import annotations
 
+import os
+import sys
 from typing import Any
 
 try:
@@ -36,6 +38,7 @@ from kafkawire.spark._options import KafkawireOptionError
 
 __all__ = [
     "register",
+    "local_session",
     "KafkawireDataSource",
     "KafkaRange",
     "KafkawireOptionError",
@@ -49,3 +52,24 @@ __all__ = [
 def register(spark: Any) -> None:
     """Make ``format("kafkawire")`` available in ``spark`` (a SparkSession)."""
     spark.dataSource.register(KafkawireDataSource)
+
+
+def local_session(app_name: str = "kafkawire", master: str = "local[2]", conf: dict[str, str] | None = None) -> Any:
+    """A SparkSession on this machine with ``format("kafkawire")`` registered: bound to
+    loopback, no UI or progress bars, UTC, ERROR logs, Python workers running this
+    interpreter (the one kafkawire is installed in).  ``conf`` adds Spark settings."""
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    from pyspark.sql import SparkSession
+
+    builder = (SparkSession.builder.master(master).appName(app_name)
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.session.timeZone", "UTC"))
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    register(session)
+    return session

@@ -399,7 +399,6 @@ def _by_partition(p: Producer, rb: Any, topic: str, rows: Any, timeout: float) -
     where set, else murmur2 of the key (the Java producer's default), else one sticky
     partition (None) for the unkeyed rows."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     n = rb.num_rows
     index = np.arange(n) if rows is None else rows.to_numpy()

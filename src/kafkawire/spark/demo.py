@@ -102,26 +102,14 @@ def compare(expected: Totals, got: Totals) -> list[str]:
 
 
 def _session() -> Any:
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    # Workers must run this interpreter: it is the one with kafkawire installed.
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    from pyspark.sql import SparkSession
+    from kafkawire.spark import local_session
 
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("kafkawire-demo")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.session.timeZone", "UTC")
+    return local_session("kafkawire-demo", conf={
         # A few hundred groups: the default 200 shuffle partitions would be 200 sink tasks.
-        .config("spark.sql.shuffle.partitions", "2")
+        "spark.sql.shuffle.partitions": "2",
         # Lets kafkawire's reader narrow its offset ranges to the warm-up's filter below.
-        .config("spark.sql.python.filterPushdown.enabled", "true")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
+        "spark.sql.python.filterPushdown.enabled": "true",
+    })
 
 
 def _read(spark: Any, bootstrap: str, topic: str) -> Any:
@@ -150,14 +138,11 @@ def run_pipeline(bootstrap: str, topic: str, out_topic: str,
         raise SparkUnavailableError(missing)
     from pyspark.sql import functions as F
 
-    import kafkawire.spark
-
     stats: dict[str, Any] = {}
     own = spark is None
     if own:
         t0 = time.monotonic()
         spark = _session()
-        kafkawire.spark.register(spark)
         stats["session_s"] = time.monotonic() - t0
         print(f"spark: started a local[2] session (Spark {spark.version}) in {stats['session_s']:.1f}s",
               file=stream)
