@@ -7,7 +7,7 @@ import uuid
 
 import confluent_kafka
 
-from kafkawire import Producer
+from kafkawire import Consumer, Producer
 from kafkawire.protocol import apis
 
 CREATE = apis.get("CreateTopics")
@@ -17,12 +17,13 @@ TS = 1_700_000_000_000
 def new_topic(bootstrap: str, partitions: int = 2, prefix: str = "sp") -> str:
     """A fresh topic with ``partitions`` partitions (Tansu implements CreateTopics)."""
     name = f"{prefix}-{uuid.uuid4().hex[:8]}"
-    with Producer(bootstrap_servers=bootstrap) as p:
+    # A Consumer's cluster, not a Producer's: the producer's sender thread owns its connections.
+    with Consumer(bootstrap_servers=bootstrap) as c:
         req = CREATE.Request(topics=[CREATE.Request.CreatableTopic(
             name=name, num_partitions=partitions, replication_factor=1, assignments=[], configs=[])],
             timeout_ms=10000)
-        assert p.cluster.request(None, CREATE, req, 10).topics[0].error_code == 0
-        assert p.partitions_for(name, 10) == list(range(partitions))
+        assert c.cluster.request(None, CREATE, req, 10).topics[0].error_code == 0
+        assert c.cluster.partitions_for(name, 10) == list(range(partitions))
     return name
 
 
