@@ -38,6 +38,7 @@ bench: build
 	$(PY) bench/compare_codec.py $(BENCH_ARGS) --markdown bench/results/codec.md
 	$(PY) bench/compare_protocol.py $(BENCH_ARGS) --markdown bench/results/protocol.md
 	$(PY) bench/compare_e2e.py $(BENCH_ARGS) --markdown bench/results/e2e.md
+	$(PY) bench/compare_spark.py $(BENCH_ARGS) --markdown bench/results/spark.md
 	$(PY) bench/readme_tables.py
 
 demo: build

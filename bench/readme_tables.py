@@ -11,7 +11,7 @@ import re
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-SECTIONS = {"CODEC": "codec.md", "PROTOCOL": "protocol.md", "E2E": "e2e.md"}
+SECTIONS = {"CODEC": "codec.md", "PROTOCOL": "protocol.md", "E2E": "e2e.md", "SPARK": "spark.md"}
 
 
 def main() -> int:

@@ -1,6 +1,8 @@
 import pytest
 
-from kafkawire.client.partitioner import StickyPartitioner, murmur2, partition_for_key
+import numpy as np
+
+from kafkawire.client.partitioner import StickyPartitioner, murmur2, murmur2_many, partition_for_key
 
 # Values from the Java client's own unit test of Utils.murmur2.
 JAVA = {
@@ -24,6 +26,18 @@ def test_murmur2_every_tail_length_matches_kafka_python():
     for n in range(0, 13):
         data = bytes(range(200, 200 + n))
         assert murmur2(data) & 0xFFFFFFFF == reference(data)
+
+
+@pytest.mark.parametrize("keys", [
+    list(JAVA),                                       # mixed lengths: one group per length
+    [bytes([i, 255 - i]) * 8 for i in range(50)],     # fixed length: the reshape path
+    [b"", b"", b""],
+    [bytes(range(200, 200 + n)) for n in range(13)],  # every tail length
+])
+def test_murmur2_many_equals_murmur2(keys):
+    offsets = np.concatenate([[0], np.cumsum([len(k) for k in keys])])
+    got = murmur2_many(b"".join(keys), offsets)
+    assert got.dtype == np.int32 and got.tolist() == [murmur2(k) for k in keys]
 
 
 def test_partition_for_key_is_positive_modulo():

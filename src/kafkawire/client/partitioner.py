@@ -89,24 +89,31 @@ def murmur2_many(data: Any, offsets: Any) -> Any:
     out = np.empty(len(lengths), dtype=np.uint32)
     m = np.uint32(_M)
     with np.errstate(over="ignore"):  # uint32 products wrap modulo 2**32, as Java's ints do
-        for length in np.unique(lengths):
-            rows = np.nonzero(lengths == length)[0]
+        same = len(lengths) and lengths.min() == lengths.max()
+        for length in (lengths[:1] if same else np.unique(lengths)):
             n = int(length)
-            b = buf[offs[rows][:, None] + np.arange(n)].astype(np.uint32) if n else np.zeros((len(rows), 0), np.uint32)
-            h = np.full(len(rows), (0x9747B28C ^ n) & _MASK, dtype=np.uint32)
-            for i in range(0, n - 3, 4):
-                k = b[:, i] | (b[:, i + 1] << 8) | (b[:, i + 2] << 16) | (b[:, i + 3] << 24)
-                k = k * m
+            if same:
+                # Every string this long (fixed-size keys, the usual case): one reshape, no gather.
+                rows = slice(None)
+                mat = buf[offs[0]:offs[-1]].reshape(len(lengths), n)
+            else:
+                rows = np.nonzero(lengths == length)[0]
+                mat = buf[offs[rows][:, None] + np.arange(n)]
+            blocks = np.ascontiguousarray(mat[:, : n & ~3]).view("<u4")
+            tail = mat[:, n & ~3:].astype(np.uint32)
+            h = np.full(len(mat), (0x9747B28C ^ n) & _MASK, dtype=np.uint32)
+            for i in range(n >> 2):
+                k = blocks[:, i] * m
                 k ^= k >> np.uint32(24)
                 k = k * m
                 h = (h * m) ^ k
-            tail, rest = n & ~3, n & 3
+            rest = n & 3
             if rest == 3:
-                h ^= b[:, tail + 2] << 16
+                h ^= tail[:, 2] << 16
             if rest >= 2:
-                h ^= b[:, tail + 1] << 8
+                h ^= tail[:, 1] << 8
             if rest >= 1:
-                h ^= b[:, tail]
+                h ^= tail[:, 0]
                 h = h * m
             h ^= h >> np.uint32(13)
             h = h * m

@@ -354,14 +354,15 @@ def write_batches(client_options: dict[str, Any], default_topic: str | None, bat
                 cols["timestamp"] = pc.divide(us, 1000).fill_null(now_ms)
             else:
                 cols["timestamp"] = pa.array(np.full(n, now_ms, dtype=np.int64))
-            if "headers" in names:
-                cols["headers"] = rb.column("headers")
+            for name in ("headers", "partition"):  # partition routes rows; send_batch ignores it
+                if name in names:
+                    cols[name] = rb.column(name)
             body = pa.RecordBatch.from_pydict(cols)
             for topic, rows in _by_topic(rb, default_topic):
-                for partition, sub in _by_partition(p, rb, topic, rows, timeout):
-                    part = body if sub is None else body.take(sub)
-                    for piece in _pieces(part, limit):
-                        futures.append((topic, partition, piece.num_rows, p.send_batch(topic, partition, piece)))
+                sub = body if rows is None else body.take(rows)
+                for partition, piece in _by_partition(p, sub, topic, timeout):
+                    for chunk in _pieces(piece, limit):
+                        futures.append((topic, partition, chunk.num_rows, p.send_batch(topic, partition, chunk)))
         deadline = time.monotonic() + timeout
         for topic, partition, rows, fut in futures:
             result = fut.result(max(0.0, deadline - time.monotonic()))
@@ -394,35 +395,37 @@ def _by_topic(rb: Any, default_topic: str | None) -> Iterator[tuple[str, Any]]:
         yield topic, pc.indices_nonzero(pc.equal(col, topic))
 
 
-def _by_partition(p: Producer, rb: Any, topic: str, rows: Any, timeout: float) -> Iterator[tuple[int | None, Any]]:
-    """(partition, row indices) groups within one topic's rows: the ``partition`` column
-    where set, else murmur2 of the key (the Java producer's default), else one sticky
-    partition (None) for the unkeyed rows."""
+def _by_partition(p: Producer, rb: Any, topic: str, timeout: float) -> Iterator[tuple[int | None, Any]]:
+    """``rb`` (one topic's rows, sink columns) cut into one slice per partition: the
+    ``partition`` column where set, else murmur2 of the key (the Java producer's
+    default), else one sticky partition (None) for the unkeyed rows.  Rows are put in
+    partition order with one stable sort and one take, so each slice keeps their order."""
     import pyarrow as pa
 
     n = rb.num_rows
-    index = np.arange(n) if rows is None else rows.to_numpy()
-    part = np.full(len(index), -1, dtype=np.int64)
+    part = np.full(n, -1, dtype=np.int64)
     if "partition" in rb.schema.names:
-        col = rb.column("partition").take(pa.array(index))
-        given = col.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
-        part = given
+        part = rb.column("partition").fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
     todo = part < 0
-    if "key" in rb.schema.names and bool(todo.any()):
-        keys = _binary(rb.column("key")).take(pa.array(index))
-        if keys.null_count < len(keys):
-            count = len(p.partitions_for(topic, timeout))
-            offs = np.frombuffer(keys.buffers()[1], dtype=np.int32)[keys.offset: keys.offset + len(keys) + 1]
-            data = keys.buffers()[2] or b""
-            hashed = (murmur2_many(memoryview(data), offs).astype(np.int64) & 0x7FFFFFFF) % count
-            keyed = todo & ~keys.is_null().to_numpy(zero_copy_only=False)
-            part[keyed] = hashed[keyed]
-    if rows is None and bool((part == part[0]).all()):
-        yield (None if part[0] < 0 else int(part[0])), None
+    keys = rb.column("key")
+    if bool(todo.any()) and keys.null_count < n:
+        count = len(p.partitions_for(topic, timeout))
+        offs = np.frombuffer(keys.buffers()[1], dtype=np.int32)[keys.offset: keys.offset + n + 1]
+        data = keys.buffers()[2] or b""
+        hashed = (murmur2_many(memoryview(data), offs).astype(np.int64) & 0x7FFFFFFF) % count
+        keyed = todo if keys.null_count == 0 else todo & ~keys.is_null().to_numpy(zero_copy_only=False)
+        part[keyed] = hashed[keyed]
+    first = part[0]
+    if bool((part == first).all()):
+        yield (None if first < 0 else int(first)), rb
         return
-    for value in np.unique(part):
-        sel = index[part == value]
-        yield (None if value < 0 else int(value)), pa.array(sel)
+    order = np.argsort(part, kind="stable")
+    ordered = rb.take(pa.array(order))
+    ranked = part[order]
+    cuts = [0, *(np.flatnonzero(ranked[1:] != ranked[:-1]) + 1).tolist(), n]
+    for lo, hi in zip(cuts, cuts[1:]):
+        value = int(ranked[lo])
+        yield (None if value < 0 else value), ordered.slice(lo, hi - lo)
 
 
 def _pieces(rb: Any, limit: int) -> Iterator[Any]:
