@@ -24,8 +24,8 @@ from kafkawire.protocol import apis
 from kafkawire.spark._options import EARLIEST, LATEST, KafkawireOptionError, SourceOptions
 from kafkawire.spark._plan import Pushdown
 
-__all__ = ["KafkawireDataLossError", "consumer", "producer", "list_partitions", "resolve_offsets",
-           "read_range", "write_batches"]
+__all__ = ["KafkawireDataLossError", "WriteError", "consumer", "producer", "list_partitions",
+           "resolve_offsets", "log_bounds", "end_offsets", "read_range", "write_batches"]
 
 log = logging.getLogger("kafkawire.spark")
 
