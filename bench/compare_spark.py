@@ -59,8 +59,9 @@ from typing import Any, Callable, Iterator
 
 KEY_SIZE = 16
 VALUE_SIZE = 100
-PARTITIONS = 2
 POOL = 4096  # distinct keys/values, cycled
+
+PARTITIONS = 2
 CEILING_BATCH = 10_000  # rows in the prebuilt batch (Spark's arrow.maxRecordsPerBatch default)
 TUPLE_MAX_RECORDS = 10_000  # records per Consumer.poll() in the tuple reader
 
@@ -84,10 +85,12 @@ LABELS = {
 
 
 # ---------------------------------------------------------------------------------------
-# Data: the record pool (same shape as compare_e2e.py)
+# Data
 # ---------------------------------------------------------------------------------------
 
 def make_pool(seed: int = 1) -> tuple[list[bytes], list[bytes]]:
+    # The pool of compare_e2e.py, written out again: Spark pickles this script's data
+    # sources by value, and its workers cannot import the benchmark directory.
     import random
 
     rng = random.Random(seed)
@@ -98,23 +101,13 @@ def make_pool(seed: int = 1) -> tuple[list[bytes], list[bytes]]:
             i, rng.randrange(50_000), rng.choice([b"view", b"click", b"buy"]))
         pad = rng.randbytes(VALUE_SIZE).hex().encode()[: VALUE_SIZE - len(head) - 2]
         values.append(head + pad + b'"}')
-        assert len(keys[-1]) == KEY_SIZE and len(values[-1]) == VALUE_SIZE
     return keys, values
 
 
 def kafka_schema() -> Any:
-    from pyspark.sql.types import (BinaryType, IntegerType, LongType, StringType, StructField, StructType,
-                                   TimestampType)
+    from kafkawire.spark import KAFKA_SCHEMA
 
-    return StructType([
-        StructField("key", BinaryType()),
-        StructField("value", BinaryType()),
-        StructField("topic", StringType()),
-        StructField("partition", IntegerType()),
-        StructField("offset", LongType()),
-        StructField("timestamp", TimestampType()),
-        StructField("timestampType", IntegerType()),
-    ])
+    return KAFKA_SCHEMA
 
 
 def split(n: int, parts: int) -> list[int]:
