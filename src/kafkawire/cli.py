@@ -343,7 +343,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 def _spark_report(s: dict[str, Any]) -> None:
     n, w = s["read_rows"], s["windows"]
-    print(f"spark read: {n:,} records in {s['read_s']:.2f}s = {n / s['read_s']:,.0f} rows/s")
+    print(f"spark read (into a cached DataFrame): {n:,} records in {s['read_s']:.2f}s = {n / s['read_s']:,.0f} rows/s")
     print(f"spark transform+write: {n:,} records -> {w:,} window/key totals in {s['write_s']:.2f}s = "
           f"{n / s['write_s']:,.0f} rows/s")
     print(f"spark read back: {s['back_rows']:,} totals in {s['back_s']:.2f}s = "
