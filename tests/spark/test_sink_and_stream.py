@@ -7,7 +7,7 @@ import json
 import pyarrow as pa
 import pytest
 from pyspark.errors import PySparkException
-from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, ReadMinRows
 
 from kafkawire.spark import KafkawireDataLossError, KafkawireOptionError
 from kafkawire.spark import _io
@@ -159,6 +159,23 @@ def test_stream_starts_at_latest_by_default_and_new_partitions_at_earliest(spark
     # maxOffsetsPerTrigger shares the limit in proportion to lag.
     produce(b, topic, {0: records(0, 30), 1: records(1, 10)})
     assert reader.latestOffset({topic: {"0": 20, "1": 5}}, ReadMaxRows(20)) == {topic: {"0": 35, "1": 10}}
+
+
+def test_min_offsets_per_trigger_waits_for_enough_or_the_delay(tansu_broker):
+    b = tansu_broker.bootstrap
+    topic = new_topic(b, 1)
+    produce(b, topic, {0: records(0, 5)})
+    start = {topic: {"0": 0}}
+    base = {"kafka.bootstrap.servers": b, "subscribe": topic, "minOffsetsPerTrigger": "100"}
+    patient = KafkawireStreamReader(SourceOptions.parse(base, streaming=True), KAFKA_SCHEMA)
+    limit = patient.getDefaultReadLimit()
+    assert limit == ReadMinRows(100)
+    assert patient.latestOffset(start, limit) == start  # 5 < 100: no batch yet
+    hurried = KafkawireStreamReader(SourceOptions.parse({**base, "maxTriggerDelay": "0s"}, streaming=True),
+                                    KAFKA_SCHEMA)
+    assert hurried.latestOffset(start, limit) == {topic: {"0": 5}}  # the delay is over
+    # Trigger.AvailableNow asks for everything: the minimum does not hold it back.
+    assert patient.latestOffset(start, ReadAllAvailable()) == {topic: {"0": 5}}
 
 
 def test_stream_offsets_never_go_backwards(tansu_broker):

@@ -22,7 +22,7 @@ from pyspark.sql.datasource import (
     WriterCommitMessage,
 )
 from pyspark.sql.pandas.types import to_arrow_schema
-from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, SupportsTriggerAvailableNow
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, ReadMinRows, SupportsTriggerAvailableNow
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
@@ -250,8 +250,11 @@ class KafkawireStreamReader(_RangeReading, DataSourceStreamReader, SupportsTrigg
         return {tp: max(latest[tp], start[tp]) for tp in latest}, start
 
     def getDefaultReadLimit(self) -> Any:
+        # With both set, the maximum is Spark's limit and the minimum is kept here.
         if self.opts.max_offsets_per_trigger:
             return ReadMaxRows(self.opts.max_offsets_per_trigger)
+        if self.opts.min_offsets_per_trigger:
+            return ReadMinRows(self.opts.min_offsets_per_trigger)
         return ReadAllAvailable()
 
     def latestOffset(self, start: dict, limit: Any) -> dict:
