@@ -119,8 +119,8 @@ class _RangeReading:
             return iter(())
         topic, part, start, end = partition.value
         o = self.opts
-        return _io.read_range(o.client, topic, part, start, end, self.arrow_schema, o.include_headers, o.poll_timeout_ms, o.fail_on_data_loss,
-                              self.pushdown)
+        return _io.read_range(o.client, topic, part, start, end, self.arrow_schema, o.include_headers,
+                              o.poll_timeout_ms, o.fail_on_data_loss, self.pushdown)
 
 
 def _ranges(start: dict, end: dict, opts: SourceOptions) -> list[KafkaRange]:
