@@ -86,8 +86,16 @@ def test_sink_needs_append_mode(spark, tansu_broker):
             .option("topic", "t").mode("overwrite").save()
 
 
-def test_failed_send_fails_the_task_with_the_broker_error(tansu_broker):
-    # A record over the broker's limit: the task fails with the broker's error, not a hang.
+def test_failed_write_fails_the_spark_job_with_the_error(spark, tansu_broker):
+    b = tansu_broker.bootstrap
+    topic = new_topic(b, 1)
+    df = spark.createDataFrame([(b"x" * (2 << 20),)], "value binary")
+    with pytest.raises(PySparkException, match="kafkawire sink: writing failed"):
+        write(df, b, topic=topic, **{"kafka.max.request.size": str(1 << 20)})
+
+
+def test_failed_send_fails_the_task_with_the_producers_error(tansu_broker):
+    # A record over max_request_size: the task fails with the producer's error, not a hang.
     b = tansu_broker.bootstrap
     topic = new_topic(b, 1)
     big = pa.RecordBatch.from_pydict({"value": [b"x" * (2 << 20)]})
