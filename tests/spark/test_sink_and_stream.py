@@ -94,6 +94,16 @@ def test_failed_write_fails_the_spark_job_with_the_error(spark, tansu_broker):
         write(df, b, topic=topic, **{"kafka.max.request.size": str(1 << 20)})
 
 
+def test_broker_error_fails_the_job_with_its_name(spark, mock_cluster_factory):
+    # The mock cluster answers the next Produce requests with an injected error code.
+    cluster = mock_cluster_factory(1)
+    cluster.create_topic("denied", 1, 1)
+    cluster.push_request_errors(0, [29] * 5)  # TOPIC_AUTHORIZATION_FAILED: not retriable
+    df = spark.createDataFrame([(b"v",)], "value binary")
+    with pytest.raises(PySparkException, match="TOPIC_AUTHORIZATION_FAILED"):
+        write(df, cluster.bootstrap, topic="denied")
+
+
 def test_failed_send_fails_the_task_with_the_producers_error(tansu_broker):
     # A record over max_request_size: the task fails with the producer's error, not a hang.
     b = tansu_broker.bootstrap
