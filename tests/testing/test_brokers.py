@@ -166,6 +166,9 @@ def test_tansu_stop_ends_process_and_frees_port(tansu_broker_factory) -> None:
         os.kill(pid, 0)  # reaped by stop(), so the pid no longer exists
     assert not port_accepts("127.0.0.1", port)
     with socket.socket() as s:
+        # SO_REUSEADDR: a connection in TIME_WAIT (the broker may close port_accepts'
+        # probe first) must not count; Linux still refuses the bind while anything listens.
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         s.bind(("127.0.0.1", port))  # the port is free again
     assert broker.stop() is None  # idempotent
 
