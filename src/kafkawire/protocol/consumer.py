@@ -17,7 +17,7 @@ ignoring the rest, and so does kafkawire.
 
 The assignors are pure functions from subscriptions and partition counts to assignments:
 :func:`range_assign` (the rule of spec/004: sort, contiguous chunks, extras to the
-earliest consumers) and :func:`round_robin_assign`.
+earliest consumers), :func:`round_robin_assign` and :func:`sticky_assign` (KIP-54).
 
 This module does no I/O.
 """
@@ -48,8 +48,11 @@ __all__ = [
     "range_chunks",
     "range_assign",
     "round_robin_assign",
+    "sticky_assign",
     "RANGE",
     "ROUNDROBIN",
+    "STICKY",
+    "COOPERATIVE_STICKY",
 ]
 
 #: JoinGroup's protocol_type for Kafka consumers.
@@ -57,6 +60,8 @@ PROTOCOL_TYPE = "consumer"
 #: Assignor names as they appear in JoinGroup protocols (Kafka's).
 RANGE = "range"
 ROUNDROBIN = "roundrobin"
+STICKY = "sticky"
+COOPERATIVE_STICKY = "cooperative-sticky"
 
 #: The newest versions kafkawire knows (and writes by default).
 SUBSCRIPTION_VERSION = 3
@@ -283,4 +288,70 @@ def round_robin_assign(
             member = members[cursor % len(members)]
             out[member].setdefault(topic, []).append(p)
             cursor += 1
+    return out
+
+
+def sticky_assign(
+    subscriptions: Mapping[str, Iterable[str]],
+    partitions_per_topic: Mapping[str, int | Iterable[int]],
+    owned: Mapping[str, Iterable[tuple[str, int]]] | None = None,
+    generations: Mapping[str, int] | None = None,
+) -> dict[str, dict[str, list[int]]]:
+    """Kafka's "sticky" assignor (KIP-54), also the plan of "cooperative-sticky" (KIP-429).
+
+    Balance first, then stickiness: every partition goes to one member subscribed to its
+    topic; no partition could move to a member holding two or more fewer partitions; and
+    among such assignments, members keep as much of ``owned`` (member -> the (topic,
+    partition)s it held) as balance allows.  A partition claimed by two members stays with
+    the higher generation (``generations``; KIP-341), then the lower member id.  The
+    result need not equal the Java assignor's, only meet the same rules: in a mixed group
+    only the leader's assignor runs.  Same arguments and result shape as :func:`range_assign`.
+    """
+    subs = _check_subscriptions(subscriptions)
+    members = sorted(subs)
+    subscribed = set().union(*subs.values()) if subs else set()
+    eligible: dict[tuple[str, int], list[str]] = {}
+    for topic in sorted(t for t in subscribed if t in partitions_per_topic):
+        takers = [m for m in members if topic in subs[m]]
+        for p in _partitions(topic, partitions_per_topic[topic]):
+            eligible[(topic, p)] = takers
+    gens = generations or {}
+    held: dict[str, set[tuple[str, int]]] = {m: set() for m in members}
+    previous: dict[tuple[str, int], str] = {}
+    for member in sorted(owned or {}, key=lambda m: (-gens.get(m, -1), m)):
+        for tp in (owned or {})[member]:
+            tp = (tp[0], tp[1])
+            if tp in previous or tp not in eligible or member not in subs or tp[0] not in subs[member]:
+                continue
+            previous[tp] = member
+            held[member].add(tp)
+    # New and orphaned partitions, the most constrained first, each to the least loaded
+    # member that may take it.
+    free = sorted((tp for tp in eligible if tp not in previous), key=lambda tp: (len(eligible[tp]), tp))
+    for tp in free:
+        taker = min(eligible[tp], key=lambda m: (len(held[m]), m))
+        held[taker].add(tp)
+    # Then move partitions from the most loaded members to eligible members holding two
+    # or more fewer, until no such move is left (each move lowers the sum of squared
+    # loads, so this ends).  A member gives up what it did not own before first.
+    while True:
+        moved = False
+        for giver in sorted(members, key=lambda m: (-len(held[m]), m)):
+            load = len(held[giver])
+            for tp in sorted(held[giver], key=lambda tp: (previous.get(tp) == giver, tp)):
+                takers = [m for m in eligible[tp] if len(held[m]) <= load - 2]
+                if takers:
+                    taker = min(takers, key=lambda m: (len(held[m]), m))
+                    held[giver].remove(tp)
+                    held[taker].add(tp)
+                    moved = True
+                    break
+            if moved:
+                break
+        if not moved:
+            break
+    out: dict[str, dict[str, list[int]]] = {m: {} for m in members}
+    for member, tps in held.items():
+        for topic, p in sorted(tps):
+            out[member].setdefault(topic, []).append(p)
     return out

@@ -51,11 +51,12 @@ _SOURCE_KEYS = {
     "fetchoffset.numretries", "fetchoffset.retryintervalms",
 }
 _SINK_KEYS = {"topic", "includeheaders"}
-_SPELLING = {k: name for name in (
+# lowercase -> the documented spelling, for error messages and "did you mean".
+_SPELLING = {name.lower(): name for name in (
     "assign", "subscribe", "subscribePattern", "startingOffsets", "endingOffsets", "startingTimestamp",
     "startingOffsetsByTimestamp", "endingTimestamp", "endingOffsetsByTimestamp",
     "startingOffsetsByTimestampStrategy", "failOnDataLoss", "maxOffsetsPerTrigger", "minOffsetsPerTrigger",
-    "maxTriggerDelay", "minPartitions", "maxRecordsPerPartition", "includeHeaders", "topic") for k in [name.lower()]}
+    "maxTriggerDelay", "minPartitions", "maxRecordsPerPartition", "includeHeaders", "topic")}
 
 
 class KafkawireOptionError(ValueError):
