@@ -76,3 +76,36 @@ def test_rules_hold_and_a_stable_group_keeps_its_assignment(subs, counts, seed):
         rest = {m: t for m, t in subs.items() if m != gone}
         after = flat(sticky_assign(rest, counts, {m: list(v) for m, v in got.items()}))
         assert all(got[m] <= after[m] for m in rest)
+
+
+def test_sticky_user_data_is_unprefixed_v1_and_reads_v0():
+    from wirebytes import arr, i32, s
+
+    from kafkawire.protocol.consumer import decode_sticky_user_data, encode_sticky_user_data
+
+    v0 = arr([s("t") + arr([i32(0), i32(2)]), s("u") + arr([i32(1)])])
+    v1 = v0 + i32(7)
+    assert encode_sticky_user_data({"u": [1], "t": [2, 0]}, 7) == v1
+    assert decode_sticky_user_data(v1) == ({"t": [0, 2], "u": [1]}, 7)
+    assert decode_sticky_user_data(v0) == ({"t": [0, 2], "u": [1]}, -1)
+    # Unreadable or empty user_data is ignored, as Kafka's assignor does.
+    assert decode_sticky_user_data(b"\x00\x00") == ({}, -1)
+    assert decode_sticky_user_data(b"") == ({}, -1)
+    assert decode_sticky_user_data(None) == ({}, -1)
+
+
+def test_cooperative_user_data_is_the_generation():
+    from kafkawire.protocol.consumer import decode_cooperative_user_data, encode_cooperative_user_data
+
+    assert encode_cooperative_user_data(12) == b"\x00\x00\x00\x0c"
+    assert decode_cooperative_user_data(b"\x00\x00\x00\x0c") == 12
+    assert decode_cooperative_user_data(b"") == -1
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.binary(max_size=64))
+def test_any_user_data_bytes_decode_or_are_ignored(data):
+    from kafkawire.protocol.consumer import decode_sticky_user_data
+
+    owned, generation = decode_sticky_user_data(data)
+    assert isinstance(owned, dict) and isinstance(generation, int)

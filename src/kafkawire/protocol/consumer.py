@@ -49,6 +49,11 @@ __all__ = [
     "range_assign",
     "round_robin_assign",
     "sticky_assign",
+    "StickyAssignorUserData",
+    "encode_sticky_user_data",
+    "decode_sticky_user_data",
+    "encode_cooperative_user_data",
+    "decode_cooperative_user_data",
     "RANGE",
     "ROUNDROBIN",
     "STICKY",
@@ -90,6 +95,17 @@ ConsumerProtocolAssignment: type[Struct] = build_struct(
     [
         F("assigned_partitions", array=True, struct_name="TopicPartition", fields=_TOPIC_PARTITION),
         F("user_data", "bytes", nullable_since=0, default=None),
+    ],
+    flexible_from=None,
+)
+
+#: The "sticky" assignor's subscription user_data (KIP-54; v1 adds the generation,
+#: KIP-341).  Kafka writes it with no version prefix and reads v1, then v0.
+StickyAssignorUserData: type[Struct] = build_struct(
+    "StickyAssignorUserData",
+    [
+        F("previous_assignment", array=True, struct_name="TopicPartition", fields=_TOPIC_PARTITION),
+        F("generation", "int32", since=1, default=-1),
     ],
     flexible_from=None,
 )
@@ -355,3 +371,47 @@ def sticky_assign(
         for topic, p in sorted(tps):
             out[member].setdefault(topic, []).append(p)
     return out
+
+
+def encode_sticky_user_data(owned: Mapping[str, Iterable[int]], generation: int) -> bytes:
+    """The "sticky" assignor's user_data: the partitions a member held and the generation
+    it held them in (v1, unprefixed, as Kafka writes it)."""
+    tp = StickyAssignorUserData.TopicPartition  # type: ignore[attr-defined]
+    obj = StickyAssignorUserData(
+        previous_assignment=[tp(topic=t, partitions=sorted(ps)) for t, ps in sorted(owned.items())],
+        generation=generation,
+    )
+    return encode(obj, 1).getvalue()
+
+
+def decode_sticky_user_data(data: Any) -> tuple[dict[str, list[int]], int]:
+    """(previous assignment, generation) from a "sticky" member's user_data: v1, else v0
+    (generation -1); bytes that are neither give ({}, -1), since Kafka's assignor ignores
+    user_data it cannot read rather than fail the rebalance."""
+    view = memoryview(data or b"")
+    for version in (1, 0):
+        try:
+            obj, end = decode(StickyAssignorUserData, view, version)
+        except errors.CodecError:
+            continue
+        tps = obj.previous_assignment
+        # A null array (length -1) is not a previous assignment: unreadable, like Kafka.
+        if end == view.nbytes and tps is not None and all(
+                tp.topic is not None and tp.partitions is not None for tp in tps):
+            return {tp.topic: list(tp.partitions) for tp in tps}, obj.generation if version == 1 else -1
+    return {}, -1
+
+
+_GENERATION = struct.Struct(">i")
+
+
+def encode_cooperative_user_data(generation: int) -> bytes:
+    """The "cooperative-sticky" assignor's user_data: only the generation (its owned
+    partitions travel in the subscription's owned_partitions, KIP-429)."""
+    return _GENERATION.pack(generation)
+
+
+def decode_cooperative_user_data(data: Any) -> int:
+    """The generation in a "cooperative-sticky" member's user_data; -1 when absent."""
+    view = memoryview(data or b"")
+    return _GENERATION.unpack_from(view)[0] if view.nbytes >= 4 else -1
