@@ -194,3 +194,18 @@ def test_no_record_lost_when_batches_wait_for_room_in_a_request(tansu_broker):
             assert batch, "records missing"
             got += batch
     assert [int(r.value) for r in got] == list(range(2, n, 4))
+
+
+@pytest.mark.broker
+def test_high_watermarks_end_where_the_records_end(tansu_broker, mock_cluster):
+    # Tansu answers ListOffsets latest with the last batch's base offset + 1 (10 records in
+    # one batch: 1); the Fetch watermark is 10 on both brokers.
+    mock_cluster.create_topic("hw", 2, 1)
+    for bootstrap, topic in ((tansu_broker.bootstrap, f"hw-{uuid.uuid4().hex[:8]}"), (mock_cluster.bootstrap, "hw")):
+        with Producer(bootstrap_servers=bootstrap) as p:
+            p.send_batch(topic, 0, [(None, b"v%d" % i) for i in range(10)]).result(20)
+        with Consumer(bootstrap_servers=bootstrap) as c:
+            c.cluster.partitions_for(topic, 10)
+            tps = [(topic, 0), (topic, 1)]
+            assert c.high_watermarks(tps, timeout=10) == {tps[0]: 10, tps[1]: 0}
+            assert c.end_offsets(tps)[tps[0]] == (1 if bootstrap == tansu_broker.bootstrap else 10)

@@ -18,7 +18,7 @@ import struct
 from collections import deque
 import time
 from operator import attrgetter
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 from kafkawire import codec, errors
 from kafkawire.client.cluster import Cluster
@@ -455,19 +455,7 @@ class Consumer:
             if conn is None:
                 continue
             version = conn.version_for(FETCH)
-            topics: dict[str, list[Any]] = {}
-            for tp in tps:
-                topics.setdefault(tp.topic, []).append(_FetchPartition(
-                    partition=tp.partition, fetch_offset=offsets[tp],
-                    partition_max_bytes=cfg.max_partition_fetch_bytes))
-            fetch_topics = []
-            for t, parts in topics.items():
-                meta = self.cluster.topics.get(t)
-                topic_id = getattr(meta, "topic_id", None)
-                kwargs = {"topic": t, "partitions": parts}
-                if topic_id is not None:
-                    kwargs["topic_id"] = topic_id
-                fetch_topics.append(_FetchTopic(**kwargs))
+            fetch_topics = self._fetch_topics({tp: offsets[tp] for tp in tps}, cfg.max_partition_fetch_bytes)
             # A long poll holds the connection (answers come in order), so it must not
             # delay the fetch of a partition whose buffered records poll() is still
             # handing out: while any are buffered, the broker answers at once.
@@ -508,9 +496,7 @@ class Consumer:
                 self._pending_error = broker_error(
                     code, f"fetching {', '.join(f'{t}[{p}]' for t, p in sorted(positions))} "
                           f"from broker {node}", getattr(resp, "error_message", None))
-        ids = {getattr(m, "topic_id", None): name for name, m in self.cluster.topics.items()}
-        for t in resp.responses:
-            name = getattr(t, "topic", None) or ids.get(getattr(t, "topic_id", None))
+        for name, t in self._response_topics(resp):
             for p in t.partitions:
                 tp = TopicPartition(name, p.partition_index)
                 st = self._assigned.get(tp)
@@ -531,6 +517,59 @@ class Consumer:
                         self.cluster.request_refresh()
                     if not errors.for_code(code).retriable:
                         self._pending_error = broker_error(code, f"fetching {tp} at offset {st.position}")
+
+    def _fetch_topics(self, offsets: dict[TopicPartition, int], partition_max_bytes: int) -> list[Any]:
+        """Fetch request topics for ``offsets`` (topic ids where the metadata has them,
+        for Fetch v13+)."""
+        topics: dict[str, list[Any]] = {}
+        for tp, offset in offsets.items():
+            topics.setdefault(tp.topic, []).append(_FetchPartition(
+                partition=tp.partition, fetch_offset=offset, partition_max_bytes=partition_max_bytes))
+        out = []
+        for t, parts in topics.items():
+            topic_id = getattr(self.cluster.topics.get(t), "topic_id", None)
+            kwargs = {"topic": t, "partitions": parts}
+            if topic_id is not None:
+                kwargs["topic_id"] = topic_id
+            out.append(_FetchTopic(**kwargs))
+        return out
+
+    def _response_topics(self, resp: Any) -> Iterator[tuple[str, Any]]:
+        """(topic name, topic response) of a Fetch response; v13+ names topics by id."""
+        ids = {getattr(m, "topic_id", None): name for name, m in self.cluster.topics.items()}
+        for t in resp.responses:
+            yield getattr(t, "topic", None) or ids.get(getattr(t, "topic_id", None)), t
+
+    def high_watermarks(self, partitions: Iterable[Any], timeout: float | None = None) -> dict[TopicPartition, int]:
+        """The offset after each partition's last readable record, as a Fetch response
+        reports it (the high watermark; the last stable offset under read_committed).
+
+        Each partition is fetched from its ListOffsets latest offset, so an answer carries
+        at most the last batch; where no Fetch answers, or ListOffsets says more, that is
+        the result.  Tansu answers ListOffsets latest with the last batch's base offset + 1,
+        below its watermark, so end_offsets() alone can stop a reader short there."""
+        deadline = time.monotonic() + self._timeout(timeout)
+        latest = self._list_offsets({_tp(x): LATEST for x in partitions}, self._timeout(timeout))
+        out = {tp: offset for tp, (offset, _ts) in latest.items()}
+        by_node: dict[int, dict[TopicPartition, int]] = {}
+        for tp, offset in out.items():
+            leader = self.cluster.leader_for(*tp)
+            if leader is not None:
+                by_node.setdefault(leader, {})[tp] = offset
+        for node, wanted in by_node.items():
+            # Tansu answers a Fetch with max_wait_ms=0 with no partitions at all: wait a little.
+            req = FETCH.Request(
+                replica_id=-1, max_wait_ms=100, min_bytes=1, max_bytes=1 << 16,
+                isolation_level=self._isolation, session_id=0, session_epoch=-1,
+                topics=self._fetch_topics(wanted, 1 << 16))
+            resp = self.cluster.request(node, FETCH, req, max(0.0, deadline - time.monotonic()))
+            for name, t in self._response_topics(resp):
+                for p in t.partitions:
+                    tp = TopicPartition(name, p.partition_index)
+                    if tp in wanted and p.error_code == 0:
+                        lso = getattr(p, "last_stable_offset", -1)
+                        out[tp] = max(out[tp], lso if self._isolation and lso >= 0 else p.high_watermark)
+        return out
 
     def _back_off(self, node: int) -> None:
         # Retried after retry_backoff_ms, not at once: a failing broker costs little.

@@ -67,15 +67,12 @@ def _consumed_records(bootstrap: str, topic: str) -> Iterable[tuple[bytes | None
         tps = [(topic, p) for p in c.cluster.partitions_for(topic, 30)]
         c.assign(tps)
         c.seek_to_beginning()
-        # Tansu's ListOffsets "latest" can lag the high watermark: read up to whichever is higher.
-        end = dict(c.end_offsets(tps))
+        end = c.high_watermarks(tps)
         idle = 0
         while idle < 5 and any(c.position(tp) < end[tp] for tp in end):
             batches = c.poll_batch(1.0)
             idle = 0 if batches else idle + 1
             for b in batches:
-                tp = (b.topic, b.partition)
-                end[tp] = max(end[tp], b.high_watermark)
                 cols = b.columns
                 ts, lengths = cols.timestamps.tolist(), cols.value_lengths.tolist()
                 for j in range(len(cols)):
