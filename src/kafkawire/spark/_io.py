@@ -25,14 +25,11 @@ from kafkawire.spark._options import EARLIEST, LATEST, KafkawireOptionError, Sou
 from kafkawire.spark._plan import Pushdown
 
 __all__ = ["KafkawireDataLossError", "WriteError", "consumer", "producer", "list_partitions",
-           "resolve_offsets", "log_bounds", "end_offsets", "read_range", "write_batches"]
+           "resolve_offsets", "log_bounds", "read_range", "write_batches"]
 
 log = logging.getLogger("kafkawire.spark")
 
 METADATA = apis.get("Metadata")
-FETCH = apis.get("Fetch")
-_FETCH_TOPIC = FETCH.Request.FetchTopic
-_FETCH_PARTITION = _FETCH_TOPIC.FetchPartition
 
 # Source consumers read ranges known to exist: a long poll only delays a task's last
 # fetch, and bigger fetches make bigger Arrow batches.  kafka.* options override both.
@@ -127,79 +124,32 @@ def _per_partition(spec: Any, tps: list[TopicPartition], name: str, sentinel: di
     return given
 
 
-def resolve_offsets(c: Consumer, tps: list[TopicPartition], offsets: Any, by_timestamp: Any,
-                    name: str, ts_name: str, strategy: str = "latest") -> dict[TopicPartition, int]:
+def resolve_offsets(c: Consumer, tps: list[TopicPartition], bounds: tuple[dict, dict], offsets: Any,
+                    by_timestamp: Any, name: str, ts_name: str, strategy: str = "latest") -> dict[TopicPartition, int]:
     """Concrete offsets for an offsets spec (keywords, JSON, -2/-1) or, when given, a
-    timestamp spec (which wins).  ``strategy`` says what a timestamp after every record
-    gives: "latest" (the end offset) or "error"."""
+    timestamp spec (which wins).  ``bounds`` is :func:`log_bounds` of ``tps``, which the
+    sentinels resolve to.  ``strategy`` says what a timestamp after every record gives:
+    "latest" (the end offset) or "error"."""
     if not tps:
         return {}
-    timeout = _timeout(c)
+    earliest, latest = bounds
     if by_timestamp is not None:
         stamps = _per_partition(by_timestamp, tps, ts_name, {})
-        found = c.offsets_for_times(stamps, timeout)
+        found = c.offsets_for_times(stamps, _timeout(c))
         missing = [tp for tp, v in found.items() if v is None]
-        out = {tp: v.offset for tp, v in found.items() if v is not None}
-        if missing:
-            if strategy == "error":
-                raise KafkawireOptionError(
-                    f"option {ts_name!r}: no record at or after the given timestamp in {sorted(missing)}; "
-                    f"set startingOffsetsByTimestampStrategy=latest to start those at the latest offset")
-            out.update(end_offsets(c, missing))
-        return out
+        if missing and strategy == "error":
+            raise KafkawireOptionError(
+                f"option {ts_name!r}: no record at or after the given timestamp in {sorted(missing)}; "
+                f"set startingOffsetsByTimestampStrategy=latest to start those at the latest offset")
+        return {tp: latest[tp] if v is None else v.offset for tp, v in found.items()}
     want = _per_partition(offsets, tps, name, {"earliest": EARLIEST, "latest": LATEST})
-    out = {tp: v for tp, v in want.items() if v >= 0}
-    for which, fetch in ((EARLIEST, lambda tps: c.beginning_offsets(tps, timeout)),
-                         (LATEST, lambda tps: end_offsets(c, tps))):
-        todo = [tp for tp, v in want.items() if v == which]
-        if todo:
-            out.update(fetch(todo))
-    return out
+    return {tp: earliest[tp] if v == EARLIEST else latest[tp] if v == LATEST else v for tp, v in want.items()}
 
 
 def log_bounds(c: Consumer, tps: list[TopicPartition]) -> tuple[dict[TopicPartition, int], dict[TopicPartition, int]]:
-    """(earliest, latest) offsets of ``tps``."""
-    timeout = _timeout(c)
-    return c.beginning_offsets(tps, timeout), end_offsets(c, tps)
-
-
-def end_offsets(c: Consumer, tps: list[TopicPartition]) -> dict[TopicPartition, int]:
-    """The offset after the last readable record of each partition: ListOffsets' latest,
-    raised to the high watermark (last stable offset under read_committed) of a Fetch.
-    Tansu answers ListOffsets latest with the last batch's base offset + 1, which would
-    cut a batch read short; a Fetch's watermark is the broker's own word on the end."""
-    timeout = _timeout(c)
-    tps = [TopicPartition(*tp) for tp in tps]
-    out = dict(c.end_offsets(tps, timeout))
-    committed = c.config.isolation_level == "read_committed"
-    by_node: dict[int, list[TopicPartition]] = {}
-    for tp in tps:
-        leader = c.cluster.leader_for(*tp)
-        if leader is not None:
-            by_node.setdefault(leader, []).append(tp)
-    for node, group in by_node.items():
-        topics: dict[str, list[Any]] = {}
-        for tp in group:
-            topics.setdefault(tp.topic, []).append(_FETCH_PARTITION(
-                partition=tp.partition, fetch_offset=out[tp], partition_max_bytes=1 << 16))
-        fetch_topics = []
-        for t, parts in topics.items():
-            topic_id = getattr(c.cluster.topics.get(t), "topic_id", None)
-            fetch_topics.append(_FETCH_TOPIC(topic=t, partitions=parts, **({"topic_id": topic_id} if topic_id else {})))
-        # Tansu answers a Fetch with max_wait_ms=0 with no partitions at all: wait a little.
-        req = FETCH.Request(replica_id=-1, max_wait_ms=100, min_bytes=1, max_bytes=1 << 16,
-                            isolation_level=1 if committed else 0, session_id=0, session_epoch=-1,
-                            topics=fetch_topics)
-        resp = c.cluster.request(node, FETCH, req, timeout)
-        ids = {getattr(m, "topic_id", None): name for name, m in c.cluster.topics.items()}
-        for t in resp.responses:
-            name = getattr(t, "topic", None) or ids.get(getattr(t, "topic_id", None))
-            for p in t.partitions:
-                tp = TopicPartition(name, p.partition_index)
-                if tp in out and p.error_code == 0:
-                    mark = p.last_stable_offset if committed and getattr(p, "last_stable_offset", -1) >= 0 else p.high_watermark
-                    out[tp] = max(out[tp], mark)
-    return out
+    """(earliest, latest) offsets of ``tps``; latest is the Fetch watermark, which Tansu
+    reports right where its ListOffsets answer is low."""
+    return c.beginning_offsets(tps, _timeout(c)), c.high_watermarks(tps, _timeout(c))
 
 
 # -- the executors: reading ----------------------------------------------------------------
@@ -233,7 +183,7 @@ def _row_mask(cols: Any, keep: int, pd: Pushdown) -> Any:
     mask = np.ones(keep, dtype=bool)
     if pd.offset_in is not None:
         mask &= np.isin(cols.offsets[:keep], np.fromiter(pd.offset_in, dtype=np.int64))
-    us = cols.timestamps[:keep] * 1000
+    us = cols.timestamps[:keep] * 1000 if pd.ts_checks else None
     for op, v in pd.ts_checks:
         if op == "in":
             mask &= np.isin(us, np.asarray(v, dtype=np.int64))
@@ -279,22 +229,23 @@ def read_range(client_options: dict[str, Any], topic: str, partition: int, start
             if now > pos:
                 deadline = time.monotonic() + patience
             elif not fetched:
-                earliest, latest = log_bounds(c, [tp])
+                earliest, latest = bounds = log_bounds(c, [tp])
                 if latest[tp] <= pos or earliest[tp] > pos:
-                    pos = _lost(c, tp, pos, end, fail_on_data_loss,
-                                f"the log now holds offsets [{earliest[tp]}, {latest[tp]})")
+                    pos = _lost(c, tp, pos, end, fail_on_data_loss, "the records are gone", bounds)
                     continue
             pos = now
     except GeneratorExit:
-        raise
+        raise  # Spark stopped reading early: the consumer is fine, the next assign() resets it
     except BaseException:
         _drop(c)
         raise
 
 
-def _lost(c: Consumer, tp: TopicPartition, pos: int, end: int, fail: bool, why: str) -> int:
-    """Data loss at ``pos`` of a range ending at ``end``: raise, or move on to what exists."""
-    earliest, latest = log_bounds(c, [tp])
+def _lost(c: Consumer, tp: TopicPartition, pos: int, end: int, fail: bool, why: str,
+          bounds: tuple[dict, dict] | None = None) -> int:
+    """Data loss at ``pos`` of a range ending at ``end``: raise, or move on to what exists.
+    ``bounds``: the partition's log_bounds when the caller has them."""
+    earliest, latest = bounds or log_bounds(c, [tp])
     lo, hi = earliest[tp], latest[tp]
     message = (f"{tp.topic}[{tp.partition}]: offsets [{pos}, {end}) were to be read but cannot be "
                f"({why}; the log holds [{lo}, {hi})")
@@ -410,9 +361,8 @@ def _by_partition(p: Producer, rb: Any, topic: str, timeout: float) -> Iterator[
     keys = rb.column("key")
     if bool(todo.any()) and keys.null_count < n:
         count = len(p.partitions_for(topic, timeout))
-        offs = np.frombuffer(keys.buffers()[1], dtype=np.int32)[keys.offset: keys.offset + n + 1]
         data = keys.buffers()[2] or b""
-        hashed = (murmur2_many(memoryview(data), offs).astype(np.int64) & 0x7FFFFFFF) % count
+        hashed = (murmur2_many(memoryview(data), _offsets(keys)).astype(np.int64) & 0x7FFFFFFF) % count
         keyed = todo if keys.null_count == 0 else todo & ~keys.is_null().to_numpy(zero_copy_only=False)
         part[keyed] = hashed[keyed]
     first = part[0]
@@ -446,6 +396,10 @@ def _pieces(rb: Any, limit: int) -> Iterator[Any]:
         start = stop
 
 
+def _offsets(col: Any) -> Any:
+    """The int32 value offsets of an Arrow binary column (slices included)."""
+    return np.frombuffer(col.buffers()[1], dtype=np.int32)[col.offset: col.offset + len(col) + 1]
+
+
 def _lengths(col: Any) -> Any:
-    offs = np.frombuffer(col.buffers()[1], dtype=np.int32)[col.offset: col.offset + len(col) + 1]
-    return np.diff(offs)
+    return np.diff(_offsets(col))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Mapping
 
 from kafkawire.client.config import Config
@@ -80,7 +80,7 @@ def _check_names(opts: dict[str, str], known: set[str], where: str) -> None:
             raise KafkawireOptionError(f"unknown option {name!r} {where}; did you mean {_SPELLING[close[0]]!r}?")
 
 
-def _bool(name: str, raw: str) -> bool:
+def parse_bool(name: str, raw: str) -> bool:
     value = raw.strip().lower()
     if value not in ("true", "false"):
         raise KafkawireOptionError(f"option {name!r} must be 'true' or 'false', got {raw!r}")
@@ -138,10 +138,11 @@ def _partition_map(name: str, raw: str, what: str) -> dict[str, dict[int, int]]:
     return out
 
 
-def _client_options(opts: dict[str, str], kind: str, rejected: dict[str, str]) -> dict[str, Any]:
+def _client_options(opts: dict[str, str], kind: str, rejected: dict[str, str]) -> tuple[dict[str, Any], Config]:
     """``kafka.*`` options with the prefix stripped, as kafkawire client options
-    (``kafka.max.partition.fetch.bytes`` -> ``max_partition_fetch_bytes``), checked now so
-    a bad one fails the query on the driver, not in every task."""
+    (``kafka.max.partition.fetch.bytes`` -> ``max_partition_fetch_bytes``), and the client
+    Config they make: checked now so a bad one fails the query on the driver, not in
+    every task."""
     out: dict[str, Any] = {}
     for name, value in opts.items():
         if not name.startswith("kafka."):
@@ -158,10 +159,10 @@ def _client_options(opts: dict[str, str], kind: str, rejected: dict[str, str]) -
         raise KafkawireOptionError(
             "option 'kafka.bootstrap.servers' is required, e.g. .option('kafka.bootstrap.servers', 'host:9092')")
     try:
-        getattr(Config, kind)(**out)
+        config = getattr(Config, kind)(**out)
     except ConfigError as exc:
         raise KafkawireOptionError(f"a kafka.* option is not accepted by kafkawire's {kind}: {exc}") from None
-    return out
+    return out, config
 
 
 @dataclass
@@ -186,13 +187,12 @@ class SourceOptions:
     max_records_per_partition: int | None = None
     include_headers: bool = False
     poll_timeout_ms: int = 120000
-    extra: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def parse(cls, options: Mapping[str, Any], streaming: bool) -> SourceOptions:
         opts = _lower(options)
         _check_names(opts, _SOURCE_KEYS, "to reading format('kafkawire')")
-        self = cls(client=_client_options(opts, "consumer", _REJECTED_SOURCE))
+        self = cls(client=_client_options(opts, "consumer", _REJECTED_SOURCE)[0])
         chosen = [k for k in ("assign", "subscribe", "subscribepattern") if k in opts]
         if len(chosen) != 1:
             raise KafkawireOptionError(
@@ -218,9 +218,9 @@ class SourceOptions:
                 raise KafkawireOptionError(f"option 'subscribePattern' is not a valid regular expression: {exc}") from None
         self._parse_offsets(opts, streaming)
         if "failondataloss" in opts:
-            self.fail_on_data_loss = _bool("failOnDataLoss", opts["failondataloss"])
+            self.fail_on_data_loss = parse_bool("failOnDataLoss", opts["failondataloss"])
         if "includeheaders" in opts:
-            self.include_headers = _bool("includeHeaders", opts["includeheaders"])
+            self.include_headers = parse_bool("includeHeaders", opts["includeheaders"])
         for key, attr, name in (("maxoffsetspertrigger", "max_offsets_per_trigger", "maxOffsetsPerTrigger"),
                                 ("minoffsetspertrigger", "min_offsets_per_trigger", "minOffsetsPerTrigger"),
                                 ("minpartitions", "min_partitions", "minPartitions"),
@@ -297,13 +297,15 @@ class SourceOptions:
 @dataclass
 class SinkOptions:
     client: dict[str, Any]
+    delivery_timeout_s: float  # how long a task waits for its acknowledgements
     topic: str | None = None
 
     @classmethod
     def parse(cls, options: Mapping[str, Any]) -> SinkOptions:
         opts = _lower(options)
         _check_names(opts, _SINK_KEYS, "to writing format('kafkawire'): the sink takes 'topic' and kafka.* options")
-        self = cls(client=_client_options(opts, "producer", _REJECTED_SINK))
+        client, config = _client_options(opts, "producer", _REJECTED_SINK)
+        self = cls(client=client, delivery_timeout_s=config.delivery_timeout_ms / 1000.0)
         if "topic" in opts:
             topic = opts["topic"].strip()
             if not topic:

@@ -34,8 +34,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from kafkawire.client.consumer import TopicPartition
-from kafkawire.spark import _io
+from kafkawire.spark import _io, _options
 from kafkawire.spark._options import KafkawireOptionError, SinkOptions, SourceOptions
 from kafkawire.spark._plan import Pushdown, offsets_from_json, offsets_to_json, rate_limit, split_ranges
 
@@ -57,20 +56,13 @@ KAFKA_SCHEMA_WITH_HEADERS = StructType(KAFKA_SCHEMA.fields + [StructField("heade
 
 
 class KafkaRange(InputPartition):
-    """One Spark task: offsets ``[start, end)`` of one topic-partition."""
+    """One Spark task: ``value`` is ``(topic, partition, start, end)``, offsets [start, end)."""
 
     def __init__(self, topic: str, partition: int, start: int, end: int):
         super().__init__((topic, partition, start, end))
-        self.topic, self.partition, self.start, self.end = topic, partition, start, end
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, KafkaRange) and self.value == other.value
-
-    def __hash__(self) -> int:
-        return hash(self.value)
 
     def __repr__(self) -> str:
-        return f"KafkaRange({self.topic!r}, {self.partition}, {self.start}, {self.end})"
+        return "KafkaRange(%r, %d, %d, %d)" % self.value
 
 
 class KafkawireDataSource(DataSource):
@@ -83,14 +75,9 @@ class KafkawireDataSource(DataSource):
     def name(cls) -> str:
         return "kafkawire"
 
-    def _include_headers(self) -> bool:
-        value = str(self.options.get("includeHeaders", "false")).strip().lower()
-        if value not in ("true", "false"):
-            raise KafkawireOptionError(f"option 'includeHeaders' must be 'true' or 'false', got {value!r}")
-        return value == "true"
-
     def schema(self) -> StructType:
-        return KAFKA_SCHEMA_WITH_HEADERS if self._include_headers() else KAFKA_SCHEMA
+        headers = _options.parse_bool("includeHeaders", str(self.options.get("includeHeaders", "false")))
+        return KAFKA_SCHEMA_WITH_HEADERS if headers else KAFKA_SCHEMA
 
     def reader(self, schema: StructType) -> DataSourceReader:
         return KafkawireReader(SourceOptions.parse(self.options, streaming=False), schema)
@@ -128,23 +115,27 @@ def _ranges(start: dict, end: dict, opts: SourceOptions) -> list[KafkaRange]:
     return [KafkaRange(*r) for r in split_ranges(planned, opts.min_partitions, opts.max_records_per_partition)]
 
 
+def _data_loss(problems: dict[tuple[str, int], tuple[int, int, str]], fail: bool, what: str) -> None:
+    """Raise (failOnDataLoss) or log lost offsets: {(topic, partition): (expected, found, why)}."""
+    if not problems:
+        return
+    detail = "; ".join(f"{t}[{p}] {why}" for (t, p), (_o, _f, why) in sorted(problems.items()))
+    if fail:
+        raise _io.KafkawireDataLossError(f"{what}: {detail}", {tp: (o, f) for tp, (o, f, _w) in problems.items()})
+    log.warning("%s: %s; reading what exists (failOnDataLoss=false)", what, detail)
+
+
 def _check_loss(start: dict, earliest: dict, latest: dict, fail: bool, what: str) -> dict:
     """Start offsets outside the log: an error, or moved to the nearest existing offset."""
-    lost = {tp: (o, earliest[tp]) for tp, o in start.items() if tp in earliest and o < earliest[tp]}
-    gone = {tp: (o, latest[tp]) for tp, o in start.items() if tp in latest and o > latest[tp]}
-    if not lost and not gone:
-        return start
-    detail = "; ".join(
-        [f"{t}[{p}] starts at {o} but the earliest offset is {e}" for (t, p), (o, e) in sorted(lost.items())]
-        + [f"{t}[{p}] starts at {o} but the latest offset is {e} (recreated or truncated?)"
-           for (t, p), (o, e) in sorted(gone.items())])
-    if fail:
-        raise _io.KafkawireDataLossError(f"{what}: {detail}", {**lost, **gone})
-    log.warning("%s: %s; reading what exists (failOnDataLoss=false)", what, detail)
-    out = dict(start)
-    out.update({tp: e for tp, (_o, e) in lost.items()})
-    out.update({tp: e for tp, (_o, e) in gone.items()})
-    return out
+    problems = {}
+    for tp, o in start.items():
+        if o < earliest[tp]:
+            problems[tp] = (o, earliest[tp], f"starts at {o} but the earliest offset is {earliest[tp]}")
+        elif o > latest[tp]:
+            problems[tp] = (o, latest[tp], f"starts at {o} but the latest offset is {latest[tp]} "
+                                           f"(recreated or truncated?)")
+    _data_loss(problems, fail, what)
+    return {**start, **{tp: found for tp, (_o, found, _w) in problems.items()}}
 
 
 def _push_filters(reader: KafkawireReader, filters: list) -> Iterator[Any]:
@@ -186,10 +177,10 @@ class KafkawireReader(_RangeReading, DataSourceReader):
         tps = [tp for tp in _io.list_partitions(c, o) if pd.keeps_topic(tp.topic) and pd.keeps_partition(tp.partition)]
         if not tps:
             return []
-        earliest, latest = _io.log_bounds(c, tps)
-        start = _io.resolve_offsets(c, tps, o.starting, o.starting_by_timestamp, "startingOffsets",
+        bounds = earliest, latest = _io.log_bounds(c, tps)
+        start = _io.resolve_offsets(c, tps, bounds, o.starting, o.starting_by_timestamp, "startingOffsets",
                                     "startingOffsetsByTimestamp", o.timestamp_strategy)
-        end = _io.resolve_offsets(c, tps, o.ending, o.ending_by_timestamp, "endingOffsets",
+        end = _io.resolve_offsets(c, tps, bounds, o.ending, o.ending_by_timestamp, "endingOffsets",
                                   "endingOffsetsByTimestamp")
         start = _check_loss(start, earliest, latest, o.fail_on_data_loss, "batch read")
         if pd.ts_min_ms is not None:
@@ -226,8 +217,8 @@ class KafkawireStreamReader(_RangeReading, DataSourceStreamReader, SupportsTrigg
         o = self.opts
         c = self._consumer()
         tps = _io.list_partitions(c, o)
-        start = _io.resolve_offsets(c, tps, o.starting, o.starting_by_timestamp, "startingOffsets",
-                                    "startingOffsetsByTimestamp", o.timestamp_strategy)
+        start = _io.resolve_offsets(c, tps, _io.log_bounds(c, tps), o.starting, o.starting_by_timestamp,
+                                    "startingOffsets", "startingOffsetsByTimestamp", o.timestamp_strategy)
         return offsets_to_json(start)
 
     def _latest(self, begin: dict) -> tuple[dict, dict]:
@@ -237,16 +228,14 @@ class KafkawireStreamReader(_RangeReading, DataSourceStreamReader, SupportsTrigg
         c = self._consumer()
         tps = _io.list_partitions(c, self.opts)
         earliest, latest = _io.log_bounds(c, tps)
-        vanished = sorted(set(start) - set(latest))
-        if vanished:
-            _check_loss({tp: start[tp] for tp in vanished}, {}, {tp: -1 for tp in vanished},
-                        self.opts.fail_on_data_loss, "partitions no longer exist")
+        _data_loss({tp: (o, -1, f"no longer exists (it was at offset {o})")
+                    for tp, o in start.items() if tp not in latest},
+                   self.opts.fail_on_data_loss, "micro-batch planning")
         for tp in latest:
             if tp not in start:
                 start[tp] = earliest[tp]  # a new partition: read it from its beginning
-        checked = _check_loss({tp: start[tp] for tp in latest}, earliest, latest, self.opts.fail_on_data_loss,
-                              "micro-batch planning")
-        start.update(checked)
+        start.update(_check_loss({tp: start[tp] for tp in latest}, earliest, latest, self.opts.fail_on_data_loss,
+                                 "micro-batch planning"))
         return {tp: max(latest[tp], start[tp]) for tp in latest}, start
 
     def getDefaultReadLimit(self) -> Any:
@@ -261,7 +250,7 @@ class KafkawireStreamReader(_RangeReading, DataSourceStreamReader, SupportsTrigg
         begin = offsets_from_json(start)
         if self._ceiling is not None:
             latest = {tp: max(v, begin.get(tp, v)) for tp, v in self._ceiling.items()}
-            begin_all = {tp: begin[tp] if tp in begin else self._earliest_for_new(tp) for tp in latest}
+            begin_all = self._with_new_partitions(begin, latest)
         else:
             latest, begin_all = self._latest(begin)
         o = self.opts
@@ -279,19 +268,18 @@ class KafkawireStreamReader(_RangeReading, DataSourceStreamReader, SupportsTrigg
             self._last_trigger = time.monotonic()
         return offsets_to_json(end)
 
-    def _earliest_for_new(self, tp: TopicPartition) -> int:
-        return _io.log_bounds(self._consumer(), [tp])[0][tp]
-
-    def reportLatestOffset(self) -> dict | None:
-        return None
+    def _with_new_partitions(self, begin: dict, end: dict) -> dict:
+        """``begin`` for every partition of ``end``: the new ones from their earliest offset."""
+        new = [tp for tp in end if tp not in begin]
+        c = self._consumer()
+        return {**begin, **(c.beginning_offsets(new, _io._timeout(c)) if new else {})}
 
     def prepareForTriggerAvailableNow(self) -> None:
         self._ceiling = self._latest({})[0]
 
     def partitions(self, start: dict, end: dict) -> Sequence[KafkaRange]:
-        begin, stop = offsets_from_json(start), offsets_from_json(end)
-        begin = {tp: begin[tp] if tp in begin else self._earliest_for_new(tp) for tp in stop}
-        return _ranges(begin, stop, self.opts)
+        stop = offsets_from_json(end)
+        return _ranges(self._with_new_partitions(offsets_from_json(start), stop), stop, self.opts)
 
     def commit(self, end: dict) -> None:
         pass  # offsets live in Spark's checkpoint; nothing is committed to Kafka
@@ -302,7 +290,7 @@ class KafkawireStreamReader(_RangeReading, DataSourceStreamReader, SupportsTrigg
 
 # -- the sink -----------------------------------------------------------------------------
 
-def _sink_options(options: Any, schema: StructType, overwrite: bool) -> tuple[SinkOptions, float]:
+def _sink_options(options: Any, schema: StructType, overwrite: bool) -> SinkOptions:
     if overwrite:
         raise KafkawireOptionError("format('kafkawire') only appends to topics; use .mode('append')")
     opts = SinkOptions.parse(options)
@@ -321,10 +309,7 @@ def _sink_options(options: Any, schema: StructType, overwrite: bool) -> tuple[Si
     if "headers" in fields and fields["headers"] != HEADERS_TYPE:
         raise KafkawireOptionError(
             f"the sink's 'headers' column must be {HEADERS_TYPE.simpleString()}, not {fields['headers'].simpleString()}")
-    from kafkawire.client.config import Config
-
-    delivery = Config.producer(**opts.client).delivery_timeout_ms / 1000.0
-    return opts, delivery
+    return opts
 
 
 class KafkawireCommitMessage(WriterCommitMessage):
@@ -335,18 +320,16 @@ class KafkawireCommitMessage(WriterCommitMessage):
 
 
 class _Writing:
-    opts: SinkOptions
-    timeout: float
+    def __init__(self, opts: SinkOptions):
+        self.opts = opts
 
     def write(self, iterator: Iterator[Any]) -> KafkawireCommitMessage:
-        return KafkawireCommitMessage(_io.write_batches(self.opts.client, self.opts.topic, iterator, self.timeout))
+        o = self.opts
+        return KafkawireCommitMessage(_io.write_batches(o.client, o.topic, iterator, o.delivery_timeout_s))
 
 
 class KafkawireWriter(_Writing, DataSourceArrowWriter):
     """Batch writes: at-least-once; a task whose records are not all acknowledged fails."""
-
-    def __init__(self, opts: tuple[SinkOptions, float]):
-        self.opts, self.timeout = opts
 
     def commit(self, messages: list) -> None:
         total = sum(sum(m.counts.values()) for m in messages if m is not None)
@@ -357,9 +340,6 @@ class KafkawireWriter(_Writing, DataSourceArrowWriter):
 
 
 class KafkawireStreamWriter(_Writing, DataSourceStreamArrowWriter):
-    def __init__(self, opts: tuple[SinkOptions, float]):
-        self.opts, self.timeout = opts
-
     def commit(self, messages: list, batchId: int) -> None:
         pass
 
