@@ -11,6 +11,7 @@ import pytest
 from pyspark.errors import PySparkException
 from sparkkafka import TS, confluent_rows, load, new_topic, produce, records, spark_rows
 
+from kafkawire import Consumer
 from kafkawire.spark import KafkawireOptionError
 from kafkawire.spark._options import SourceOptions
 from kafkawire.spark.source import KAFKA_SCHEMA, KafkawireReader
@@ -75,15 +76,27 @@ def test_min_partitions_and_max_records_per_partition_split_tasks(spark, tansu_b
 
 def test_timestamp_options(spark, tansu_broker):
     # Tansu answers every ListOffsets-by-timestamp with offset 0 (no time index), so the
-    # options are checked for reaching the broker and their errors; the precise offsets
-    # are what the broker says.
+    # rows read are checked against the offsets the broker gives for the same times.
     b = tansu_broker.bootstrap
     topic = new_topic(b, 1)
     produce(b, topic, {0: records(0, 40)})
-    assert load(spark, b, subscribe=topic, startingTimestamp=str(TS)).count() == 40
-    assert load(spark, b, subscribe=topic,
-                startingOffsetsByTimestamp=json.dumps({topic: {"0": TS}}),
-                endingOffsetsByTimestamp=json.dumps({topic: {"0": TS + 10_000_000}})).count() >= 0
+    tp = (topic, 0)
+    with Consumer(bootstrap_servers=b) as c:
+        def offset_at(ts):
+            found = c.offsets_for_times({tp: ts})[tp]
+            return 40 if found is None else found.offset  # no record that late: the end
+
+        start, end = offset_at(TS + 50), offset_at(TS + 300)
+    got = load(spark, b, subscribe=topic, startingTimestamp=str(TS + 50)).collect()
+    assert sorted(r.offset for r in got) == list(range(start, 40))
+    got = load(spark, b, subscribe=topic,
+               startingOffsetsByTimestamp=json.dumps({topic: {"0": TS + 50}}),
+               endingOffsetsByTimestamp=json.dumps({topic: {"0": TS + 300}})).collect()
+    assert sorted(r.offset for r in got) == list(range(start, end))
+    # The timestamp options win over the offsets ones (the JVM connector's precedence).
+    got = load(spark, b, subscribe=topic, startingOffsets=json.dumps({topic: {"0": 39}}),
+               startingTimestamp=str(TS + 50)).count()
+    assert got == 40 - start
 
 
 def test_starting_timestamp_after_every_record(spark, mock_cluster):
