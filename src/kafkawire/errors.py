@@ -1173,7 +1173,37 @@ def raise_for_code(code: int, context: str = "") -> None:
     raise cls(f"{prefix}{cls.name} ({code}): {cls.meaning}{hint}")
 
 
+def broker_error(code: int, context: str, detail: str | None = None) -> BrokerError:
+    """The exception :func:`raise_for_code` raises for ``code``, to be stored or raised
+    later; ``detail`` (the broker's error_message) ends its message."""
+    try:
+        raise_for_code(code, context)
+    except BrokerError as exc:
+        if detail:
+            exc.args = (f"{exc.args[0]} ({detail})",)
+        return exc.with_traceback(None)
+    raise ValueError("broker_error() needs a non-zero error code")
+
+
+class CommitFailedError(KafkaWireError):
+    """An offset commit the group refused because this member's generation ended: the
+    group rebalanced (or expelled the member) after the offsets were read.
+
+    The partitions may belong to another member now, which reads them from the last
+    offsets committed; records processed since are read again there.  ``partitions``
+    maps each (topic, partition) to the offset that was not committed; ``code`` is the
+    broker's error code (22 ILLEGAL_GENERATION, 25 UNKNOWN_MEMBER_ID, 27
+    REBALANCE_IN_PROGRESS, 82 FENCED_INSTANCE_ID)."""
+
+    def __init__(self, message: str, code: int | None = None, partitions: dict | None = None):
+        super().__init__(message)
+        self.code = code
+        self.partitions = partitions or {}
+
+
 __all__ += [
+    "broker_error",
+    "CommitFailedError",
     "CorruptMessageError",
     "SPEC_NAMES",
     "FORMER_NAMES",

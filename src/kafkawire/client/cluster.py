@@ -89,6 +89,8 @@ class Cluster:
         self.cluster_id: str | None = None
         self.controller_id = -1
         self.interest: set[str] = set()
+        #: Ask for every topic (a consumer subscribed to a pattern needs them all).
+        self.all_topics = False
         self._conns: dict[Any, BrokerConnection] = {}  # node id, or ("bootstrap", host, port)
         self._backoff: dict[tuple[str, int], _Backoff] = {}
         self._last_refresh = 0.0
@@ -238,7 +240,7 @@ class Cluster:
                 out.append(c)
         return out
 
-    def _any_ready_connection(self) -> BrokerConnection | None:
+    def any_ready_connection(self) -> BrokerConnection | None:
         """A ready connection to any broker, never waiting; None while there is none,
         after starting a connection to one more broker (not yet connecting, not in
         backoff), which finishes inside later polls."""
@@ -297,7 +299,9 @@ class Cluster:
     def _send_metadata(self, conn: BrokerConnection) -> Future:
         version = conn.version_for(METADATA)
         topics: Any
-        if version == 0 and not self.interest:
+        if self.all_topics:
+            topics = [] if version == 0 else None  # v0 says "all" with [], later versions with null
+        elif version == 0 and not self.interest:
             topics = []  # v0 cannot ask for no topics; [] means all
         else:
             topics = [METADATA.Request.MetadataRequestTopic(name=t) for t in sorted(self.interest)]
@@ -360,7 +364,7 @@ class Cluster:
             return
         # Never waits for a connection: the refresh goes out from a later call, once
         # one is ready (its progress ends the poll that the caller waits in).
-        conn = self._any_ready_connection()
+        conn = self.any_ready_connection()
         if conn is not None:
             self._send_metadata(conn)
 

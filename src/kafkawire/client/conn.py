@@ -404,10 +404,13 @@ class BrokerConnection:
         return self.protocol.version_for(api)
 
     def send(
-        self, api: Api, request: Any, version: int | None = None, *, expects_response: bool = True
+        self, api: Api, request: Any, version: int | None = None, *, expects_response: bool = True,
+        timeout: float | None = None,
     ) -> Future:
         """Send ``request``; the future resolves to the decoded response (or to None when
-        ``expects_response`` is False, once the bytes are handed to the kernel)."""
+        ``expects_response`` is False, once the bytes are handed to the kernel).  The
+        answer is due within ``timeout`` seconds (default: request_timeout_ms): a broker
+        that holds a request longer on purpose (JoinGroup) gets a longer one."""
         if self.state != READY or self.protocol is None:
             fut = Future()
             fut.set_exception(
@@ -417,7 +420,7 @@ class BrokerConnection:
             )
             return fut
         proto = self.protocol
-        deadline = time.monotonic() + self.request_timeout
+        deadline = time.monotonic() + (self.request_timeout if timeout is None else timeout)
         return self._send_raw(
             lambda: proto.send(api, request, version, expects_response=expects_response),
             deadline,
@@ -536,8 +539,8 @@ class BrokerConnection:
             return
         if self._deadlines and self._deadlines[0][0] <= now:
             self.close(RequestTimeoutError(
-                f"{self.name} did not answer a request within {self.request_timeout:g}s "
-                f"(request_timeout_ms); the connection was closed",
+                f"{self.name} did not answer a request in time (request_timeout_ms="
+                f"{self.request_timeout * 1000:.0f}); the connection was closed",
                 host=self.host, port=self.port,
             ))
 

@@ -9,6 +9,7 @@ exhausted buffers, bad configuration.
 from __future__ import annotations
 
 from kafkawire import errors as _errors
+from kafkawire.errors import broker_error
 
 __all__ = [
     "KafkaConnectionError",
@@ -107,13 +108,3 @@ class OffsetOutOfRangeError(_errors.OffsetOutOfRangeError):
         self.partitions = partitions or {}
 
 
-def broker_error(code: int, context: str, detail: str | None = None) -> _errors.BrokerError:
-    """The exception :func:`kafkawire.errors.raise_for_code` raises for ``code``, to be
-    stored or raised later; ``detail`` (the broker's error_message) ends its message."""
-    try:
-        _errors.raise_for_code(code, context)
-    except _errors.BrokerError as exc:
-        if detail:
-            exc.args = (f"{exc.args[0]} ({detail})",)
-        return exc.with_traceback(None)
-    raise ValueError("broker_error() needs a non-zero error code")
