@@ -54,6 +54,11 @@ __all__ = [
     "decode_sticky_user_data",
     "encode_cooperative_user_data",
     "decode_cooperative_user_data",
+    "ASSIGNORS",
+    "is_cooperative",
+    "subscription_metadata",
+    "member_topics",
+    "leader_assign",
     "RANGE",
     "ROUNDROBIN",
     "STICKY",
@@ -415,3 +420,97 @@ def decode_cooperative_user_data(data: Any) -> int:
     """The generation in a "cooperative-sticky" member's user_data; -1 when absent."""
     view = memoryview(data or b"")
     return _GENERATION.unpack_from(view)[0] if view.nbytes >= 4 else -1
+
+
+# ---------------------------------------------------------------------------------------
+# A consumer's part in a rebalance: what it offers in JoinGroup, what the leader assigns
+# ---------------------------------------------------------------------------------------
+
+#: The assignors kafkawire can run as leader, by JoinGroup protocol name.
+ASSIGNORS = (RANGE, ROUNDROBIN, STICKY, COOPERATIVE_STICKY)
+
+
+def is_cooperative(protocol: str) -> bool:
+    """True for assignors that rebalance incrementally (KIP-429): a member keeps its
+    partitions through a rebalance and gives up only those that move."""
+    return protocol == COOPERATIVE_STICKY
+
+
+def subscription_metadata(
+    protocol: str, topics: Iterable[str], owned: Mapping[str, Iterable[int]], generation: int,
+    rack: str | None = None,
+) -> bytes:
+    """The JoinGroup metadata a member offers for ``protocol``: its ``topics``, the
+    partitions it ``owned`` in ``generation``, and, for the sticky assignors, their user_data."""
+    if protocol not in ASSIGNORS:
+        raise ValueError(f"unknown assignor {protocol!r}; kafkawire has {', '.join(ASSIGNORS)}")
+    cls = ConsumerProtocolSubscription
+    owned_list = [cls.TopicPartition(topic=t, partitions=sorted(ps))  # type: ignore[attr-defined]
+                  for t, ps in sorted(owned.items()) if ps]
+    user_data = None
+    if protocol == STICKY:
+        user_data = encode_sticky_user_data(owned, generation)
+    elif protocol == COOPERATIVE_STICKY:
+        user_data = encode_cooperative_user_data(generation)
+    sub = cls(topics=sorted(set(topics)), user_data=user_data, owned_partitions=owned_list,
+              generation_id=generation, rack_id=rack)
+    return encode_subscription(sub)
+
+
+def member_topics(members: Iterable[tuple[str, Any, Any]]) -> set[str]:
+    """Every topic some member subscribes to (the leader needs all their metadata)."""
+    out: set[str] = set()
+    for _member, _instance, metadata in members:
+        out.update(decode_subscription(metadata).topics or ())
+    return out
+
+
+def leader_assign(
+    protocol: str,
+    members: Iterable[tuple[str, Any, Any]],
+    partitions_per_topic: Mapping[str, int | Iterable[int]],
+) -> dict[str, bytes]:
+    """The leader's SyncGroup assignments: member id -> ConsumerProtocolAssignment bytes.
+
+    ``members`` are JoinGroup's (member id, group instance id, metadata).  With
+    cooperative-sticky, a partition that moves from one member to another is left out
+    this time (KIP-429): its owner revokes it, rejoins, and the next rebalance gives it
+    to its new member, so no partition is ever consumed by two members at once."""
+    subs: dict[str, list[str]] = {}
+    owned: dict[str, list[tuple[str, int]]] = {}
+    generations: dict[str, int] = {}
+    for member_id, _instance, metadata in members:
+        sub = decode_subscription(metadata)
+        subs[member_id] = list(sub.topics or ())
+        held = [(tp.topic, p) for tp in (getattr(sub, "owned_partitions", None) or ()) for p in tp.partitions]
+        gen = getattr(sub, "generation_id", -1)
+        if protocol == STICKY:
+            prev, gen = decode_sticky_user_data(sub.user_data)
+            held = [(t, p) for t, ps in prev.items() for p in ps] or held
+        elif protocol == COOPERATIVE_STICKY and gen < 0:
+            gen = decode_cooperative_user_data(sub.user_data)
+        owned[member_id] = held
+        generations[member_id] = gen
+    if protocol == RANGE:
+        plan = range_assign(subs, partitions_per_topic)
+    elif protocol == ROUNDROBIN:
+        plan = round_robin_assign(subs, partitions_per_topic)
+    elif protocol in (STICKY, COOPERATIVE_STICKY):
+        plan = sticky_assign(subs, partitions_per_topic, owned, generations)
+    else:
+        raise ValueError(f"the group chose assignor {protocol!r}, which kafkawire cannot run as leader")
+    if protocol == COOPERATIVE_STICKY:
+        claimed: dict[tuple[str, int], set[str]] = {}
+        for m, tps in owned.items():
+            for tp in tps:
+                claimed.setdefault(tp, set()).add(m)
+        for member, topics in plan.items():
+            for topic in list(topics):
+                # Withheld only when someone else holds it and this member does not.
+                kept = [p for p in topics[topic]
+                        if member in claimed.get((topic, p), {member}) or not claimed.get((topic, p))]
+                if kept:
+                    topics[topic] = kept
+                else:
+                    del topics[topic]
+    return {m: encode_assignment(assignment_from_map(plan.get(m, {}))) for m in subs}
