@@ -111,6 +111,20 @@ def _overrides(name: str, value: Any) -> dict[Any, int]:
     return dict(value)
 
 
+def _assignors(name: str, value: Any) -> tuple[str, ...]:
+    from kafkawire.protocol.consumer import ASSIGNORS
+
+    items: list[Any] | None = list(value) if isinstance(value, (list, tuple)) else None
+    if isinstance(value, str):  # the Java form, "range,cooperative-sticky"
+        items = [x.strip() for x in value.split(",") if x.strip()]
+    if not items or not all(isinstance(x, str) for x in items):
+        raise ConfigError(f"{name} must be assignor names (a list or 'a,b'), got {value!r}")
+    for x in items:
+        if x not in ASSIGNORS:
+            raise ConfigError(f"{name}: unknown assignor {x!r}; kafkawire has {', '.join(ASSIGNORS)}")
+    return tuple(items)
+
+
 def parse_bootstrap(value: Any) -> list[tuple[str, int]]:
     """``"host:port,host:port"`` (or a list of such strings) -> [(host, port), ...]."""
     if isinstance(value, str):
@@ -195,7 +209,13 @@ _CONSUMER = {
     "key_deserializer": (None, _callable_or_none),
     "value_deserializer": (None, _callable_or_none),
     "group_id": (None, lambda n, v: v if v is None else _str(n, v)),
-    "enable_auto_commit": (False, _bool),
+    "group_instance_id": (None, lambda n, v: v if v is None else _str(n, v)),  # KIP-345
+    "session_timeout_ms": (45000, _int(1, INT32_MAX)),
+    "heartbeat_interval_ms": (3000, _int(1, INT32_MAX)),
+    "max_poll_interval_ms": (300000, _int(1, INT32_MAX)),
+    "partition_assignment_strategy": (("range", "cooperative-sticky"), _assignors),
+    "enable_auto_commit": (True, _bool),
+    "auto_commit_interval_ms": (5000, _int(0, INT32_MAX)),
 }
 
 
@@ -242,11 +262,14 @@ class Config:
                     "enable_idempotence and transactional_id are not supported yet by "
                     "kafkawire's producer; leave them unset"
                 )
-        if self._kind == "consumer" and self.group_id is not None:
-            raise ConfigError(
-                "group_id: consumer groups are not supported yet; use assign() with manual "
-                "offsets and leave group_id unset"
-            )
+        if self._kind == "consumer":
+            if self.heartbeat_interval_ms >= self.session_timeout_ms:
+                raise ConfigError(
+                    f"heartbeat_interval_ms ({self.heartbeat_interval_ms}) must be below "
+                    f"session_timeout_ms ({self.session_timeout_ms}); a third of it is usual"
+                )
+            if self.group_instance_id is not None and self.group_id is None:
+                raise ConfigError("group_instance_id needs a group_id (static membership is a group's)")
 
     @classmethod
     def producer(cls, **options: Any) -> Config:

@@ -1,4 +1,5 @@
-"""The consumer, with manual assignment: ``assign``, ``seek``, ``poll``.
+"""The consumer: manual assignment (``assign``, ``seek``, ``poll``) or a consumer group
+(``group_id`` and ``subscribe``; see :mod:`kafkawire.client.group`).
 
 ``poll(timeout, max_records)`` returns :class:`ConsumerRecord` objects (with topic and
 partition); ``poll_batch(timeout)`` returns the codec's columnar shape per partition.
@@ -33,9 +34,11 @@ from kafkawire.client.errors import (
     broker_error,
 )
 from kafkawire.client.future import Future
+from kafkawire.client.group import ConsumerGroup, ConsumerRebalanceListener
 from kafkawire.protocol import apis
 
-__all__ = ["Consumer", "ConsumerRecord", "TopicPartition", "FetchedBatch", "OffsetAndTimestamp"]
+__all__ = ["Consumer", "ConsumerRecord", "TopicPartition", "FetchedBatch", "OffsetAndTimestamp",
+           "ConsumerRebalanceListener"]
 
 FETCH = apis.get("Fetch")
 LIST_OFFSETS = apis.get("ListOffsets")
@@ -239,8 +242,16 @@ def _tp(x: Any) -> TopicPartition:
 
 
 class Consumer:
-    """A Kafka consumer with manual partition assignment.  Options are the Java
-    client's in snake_case (``bootstrap_servers``, ``fetch_max_wait_ms``, ...)."""
+    """A Kafka consumer.  Options are the Java client's in snake_case
+    (``bootstrap_servers``, ``group_id``, ``fetch_max_wait_ms``, ...).
+
+    Without ``group_id``, ``assign()`` the partitions and ``seek()`` positions yourself.
+    With it, ``subscribe()`` to topics and the group shares their partitions among its
+    members; offsets are committed to the group (automatically every
+    ``auto_commit_interval_ms`` unless ``enable_auto_commit=False``: only offsets of
+    records an earlier poll() returned, so every record is processed at least once).
+    A member that assign()s its partitions can still commit to its group.
+    """
 
     def __init__(self, **config: Any):
         self.config = c = Config.consumer(**config)
@@ -256,12 +267,15 @@ class Consumer:
         self._closed = False
         self._kdes = c.key_deserializer
         self._vdes = c.value_deserializer
+        self._group = ConsumerGroup(self) if c.group_id is not None else None
 
     # -- assignment and positions ---------------------------------------------------------
 
     def assign(self, partitions: Iterable[Any]) -> None:
         """Consume exactly these (topic, partition) pairs (replacing any earlier set)."""
         self._check_open()
+        if self._group is not None and self._group.subscribed:
+            raise ValueError("assign() while subscribed: call unsubscribe() first")
         tps = [_tp(x) for x in partitions]
         self._assigned = {tp: self._assigned.get(tp) or _PartitionState() for tp in tps}
         self.cluster.interest.update(tp.topic for tp in tps)
@@ -576,10 +590,15 @@ class Consumer:
         self._fetch_backoff[node] = time.monotonic() + self.config.retry_backoff_ms / 1000
 
     def _handle_resets(self, deadline: float) -> None:
-        todo = [tp for tp, st in self._assigned.items() if st.position is None or st.reset_to is not None]
+        waiting = self._group.pending_positions if self._group is not None else ()
+        todo = [tp for tp, st in self._assigned.items()
+                if (st.position is None and tp not in waiting) or st.reset_to is not None]
         if todo:
             out_of_range = any(self._assigned[tp].reset_to is not None for tp in todo)
-            self._reset_positions(todo, max(0.001, deadline - time.monotonic()), out_of_range)
+            try:
+                self._reset_positions(todo, max(0.001, deadline - time.monotonic()), out_of_range)
+            except KafkaTimeoutError:
+                return  # no answer within this poll's timeout: the next poll asks again
             for tp in todo:
                 self._assigned[tp].reset_to = None
 
@@ -710,13 +729,16 @@ class Consumer:
 
     def _poll(self, timeout: float, max_records: int, columnar: bool) -> list[Any]:
         self._check_open()
-        if not self._assigned:
-            raise ValueError("poll() with no partitions assigned; call assign() first")
+        group = self._group
+        if not self._assigned and (group is None or not group.subscribed):
+            raise ValueError("poll() with no partitions assigned; call assign() or subscribe() first")
         deadline = time.monotonic() + timeout
         while True:
             if self._pending_error is not None:
                 err, self._pending_error = self._pending_error, None
                 raise err
+            if group is not None:
+                group.step(deadline)
             self._handle_resets(deadline)
             # Fetches go out before decoding and again before returning, so the broker
             # works while kafkawire decodes and the caller processes.
@@ -757,10 +779,67 @@ class Consumer:
         if self._closed:
             raise ClientClosedError("the consumer is closed")
 
-    def close(self) -> None:
+    # -- groups and offsets -----------------------------------------------------------------
+
+    def _need_group(self, what: str) -> ConsumerGroup:
+        self._check_open()
+        if self._group is None:
+            raise ValueError(f"{what} needs a consumer group: create the Consumer with group_id=...")
+        return self._group
+
+    def subscribe(self, topics: Iterable[str] | str | None = None, *, pattern: Any = None,
+                  listener: ConsumerRebalanceListener | None = None) -> None:
+        """Join the group and consume its share of ``topics`` (or of every topic whose
+        name matches ``pattern``, a regex; checked again on each metadata refresh).
+        ``listener`` gets on_partitions_revoked / _assigned / _lost calls inside poll()."""
+        self._need_group("subscribe()").subscribe(topics, pattern, listener)
+
+    def subscription(self) -> set[str]:
+        """The topics subscribed to (a pattern's current matches); empty when not subscribed."""
+        g = self._group
+        return set(g.topics) if g is not None and g.topics is not None else set()
+
+    def unsubscribe(self, timeout: float | None = None) -> None:
+        """Give up the subscription's partitions (committing with auto-commit) and leave the group."""
+        self._need_group("unsubscribe()").unsubscribe(time.monotonic() + self._timeout(timeout))
+
+    def commit(self, offsets: dict[Any, int] | None = None, timeout: float | None = None) -> None:
+        """Commit ``offsets`` ({(topic, partition): next offset to read}; default: the
+        position of every assigned partition, i.e. after the records poll() returned)
+        and wait for the group's answer.  Raises :class:`~kafkawire.errors.CommitFailedError`
+        when the group rebalanced in the meantime, KafkaTimeoutError after ``timeout``."""
+        g = self._need_group("commit()")
+        g.commit(None if offsets is None else {_tp(k): v for k, v in offsets.items()},
+                 time.monotonic() + self._timeout(timeout))
+
+    def commit_async(self, offsets: dict[Any, int] | None = None, callback: Any = None) -> None:
+        """Like commit(), without waiting; ``callback(offsets, exception_or_None)`` runs
+        inside a later poll(), commit() or close()."""
+        g = self._need_group("commit_async()")
+        g.commit_async(None if offsets is None else {_tp(k): v for k, v in offsets.items()}, callback)
+
+    def committed(self, partitions: Iterable[Any], timeout: float | None = None) -> dict[TopicPartition, int | None]:
+        """The group's committed offset of each partition (None where there is none)."""
+        g = self._need_group("committed()")
+        return g.committed([_tp(x) for x in partitions], time.monotonic() + self._timeout(timeout))
+
+    def group_state(self) -> dict[str, Any]:
+        """The member's health: ``state`` (unjoined, joining, awaiting-assignment,
+        syncing, stable), ``member_id``, ``generation``, ``assignment``, ``protocol``,
+        ``is_leader``, ``coordinator``, ``rejoin_needed`` and why, the last rebalance's
+        reason, the last heartbeat's age (s) and result, the last error."""
+        return self._need_group("group_state()").state()
+
+    def close(self, timeout: float | None = None) -> None:
+        """Leave the group (committing first with auto-commit) and close the
+        connections, within ``timeout`` seconds (default request_timeout_ms)."""
         if not self._closed:
-            self._closed = True
-            self.cluster.close()
+            try:
+                if self._group is not None:
+                    self._group.close(time.monotonic() + self._timeout(timeout))
+            finally:
+                self._closed = True
+                self.cluster.close()
 
     def __enter__(self) -> Consumer:
         return self

@@ -1,0 +1,650 @@
+"""The consumer's group thread: drives a :class:`~kafkawire.protocol.group.GroupMembership`
+over connections of its own, so heartbeats go out while the caller is busy between polls.
+
+The thread owns the state machine and its connections (a :class:`Cluster` of its own, as
+the Java client keeps a separate connection to the coordinator): nothing else touches
+them.  The caller's thread talks to it through :meth:`GroupThread.call` (a function run
+on the thread, its result as a :class:`Future`), and reads what the machine reported
+with :meth:`GroupThread.take_events`.  Everything that involves the consumer's own state
+(revoking, assigning, the leader's assignor) happens on the caller's thread, in poll().
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import re
+import threading
+import time
+from collections import deque
+from typing import Any, Callable
+
+from kafkawire.client.cluster import Cluster
+from kafkawire.client.config import Config
+from kafkawire.client.errors import KafkaConnectionError, KafkaTimeoutError
+from kafkawire.client.future import Future
+from kafkawire.errors import BrokerError, CommitFailedError
+from kafkawire.protocol.consumer import (
+    STICKY,
+    assignment_to_map,
+    decode_assignment,
+    is_cooperative,
+    leader_assign,
+    member_topics,
+    subscription_metadata,
+)
+from kafkawire.protocol.group import (
+    AssignmentNeeded,
+    Assigned,
+    Failed,
+    GroupMembership,
+    Joined,
+    Lost,
+    Outgoing,
+    RejoinNeeded,
+)
+
+__all__ = ["GroupThread", "ConsumerGroup", "ConsumerRebalanceListener"]
+
+log = logging.getLogger("kafkawire.group")
+
+
+class _Waiting:
+    # A request held until its connection is ready.
+    __slots__ = ("out", "since")
+
+    def __init__(self, out: Outgoing, since: float):
+        self.out = out
+        self.since = since
+
+
+class GroupThread:
+    def __init__(self, config: Config, brokers: dict[int, tuple[str, int]], wake_caller: Callable[[], None]):
+        self.machine = GroupMembership(
+            config.group_id,
+            session_timeout_ms=config.session_timeout_ms,
+            rebalance_timeout_ms=config.max_poll_interval_ms,
+            heartbeat_interval_ms=config.heartbeat_interval_ms,
+            retry_backoff_ms=config.retry_backoff_ms,
+            group_instance_id=config.group_instance_id,
+            request_timeout_ms=config.request_timeout_ms,
+        )
+        self.cluster = Cluster(config)
+        self.cluster.brokers.update(brokers)
+        self._wake_caller = wake_caller
+        self._commands: queue.SimpleQueue[tuple[Callable[[GroupMembership, float], Any], Future]] = queue.SimpleQueue()
+        self._events: list[Any] = []
+        self._events_lock = threading.Lock()
+        self._snapshot: dict[str, Any] = self.machine.snapshot(time.monotonic())
+        self._waiting: list[_Waiting] = []
+        self._stop = False
+        #: Set by the caller's poll(): the machine's poll-interval clock reads it.
+        self.last_poll = time.monotonic()
+        self._thread = threading.Thread(target=self._run, name=f"kafkawire-group-{config.group_id}", daemon=True)
+        self._thread.start()
+
+    # -- the caller's side ----------------------------------------------------------------
+
+    def call(self, fn: Callable[[GroupMembership, float], Any]) -> Future:
+        """Run ``fn(machine, now)`` on the group thread; its result (or exception) comes
+        back in the Future."""
+        fut = Future()
+        if self._stop:
+            fut.set_exception(KafkaConnectionError("the consumer's group thread has stopped"))
+            return fut
+        self._commands.put((fn, fut))
+        self.cluster.poller.wakeup()
+        return fut
+
+    def take_events(self) -> list[Any]:
+        with self._events_lock:
+            ev, self._events = self._events, []
+        return ev
+
+    def snapshot(self) -> dict[str, Any]:
+        """The machine's state as of the thread's last step."""
+        return dict(self._snapshot)
+
+    def send(self, out: Outgoing | None) -> Future | None:
+        """(On the group thread.) Send ``out``, a request the machine handed back
+        directly (LeaveGroup); its answer comes in the returned Future."""
+        if out is None:
+            return None
+        out.token = Future()
+        self._waiting.append(_Waiting(out, time.monotonic()))
+        return out.token
+
+    def stop(self, timeout: float) -> None:
+        self._stop = True
+        self.cluster.poller.wakeup()
+        self._thread.join(timeout)
+        if not self._thread.is_alive():
+            self.cluster.close()
+
+    # -- the thread -----------------------------------------------------------------------
+
+    def _run(self) -> None:
+        m = self.machine
+        try:
+            while not self._stop:
+                now = time.monotonic()
+                m.poll_called(self.last_poll)
+                while True:
+                    try:
+                        fn, fut = self._commands.get_nowait()
+                    except queue.Empty:
+                        break
+                    try:
+                        fut.set_result(fn(m, now))
+                    except BaseException as exc:  # noqa: BLE001 - handed to the caller
+                        fut.set_exception(exc)
+                for out in m.poll(now):
+                    self._waiting.append(_Waiting(out, now))
+                self._send_waiting(now)
+                self._publish(now)
+                wait = m.next_wakeup(now)
+                if self._waiting:
+                    wait = min(wait, 0.05)  # a connection being set up: check again soon
+                self.cluster.poll(wait)
+                self._publish(time.monotonic())
+        except BaseException as exc:  # noqa: BLE001 - a bug here must not go unseen
+            log.exception("group thread of %r stopped", m.group_id)
+            with self._events_lock:
+                self._events.append(Failed(exc))
+            self._wake_caller()
+        finally:
+            self._stop = True
+            self._fail_waiting(KafkaConnectionError("the consumer's group thread has stopped"))
+
+    def _publish(self, now: float) -> None:
+        ev = self.machine.events()
+        self._snapshot = self.machine.snapshot(now)
+        if ev:
+            for e in ev:
+                log.info("group %r: %s %s", self.machine.group_id, type(e).__name__,
+                         getattr(e, "reason", "") or getattr(e, "error", "") or "")
+            with self._events_lock:
+                self._events.extend(ev)
+            self._wake_caller()
+
+    def _connection(self, out: Outgoing) -> Any:
+        if not out.to_coordinator:
+            return self.cluster.any_ready_connection()
+        coord = self.machine.coordinator
+        if coord is None:
+            return None
+        node, host, port = coord
+        if self.cluster.brokers.get(node) != (host, port):
+            self.cluster.brokers[node] = (host, port)
+        return self.cluster.ready_connection(node)
+
+    def _send_waiting(self, now: float) -> None:
+        keep = []
+        for w in self._waiting:
+            out = w.out
+            if out.to_coordinator and self.machine.coordinator is None:
+                if out.kind in ("commit", "fetch_offsets"):
+                    # The coordinator moved while it waited: queue it again for the next one.
+                    self._requeue(out)
+                else:
+                    self.machine.on_failure(out, KafkaConnectionError("the coordinator is unknown"), now)
+                continue
+            conn = self._connection(out)
+            if conn is None:
+                coord = self.machine.coordinator
+                failed = coord is not None and out.to_coordinator and self.cluster.backoff_remaining(coord[1], coord[2]) > 0
+                if failed or now - w.since > out.timeout:
+                    self._finish(out, None, KafkaConnectionError(
+                        f"could not connect to the {'coordinator' if out.to_coordinator else 'cluster'} "
+                        f"for {out.api.name}"), now)
+                else:
+                    keep.append(w)
+                continue
+            fut = conn.send(out.api, out.request, timeout=out.timeout)
+            fut.add_done_callback(lambda f, out=out: self._on_done(out, f))
+        self._waiting = keep
+
+    def _requeue(self, out: Outgoing) -> None:
+        if out.kind == "commit":
+            self.machine.commit(out.payload, out.token)
+        else:
+            self.machine.fetch_offsets(out.payload, out.token)
+
+    def _on_done(self, out: Outgoing, f: Future) -> None:
+        exc = f.exception(0)
+        self._finish(out, None if exc else f.result(0), exc, time.monotonic())
+
+    def _finish(self, out: Outgoing, resp: Any, exc: BaseException | None, now: float) -> None:
+        token = out.token
+        try:
+            if exc is not None:
+                result: Any = self.machine.on_failure(out, exc, now)
+                if isinstance(token, Future):
+                    token.set_exception(exc)
+                return
+            result = self.machine.on_response(out, resp, now)
+        except BaseException as err:  # noqa: BLE001 - the group's error, for the caller
+            if isinstance(token, Future):
+                token.set_exception(err)
+            return
+        if isinstance(token, Future):
+            token.set_result(result)
+
+    def _fail_waiting(self, exc: BaseException) -> None:
+        for w in self._waiting:
+            if isinstance(w.out.token, Future):
+                w.out.token.set_exception(exc)
+        self._waiting = []
+        while True:
+            try:
+                _fn, fut = self._commands.get_nowait()
+            except queue.Empty:
+                break
+            fut.set_exception(exc)
+
+
+def wait_result(fut: Future, deadline: float, what: str) -> Any:
+    """``fut``'s result by ``deadline`` (monotonic), or KafkaTimeoutError naming ``what``."""
+    if not fut.wait(max(0.0, deadline - time.monotonic())):
+        raise KafkaTimeoutError(f"{what}: no answer in time")
+    return fut.result(0)
+
+
+class ConsumerRebalanceListener:
+    """Callbacks around a rebalance, run on the consumer's thread inside poll() (and
+    close()).  Override what you need; partitions are lists of TopicPartition."""
+
+    def on_partitions_revoked(self, partitions: list[Any]) -> None:
+        """Before the consumer gives these up in a rebalance: after this, their offsets
+        are committed (with auto-commit), and another member may read them."""
+
+    def on_partitions_assigned(self, partitions: list[Any]) -> None:
+        """After a rebalance gave the consumer these (only the new ones when cooperative)."""
+
+    def on_partitions_lost(self, partitions: list[Any]) -> None:
+        """The consumer lost these without a rebalance (expelled, fenced, poll timeout):
+        another member may own them already, so nothing was committed.  By default the
+        same as on_partitions_revoked."""
+        self.on_partitions_revoked(partitions)
+
+
+class ConsumerGroup:
+    """The consumer's side of group membership (on the caller's thread): subscription,
+    rebalances as the group thread reports them, commits and committed offsets."""
+
+    def __init__(self, consumer: Any):
+        from kafkawire.client import consumer as _consumer  # consumer.py imports this module
+
+        self._c = _consumer
+        self.consumer = consumer
+        self.config = c = consumer.config
+        self.thread = GroupThread(c, dict(consumer.cluster.brokers), consumer.cluster.poller.wakeup)
+        self.topics: set[str] | None = None
+        self.pattern: Any = None
+        self.listener: Any = None
+        self.join_wanted = False
+        self.join_reason = ""
+        self.generation = -1
+        self.protocol: str | None = None
+        self.cooperative = all(is_cooperative(p) for p in c.partition_assignment_strategy)
+        self.owned_before: dict[str, list[int]] = {}
+        self.leader_counts: dict[str, int] | None = None  # what this leader's assignment used
+        self.pending_positions: set[Any] = set()  # assigned, committed offset not known yet
+        self._committed_fut: Future | None = None
+        self.last_committed: dict[Any, int] = {}
+        self.done_commits: deque[tuple[Any, dict, Future]] = deque()
+        self.next_auto_commit = time.monotonic() + c.auto_commit_interval_ms / 1000
+
+    @property
+    def subscribed(self) -> bool:
+        return self.topics is not None
+
+    # -- subscription ------------------------------------------------------------------
+
+    def subscribe(self, topics: Any, pattern: Any, listener: Any) -> None:
+        if self.consumer._assigned and not self.subscribed:
+            raise ValueError("subscribe() after assign(): a consumer uses one or the other; "
+                             "call assign([]) first")
+        if (topics is None) == (pattern is None):
+            raise ValueError("subscribe() takes topics or a pattern (exactly one)")
+        if pattern is not None:
+            self.pattern = re.compile(pattern) if isinstance(pattern, str) else pattern
+            self.consumer.cluster.all_topics = True
+            self.topics = self._matching()
+        else:
+            if isinstance(topics, str):
+                topics = [topics]
+            self.pattern = None
+            self.consumer.cluster.all_topics = False
+            self.topics = set(topics)
+            if not self.topics:
+                raise ValueError("subscribe() with no topics; call unsubscribe() to stop consuming")
+        self.listener = listener
+        self.consumer.cluster.interest.update(self.topics)
+        self.consumer.cluster.request_refresh()
+        self._want_join(f"subscribed to {sorted(self.topics) if self.pattern is None else self.pattern.pattern}")
+
+    def _matching(self) -> set[str]:
+        return {t for t in self.consumer.cluster.topics if self.pattern.fullmatch(t) and not t.startswith("__")}
+
+    def unsubscribe(self, deadline: float) -> None:
+        self._revoke(set(self.consumer._assigned))
+        self.topics = None
+        self.pattern = None
+        self.consumer.cluster.all_topics = False
+        self.join_wanted = False
+        self._leave(deadline)
+
+    def _want_join(self, reason: str) -> None:
+        if not self.join_wanted:
+            log.info("group %r: rejoining: %s", self.config.group_id, reason)
+        self.join_wanted = True
+        self.join_reason = reason
+
+    # -- the poll loop's step ------------------------------------------------------------
+
+    def step(self, deadline: float) -> None:
+        """Everything poll() does for the group before fetching."""
+        now = time.monotonic()
+        self.thread.last_poll = now
+        self.run_callbacks()
+        if self.config.enable_auto_commit and now >= self.next_auto_commit:
+            self.next_auto_commit = now + self.config.auto_commit_interval_ms / 1000
+            self._auto_commit()
+        if self.subscribed:
+            self._check_metadata()
+        for ev in self.thread.take_events():
+            self._on_event(ev, deadline)
+        if self.join_wanted and self.subscribed:
+            self._join(deadline)
+        self._apply_committed()
+
+    def _check_metadata(self) -> None:
+        cluster = self.consumer.cluster
+        if self.pattern is not None:
+            matched = self._matching()
+            if matched != self.topics:
+                self.topics = matched
+                cluster.interest.update(matched)
+                self._want_join(f"pattern {self.pattern.pattern!r} now matches {sorted(matched)}")
+        if self.leader_counts is not None:
+            for t, n in self.leader_counts.items():
+                meta = cluster.topics.get(t)
+                if meta is not None and meta.error_code == 0 and meta.partitions and len(meta.partitions) != n:
+                    self.leader_counts = None
+                    self._want_join(f"topic {t!r} now has {len(meta.partitions)} partitions, not {n}")
+                    break
+
+    def _on_event(self, ev: Any, deadline: float) -> None:
+        if isinstance(ev, Failed):
+            self.join_wanted = False
+            raise ev.error
+        if isinstance(ev, Lost):
+            lost = sorted(self.consumer._assigned)
+            log.warning("group %r: partitions lost: %s (%s)", self.config.group_id, lost, ev.reason)
+            self._drop(lost)
+            if self.listener is not None and lost:
+                self.listener.on_partitions_lost(lost)
+            self.generation = -1
+            self._want_join(ev.reason)
+        elif isinstance(ev, RejoinNeeded):
+            self._want_join(ev.reason)
+        elif isinstance(ev, Joined):
+            self.leader_counts = None
+            log.info("group %r: joined generation %d as %r (leader %r, assignor %s)", self.config.group_id,
+                     ev.generation, ev.member_id, ev.leader, ev.protocol)
+        elif isinstance(ev, AssignmentNeeded):
+            self._lead(ev, deadline)
+        elif isinstance(ev, Assigned):
+            self._assigned(ev, deadline)
+
+    def _join(self, deadline: float) -> None:
+        owned = set(self.consumer._assigned)
+        if not self.cooperative and owned:
+            self._revoke(owned)  # eager: give everything up before joining
+            owned = set()
+        current = _as_map(owned)
+        protocols = []
+        for name in self.config.partition_assignment_strategy:
+            # Eager members rejoin owning nothing; the sticky assignor still learns what
+            # they held from its user_data.
+            held = self.owned_before if name == STICKY and not self.cooperative else current
+            protocols.append((name, subscription_metadata(name, self.topics or (), held, self.generation)))
+        reason = self.join_reason
+        self.join_wanted = False
+        self.thread.call(lambda m, now: m.start_join(protocols, now, reason))
+
+    def _lead(self, ev: AssignmentNeeded, deadline: float) -> None:
+        cluster = self.consumer.cluster
+        topics = member_topics(ev.members)
+        cluster.interest.update(topics)
+        if any(t not in cluster.topics for t in topics):
+            try:
+                cluster.refresh(max(0.001, deadline - time.monotonic()))
+            except KafkaTimeoutError:
+                pass  # assign what is known; a topic that appears later triggers a rebalance
+        counts: dict[str, list[int]] = {}
+        for t in topics:
+            meta = cluster.topics.get(t)
+            if meta is not None and meta.error_code == 0 and meta.partitions:
+                counts[t] = sorted(meta.partitions)
+        assignments = leader_assign(ev.protocol, ev.members, counts)
+        self.leader_counts = {t: len(ps) for t, ps in counts.items()}
+        log.info("group %r: leader of generation %d assigned %d partitions of %s to %d members with %s",
+                 self.config.group_id, ev.generation, sum(len(p) for p in counts.values()), sorted(counts),
+                 len(assignments), ev.protocol)
+        gen = ev.generation
+        self.thread.call(lambda m, now: m.set_assignments(gen, assignments))
+
+    def _assigned(self, ev: Assigned, deadline: float) -> None:
+        TP = self._c.TopicPartition
+        new = {TP(t, p) for t, ps in assignment_to_map(decode_assignment(ev.assignment)).items() for p in ps}
+        self.generation = ev.generation
+        self.protocol = ev.protocol
+        owned = set(self.consumer._assigned)
+        revoked = owned - new
+        if revoked:
+            # Cooperative (KIP-429): give up only what moves, then rejoin so the leader
+            # can hand it to its new member.
+            self._revoke(revoked)
+            self._want_join(f"gave up {len(revoked)} partitions for a cooperative rebalance")
+        added = new - owned
+        for tp in added:
+            self.consumer._assigned[tp] = self._c._PartitionState()
+        self.consumer.cluster.interest.update(tp.topic for tp in added)
+        log.info("group %r: generation %d: assigned %s%s", self.config.group_id, ev.generation,
+                 sorted(added), f", revoked {sorted(revoked)}" if revoked else "")
+        if added:
+            self.pending_positions |= added
+            self._fetch_committed()
+        if self.listener is not None:
+            self.listener.on_partitions_assigned(sorted(added))
+
+    def _fetch_committed(self) -> None:
+        fut = Future()
+        tps = sorted(self.pending_positions)
+        self._committed_fut = fut
+        self.thread.call(lambda m, now: m.fetch_offsets(tps, fut))
+
+    def _apply_committed(self) -> None:
+        fut = self._committed_fut
+        if fut is None or not fut.done():
+            return
+        self._committed_fut = None
+        exc = fut.exception(0)
+        if exc is not None:
+            if getattr(exc, "retriable", False) or isinstance(exc, KafkaConnectionError):
+                self._fetch_committed()  # after the coordinator is found again
+                return
+            raise exc
+        for tp, (offset, _meta) in fut.result(0).items():
+            st = self.consumer._assigned.get(self._c.TopicPartition(*tp))
+            if st is not None and tp in self.pending_positions:
+                if st.position is None and offset >= 0:
+                    st.position = offset
+                    self.last_committed[tp] = offset
+        self.pending_positions.clear()
+
+    def _revoke(self, tps: set[Any]) -> None:
+        if not tps:
+            return
+        if self.config.enable_auto_commit:
+            offsets = {tp: o for tp, o in self.positions().items() if tp in tps}
+            try:
+                # Not bounded by poll()'s timeout: the rebalance waits for this commit, and
+                # a poll(0) must not turn it into duplicates for the next owner.
+                self.commit(offsets, time.monotonic() + self.config.request_timeout_ms / 1000)
+            except Exception as exc:  # noqa: BLE001 - the rebalance goes on; the records are read again
+                log.warning("group %r: commit before revoking %s failed: %s", self.config.group_id, sorted(tps), exc)
+        self.owned_before = _as_map(set(self.consumer._assigned))
+        if self.listener is not None:
+            self.listener.on_partitions_revoked(sorted(tps))
+        self._drop(tps)
+
+    def _drop(self, tps: Any) -> None:
+        for tp in tps:
+            self.consumer._assigned.pop(tp, None)
+            self.pending_positions.discard(tp)
+            self.last_committed.pop(tp, None)
+
+    def _leave(self, deadline: float) -> None:
+        t = self.thread
+        fut = t.call(lambda m, now: t.send(m.leave("the consumer left the group")))
+        try:
+            leave = wait_result(fut, deadline, "LeaveGroup")
+            if leave is not None:
+                leave.wait(max(0.0, deadline - time.monotonic()))
+        except Exception as exc:  # noqa: BLE001 - the session timeout removes the member anyway
+            log.info("group %r: leaving: %s", self.config.group_id, exc)
+
+    # -- offsets -------------------------------------------------------------------------
+
+    def positions(self) -> dict[Any, int]:
+        """The offsets to commit: each assigned partition's next offset to hand out."""
+        return {tp: st.position for tp, st in self.consumer._assigned.items()
+                if st.position is not None and tp not in self.pending_positions}
+
+    def _send_commit(self, offsets: dict[Any, int]) -> Future:
+        fut = Future()
+        payload = {tuple(tp): (off, "") for tp, off in offsets.items()}
+        self.thread.call(lambda m, now: m.commit(payload, fut))
+        return fut
+
+    def commit(self, offsets: dict[Any, int] | None, deadline: float) -> None:
+        todo = dict(self.positions() if offsets is None else offsets)
+        if todo and self.subscribed and self.generation < 0:
+            raise CommitFailedError(
+                f"offsets not committed: this consumer is not a member of group "
+                f"{self.config.group_id!r} now (it was expelled or has not joined yet); poll() "
+                f"to rejoin: the partitions' new owners read from the last committed offsets",
+                partitions=dict(todo))
+        last: BaseException | None = None
+        while todo:
+            if time.monotonic() >= deadline:
+                raise KafkaTimeoutError(
+                    f"commit of {len(todo)} offsets for group {self.config.group_id!r} not done in time"
+                    + (f"; last error: {last}" if last else ""))
+            try:
+                result = wait_result(self._send_commit(todo), deadline, f"OffsetCommit for group {self.config.group_id!r}")
+            except (KafkaConnectionError, KafkaTimeoutError) as exc:
+                last = exc
+                continue
+            except BrokerError as exc:
+                if not exc.retriable:
+                    raise
+                last = exc
+                continue
+            for tp, err in result.items():
+                tp = self._c.TopicPartition(*tp)
+                if err is None:
+                    self.last_committed[tp] = todo.pop(tp)
+                elif isinstance(err, CommitFailedError) or not getattr(err, "retriable", False):
+                    raise err
+                else:
+                    last = err
+            if todo:
+                time.sleep(min(self.config.retry_backoff_ms / 1000, max(0.0, deadline - time.monotonic())))
+
+    def commit_async(self, offsets: dict[Any, int] | None, callback: Any) -> None:
+        offsets = dict(self.positions() if offsets is None else offsets)
+        if not offsets:
+            if callback is not None:
+                callback({}, None)
+            return
+        fut = self._send_commit(offsets)
+        done = self.done_commits
+        fut.add_done_callback(lambda f: (done.append((callback, offsets, f)), self.consumer.cluster.poller.wakeup()))
+
+    def run_callbacks(self) -> None:
+        """Callbacks of finished commit_async() calls, on the caller's thread."""
+        while self.done_commits:
+            callback, offsets, fut = self.done_commits.popleft()
+            exc = fut.exception(0)
+            if exc is None:
+                failed = [e for e in fut.result(0).values() if e is not None]
+                exc = failed[0] if failed else None
+                for tp, e in fut.result(0).items():
+                    if e is None:
+                        self.last_committed[self._c.TopicPartition(*tp)] = offsets[self._c.TopicPartition(*tp)]
+            if callback is not None:
+                callback(offsets, exc)
+            elif exc is not None:
+                log.warning("group %r: auto-commit failed: %s", self.config.group_id, exc)
+
+    def _auto_commit(self) -> None:
+        changed = {tp: o for tp, o in self.positions().items() if self.last_committed.get(tp) != o}
+        if changed:
+            self.commit_async(changed, None)
+
+    def committed(self, partitions: list[Any], deadline: float) -> dict[Any, int | None]:
+        last: BaseException | None = None
+        while True:
+            if time.monotonic() >= deadline:
+                raise KafkaTimeoutError(f"committed offsets of group {self.config.group_id!r} not read in time"
+                                        + (f"; last error: {last}" if last else ""))
+            fut = Future()
+            tps = [tuple(tp) for tp in partitions]
+            self.thread.call(lambda m, now: m.fetch_offsets(tps, fut))
+            try:
+                got = wait_result(fut, deadline, f"OffsetFetch for group {self.config.group_id!r}")
+            except (KafkaConnectionError, KafkaTimeoutError) as exc:
+                last = exc
+                continue
+            except BrokerError as exc:
+                if not exc.retriable:
+                    raise
+                last = exc
+                time.sleep(min(self.config.retry_backoff_ms / 1000, max(0.0, deadline - time.monotonic())))
+                continue
+            return {self._c.TopicPartition(*tp): (off if off >= 0 else None) for tp, (off, _m) in got.items()}
+
+    # -- health and the end ----------------------------------------------------------------
+
+    def state(self) -> dict[str, Any]:
+        snap = self.thread.snapshot()
+        snap["assignment"] = sorted(self.consumer._assigned)
+        snap["subscription"] = sorted(self.topics) if self.topics is not None else None
+        snap["rebalance_protocol"] = "cooperative" if self.cooperative else "eager"
+        return snap
+
+    def close(self, deadline: float) -> None:
+        try:
+            self.run_callbacks()
+            if self.subscribed:
+                self._revoke(set(self.consumer._assigned))
+            elif self.config.enable_auto_commit and self.consumer._assigned:
+                try:
+                    self.commit(None, deadline)
+                except Exception as exc:  # noqa: BLE001 - closing goes on
+                    log.warning("group %r: commit on close failed: %s", self.config.group_id, exc)
+            self._leave(deadline)
+            self.run_callbacks()
+        finally:
+            self.thread.stop(max(0.0, deadline - time.monotonic()))
+
+
+def _as_map(tps: Any) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = {}
+    for t, p in sorted(tps):
+        out.setdefault(t, []).append(p)
+    return out
