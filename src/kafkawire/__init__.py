@@ -17,11 +17,15 @@ from typing import Any
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "codec", "errors", "protocol", "Producer", "Consumer"]
+__all__ = ["__version__", "codec", "errors", "protocol", "Producer", "Consumer", "Admin",
+           "TopicPartition", "ConsumerRebalanceListener"]
 
 _LAZY = {
     "Producer": ("kafkawire.client.producer", "Producer"),
     "Consumer": ("kafkawire.client.consumer", "Consumer"),
+    "Admin": ("kafkawire.client.admin", "Admin"),
+    "TopicPartition": ("kafkawire.client.consumer", "TopicPartition"),
+    "ConsumerRebalanceListener": ("kafkawire.client.group", "ConsumerRebalanceListener"),
     "codec": ("kafkawire.codec", None),
     "errors": ("kafkawire.errors", None),
     "protocol": ("kafkawire.protocol", None),

@@ -1,4 +1,5 @@
-"""The ``kafkawire`` command: produce, consume, metadata, offsets, broker, bench, demo.
+"""The ``kafkawire`` command: produce, consume, metadata, offsets, topics, groups, broker,
+bench, demo.
 
 Run ``kafkawire <command> --help`` (or ``python -m kafkawire ...``) for each command's
 options.  Progress of long work goes to stderr; data goes to stdout.
@@ -192,6 +193,196 @@ def cmd_offsets(args: argparse.Namespace) -> int:
         last = c.end_offsets(parts)
         for tp in parts:
             print(f"{tp[0]}\t{tp[1]}\t{first[tp]}\t{last[tp]}")
+    return 0
+
+
+def _table(headers: Sequence[str], rows: list[Sequence[Any]], stream: Any = None) -> None:
+    """Print ``rows`` under ``headers`` in left-aligned columns ("-" for None)."""
+    text = [[str(h) for h in headers]] + [["-" if v is None else str(v) for v in r] for r in rows]
+    widths = [max(len(r[i]) for r in text) for i in range(len(headers))]
+    for r in text:
+        print("  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip(), file=stream or sys.stdout)
+
+
+def _admin(args: argparse.Namespace) -> Any:
+    from kafkawire.client.admin import Admin
+
+    return Admin(**_client_options(args))
+
+
+def _key_values(items: list[str] | None, flag: str) -> dict[str, str]:
+    out = {}
+    for item in items or []:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise SystemExit(f"kafkawire: {flag} expects name=value, got {item!r}")
+        out[name] = value
+    return out
+
+
+def cmd_topics(args: argparse.Namespace) -> int:
+    configs = _key_values(getattr(args, "config", None), "--config")  # refused before connecting
+    with _admin(args) as admin:
+        if args.action == "list":
+            topics = admin.list_topics(include_internal=args.internal)
+            if args.json:
+                print(json.dumps({name: {
+                    "topic_id": str(t.topic_id), "internal": t.is_internal,
+                    "partitions": [{"partition": p.partition, "leader": p.leader, "replicas": p.replicas,
+                                    "isr": p.isr} for p in t.partitions.values()]}
+                    for name, t in topics.items()}, indent=2))
+                return 0
+            _table(["TOPIC", "PARTITIONS", "REPLICATION-FACTOR"],
+                   [[name, len(t.partitions),
+                     max((len(p.replicas) for p in t.partitions.values()), default=0)]
+                    for name, t in topics.items()])
+        elif args.action == "create":
+            created = admin.create_topics(
+                args.topics, num_partitions=args.partitions, replication_factor=args.replication_factor,
+                configs=configs, validate_only=args.validate_only)
+            verb = "validated" if args.validate_only else "created"
+            for name, t in created.items():
+                counts = "" if t.num_partitions < 0 else (
+                    f" ({t.num_partitions} partitions, replication factor {t.replication_factor})")
+                print(f"{verb} topic {name}{counts}")
+        else:
+            for name in admin.delete_topics(args.topics):
+                print(f"deleted topic {name}")
+    return 0
+
+
+def _group_report(admin: Any, group: str) -> dict[str, Any]:
+    """Everything `groups describe` shows, as one JSON-ready dict."""
+    from kafkawire.protocol.api import ApiVersionError
+
+    report: dict[str, Any] = {"group_id": group, "state": None, "protocol_type": None, "protocol": None,
+                              "coordinator": None, "members": []}
+    owner: dict[tuple[str, int], str] = {}
+    try:
+        desc = admin.describe_groups([group])[group]
+    except ApiVersionError as exc:
+        print(f"kafkawire groups describe: no members shown: {exc}", file=sys.stderr)
+    else:
+        report.update(state=desc.state, protocol_type=desc.protocol_type, protocol=desc.protocol,
+                      coordinator=desc.coordinator)
+        for m in desc.members:
+            report["members"].append({
+                "member_id": m.member_id, "group_instance_id": m.group_instance_id,
+                "client_id": m.client_id, "host": m.host, "assignment": m.assignment})
+            for topic, parts in (m.assignment or {}).items():
+                for p in parts:
+                    owner[(topic, p)] = m.member_id
+    committed = admin.list_group_offsets(group)
+    tps = sorted(set(committed) | set(owner))
+    ends = admin.list_offsets({tp: "latest" for tp in tps}) if tps else {}
+    rows = []
+    for tp in tps:
+        om = committed.get(tp)
+        current = None if om is None else om.offset
+        end = ends[tp].offset
+        rows.append({"topic": tp[0], "partition": tp[1], "committed": current, "end_offset": end,
+                     "lag": None if current is None else max(0, end - current),
+                     "member_id": owner.get((tp[0], tp[1]))})
+    report["partitions"] = rows
+    report["total_lag"] = sum(r["lag"] or 0 for r in rows)
+    return report
+
+
+def cmd_groups(args: argparse.Namespace) -> int:
+    with _admin(args) as admin:
+        if args.action == "list":
+            groups = admin.list_groups()
+            if args.json:
+                print(json.dumps([{"group_id": g.group_id, "protocol_type": g.protocol_type, "state": g.state}
+                                  for g in groups.values()], indent=2))
+            else:
+                _table(["GROUP", "PROTOCOL-TYPE", "STATE"],
+                       [[g.group_id, g.protocol_type or None, g.state] for g in groups.values()])
+            return 0
+        if args.action == "describe":
+            report = _group_report(admin, args.group)
+            if args.json:
+                print(json.dumps(report, indent=2))
+                return 0
+            print(f"group {report['group_id']}  state {report['state'] or '-'}  protocol "
+                  f"{report['protocol'] or '-'} ({report['protocol_type'] or '-'})  coordinator "
+                  f"{report['coordinator'] if report['coordinator'] is not None else '-'}")
+            if report["members"]:
+                print()
+                _table(["MEMBER-ID", "INSTANCE-ID", "CLIENT-ID", "HOST", "ASSIGNMENT"], [
+                    [m["member_id"], m["group_instance_id"], m["client_id"] or None, m["host"] or None,
+                     ",".join(f"{t}:{'+'.join(map(str, ps))}" for t, ps in sorted((m["assignment"] or {}).items()))
+                     or None] for m in report["members"]])
+            print()
+            _table(["TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "MEMBER-ID"],
+                   [[r["topic"], r["partition"], r["committed"], r["end_offset"], r["lag"], r["member_id"]]
+                    for r in report["partitions"]])
+            print(f"\ntotal lag {report['total_lag']}")
+            return 0
+        return _reset_offsets(admin, args)
+
+
+def _parse_datetime_ms(text: str) -> int:
+    from datetime import datetime
+
+    try:
+        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise SystemExit(f"kafkawire: --to-datetime expects an ISO 8601 time such as "
+                         f"2024-05-01T12:00:00 or 2024-05-01T12:00:00+02:00, got {text!r}") from None
+    if when.tzinfo is None:
+        when = when.astimezone()  # no zone given: local time, as Kafka's own tool reads it
+    return int(when.timestamp() * 1000)
+
+
+def _reset_offsets(admin: Any, args: argparse.Namespace) -> int:
+    from kafkawire.client.consumer import TopicPartition
+    from kafkawire.protocol.api import ApiVersionError
+
+    tps: list[TopicPartition] = []
+    whole = []
+    for spec in args.topic:
+        topic, sep, parts = spec.partition(":")
+        if not sep:
+            whole.append(topic)
+            continue
+        try:
+            tps += [TopicPartition(topic, int(p)) for p in parts.split(",") if p]
+        except ValueError:
+            raise SystemExit(f"kafkawire: --topic expects TOPIC or TOPIC:P,P,..., got {spec!r}") from None
+    for name, t in (admin.describe_topics(whole) if whole else {}).items():
+        tps += [TopicPartition(name, p) for p in t.partitions]
+    earliest = admin.list_offsets({tp: "earliest" for tp in tps})
+    latest = admin.list_offsets({tp: "latest" for tp in tps})
+    if args.to_earliest:
+        plan = {tp: earliest[tp].offset for tp in tps}
+    elif args.to_latest:
+        plan = {tp: latest[tp].offset for tp in tps}
+    elif args.to_offset is not None:
+        # Out-of-range targets are clamped into the log, as Kafka's tool does.
+        plan = {tp: min(max(args.to_offset, earliest[tp].offset), latest[tp].offset) for tp in tps}
+    else:
+        found = admin.list_offsets({tp: _parse_datetime_ms(args.to_datetime) for tp in tps})
+        # No record at or after that time: the end of the partition.
+        plan = {tp: found[tp].offset if found[tp].offset >= 0 else latest[tp].offset for tp in tps}
+    current = admin.list_group_offsets(args.group, tps)
+    _table(["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "NEW-OFFSET"],
+           [[args.group, tp.topic, tp.partition, None if current[tp] is None else current[tp].offset, plan[tp]]
+            for tp in sorted(tps)])
+    if not args.execute:
+        print("dry run: nothing was changed; add --execute to apply this plan", file=sys.stderr)
+        return 0
+    try:
+        desc = admin.describe_groups([args.group])[args.group]
+    except ApiVersionError:
+        desc = None  # the broker cannot say; it refuses the commit itself if the group is active
+    if desc is not None and desc.state not in ("Empty", "Dead"):
+        print(f"kafkawire groups reset-offsets: group {args.group!r} is active (state {desc.state}, "
+              f"{len(desc.members)} members): offsets can only be reset while it has no members; "
+              f"stop its consumers and run again", file=sys.stderr)
+        return 2
+    admin.alter_group_offsets(args.group, plan)
+    print(f"reset {len(plan)} partition(s) of group {args.group}", file=sys.stderr)
     return 0
 
 
@@ -449,6 +640,47 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-t", "--topic", required=True)
     p.add_argument("-p", "--partition", type=int, action="append")
     p.set_defaults(func=cmd_offsets)
+
+    p = sub.add_parser("topics", help="list, create or delete topics")
+    actions = p.add_subparsers(dest="action", required=True)
+    q = actions.add_parser("list", help="every topic with its partition count")
+    client(q)
+    q.add_argument("--internal", action="store_true", help="include internal topics")
+    q.add_argument("--json", action="store_true", help="partitions, leaders and replicas as JSON")
+    q = actions.add_parser("create", help="create topics")
+    client(q)
+    q.add_argument("topics", nargs="+", metavar="TOPIC")
+    q.add_argument("--partitions", type=int, default=-1, help="default: the broker's")
+    q.add_argument("--replication-factor", type=int, default=-1, help="default: the broker's")
+    q.add_argument("--config", action="append", metavar="NAME=VALUE", help="topic config, repeatable")
+    q.add_argument("--validate-only", action="store_true", help="ask the broker to check, not create")
+    q = actions.add_parser("delete", help="delete topics")
+    client(q)
+    q.add_argument("topics", nargs="+", metavar="TOPIC")
+    p.set_defaults(func=cmd_topics)
+
+    p = sub.add_parser("groups", help="list, describe consumer groups, reset their offsets")
+    actions = p.add_subparsers(dest="action", required=True)
+    q = actions.add_parser("list", help="every group the brokers coordinate")
+    client(q)
+    q.add_argument("--json", action="store_true")
+    q = actions.add_parser("describe", help="members, assignments, committed offsets and lag")
+    client(q)
+    q.add_argument("group", metavar="GROUP")
+    q.add_argument("--json", action="store_true")
+    q = actions.add_parser("reset-offsets", help="plan (and with --execute, apply) new committed offsets")
+    client(q)
+    q.add_argument("group", metavar="GROUP")
+    q.add_argument("--topic", action="append", required=True, metavar="TOPIC[:P,P...]",
+                   help="a topic (every partition) or some of its partitions; repeatable")
+    to = q.add_mutually_exclusive_group(required=True)
+    to.add_argument("--to-earliest", action="store_true")
+    to.add_argument("--to-latest", action="store_true")
+    to.add_argument("--to-datetime", metavar="ISO", help="first offset at or after this time "
+                                                       "(ISO 8601; local time without a zone)")
+    to.add_argument("--to-offset", type=int, metavar="N", help="clamped to each partition's log")
+    q.add_argument("--execute", action="store_true", help="apply the plan (default: only print it)")
+    p.set_defaults(func=cmd_groups)
 
     p = sub.add_parser("broker", help="run a local Tansu test broker until Ctrl-C")
     p.add_argument("--port", type=int)

@@ -28,7 +28,17 @@ from wirebytes import s as string
 
 from kafkawire.protocol import apis
 from kafkawire.protocol.api import ApiVersionError
-from kafkawire.protocol.apis.admin import CREATE_TOPICS, DELETE_TOPICS, DESCRIBE_CONFIGS, INIT_PRODUCER_ID
+from kafkawire.protocol.apis.admin import (
+    ALTER_CONFIGS,
+    CREATE_PARTITIONS,
+    CREATE_TOPICS,
+    DELETE_RECORDS,
+    DELETE_TOPICS,
+    DESCRIBE_CONFIGS,
+    INCREMENTAL_ALTER_CONFIGS,
+    INIT_PRODUCER_ID,
+)
+from kafkawire.protocol.apis.groups import OFFSET_DELETE
 from kafkawire.protocol.apis.data import FETCH, LIST_OFFSETS, PRODUCE
 from kafkawire.protocol.apis.sasl import SASL_AUTHENTICATE, SASL_HANDSHAKE
 from kafkawire.protocol.headers import (
@@ -47,12 +57,18 @@ EXPECTED = {
     "SaslHandshake": (17, (0, 1), None),
     "CreateTopics": (19, (0, 7), 5),
     "DeleteTopics": (20, (0, 6), 4),
+    "DeleteRecords": (21, (0, 2), 2),
     "InitProducerId": (22, (0, 5), 2),
     "DescribeConfigs": (32, (0, 4), 4),
+    "AlterConfigs": (33, (0, 2), 2),
     "SaslAuthenticate": (36, (0, 2), 2),
+    "CreatePartitions": (37, (0, 3), 2),
+    "IncrementalAlterConfigs": (44, (0, 1), 1),
+    "OffsetDelete": (47, (0, 0), None),
 }
 ALL = [PRODUCE, FETCH, LIST_OFFSETS, CREATE_TOPICS, DELETE_TOPICS, DESCRIBE_CONFIGS,
-       INIT_PRODUCER_ID, SASL_HANDSHAKE, SASL_AUTHENTICATE]
+       INIT_PRODUCER_ID, SASL_HANDSHAKE, SASL_AUTHENTICATE, DELETE_RECORDS, ALTER_CONFIGS,
+       CREATE_PARTITIONS, INCREMENTAL_ALTER_CONFIGS, OFFSET_DELETE]
 API_VERSIONS = [(api, v) for api in ALL for v in range(api.min_version, api.max_version + 1)]
 
 

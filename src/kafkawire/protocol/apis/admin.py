@@ -1,4 +1,5 @@
-"""CreateTopics (19), DeleteTopics (20), DescribeConfigs (32) and InitProducerId (22)."""
+"""CreateTopics (19), DeleteTopics (20), DeleteRecords (21), InitProducerId (22), DescribeConfigs
+(32), AlterConfigs (33), CreatePartitions (37) and IncrementalAlterConfigs (44)."""
 
 from kafkawire.protocol.api import Api
 from kafkawire.protocol.schema import Field as F
@@ -125,4 +126,100 @@ INIT_PRODUCER_ID = Api(
         F("producer_id", "int64", default=-1),
         F("producer_epoch", "int16"),
     ],
+)
+
+
+# v1 answers after throttling (KIP-219); v2 is flexible.
+CREATE_PARTITIONS = Api(
+    37, "CreatePartitions", (0, 3), flexible_from=2,
+    request=[
+        F("topics", array=True, struct_name="CreatePartitionsTopic", fields=[
+            F("name", "string"),
+            F("count", "int32"),
+            # null: the broker places the new partitions' replicas itself.
+            F("assignments", array=True, nullable_since=0, default=None,
+              struct_name="CreatePartitionsAssignment", fields=[F("broker_ids", "[]int32")]),
+        ]),
+        F("timeout_ms", "int32"),
+        F("validate_only", "bool"),
+    ],
+    response=[
+        F("throttle_time_ms", "int32"),
+        F("results", array=True, struct_name="CreatePartitionsTopicResult", fields=[
+            F("name", "string"),
+            F("error_code", "int16"),
+            F("error_message", "string", nullable_since=0, default=None),
+        ]),
+    ],
+)
+
+# offset -1 deletes up to the high watermark.
+DELETE_RECORDS = Api(
+    21, "DeleteRecords", (0, 2), flexible_from=2,
+    request=[
+        F("topics", array=True, struct_name="DeleteRecordsTopic", fields=[
+            F("name", "string"),
+            F("partitions", array=True, struct_name="DeleteRecordsPartition", fields=[
+                F("partition_index", "int32"),
+                F("offset", "int64"),
+            ]),
+        ]),
+        F("timeout_ms", "int32"),
+    ],
+    response=[
+        F("throttle_time_ms", "int32"),
+        F("topics", array=True, struct_name="DeleteRecordsTopicResult", fields=[
+            F("name", "string"),
+            F("partitions", array=True, struct_name="DeleteRecordsPartitionResult", fields=[
+                F("partition_index", "int32"),
+                F("low_watermark", "int64"),
+                F("error_code", "int16"),
+            ]),
+        ]),
+    ],
+)
+
+_ALTER_CONFIGS_RESPONSE = [
+    F("throttle_time_ms", "int32"),
+    F("responses", array=True, struct_name="AlterConfigsResourceResponse", fields=[
+        F("error_code", "int16"),
+        F("error_message", "string", nullable_since=0, default=None),
+        F("resource_type", "int8"),
+        F("resource_name", "string"),
+    ]),
+]
+
+# Replaces every dynamic config of the resource with the ones sent.
+ALTER_CONFIGS = Api(
+    33, "AlterConfigs", (0, 2), flexible_from=2,
+    request=[
+        F("resources", array=True, struct_name="AlterConfigsResource", fields=[
+            F("resource_type", "int8"),
+            F("resource_name", "string"),
+            F("configs", array=True, struct_name="AlterableConfig", fields=[
+                F("name", "string"),
+                F("value", "string", nullable_since=0),
+            ]),
+        ]),
+        F("validate_only", "bool"),
+    ],
+    response=_ALTER_CONFIGS_RESPONSE,
+)
+
+# KIP-339: per-key operations (0 set, 1 delete, 2 append, 3 subtract).
+INCREMENTAL_ALTER_CONFIGS = Api(
+    44, "IncrementalAlterConfigs", (0, 1), flexible_from=1,
+    request=[
+        F("resources", array=True, struct_name="AlterConfigsResource", fields=[
+            F("resource_type", "int8"),
+            F("resource_name", "string"),
+            F("configs", array=True, struct_name="AlterableConfig", fields=[
+                F("name", "string"),
+                F("config_operation", "int8"),
+                F("value", "string", nullable_since=0),
+            ]),
+        ]),
+        F("validate_only", "bool"),
+    ],
+    response=_ALTER_CONFIGS_RESPONSE,
 )

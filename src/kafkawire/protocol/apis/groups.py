@@ -1,6 +1,6 @@
 """Offsets and consumer groups: OffsetCommit (8), OffsetFetch (9), FindCoordinator (10),
 JoinGroup (11), Heartbeat (12), LeaveGroup (13), SyncGroup (14), DescribeGroups (15),
-ListGroups (16) and DeleteGroups (42).
+ListGroups (16), DeleteGroups (42) and OffsetDelete (47).
 
 v0 of OffsetCommit, OffsetFetch and FindCoordinator (the seeds' "ConsumerMetadata") are
 the layouts of spec/002; v0 of the group membership APIs those of spec/003.  Newer
@@ -280,6 +280,32 @@ DELETE_GROUPS = Api(
         F("results", array=True, struct_name="DeletableGroupResult", fields=[
             F("group_id", "string"),
             F("error_code", "int16"),
+        ]),
+    ],
+)
+
+
+# KIP-496: the group-wide error_code comes before throttle_time_ms.
+OFFSET_DELETE = Api(
+    47, "OffsetDelete", (0, 0), flexible_from=None,
+    request=[
+        F("group_id", "string"),
+        F("topics", array=True, struct_name="OffsetDeleteRequestTopic", fields=[
+            F("name", "string"),
+            F("partitions", array=True, struct_name="OffsetDeleteRequestPartition", fields=[
+                F("partition_index", "int32"),
+            ]),
+        ]),
+    ],
+    response=[
+        F("error_code", "int16"),
+        F("throttle_time_ms", "int32"),
+        F("topics", array=True, struct_name="OffsetDeleteResponseTopic", fields=[
+            F("name", "string"),
+            F("partitions", array=True, struct_name="OffsetDeleteResponsePartition", fields=[
+                F("partition_index", "int32"),
+                F("error_code", "int16"),
+            ]),
         ]),
     ],
 )

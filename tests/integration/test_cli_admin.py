@@ -1,0 +1,195 @@
+"""`kafkawire topics ...` and `kafkawire groups ...` against real brokers, cross-checked
+with confluent-kafka."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+
+from kafkawire.cli import main
+from kafkawire.client.admin import Admin
+from kafkawire.client.producer import Producer
+
+ck = pytest.importorskip("confluent_kafka")
+
+pytestmark = pytest.mark.broker
+
+
+def _name(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def _committed(bootstrap: str, group: str, topic: str, partitions: list[int]) -> list[int]:
+    c = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": group, "log_level": 3})
+    try:
+        got = c.committed([ck.TopicPartition(topic, p) for p in partitions], timeout=10)
+    finally:
+        c.close()
+    return [tp.offset for tp in got]
+
+
+def _ck_topics(bootstrap: str) -> dict:
+    c = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": "x", "log_level": 3})
+    try:
+        return c.list_topics(timeout=10).topics
+    finally:
+        c.close()
+
+
+def test_topics_create_list_delete(tansu_broker, capsys):
+    b = tansu_broker.bootstrap
+    topic = _name("cli-t")
+    assert main(["topics", "create", "-b", b, topic, "--partitions", "3",
+                 "--config", "retention.ms=99999"]) == 0
+    assert f"created topic {topic} (3 partitions" in capsys.readouterr().out
+    assert len(_ck_topics(b)[topic].partitions) == 3
+
+    assert main(["topics", "list", "-b", b]) == 0
+    rows = [line.split() for line in capsys.readouterr().out.splitlines()]
+    assert rows[0] == ["TOPIC", "PARTITIONS", "REPLICATION-FACTOR"] and [topic, "3", "1"] in rows
+    assert main(["topics", "list", "-b", b, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [p["partition"] for p in doc[topic]["partitions"]] == [0, 1, 2]
+
+    assert main(["topics", "create", "-b", b, topic, "--partitions", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "TOPIC_ALREADY_EXISTS" in err and topic in err
+
+    assert main(["topics", "delete", "-b", b, topic]) == 0
+    assert f"deleted topic {topic}" in capsys.readouterr().out
+    assert topic not in _ck_topics(b)
+
+
+def test_bad_config_argument_is_refused():
+    with pytest.raises(SystemExit, match="--config expects name=value"):
+        main(["topics", "create", "-b", "127.0.0.1:1", "t", "--config", "novalue"])
+
+
+@pytest.fixture
+def group_with_commits(tansu_broker):
+    """A topic with 5 records in partition 0 and 3 in 1, and a group (no members) that
+    confluent-kafka committed 2 and 1 for."""
+    b = tansu_broker.bootstrap
+    topic, group = _name("cli-g"), _name("grp")
+    with Admin(bootstrap_servers=b) as admin:
+        admin.create_topics([topic], num_partitions=2)
+    # One record per batch: Tansu's ListOffsets "latest" is the last batch's base offset + 1.
+    with Producer(bootstrap_servers=b, linger_ms=0) as p:
+        for partition, n in ((0, 5), (1, 3)):
+            for i in range(n):
+                p.send(topic, b"r%d" % i, partition=partition)
+                p.flush(10)
+    c = ck.Consumer({"bootstrap.servers": b, "group.id": group, "enable.auto.commit": False, "log_level": 3})
+    c.commit(offsets=[ck.TopicPartition(topic, 0, 2), ck.TopicPartition(topic, 1, 1)], asynchronous=False)
+    c.close()
+    return b, topic, group
+
+
+def test_groups_list_and_describe(group_with_commits, capsys):
+    b, topic, group = group_with_commits
+    assert main(["groups", "list", "-b", b]) == 0
+    assert any(line.split()[:2] == [group, "consumer"] for line in capsys.readouterr().out.splitlines())
+
+    assert main(["groups", "describe", "-b", b, group, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["state"] == "Empty" and doc["members"] == []
+    assert [(r["partition"], r["committed"], r["end_offset"], r["lag"]) for r in doc["partitions"]] == [
+        (0, 2, 5, 3), (1, 1, 3, 2)]
+    assert doc["total_lag"] == 5
+
+    assert main(["groups", "describe", "-b", b, group]) == 0
+    out = capsys.readouterr().out
+    assert "TOPIC" in out and "LOG-END-OFFSET" in out and "total lag 5" in out
+    assert [topic, "0", "2", "5", "3", "-"] in [line.split() for line in out.splitlines()]
+
+
+def test_reset_offsets_is_a_dry_run_until_execute(group_with_commits, capsys):
+    b, topic, group = group_with_commits
+    assert main(["groups", "reset-offsets", "-b", b, group, "--topic", topic, "--to-earliest"]) == 0
+    captured = capsys.readouterr()
+    assert [group, topic, "0", "2", "0"] in [line.split() for line in captured.out.splitlines()]
+    assert "dry run" in captured.err and "--execute" in captured.err
+    assert _committed(b, group, topic, [0, 1]) == [2, 1]  # nothing changed
+
+    assert main(["groups", "reset-offsets", "-b", b, group, "--topic", topic, "--to-earliest",
+                 "--execute"]) == 0
+    assert _committed(b, group, topic, [0, 1]) == [0, 0]
+
+    # Out-of-range offsets are clamped into each partition's log, as Kafka's tool does.
+    assert main(["groups", "reset-offsets", "-b", b, group, "--topic", f"{topic}:1", "--to-offset", "99",
+                 "--execute"]) == 0
+    assert _committed(b, group, topic, [0, 1]) == [0, 3]
+
+    # Before every record.  (Tansu looks times up by append time and answers a time after
+    # the last record with offset 0, timestamp -1 instead of offset -1: see the mock test.)
+    assert main(["groups", "reset-offsets", "-b", b, group, "--topic", f"{topic}:1",
+                 "--to-datetime", "2000-01-01T00:00:00", "--execute"]) == 0
+    assert _committed(b, group, topic, [0, 1]) == [0, 0]
+    capsys.readouterr()
+
+
+def test_reset_to_datetime_without_a_record_after_it_goes_to_the_end(mock_cluster, capsys):
+    # The mock answers every time lookup with offset -1, Kafka's "no record at or after it".
+    b = mock_cluster.bootstrap
+    topic, group = _name("cli-m"), _name("grp-m")
+    mock_cluster.create_topic(topic, 1, 1)
+    with Producer(bootstrap_servers=b, linger_ms=20) as p:
+        for i in range(4):
+            p.send(topic, b"x", partition=0)
+        p.flush(10)
+    with Admin(bootstrap_servers=b) as admin:
+        admin.alter_group_offsets(group, {(topic, 0): 1})
+    assert main(["groups", "reset-offsets", "-b", b, group, "--topic", topic,
+                 "--to-datetime", "2999-01-01T00:00:00Z", "--execute"]) == 0
+    assert [group, topic, "0", "1", "4"] in [line.split() for line in capsys.readouterr().out.splitlines()]
+    assert _committed(b, group, topic, [0]) == [4]
+
+
+def test_reset_offsets_refuses_an_active_group(tansu_broker, capsys):
+    b = tansu_broker.bootstrap
+    topic, group = _name("cli-a"), _name("live")
+    with Admin(bootstrap_servers=b) as admin:
+        admin.create_topics([topic], num_partitions=1)
+    # Tansu completes JoinGroup after half the session timeout: 2 s keeps it near 1 s.
+    c = ck.Consumer({"bootstrap.servers": b, "group.id": group, "enable.auto.commit": False,
+                     "session.timeout.ms": 2000, "heartbeat.interval.ms": 300, "log_level": 3})
+    try:
+        c.subscribe([topic])
+        deadline = time.monotonic() + 10
+        while not c.assignment() and time.monotonic() < deadline:
+            c.poll(0.1)
+        assert c.assignment()
+        assert main(["groups", "describe", "-b", b, group]) == 0
+        out = capsys.readouterr().out
+        assert "state Stable" in out and "MEMBER-ID" in out
+        assert main(["groups", "reset-offsets", "-b", b, group, "--topic", topic, "--to-latest",
+                     "--execute"]) == 2
+        err = capsys.readouterr().err
+        assert "is active (state Stable, 1 members)" in err and "stop its consumers" in err
+    finally:
+        c.close()
+
+
+def test_missing_api_is_a_clean_error(mock_cluster, capsys):
+    assert main(["groups", "list", "-b", mock_cluster.bootstrap]) == 2
+    err = capsys.readouterr().err
+    assert "ListGroups (key 16)" in err and "does not list it" in err
+
+
+def test_module_entry_point(tansu_broker):
+    topic = _name("cli-sub")
+    with Admin(bootstrap_servers=tansu_broker.bootstrap) as admin:
+        admin.create_topics([topic], num_partitions=1)
+    env = dict(os.environ)
+    src = os.path.join(os.path.dirname(__file__), "..", "..", "src")
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [os.path.abspath(src), env.get("PYTHONPATH")]))
+    done = subprocess.run([sys.executable, "-m", "kafkawire", "topics", "list", "-b", tansu_broker.bootstrap],
+                          capture_output=True, text=True, timeout=60, env=env)
+    assert done.returncode == 0, done.stderr
+    assert topic in done.stdout.split()
