@@ -368,3 +368,39 @@ def test_group_on_the_mock_cluster(mock_cluster):
     finally:
         a.close(5)
         b.close(5)
+
+
+def test_commit_async_calls_back_inside_poll(tansu_broker):
+    boot, topic, group = tansu_broker.bootstrap, _name("async"), _name("g")
+    _produce(boot, topic, 40)
+    c = _member(boot, group, enable_auto_commit=False)
+    calls: list = []
+    try:
+        c.subscribe([topic])
+        got: list = []
+        _poll_until([c], lambda: len(got) >= 40, 30, got)
+        c.commit_async(callback=lambda offsets, exc: calls.append((dict(offsets), exc)))
+        assert calls == []  # not before a later poll, commit or close
+        _poll_until([c], lambda: calls, 10)
+        ((offsets, exc),) = calls
+        assert exc is None
+        assert offsets == {(topic, p): 10 for p in range(4)}
+        assert c.committed(list(offsets)) == offsets
+    finally:
+        c.close(5)
+
+
+def test_close_with_the_broker_gone_keeps_its_deadline(tansu_broker_factory):
+    broker = tansu_broker_factory()
+    topic, group = _name("gone"), _name("g")
+    _produce(broker.bootstrap, topic, 8)
+    c = _member(broker.bootstrap, group)
+    try:
+        c.subscribe([topic])
+        _poll_until([c], lambda: _stable([c], 4), 30)
+        c.poll(0.2)
+    finally:
+        broker.stop()
+    start = time.monotonic()
+    c.close(2)  # the commit and the LeaveGroup cannot be answered: close() still returns in time
+    assert time.monotonic() - start < 3

@@ -328,7 +328,7 @@ class ConsumerGroup:
         return {t for t in self.consumer.cluster.topics if self.pattern.fullmatch(t) and not t.startswith("__")}
 
     def unsubscribe(self, deadline: float) -> None:
-        self._revoke(set(self.consumer._assigned))
+        self._revoke(set(self.consumer._assigned), deadline)
         self.topics = None
         self.pattern = None
         self.consumer.cluster.all_topics = False
@@ -485,17 +485,22 @@ class ConsumerGroup:
                     self.last_committed[tp] = offset
         self.pending_positions.clear()
 
-    def _revoke(self, tps: set[Any]) -> None:
+    def _revoke(self, tps: set[Any], deadline: float | None = None) -> None:
+        """Give up ``tps``, committing their positions first with auto-commit: by
+        ``deadline`` when given (close, unsubscribe), else without waiting (in a
+        rebalance the OffsetCommit goes out ahead of the JoinGroup on the same
+        connection, so the coordinator has it before the next owner asks)."""
         if not tps:
             return
         if self.config.enable_auto_commit:
             offsets = {tp: o for tp, o in self.positions().items() if tp in tps}
-            try:
-                # Not bounded by poll()'s timeout: the rebalance waits for this commit, and
-                # a poll(0) must not turn it into duplicates for the next owner.
-                self.commit(offsets, time.monotonic() + self.config.request_timeout_ms / 1000)
-            except Exception as exc:  # noqa: BLE001 - the rebalance goes on; the records are read again
-                log.warning("group %r: commit before revoking %s failed: %s", self.config.group_id, sorted(tps), exc)
+            if deadline is None:
+                self.commit_async(offsets, None)
+            else:
+                try:
+                    self.commit(offsets, deadline)
+                except Exception as exc:  # noqa: BLE001 - leaving goes on; the records are read again
+                    log.warning("group %r: commit of %s failed: %s", self.config.group_id, sorted(tps), exc)
         self.owned_before = _as_map(set(self.consumer._assigned))
         if self.listener is not None:
             self.listener.on_partitions_revoked(sorted(tps))
@@ -631,7 +636,7 @@ class ConsumerGroup:
         try:
             self.run_callbacks()
             if self.subscribed:
-                self._revoke(set(self.consumer._assigned))
+                self._revoke(set(self.consumer._assigned), deadline)
             elif self.config.enable_auto_commit and self.consumer._assigned:
                 try:
                     self.commit(None, deadline)

@@ -305,6 +305,15 @@ class GroupMembership:
                 out.append(self._track(Outgoing("find", FIND_COORDINATOR, req, False,
                                                 self.request_timeout, self.generation)))
             return out
+        # Queued commits go first: one made while revoking reaches the coordinator
+        # ahead of the JoinGroup that follows it, so the next owner reads it.
+        for o in self._pending:
+            if o.kind == "commit":
+                o.request = self._commit_request(o.payload)
+                o.generation = self.generation
+            out.append(o)
+        self._pending = []
+        self._want_coordinator = False
         if self.state == JOINING and self._may_send("join", now):
             out.append(self._track(self._join_request()))
         elif self.state == SYNCING and self._may_send("sync", now):
@@ -315,14 +324,6 @@ class GroupMembership:
             self._heartbeat_due = now + self.heartbeat_interval
             out.append(self._track(Outgoing("heartbeat", HEARTBEAT, req, True, self.request_timeout,
                                             self.generation)))
-        if self._pending:
-            for o in self._pending:
-                if o.kind == "commit":
-                    o.request = self._commit_request(o.payload)
-                    o.generation = self.generation
-                out.append(o)
-            self._pending = []
-            self._want_coordinator = False
         return out
 
     def _may_send(self, kind: str, now: float) -> bool:
