@@ -404,3 +404,24 @@ def test_close_with_the_broker_gone_keeps_its_deadline(tansu_broker_factory):
     start = time.monotonic()
     c.close(2)  # the commit and the LeaveGroup cannot be answered: close() still returns in time
     assert time.monotonic() - start < 3
+
+
+def test_a_slow_caller_stays_in_the_group(tansu_broker):
+    # Heartbeats come from the group thread: a caller busy for longer than the session
+    # timeout (but within max_poll_interval_ms) keeps its partitions and generation.
+    boot, topic, group = tansu_broker.bootstrap, _name("slow"), _name("g")
+    _produce(boot, topic, 8)
+    c = _member(boot, group)
+    try:
+        c.subscribe([topic])
+        _poll_until([c], lambda: _stable([c], 4), 30)
+        before = c.group_state()
+        time.sleep(SESSION_MS / 1000 + 1)
+        c.poll(0.1)
+        after = c.group_state()
+        assert (after["generation"], after["member_id"], after["assignment"]) == \
+            (before["generation"], before["member_id"], before["assignment"])
+        assert after["state"] == "stable" and not after["rejoin_needed"]
+        assert after["last_heartbeat_result"] == "ok" and after["last_heartbeat_age"] < 2
+    finally:
+        c.close(5)
