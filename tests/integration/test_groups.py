@@ -24,6 +24,7 @@ import uuid
 from collections import Counter
 
 import pytest
+from groupmates import groupmates  # noqa: F401 - the fixture
 
 from kafkawire import Consumer, Producer
 from kafkawire.client.group import ConsumerRebalanceListener
@@ -425,3 +426,47 @@ def test_a_slow_caller_stays_in_the_group(tansu_broker):
         assert after["last_heartbeat_result"] == "ok" and after["last_heartbeat_age"] < 2
     finally:
         c.close(5)
+
+
+def test_mixed_group_of_three_clients_shares_and_reads_commits(tansu_broker, groupmates):
+    # kafkawire in this process, confluent-kafka and kafka-python members in children,
+    # all with the range assignor: disjoint assignments covering every partition, and
+    # each member starts from what the others committed.
+    pytest.importorskip("kafka")
+    pytest.importorskip("confluent_kafka")
+    boot, topic, group = tansu_broker.bootstrap, _name("three"), _name("g")
+    _produce(boot, topic, 400)
+    kw = _member(boot, group, partition_assignment_strategy=["range"], enable_auto_commit=False)
+    try:
+        kw.subscribe([topic])
+        ck = groupmates.start("confluent", boot, topic, group, "range", session_timeout_ms=SESSION_MS)
+        kp = groupmates.start("kafka-python", boot, topic, group, "range", session_timeout_ms=SESSION_MS)
+        every = set(range(4))
+
+        def settled():
+            mine = {p for _t, p in kw.assignment()}
+            theirs = [ck.partitions(), kp.partitions()]
+            return (kw.group_state()["state"] == "stable" and not kw.group_state()["rejoin_needed"]
+                    and mine and all(theirs) and sum(map(len, theirs)) + len(mine) == 4
+                    and mine | theirs[0] | theirs[1] == every)
+
+        got: list = []
+        _poll_until([kw], settled, 60, got)
+        mine = {p for _t, p in kw.assignment()}
+        assert not mine & ck.partitions() and not mine & kp.partitions() and not ck.partitions() & kp.partitions()
+        _poll_until([kw], lambda: len({(p, o) for _t, p, o in got}) >= 100 * len(mine), 30, got)
+        kw.commit()
+        ck.commit()
+        kp.commit()
+        theirs = {tp.partition: off for m in (ck, kp) for tp, off in m.committed().items()}
+        # kafkawire reads what the others committed ...
+        assert kw.committed([(topic, p) for p in theirs]) == {(topic, p): off for p, off in theirs.items()}
+        mine_committed = kw.committed([(topic, p) for p in mine])
+    finally:
+        kw.close(5)
+    # ... and after kafkawire leaves, the others take its partitions from its commits.
+    ck.wait_for(lambda: len(ck.partitions() | kp.partitions()) == 4, 30, "takeover")
+    for m in (ck, kp):
+        for p in m.partitions() & mine:
+            first = min(o for q, o in m.consumed() if q == p) if any(q == p for q, _ in m.consumed()) else None
+            assert first in (None, mine_committed[(topic, p)])

@@ -262,6 +262,25 @@ class MockCluster:
         )
         self._check(err, f"create_topic({topic!r}, {partitions}, {replication_factor})")
 
+    def _set_int(self, name: str, value: int) -> None:
+        fn = getattr(self._lib, name, None)
+        if fn is None:
+            raise MockClusterError(f"this librdkafka does not export {name}; upgrade confluent-kafka")
+        fn.argtypes = [ctypes.c_void_p, ctypes.c_int32]
+        fn.restype = None
+        fn(self._handle(), value)
+
+    def set_group_initial_rebalance_delay(self, delay_ms: int) -> None:
+        """How long a classic JoinGroup into an empty group waits for more members
+        (3000 ms by default; a member whose session timeout is that short or shorter is
+        then never assigned)."""
+        self._set_int("rd_kafka_mock_group_initial_rebalance_delay_ms", delay_ms)
+
+    def set_consumer_group_timeouts(self, session_timeout_ms: int, heartbeat_interval_ms: int) -> None:
+        """The broker-side session timeout and heartbeat interval of KIP-848 groups."""
+        self._set_int("rd_kafka_mock_set_group_consumer_session_timeout_ms", session_timeout_ms)
+        self._set_int("rd_kafka_mock_set_group_consumer_heartbeat_interval_ms", heartbeat_interval_ms)
+
     def topic_set_error(self, topic: str, error_code: int) -> None:
         """Return ``error_code`` for ``topic`` in Metadata responses (0 clears it)."""
         self._lib.rd_kafka_mock_topic_set_error(self._handle(), topic.encode(), error_code)
