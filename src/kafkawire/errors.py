@@ -1185,6 +1185,15 @@ def broker_error(code: int, context: str, detail: str | None = None) -> BrokerEr
     raise ValueError("broker_error() needs a non-zero error code")
 
 
+class RecordTooLargeError(KafkaWireError, ValueError):
+    """A record or batch larger than max_request_size (or a fetch limit) allows."""
+
+
+# Codes after which the leader map is stale: refresh metadata before retrying.  (Whether a
+# code is retriable at all is the error table's: for_code(code).retriable.)
+REFRESH_METADATA_CODES = frozenset({3, 5, 6, 9, 56, 74, 75, 100})
+
+
 class CommitFailedError(KafkaWireError):
     """An offset commit the group refused because this member's generation ended: the
     group rebalanced (or expelled the member) after the offsets were read.
@@ -1204,6 +1213,8 @@ class CommitFailedError(KafkaWireError):
 __all__ += [
     "broker_error",
     "CommitFailedError",
+    "RecordTooLargeError",
+    "REFRESH_METADATA_CODES",
     "CorruptMessageError",
     "SPEC_NAMES",
     "FORMER_NAMES",

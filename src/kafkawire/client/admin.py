@@ -42,7 +42,6 @@ from typing import Any, Callable, Iterable, Mapping, NamedTuple
 from kafkawire import errors
 from kafkawire.client.cluster import Cluster
 from kafkawire.client.config import Config
-from kafkawire.client.consumer import OffsetAndTimestamp, TopicPartition, _tp
 from kafkawire.client.errors import (
     ClientClosedError,
     KafkaConnectionError,
@@ -53,6 +52,8 @@ from kafkawire.client.errors import (
 from kafkawire.protocol import apis
 from kafkawire.protocol import consumer as consumer_protocol
 from kafkawire.protocol.api import Api, ApiVersionError
+from kafkawire.protocol.fetcher import OffsetAndTimestamp, TopicPartition
+from kafkawire.protocol.fetcher import as_topic_partition as _tp
 
 __all__ = [
     "Admin",

@@ -3,25 +3,20 @@
 
 ``poll(timeout, max_records)`` returns :class:`ConsumerRecord` objects (with topic and
 partition); ``poll_batch(timeout)`` returns the codec's columnar shape per partition.
-Fetches are long polls (``fetch_max_wait_ms``, ``fetch_min_bytes``), one per leader
-broker, bounded by ``fetch_max_bytes`` and ``max_partition_fetch_bytes``.  The next
-fetch is sent before poll() returns, so it is in flight while the caller works.  Up to
-two fetch responses per partition are buffered (a partition is fetched again while
-the previous response is still being handed out), which bounds memory.
+What to fetch and what the answers mean is decided by the I/O-free
+:class:`~kafkawire.protocol.fetcher.Fetcher`; this shell sends its requests (one long
+poll per leader broker) and feeds back the answers.  The next fetch is sent before
+poll() returns, so it is in flight while the caller works.
 
 Not thread-safe: call it from one thread.
 """
 
 from __future__ import annotations
 
-import gc
-import struct
-from collections import deque
 import time
-from operator import attrgetter
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable
 
-from kafkawire import codec, errors
+from kafkawire import errors
 from kafkawire.client.cluster import Cluster
 from kafkawire.client.config import Config
 from kafkawire.client.errors import (
@@ -30,215 +25,30 @@ from kafkawire.client.errors import (
     KafkaTimeoutError,
     OffsetOutOfRangeError,
     REFRESH_METADATA_CODES,
-    RecordTooLargeError,
     broker_error,
 )
 from kafkawire.client.future import Future
 from kafkawire.client.group import ConsumerGroup, ConsumerRebalanceListener
 from kafkawire.protocol import apis
+from kafkawire.protocol.fetcher import (
+    ConsumerRecord,
+    FetchedBatch,
+    Fetcher,
+    OffsetAndTimestamp,
+    PartitionState,
+    TopicPartition,
+)
+from kafkawire.protocol.fetcher import as_topic_partition as _tp
 
 __all__ = ["Consumer", "ConsumerRecord", "TopicPartition", "FetchedBatch", "OffsetAndTimestamp",
            "ConsumerRebalanceListener"]
 
 FETCH = apis.get("Fetch")
 LIST_OFFSETS = apis.get("ListOffsets")
-_FetchTopic = FETCH.Request.FetchTopic
-_FetchPartition = _FetchTopic.FetchPartition
 _LOTopic = LIST_OFFSETS.Request.ListOffsetsTopic
 _LOPartition = _LOTopic.ListOffsetsPartition
 
 EARLIEST, LATEST = -2, -1
-
-
-class TopicPartition(tuple):
-    """``(topic, partition)``."""
-
-    __slots__ = ()
-
-    def __new__(cls, topic: str, partition: int) -> TopicPartition:
-        return tuple.__new__(cls, (topic, partition))
-
-    topic = property(lambda self: self[0])
-    partition = property(lambda self: self[1])
-
-    def __repr__(self) -> str:
-        return f"TopicPartition({self[0]!r}, {self[1]})"
-
-
-class ConsumerRecord:
-    """One record: ``topic``, ``partition``, ``offset``, ``timestamp``, ``timestamp_type``,
-    ``key``, ``value``, ``headers``.
-
-    A thin view over the codec's decoded record: poll() makes one per record, and
-    copying eight fields into it would cost more than the decoding; the fields are read
-    from the decoded record when asked for.
-    """
-
-    __slots__ = ("topic", "partition", "_record")
-
-    def __init__(self, topic: str, partition: int, offset: int, timestamp: int, timestamp_type: int,
-                 key: Any, value: Any, headers: tuple = ()):
-        self.topic = topic
-        self.partition = partition
-        self._record = codec.Record(offset, timestamp, timestamp_type, key, value, tuple(headers))
-
-    # attrgetter with a dotted name reads through _record in C, without a Python frame.
-    offset = property(attrgetter("_record.offset"))
-    timestamp = property(attrgetter("_record.timestamp"))
-    timestamp_type = property(attrgetter("_record.timestamp_type"))
-    key = property(attrgetter("_record.key"))
-    value = property(attrgetter("_record.value"))
-    headers = property(attrgetter("_record.headers"))
-
-    def __repr__(self) -> str:
-        return (f"ConsumerRecord(topic={self.topic!r}, partition={self.partition}, offset={self.offset}, "
-                f"timestamp={self.timestamp}, key={self.key!r}, value={self.value!r})")
-
-
-class _RecordView(ConsumerRecord):
-    # How poll() makes a ConsumerRecord: around the decoded record as it is.
-    __slots__ = ()
-
-    def __init__(self, topic: str, partition: int, record: Any):  # noqa: D107
-        self.topic = topic
-        self.partition = partition
-        self._record = record
-
-
-class _DeserializedRecord(ConsumerRecord):
-    # With key_deserializer / value_deserializer: their results replace key and value.
-    __slots__ = ("key", "value")
-
-    def __init__(self, topic: str, partition: int, record: Any, key: Any, value: Any):  # noqa: D107
-        self.topic = topic
-        self.partition = partition
-        self._record = record
-        self.key = key
-        self.value = value
-
-
-class FetchedBatch:
-    """Records of one partition from one fetch, as :class:`kafkawire.codec.Columns`."""
-
-    __slots__ = ("topic", "partition", "columns", "high_watermark")
-
-    def __init__(self, topic: str, partition: int, columns: Any, high_watermark: int):
-        self.topic = topic
-        self.partition = partition
-        self.columns = columns
-        self.high_watermark = high_watermark
-
-    def __len__(self) -> int:
-        return len(self.columns)
-
-    def __repr__(self) -> str:
-        return f"<FetchedBatch {self.topic}[{self.partition}] {len(self.columns)} records>"
-
-
-class OffsetAndTimestamp:
-    __slots__ = ("offset", "timestamp")
-
-    def __init__(self, offset: int, timestamp: int):
-        self.offset = offset
-        self.timestamp = timestamp
-
-    def __repr__(self) -> str:
-        return f"OffsetAndTimestamp(offset={self.offset}, timestamp={self.timestamp})"
-
-
-# Fetch responses buffered per partition, not yet decoded: the next fetch goes out while
-# the caller works through the previous one (bounds memory to about this many times
-# max_partition_fetch_bytes per partition, plus the records poll() has yet to return).
-_MAX_PENDING = 2
-
-
-class _PartitionState:
-    __slots__ = ("position", "fetching", "buffer", "pending", "fetch_offset", "high_watermark",
-                 "paused", "reset_to")
-
-    def __init__(self) -> None:
-        self.position: int | None = None
-        self.fetching = False
-        # Decoded records poll() has yet to return (max_records cut them off), or None.
-        self.buffer: list[Any] | None = None
-        # Raw records data of fetch responses, in offset order, not yet decoded.
-        self.pending: deque[Any] = deque()
-        # The offset after everything buffered (where the next fetch starts), None when
-        # unknown (nothing more is fetched until the buffers are drained).
-        self.fetch_offset: int | None = None
-        self.high_watermark = -1
-        self.paused = False
-        self.reset_to: int | None = None
-
-    def clear(self) -> None:
-        self.buffer = None
-        self.pending.clear()
-        self.fetch_offset = None
-
-    def buffered(self) -> bool:
-        return self.buffer is not None or bool(self.pending)
-
-    def next_fetch(self) -> int | None:
-        """The offset the next fetch of this partition asks for (None: do not fetch)."""
-        if self.buffer is None and not self.pending:
-            return self.position
-        if len(self.pending) >= _MAX_PENDING:
-            return None
-        return self.fetch_offset
-
-
-_HEAD = struct.Struct(">qi")  # base offset, batch length: the start of every log entry
-_INT32 = struct.Struct(">i")
-
-
-def _next_offset(data: Any) -> int | None:
-    """The offset after the last complete RecordBatch in ``data``, read from the batch
-    headers alone (the columnar path needs nothing else from them); None when there is
-    no complete batch or an entry is not magic 2 (decode_batches handles those)."""
-    size = len(data)
-    pos = 0
-    last = None
-    while pos + 27 <= size:
-        base, length = _HEAD.unpack_from(data, pos)
-        end = pos + 12 + length
-        if end > size:
-            break  # a batch cut off by the fetch size limit: fetched again next time
-        if length < 15 or data[pos + 16] != 2:
-            return None
-        last = base + _INT32.unpack_from(data, pos + 23)[0]
-        pos = end
-    return None if last is None else last + 1
-
-
-def _split_point(data: Any, want: int) -> int:
-    """Where to cut ``data`` so that its complete magic-2 batches before the cut hold at
-    least ``want`` records (by their headers' record counts); 0 for "do not cut" (the
-    data holds no more than that, or something other than whole magic-2 batches)."""
-    size = len(data)
-    pos = 0
-    count = 0
-    while pos + 61 <= size:
-        length = _HEAD.unpack_from(data, pos)[1]
-        end = pos + 12 + length
-        if end > size or length < 49 or data[pos + 16] != 2:
-            return 0
-        count += _INT32.unpack_from(data, pos + 57)[0]
-        pos = end
-        if count >= want:
-            return pos if pos < size else 0
-    return 0
-
-
-def _tp(x: Any) -> TopicPartition:
-    if isinstance(x, TopicPartition):
-        return x
-    try:
-        topic, partition = x
-    except (TypeError, ValueError):
-        raise TypeError(f"expected (topic, partition), got {x!r}") from None
-    if not isinstance(topic, str) or not isinstance(partition, int) or partition < 0:
-        raise TypeError(f"expected (topic: str, partition: int >= 0), got {x!r}")
-    return TopicPartition(topic, partition)
 
 
 class Consumer:
@@ -257,16 +67,13 @@ class Consumer:
         self.config = c = Config.consumer(**config)
         self.cluster = Cluster(c)
         self.cluster.bootstrap(c.request_timeout_ms / 1000.0)
-        self._assigned: dict[TopicPartition, _PartitionState] = {}
+        self._fetcher = Fetcher(c)
         self._inflight: dict[int, Future] = {}
         # Broker id -> monotonic time before which it is not fetched from again (after a
         # failed fetch: a connection error, or a retriable error for the whole response).
         self._fetch_backoff: dict[int, float] = {}
-        self._pending_error: BaseException | None = None
-        self._isolation = 1 if c.isolation_level == "read_committed" else 0
+        self._isolation = self._fetcher.isolation
         self._closed = False
-        self._kdes = c.key_deserializer
-        self._vdes = c.value_deserializer
         self._group = ConsumerGroup(self) if c.group_id is not None else None
 
     # -- assignment and positions ---------------------------------------------------------
@@ -277,7 +84,7 @@ class Consumer:
         if self._group is not None and self._group.subscribed:
             raise ValueError("assign() while subscribed: call unsubscribe() first")
         tps = [_tp(x) for x in partitions]
-        self._assigned = {tp: self._assigned.get(tp) or _PartitionState() for tp in tps}
+        self._fetcher.assigned = {tp: self._assigned.get(tp) or PartitionState() for tp in tps}
         self.cluster.interest.update(tp.topic for tp in tps)
         missing = [tp for tp in tps if self.cluster.leader_for(*tp) is None]
         if missing:
@@ -286,10 +93,14 @@ class Consumer:
             except KafkaTimeoutError:
                 pass  # poll() keeps trying
 
+    @property
+    def _assigned(self) -> dict[TopicPartition, PartitionState]:
+        return self._fetcher.assigned
+
     def assignment(self) -> set[TopicPartition]:
         return set(self._assigned)
 
-    def _state(self, tp: Any) -> _PartitionState:
+    def _state(self, tp: Any) -> PartitionState:
         tp = _tp(tp)
         state = self._assigned.get(tp)
         if state is None:
@@ -441,24 +252,10 @@ class Consumer:
     # -- fetching -------------------------------------------------------------------------
 
     def _send_fetches(self) -> None:
-        cfg = self.config
-        by_node: dict[int, list[TopicPartition]] = {}
-        offsets: dict[TopicPartition, int] = {}
-        buffered = False
-        for tp, st in self._assigned.items():
-            if st.buffer is not None or st.pending:
-                buffered = True
-            if st.fetching or st.paused or st.position is None:
-                continue
-            offset = st.next_fetch()
-            if offset is None:
-                continue
-            offsets[tp] = offset
-            leader = self.cluster.leader_for(*tp)
-            if leader is None:
-                self.cluster.request_refresh()
-                continue
-            by_node.setdefault(leader, []).append(tp)
+        f = self._fetcher
+        by_node, offsets, buffered, leaderless = f.plan(self.cluster.leader_for)
+        if leaderless:
+            self.cluster.request_refresh()
         now = time.monotonic()
         for node, tps in by_node.items():
             if node in self._inflight or self._fetch_backoff.get(node, 0.0) > now:
@@ -468,91 +265,23 @@ class Consumer:
             conn = self.cluster.ready_connection(node)
             if conn is None:
                 continue
-            version = conn.version_for(FETCH)
-            fetch_topics = self._fetch_topics({tp: offsets[tp] for tp in tps}, cfg.max_partition_fetch_bytes)
-            # A long poll holds the connection (answers come in order), so it must not
-            # delay the fetch of a partition whose buffered records poll() is still
-            # handing out: while any are buffered, the broker answers at once.
-            req = FETCH.Request(
-                replica_id=-1, max_wait_ms=0 if buffered else cfg.fetch_max_wait_ms,
-                min_bytes=cfg.fetch_min_bytes,
-                max_bytes=cfg.fetch_max_bytes, isolation_level=self._isolation,
-                session_id=0, session_epoch=-1, topics=fetch_topics)
-            positions = {tp: offsets[tp] for tp in tps}
-            for tp in tps:
-                self._assigned[tp].fetching = True
-            fut = conn.send(FETCH, req, version)
+            req, positions = f.request(tps, offsets, buffered, self.cluster.topics)
+            fut = conn.send(FETCH, req, conn.version_for(FETCH))
             self._inflight[node] = fut
-            fut.add_done_callback(lambda f, node=node, positions=positions: self._on_fetch(f, node, positions))
+            fut.add_done_callback(lambda fut, node=node, positions=positions: self._on_fetch(fut, node, positions))
 
     def _on_fetch(self, f: Future, node: int, positions: dict[TopicPartition, int]) -> None:
         self._inflight.pop(node, None)
-        for tp in positions:
-            st = self._assigned.get(tp)
-            if st is not None:
-                st.fetching = False
-        exc = f.exception()
-        if exc is not None:
+        if f.exception() is not None:
+            self._fetcher.on_failure(positions)
             self.cluster.request_refresh()
             self._back_off(node)
             return
-        resp = f.result()
-        # Fetch v7+ (KIP-227) has an error code for the whole response: fetch-session
-        # errors, and whatever applies to every partition asked for.  Partitions the
-        # response still carries are handled below as usual.
-        code = getattr(resp, "error_code", 0)
-        if code:
-            if code in REFRESH_METADATA_CODES:
-                self.cluster.request_refresh()
-            if errors.for_code(code).retriable:
-                self._back_off(node)
-            else:
-                self._pending_error = broker_error(
-                    code, f"fetching {', '.join(f'{t}[{p}]' for t, p in sorted(positions))} "
-                          f"from broker {node}", getattr(resp, "error_message", None))
-        for name, t in self._response_topics(resp):
-            for p in t.partitions:
-                tp = TopicPartition(name, p.partition_index)
-                st = self._assigned.get(tp)
-                # Dropped if unassigned or seeked since the request went out.
-                if st is None or positions.get(tp) is None or st.next_fetch() != positions[tp]:
-                    continue
-                code = p.error_code
-                if code == 0:
-                    st.high_watermark = p.high_watermark
-                    records = p.records
-                    if records is not None and len(records):
-                        st.pending.append(records)
-                        st.fetch_offset = _next_offset(records)
-                elif code == 1:  # OFFSET_OUT_OF_RANGE
-                    st.reset_to = -1
-                else:
-                    if code in REFRESH_METADATA_CODES:
-                        self.cluster.request_refresh()
-                    if not errors.for_code(code).retriable:
-                        self._pending_error = broker_error(code, f"fetching {tp} at offset {st.position}")
-
-    def _fetch_topics(self, offsets: dict[TopicPartition, int], partition_max_bytes: int) -> list[Any]:
-        """Fetch request topics for ``offsets`` (topic ids where the metadata has them,
-        for Fetch v13+)."""
-        topics: dict[str, list[Any]] = {}
-        for tp, offset in offsets.items():
-            topics.setdefault(tp.topic, []).append(_FetchPartition(
-                partition=tp.partition, fetch_offset=offset, partition_max_bytes=partition_max_bytes))
-        out = []
-        for t, parts in topics.items():
-            topic_id = getattr(self.cluster.topics.get(t), "topic_id", None)
-            kwargs = {"topic": t, "partitions": parts}
-            if topic_id is not None:
-                kwargs["topic_id"] = topic_id
-            out.append(_FetchTopic(**kwargs))
-        return out
-
-    def _response_topics(self, resp: Any) -> Iterator[tuple[str, Any]]:
-        """(topic name, topic response) of a Fetch response; v13+ names topics by id."""
-        ids = {getattr(m, "topic_id", None): name for name, m in self.cluster.topics.items()}
-        for t in resp.responses:
-            yield getattr(t, "topic", None) or ids.get(getattr(t, "topic_id", None)), t
+        refresh, back_off = self._fetcher.on_response(f.result(), positions, self.cluster.topics, node)
+        if refresh:
+            self.cluster.request_refresh()
+        if back_off:
+            self._back_off(node)
 
     def high_watermarks(self, partitions: Iterable[Any], timeout: float | None = None) -> dict[TopicPartition, int]:
         """The offset after each partition's last readable record, as a Fetch response
@@ -575,9 +304,9 @@ class Consumer:
             req = FETCH.Request(
                 replica_id=-1, max_wait_ms=100, min_bytes=1, max_bytes=1 << 16,
                 isolation_level=self._isolation, session_id=0, session_epoch=-1,
-                topics=self._fetch_topics(wanted, 1 << 16))
+                topics=Fetcher.fetch_topics(wanted, 1 << 16, self.cluster.topics))
             resp = self.cluster.request(node, FETCH, req, max(0.0, deadline - time.monotonic()))
-            for name, t in self._response_topics(resp):
+            for name, t in Fetcher.response_topics(resp, self.cluster.topics):
                 for p in t.partitions:
                     tp = TopicPartition(name, p.partition_index)
                     if tp in wanted and p.error_code == 0:
@@ -590,9 +319,7 @@ class Consumer:
         self._fetch_backoff[node] = time.monotonic() + self.config.retry_backoff_ms / 1000
 
     def _handle_resets(self, deadline: float) -> None:
-        waiting = self._group.pending_positions if self._group is not None else ()
-        todo = [tp for tp, st in self._assigned.items()
-                if (st.position is None and tp not in waiting) or st.reset_to is not None]
+        todo = self._fetcher.needs_position(self._group.pending_positions if self._group is not None else ())
         if todo:
             out_of_range = any(self._assigned[tp].reset_to is not None for tp in todo)
             try:
@@ -602,131 +329,6 @@ class Consumer:
             for tp in todo:
                 self._assigned[tp].reset_to = None
 
-    def _drain(self, max_records: int, columnar: bool) -> list[Any]:
-        out: list[Any] = []
-        for tp, st in self._assigned.items():
-            if st.buffer is None and not st.pending:
-                continue
-            if len(out) >= max_records and not columnar:
-                break
-            if st.buffer is not None:  # decoded records left over from an earlier poll
-                if columnar:
-                    # poll() left them and the caller switched to poll_batch(), which
-                    # hands out Columns only: fetch again from the first of them.
-                    first = st.buffer[0].offset
-                    st.clear()
-                    st.position = first
-                    continue
-                data = st.buffer
-                room = max_records - len(out)
-                take = data[:room] if room < len(data) else data
-                if take:
-                    out.extend(take)
-                    st.position = take[-1].offset + 1
-                if len(take) < len(data):
-                    st.buffer = data[len(take):]
-                    continue
-                st.buffer = None
-                if not st.pending and st.fetch_offset is not None:
-                    # The end of the decoded response (past any control batch at its end).
-                    st.position = max(st.position, st.fetch_offset)
-            if not st.pending or (len(out) >= max_records and not columnar):
-                continue
-            # One response per partition and poll: poll_batch returns one FetchedBatch each.
-            data = st.pending.popleft()
-            # Decoding makes two objects per record, and they live until the caller is
-            # done with them: the collector, run every 700 allocations, would scan and
-            # promote them again and again (a third of poll()'s time at 100-byte
-            # values).  They cannot form cycles, so it waits until they are all made.
-            pause_gc = not columnar and gc.isenabled()
-            if pause_gc:
-                gc.disable()
-            try:
-                self._drain_one(tp, st, data, out, max_records, columnar)
-            except Exception as exc:
-                # A corrupt batch or a failing deserializer: drop what is buffered, so
-                # the next poll fetches from the same position and fails the same way
-                # rather than skip past the bad records.  Records already taken from
-                # other partitions are returned first; the next poll() raises.
-                st.clear()
-                if not out:
-                    raise
-                self._pending_error = exc
-                return out
-            finally:
-                if pause_gc:
-                    gc.enable()
-        return out
-
-    def _drain_one(self, tp: TopicPartition, st: _PartitionState, data: Any, out: list[Any],
-                   max_records: int, columnar: bool) -> None:
-        check = self.config.check_crcs
-        start = st.position
-        if columnar:
-            next_pos = _next_offset(data)
-            if next_pos is not None:  # else decode_batches below says what is wrong
-                cols = codec.decode_columnar(data, start_offset=start, check_crcs=check)
-                st.position = max(next_pos, start)
-                if len(cols):
-                    out.append(FetchedBatch(tp.topic, tp.partition, cols, st.high_watermark))
-                return
-        if not columnar:
-            # Decode only the batches this poll hands out; the rest stays raw, first in
-            # line.  A large fetch answer then never turns into a crowd of live record
-            # objects at once (which the garbage collector would scan again and again).
-            cut = _split_point(data, max_records - len(out))
-            if cut:
-                st.pending.appendleft(data[cut:])
-                data = data[:cut]
-        batches = codec.decode_batches(data, start_offset=start, check_crcs=check)
-        if not batches:
-            if len(data) >= self.config.max_partition_fetch_bytes and not self._has_complete_entry(data):
-                self._pending_error = RecordTooLargeError(
-                    f"{tp} at offset {start}: the next batch is larger than "
-                    f"max_partition_fetch_bytes={self.config.max_partition_fetch_bytes}; raise it")
-            return
-        last = batches[-1]
-        next_pos = max(last.base_offset + last.last_offset_delta + 1, start)
-        if columnar:
-            cols = codec.decode_columnar(data, start_offset=start, check_crcs=check)
-            st.position = next_pos
-            if len(cols):
-                out.append(FetchedBatch(tp.topic, tp.partition, cols, st.high_watermark))
-            return
-        topic, partition = tp
-        kdes, vdes = self._kdes, self._vdes
-        recs: list[ConsumerRecord] = []
-        for b in batches:
-            if b.is_control:
-                continue
-            if kdes is None and vdes is None:
-                recs.extend([_RecordView(topic, partition, r) for r in b.records])
-                continue
-            for r in b.records:
-                k, v = r.key, r.value
-                if kdes is not None:
-                    k = kdes(k)
-                if vdes is not None:
-                    v = vdes(v)
-                recs.append(_DeserializedRecord(topic, partition, r, k, v))
-        room = max_records - len(out)
-        if len(recs) > room:
-            out.extend(recs[:room])
-            st.buffer = recs[room:]
-            if room:
-                st.position = recs[room - 1].offset + 1
-            if not st.pending:
-                st.fetch_offset = next_pos  # where the leftovers' response ended
-        else:
-            out.extend(recs)
-            st.position = next_pos
-
-    @staticmethod
-    def _has_complete_entry(data: Any) -> bool:
-        if len(data) < 12:
-            return False
-        return 12 + _HEAD.unpack_from(data, 0)[1] <= len(data)
-
     def _poll(self, timeout: float, max_records: int, columnar: bool) -> list[Any]:
         self._check_open()
         group = self._group
@@ -734,8 +336,8 @@ class Consumer:
             raise ValueError("poll() with no partitions assigned; call assign() or subscribe() first")
         deadline = time.monotonic() + timeout
         while True:
-            if self._pending_error is not None:
-                err, self._pending_error = self._pending_error, None
+            if self._fetcher.pending_error is not None:
+                err, self._fetcher.pending_error = self._fetcher.pending_error, None
                 raise err
             if group is not None:
                 group.step(deadline)
@@ -743,7 +345,7 @@ class Consumer:
             # Fetches go out before decoding and again before returning, so the broker
             # works while kafkawire decodes and the caller processes.
             self._send_fetches()
-            out = self._drain(max_records, columnar)
+            out = self._fetcher.drain(max_records, columnar)
             self.cluster.maybe_refresh()
             self._send_fetches()
             if out:

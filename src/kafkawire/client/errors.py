@@ -9,7 +9,7 @@ exhausted buffers, bad configuration.
 from __future__ import annotations
 
 from kafkawire import errors as _errors
-from kafkawire.errors import broker_error
+from kafkawire.errors import REFRESH_METADATA_CODES, RecordTooLargeError, broker_error
 
 __all__ = [
     "KafkaConnectionError",
@@ -86,15 +86,6 @@ class ClientClosedError(_errors.KafkaWireError):
 
 class ConfigError(_errors.KafkaWireError, ValueError):
     """A configuration value that is unknown, of the wrong type, or out of range."""
-
-
-class RecordTooLargeError(_errors.KafkaWireError, ValueError):
-    """A record or batch larger than max_request_size (or a fetch limit) allows."""
-
-
-# Codes after which the leader map is stale: refresh metadata before retrying.  (Whether a
-# code is retriable at all is the error table's: kafkawire.errors.for_code(code).retriable.)
-REFRESH_METADATA_CODES = frozenset({3, 5, 6, 9, 56, 74, 75, 100})
 
 
 class OffsetOutOfRangeError(_errors.OffsetOutOfRangeError):

@@ -33,6 +33,7 @@ from kafkawire.protocol.consumer import (
     member_topics,
     subscription_metadata,
 )
+from kafkawire.protocol.fetcher import PartitionState, TopicPartition
 from kafkawire.protocol.group import (
     AssignmentNeeded,
     Assigned,
@@ -273,9 +274,6 @@ class ConsumerGroup:
     rebalances as the group thread reports them, commits and committed offsets."""
 
     def __init__(self, consumer: Any):
-        from kafkawire.client import consumer as _consumer  # consumer.py imports this module
-
-        self._c = _consumer
         self.consumer = consumer
         self.config = c = consumer.config
         self.thread = GroupThread(c, dict(consumer.cluster.brokers), consumer.cluster.poller.wakeup)
@@ -437,8 +435,7 @@ class ConsumerGroup:
         self.thread.call(lambda m, now: m.set_assignments(gen, assignments))
 
     def _assigned(self, ev: Assigned, deadline: float) -> None:
-        TP = self._c.TopicPartition
-        new = {TP(t, p) for t, ps in assignment_to_map(decode_assignment(ev.assignment)).items() for p in ps}
+        new = {TopicPartition(t, p) for t, ps in assignment_to_map(decode_assignment(ev.assignment)).items() for p in ps}
         self.generation = ev.generation
         self.protocol = ev.protocol
         owned = set(self.consumer._assigned)
@@ -450,7 +447,7 @@ class ConsumerGroup:
             self._want_join(f"gave up {len(revoked)} partitions for a cooperative rebalance")
         added = new - owned
         for tp in added:
-            self.consumer._assigned[tp] = self._c._PartitionState()
+            self.consumer._assigned[tp] = PartitionState()
         self.consumer.cluster.interest.update(tp.topic for tp in added)
         log.info("group %r: generation %d: assigned %s%s", self.config.group_id, ev.generation,
                  sorted(added), f", revoked {sorted(revoked)}" if revoked else "")
@@ -478,7 +475,7 @@ class ConsumerGroup:
                 return
             raise exc
         for tp, (offset, _meta) in fut.result(0).items():
-            st = self.consumer._assigned.get(self._c.TopicPartition(*tp))
+            st = self.consumer._assigned.get(TopicPartition(*tp))
             if st is not None and tp in self.pending_positions:
                 if st.position is None and offset >= 0:
                     st.position = offset
@@ -518,9 +515,12 @@ class ConsumerGroup:
         try:
             leave = wait_result(fut, deadline, "LeaveGroup")
             if leave is not None:
-                leave.wait(max(0.0, deadline - time.monotonic()))
+                if not leave.wait(max(0.0, deadline - time.monotonic())):
+                    raise KafkaTimeoutError("LeaveGroup: no answer in time")
+                leave.result(0)
         except Exception as exc:  # noqa: BLE001 - the session timeout removes the member anyway
-            log.info("group %r: leaving: %s", self.config.group_id, exc)
+            log.warning("group %r: LeaveGroup failed (the group notices when this member's "
+                        "session times out): %s", self.config.group_id, exc)
 
     # -- offsets -------------------------------------------------------------------------
 
@@ -560,7 +560,7 @@ class ConsumerGroup:
                 last = exc
                 continue
             for tp, err in result.items():
-                tp = self._c.TopicPartition(*tp)
+                tp = TopicPartition(*tp)
                 if err is None:
                     self.last_committed[tp] = todo.pop(tp)
                 elif isinstance(err, CommitFailedError) or not getattr(err, "retriable", False):
@@ -590,7 +590,7 @@ class ConsumerGroup:
                 exc = failed[0] if failed else None
                 for tp, e in fut.result(0).items():
                     if e is None:
-                        self.last_committed[self._c.TopicPartition(*tp)] = offsets[self._c.TopicPartition(*tp)]
+                        self.last_committed[TopicPartition(*tp)] = offsets[TopicPartition(*tp)]
             if callback is not None:
                 callback(offsets, exc)
             elif exc is not None:
@@ -621,7 +621,7 @@ class ConsumerGroup:
                 last = exc
                 time.sleep(min(self.config.retry_backoff_ms / 1000, max(0.0, deadline - time.monotonic())))
                 continue
-            return {self._c.TopicPartition(*tp): (off if off >= 0 else None) for tp, (off, _m) in got.items()}
+            return {TopicPartition(*tp): (off if off >= 0 else None) for tp, (off, _m) in got.items()}
 
     # -- health and the end ----------------------------------------------------------------
 

@@ -1,0 +1,485 @@
+"""The consumer's fetching without I/O: which partitions to fetch from which broker
+and from what offset, what a Fetch response means for each partition, and the records
+poll() hands out, with every position kept here.  The sync consumer drives it today
+(sending the requests, feeding back the answers) and an asyncio consumer can drive the
+same one.
+
+Fetches are long polls (``fetch_max_wait_ms``, ``fetch_min_bytes``), one per leader
+broker, bounded by ``fetch_max_bytes`` and ``max_partition_fetch_bytes``.  Up to two
+fetch responses per partition are buffered (a partition is fetched again while the
+previous response is still being handed out), which bounds memory.
+
+This module does no I/O.
+"""
+
+from __future__ import annotations
+
+import gc
+import struct
+from collections import deque
+from operator import attrgetter
+from typing import Any, Iterator, Mapping
+
+from kafkawire import codec, errors
+from kafkawire.errors import REFRESH_METADATA_CODES, RecordTooLargeError, broker_error
+from kafkawire.protocol import apis
+
+__all__ = ["Fetcher", "ConsumerRecord", "TopicPartition", "FetchedBatch", "OffsetAndTimestamp",
+           "PartitionState", "as_topic_partition"]
+
+FETCH = apis.get("Fetch")
+_FetchTopic = FETCH.Request.FetchTopic
+_FetchPartition = _FetchTopic.FetchPartition
+
+
+class TopicPartition(tuple):
+    """``(topic, partition)``."""
+
+    __slots__ = ()
+
+    def __new__(cls, topic: str, partition: int) -> TopicPartition:
+        return tuple.__new__(cls, (topic, partition))
+
+    topic = property(lambda self: self[0])
+    partition = property(lambda self: self[1])
+
+    def __repr__(self) -> str:
+        return f"TopicPartition({self[0]!r}, {self[1]})"
+
+
+class ConsumerRecord:
+    """One record: ``topic``, ``partition``, ``offset``, ``timestamp``, ``timestamp_type``,
+    ``key``, ``value``, ``headers``.
+
+    A thin view over the codec's decoded record: poll() makes one per record, and
+    copying eight fields into it would cost more than the decoding; the fields are read
+    from the decoded record when asked for.
+    """
+
+    __slots__ = ("topic", "partition", "_record")
+
+    def __init__(self, topic: str, partition: int, offset: int, timestamp: int, timestamp_type: int,
+                 key: Any, value: Any, headers: tuple = ()):
+        self.topic = topic
+        self.partition = partition
+        self._record = codec.Record(offset, timestamp, timestamp_type, key, value, tuple(headers))
+
+    # attrgetter with a dotted name reads through _record in C, without a Python frame.
+    offset = property(attrgetter("_record.offset"))
+    timestamp = property(attrgetter("_record.timestamp"))
+    timestamp_type = property(attrgetter("_record.timestamp_type"))
+    key = property(attrgetter("_record.key"))
+    value = property(attrgetter("_record.value"))
+    headers = property(attrgetter("_record.headers"))
+
+    def __repr__(self) -> str:
+        return (f"ConsumerRecord(topic={self.topic!r}, partition={self.partition}, offset={self.offset}, "
+                f"timestamp={self.timestamp}, key={self.key!r}, value={self.value!r})")
+
+
+class _RecordView(ConsumerRecord):
+    # How poll() makes a ConsumerRecord: around the decoded record as it is.
+    __slots__ = ()
+
+    def __init__(self, topic: str, partition: int, record: Any):  # noqa: D107
+        self.topic = topic
+        self.partition = partition
+        self._record = record
+
+
+class _DeserializedRecord(ConsumerRecord):
+    # With key_deserializer / value_deserializer: their results replace key and value.
+    __slots__ = ("key", "value")
+
+    def __init__(self, topic: str, partition: int, record: Any, key: Any, value: Any):  # noqa: D107
+        self.topic = topic
+        self.partition = partition
+        self._record = record
+        self.key = key
+        self.value = value
+
+
+class FetchedBatch:
+    """Records of one partition from one fetch, as :class:`kafkawire.codec.Columns`."""
+
+    __slots__ = ("topic", "partition", "columns", "high_watermark")
+
+    def __init__(self, topic: str, partition: int, columns: Any, high_watermark: int):
+        self.topic = topic
+        self.partition = partition
+        self.columns = columns
+        self.high_watermark = high_watermark
+
+    def __len__(self) -> int:
+        return len(self.columns)
+
+    def __repr__(self) -> str:
+        return f"<FetchedBatch {self.topic}[{self.partition}] {len(self.columns)} records>"
+
+
+class OffsetAndTimestamp:
+    __slots__ = ("offset", "timestamp")
+
+    def __init__(self, offset: int, timestamp: int):
+        self.offset = offset
+        self.timestamp = timestamp
+
+    def __repr__(self) -> str:
+        return f"OffsetAndTimestamp(offset={self.offset}, timestamp={self.timestamp})"
+
+
+# Fetch responses buffered per partition, not yet decoded: the next fetch goes out while
+# the caller works through the previous one (bounds memory to about this many times
+# max_partition_fetch_bytes per partition, plus the records poll() has yet to return).
+_MAX_PENDING = 2
+
+
+class PartitionState:
+    __slots__ = ("position", "fetching", "buffer", "pending", "fetch_offset", "high_watermark",
+                 "paused", "reset_to")
+
+    def __init__(self) -> None:
+        self.position: int | None = None
+        self.fetching = False
+        # Decoded records poll() has yet to return (max_records cut them off), or None.
+        self.buffer: list[Any] | None = None
+        # Raw records data of fetch responses, in offset order, not yet decoded.
+        self.pending: deque[Any] = deque()
+        # The offset after everything buffered (where the next fetch starts), None when
+        # unknown (nothing more is fetched until the buffers are drained).
+        self.fetch_offset: int | None = None
+        self.high_watermark = -1
+        self.paused = False
+        self.reset_to: int | None = None
+
+    def clear(self) -> None:
+        self.buffer = None
+        self.pending.clear()
+        self.fetch_offset = None
+
+    def buffered(self) -> bool:
+        return self.buffer is not None or bool(self.pending)
+
+    def next_fetch(self) -> int | None:
+        """The offset the next fetch of this partition asks for (None: do not fetch)."""
+        if self.buffer is None and not self.pending:
+            return self.position
+        if len(self.pending) >= _MAX_PENDING:
+            return None
+        return self.fetch_offset
+
+
+_HEAD = struct.Struct(">qi")  # base offset, batch length: the start of every log entry
+_INT32 = struct.Struct(">i")
+
+
+def _next_offset(data: Any) -> int | None:
+    """The offset after the last complete RecordBatch in ``data``, read from the batch
+    headers alone (the columnar path needs nothing else from them); None when there is
+    no complete batch or an entry is not magic 2 (decode_batches handles those)."""
+    size = len(data)
+    pos = 0
+    last = None
+    while pos + 27 <= size:
+        base, length = _HEAD.unpack_from(data, pos)
+        end = pos + 12 + length
+        if end > size:
+            break  # a batch cut off by the fetch size limit: fetched again next time
+        if length < 15 or data[pos + 16] != 2:
+            return None
+        last = base + _INT32.unpack_from(data, pos + 23)[0]
+        pos = end
+    return None if last is None else last + 1
+
+
+def _split_point(data: Any, want: int) -> int:
+    """Where to cut ``data`` so that its complete magic-2 batches before the cut hold at
+    least ``want`` records (by their headers' record counts); 0 for "do not cut" (the
+    data holds no more than that, or something other than whole magic-2 batches)."""
+    size = len(data)
+    pos = 0
+    count = 0
+    while pos + 61 <= size:
+        length = _HEAD.unpack_from(data, pos)[1]
+        end = pos + 12 + length
+        if end > size or length < 49 or data[pos + 16] != 2:
+            return 0
+        count += _INT32.unpack_from(data, pos + 57)[0]
+        pos = end
+        if count >= want:
+            return pos if pos < size else 0
+    return 0
+
+
+def as_topic_partition(x: Any) -> TopicPartition:
+    """``x`` as a TopicPartition, checked: a (topic: str, partition: int >= 0) pair."""
+    if isinstance(x, TopicPartition):
+        return x
+    try:
+        topic, partition = x
+    except (TypeError, ValueError):
+        raise TypeError(f"expected (topic, partition), got {x!r}") from None
+    if not isinstance(topic, str) or not isinstance(partition, int) or partition < 0:
+        raise TypeError(f"expected (topic: str, partition: int >= 0), got {x!r}")
+    return TopicPartition(topic, partition)
+
+
+class Fetcher:
+    """Partition states and the fetch decisions of one consumer (``config``: its
+    options, read as attributes)."""
+
+    def __init__(self, config: Any):
+        self.config = config
+        self.assigned: dict[TopicPartition, PartitionState] = {}
+        #: An error to raise from the next poll (set where it could not be raised then).
+        self.pending_error: BaseException | None = None
+        self.isolation = 1 if config.isolation_level == "read_committed" else 0
+        self.kdes = config.key_deserializer
+        self.vdes = config.value_deserializer
+
+    def plan(self, leader_for: Any) -> tuple[dict[int, list[TopicPartition]], dict[TopicPartition, int], bool, bool]:
+        """What to fetch now: (leader -> partitions, partition -> fetch offset, whether
+        records are buffered, whether a partition has no known leader)."""
+        by_node: dict[int, list[TopicPartition]] = {}
+        offsets: dict[TopicPartition, int] = {}
+        buffered = False
+        leaderless = False
+        for tp, st in self.assigned.items():
+            if st.buffer is not None or st.pending:
+                buffered = True
+            if st.fetching or st.paused or st.position is None:
+                continue
+            offset = st.next_fetch()
+            if offset is None:
+                continue
+            offsets[tp] = offset
+            leader = leader_for(*tp)
+            if leader is None:
+                leaderless = True
+                continue
+            by_node.setdefault(leader, []).append(tp)
+        return by_node, offsets, buffered, leaderless
+
+    def request(self, tps: list[TopicPartition], offsets: dict[TopicPartition, int], buffered: bool,
+                topics: Mapping[str, Any]) -> tuple[Any, dict[TopicPartition, int]]:
+        """The Fetch request for ``tps`` (marked as being fetched) and the positions it
+        asks for; ``topics`` is the cluster metadata (for topic ids, Fetch v13+)."""
+        cfg = self.config
+        positions = {tp: offsets[tp] for tp in tps}
+        # A long poll holds the connection (answers come in order), so it must not
+        # delay the fetch of a partition whose buffered records poll() is still
+        # handing out: while any are buffered, the broker answers at once.
+        req = FETCH.Request(
+            replica_id=-1, max_wait_ms=0 if buffered else cfg.fetch_max_wait_ms,
+            min_bytes=cfg.fetch_min_bytes, max_bytes=cfg.fetch_max_bytes,
+            isolation_level=self.isolation, session_id=0, session_epoch=-1,
+            topics=self.fetch_topics(positions, cfg.max_partition_fetch_bytes, topics))
+        for tp in tps:
+            self.assigned[tp].fetching = True
+        return req, positions
+
+    def on_failure(self, positions: dict[TopicPartition, int]) -> None:
+        """The Fetch for ``positions`` got no answer."""
+        for tp in positions:
+            st = self.assigned.get(tp)
+            if st is not None:
+                st.fetching = False
+
+    def on_response(self, resp: Any, positions: dict[TopicPartition, int], topics: Mapping[str, Any],
+                    node: int) -> tuple[bool, bool]:
+        """Apply the Fetch answer for ``positions`` from broker ``node``; returns
+        (refresh the metadata, back off from that broker)."""
+        self.on_failure(positions)  # no longer being fetched
+        refresh = backoff = False
+        # Fetch v7+ (KIP-227) has an error code for the whole response: fetch-session
+        # errors, and whatever applies to every partition asked for.  Partitions the
+        # response still carries are handled below as usual.
+        code = getattr(resp, "error_code", 0)
+        if code:
+            refresh = code in REFRESH_METADATA_CODES
+            if errors.for_code(code).retriable:
+                backoff = True
+            else:
+                self.pending_error = broker_error(
+                    code, f"fetching {', '.join(f'{t}[{p}]' for t, p in sorted(positions))} "
+                          f"from broker {node}", getattr(resp, "error_message", None))
+        for name, t in self.response_topics(resp, topics):
+            for p in t.partitions:
+                tp = TopicPartition(name, p.partition_index)
+                st = self.assigned.get(tp)
+                # Dropped if unassigned or seeked since the request went out.
+                if st is None or positions.get(tp) is None or st.next_fetch() != positions[tp]:
+                    continue
+                code = p.error_code
+                if code == 0:
+                    st.high_watermark = p.high_watermark
+                    records = p.records
+                    if records is not None and len(records):
+                        st.pending.append(records)
+                        st.fetch_offset = _next_offset(records)
+                elif code == 1:  # OFFSET_OUT_OF_RANGE
+                    st.reset_to = -1
+                else:
+                    if code in REFRESH_METADATA_CODES:
+                        refresh = True
+                    if not errors.for_code(code).retriable:
+                        self.pending_error = broker_error(code, f"fetching {tp} at offset {st.position}")
+        return refresh, backoff
+
+    @staticmethod
+    def fetch_topics(offsets: dict[TopicPartition, int], partition_max_bytes: int,
+                     topics: Mapping[str, Any]) -> list[Any]:
+        """Fetch request topics for ``offsets`` (topic ids where the metadata has them,
+        for Fetch v13+)."""
+        by_topic: dict[str, list[Any]] = {}
+        for tp, offset in offsets.items():
+            by_topic.setdefault(tp.topic, []).append(_FetchPartition(
+                partition=tp.partition, fetch_offset=offset, partition_max_bytes=partition_max_bytes))
+        out = []
+        for t, parts in by_topic.items():
+            topic_id = getattr(topics.get(t), "topic_id", None)
+            kwargs = {"topic": t, "partitions": parts}
+            if topic_id is not None:
+                kwargs["topic_id"] = topic_id
+            out.append(_FetchTopic(**kwargs))
+        return out
+
+    @staticmethod
+    def response_topics(resp: Any, topics: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
+        """(topic name, topic response) of a Fetch response; v13+ names topics by id."""
+        ids = {getattr(m, "topic_id", None): name for name, m in topics.items()}
+        for t in resp.responses:
+            yield getattr(t, "topic", None) or ids.get(getattr(t, "topic_id", None)), t
+
+    def needs_position(self, waiting: Any = ()) -> list[TopicPartition]:
+        """Partitions whose position must be looked up (none yet, or out of range),
+        except those in ``waiting`` (their committed offsets are on the way)."""
+        return [tp for tp, st in self.assigned.items()
+                if (st.position is None and tp not in waiting) or st.reset_to is not None]
+
+    def drain(self, max_records: int, columnar: bool) -> list[Any]:
+        """Records (or, ``columnar``, one FetchedBatch per partition) from what the
+        fetches buffered, at most ``max_records`` records; positions move past them."""
+        out: list[Any] = []
+        for tp, st in self.assigned.items():
+            if st.buffer is None and not st.pending:
+                continue
+            if len(out) >= max_records and not columnar:
+                break
+            if st.buffer is not None:  # decoded records left over from an earlier poll
+                if columnar:
+                    # poll() left them and the caller switched to poll_batch(), which
+                    # hands out Columns only: fetch again from the first of them.
+                    first = st.buffer[0].offset
+                    st.clear()
+                    st.position = first
+                    continue
+                data = st.buffer
+                room = max_records - len(out)
+                take = data[:room] if room < len(data) else data
+                if take:
+                    out.extend(take)
+                    st.position = take[-1].offset + 1
+                if len(take) < len(data):
+                    st.buffer = data[len(take):]
+                    continue
+                st.buffer = None
+                if not st.pending and st.fetch_offset is not None:
+                    # The end of the decoded response (past any control batch at its end).
+                    st.position = max(st.position, st.fetch_offset)
+            if not st.pending or (len(out) >= max_records and not columnar):
+                continue
+            # One response per partition and poll: poll_batch returns one FetchedBatch each.
+            data = st.pending.popleft()
+            # Decoding makes two objects per record, and they live until the caller is
+            # done with them: the collector, run every 700 allocations, would scan and
+            # promote them again and again (a third of poll()'s time at 100-byte
+            # values).  They cannot form cycles, so it waits until they are all made.
+            pause_gc = not columnar and gc.isenabled()
+            if pause_gc:
+                gc.disable()
+            try:
+                self._drain_one(tp, st, data, out, max_records, columnar)
+            except Exception as exc:
+                # A corrupt batch or a failing deserializer: drop what is buffered, so
+                # the next poll fetches from the same position and fails the same way
+                # rather than skip past the bad records.  Records already taken from
+                # other partitions are returned first; the next poll() raises.
+                st.clear()
+                if not out:
+                    raise
+                self.pending_error = exc
+                return out
+            finally:
+                if pause_gc:
+                    gc.enable()
+        return out
+
+    def _drain_one(self, tp: TopicPartition, st: PartitionState, data: Any, out: list[Any],
+                   max_records: int, columnar: bool) -> None:
+        check = self.config.check_crcs
+        start = st.position
+        if columnar:
+            next_pos = _next_offset(data)
+            if next_pos is not None:  # else decode_batches below says what is wrong
+                cols = codec.decode_columnar(data, start_offset=start, check_crcs=check)
+                st.position = max(next_pos, start)
+                if len(cols):
+                    out.append(FetchedBatch(tp.topic, tp.partition, cols, st.high_watermark))
+                return
+        if not columnar:
+            # Decode only the batches this poll hands out; the rest stays raw, first in
+            # line.  A large fetch answer then never turns into a crowd of live record
+            # objects at once (which the garbage collector would scan again and again).
+            cut = _split_point(data, max_records - len(out))
+            if cut:
+                st.pending.appendleft(data[cut:])
+                data = data[:cut]
+        batches = codec.decode_batches(data, start_offset=start, check_crcs=check)
+        if not batches:
+            if len(data) >= self.config.max_partition_fetch_bytes and not self._has_complete_entry(data):
+                self.pending_error = RecordTooLargeError(
+                    f"{tp} at offset {start}: the next batch is larger than "
+                    f"max_partition_fetch_bytes={self.config.max_partition_fetch_bytes}; raise it")
+            return
+        last = batches[-1]
+        next_pos = max(last.base_offset + last.last_offset_delta + 1, start)
+        if columnar:
+            cols = codec.decode_columnar(data, start_offset=start, check_crcs=check)
+            st.position = next_pos
+            if len(cols):
+                out.append(FetchedBatch(tp.topic, tp.partition, cols, st.high_watermark))
+            return
+        topic, partition = tp
+        kdes, vdes = self.kdes, self.vdes
+        recs: list[ConsumerRecord] = []
+        for b in batches:
+            if b.is_control:
+                continue
+            if kdes is None and vdes is None:
+                recs.extend([_RecordView(topic, partition, r) for r in b.records])
+                continue
+            for r in b.records:
+                k, v = r.key, r.value
+                if kdes is not None:
+                    k = kdes(k)
+                if vdes is not None:
+                    v = vdes(v)
+                recs.append(_DeserializedRecord(topic, partition, r, k, v))
+        room = max_records - len(out)
+        if len(recs) > room:
+            out.extend(recs[:room])
+            st.buffer = recs[room:]
+            if room:
+                st.position = recs[room - 1].offset + 1
+            if not st.pending:
+                st.fetch_offset = next_pos  # where the leftovers' response ended
+        else:
+            out.extend(recs)
+            st.position = next_pos
+
+    @staticmethod
+    def _has_complete_entry(data: Any) -> bool:
+        if len(data) < 12:
+            return False
+        return 12 + _HEAD.unpack_from(data, 0)[1] <= len(data)
