@@ -5,8 +5,8 @@ Broker quirks met here, one line each:
 * Tansu completes a JoinGroup only after half the session timeout, so every rebalance
   takes at least that long (session timeouts here are short to keep the tests quick).
 * Tansu auto-creates a topic with 4 partitions on first use.
-* The librdkafka mock closes the connection on JoinGroup v6+ / SyncGroup v4+ and sends
-  LeaveGroup v4+ responses without their tagged fields: tests pin those APIs below them.
+* The librdkafka mock closes the connection on JoinGroup v6+ / SyncGroup v4+ and cuts its
+  LeaveGroup v3+ answers short (without applying the leave): tests pin those APIs below them.
 * The mock answers OffsetCommit with REBALANCE_IN_PROGRESS while a rebalance is being
   prepared (Kafka accepts the current generation's commits then), so a commit before
   revoking fails there and those records are read again by the next owner.
@@ -33,7 +33,7 @@ from kafkawire.errors import CommitFailedError
 pytestmark = [pytest.mark.broker, pytest.mark.groups]
 
 SESSION_MS = 6000
-MOCK_VERSIONS = {"JoinGroup": 5, "SyncGroup": 3, "LeaveGroup": 3}
+MOCK_VERSIONS = {"JoinGroup": 5, "SyncGroup": 3, "LeaveGroup": 2}
 
 
 def _name(prefix: str) -> str:

@@ -510,7 +510,11 @@ class GroupMembership:
         self._retry_or_fail(o, code, now, f"Heartbeat of group {self.group_id!r}")
 
     def _on_leave(self, o: Outgoing, resp: Any, now: float) -> None:
-        return None  # the member is gone either way; nothing waits for this
+        # The member is gone from this side either way; an error is only worth a log line.
+        codes = [resp.error_code] + [m.error_code for m in getattr(resp, "members", None) or ()]
+        code = next((c for c in codes if c), 0)
+        if code:
+            raise errors.broker_error(code, f"LeaveGroup of group {self.group_id!r}")
 
     def _on_commit(self, o: Outgoing, resp: Any, now: float) -> dict[tuple[str, int], BaseException | None]:
         result: dict[tuple[str, int], BaseException | None] = {}
