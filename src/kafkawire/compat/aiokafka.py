@@ -1,0 +1,958 @@
+"""kafkawire's codec as aiokafka's record layer.
+
+``install()`` puts classes backed by kafkawire's codec wherever aiokafka looks its record
+classes up (``aiokafka.record.*``, the names its consumer and producer imported, and
+aiokafka's own Cython/pure-Python selection), ``uninstall()`` puts aiokafka's own back and
+``installed()`` says which are in place.  Setting ``KAFKAWIRE_PATCH_AIOKAFKA=1`` installs
+them when this module is imported.
+
+What changes:
+
+* ``MemoryRecords`` decodes a whole fetched partition (every batch, every magic, every
+  codec) with one call into the compiled codec; the batch objects it hands out carry the
+  records already decoded and their CRCs already checked.  Data that fails that call
+  (a bad CRC, a corrupt batch) is decoded batch by batch instead, so aiokafka's consumer
+  sees the same batches, CRC results and exceptions as with its own classes.
+* The consumer's ``PartitionRecords`` (aiokafka/consumer/fetcher.py) turns those decoded
+  batches into ``ConsumerRecord`` objects a batch at a time and hands them out through a
+  C-level iterator, with aiokafka's rules for positions, control batches and aborted
+  transactions.
+* ``DefaultRecordBatchBuilder`` / ``LegacyRecordBatchBuilder`` keep appended records and
+  encode the batch with one codec call in ``build()``.
+
+Install it before creating producers and consumers: a producer batch started under one
+builder class must be finished by the same one.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import sys
+import time
+from itertools import chain as _chain
+from typing import Any
+
+import aiokafka.consumer.fetcher as _fetcher
+import aiokafka.errors as _aioerrors
+import aiokafka.producer.message_accumulator  # noqa: F401 - imported so install() patches it
+import aiokafka.producer.producer  # noqa: F401 - imported so install() patches it
+import aiokafka.record  # noqa: F401 - imported so install() patches it
+import aiokafka.record.control_record as _control
+import aiokafka.record.default_records as _default
+import aiokafka.record.legacy_records as _legacy
+import aiokafka.record.memory_records as _memory
+
+from kafkawire import codec as _codec
+from kafkawire import compression as _compression
+from kafkawire import errors as _errors
+
+__all__ = [
+    "install",
+    "uninstall",
+    "installed",
+    "MemoryRecords",
+    "DefaultRecordBatch",
+    "DefaultRecord",
+    "DefaultRecordBatchBuilder",
+    "DefaultRecordMetadata",
+    "LegacyRecordBatch",
+    "LegacyRecord",
+    "LegacyRecordBatchBuilder",
+    "LegacyRecordMetadata",
+    "ControlRecord",
+    "ABORT_MARKER",
+    "COMMIT_MARKER",
+    "PartitionRecords",
+    "ENV_VAR",
+]
+
+#: Set to 1 to install when this module is imported.
+ENV_VAR = "KAFKAWIRE_PATCH_AIOKAFKA"
+
+_INT64_MIN = -(1 << 63)
+_LOG_OVERHEAD = 12  # offset int64 + size int32 in front of every entry
+_MIN_ENTRY = 14  # the smallest magic 0 message: crc, magic, attributes, key and value lengths
+_V2_HEADER = struct.Struct(">qiibIhiqqqhii")  # RecordBatch header up to the record count
+_V2_HEADER_SIZE = _V2_HEADER.size  # 61
+_V2_CRC_START = 21  # KIP-98: CRC32C covers attributes..end
+_V0_HEADER = struct.Struct(">qiIbb")
+_V1_HEADER = struct.Struct(">qiIbbq")
+_ENTRY = struct.Struct(">qi")
+_INT32 = struct.Struct(">i")
+_UINT32 = struct.Struct(">I")
+_BYTES_TYPES = (bytes, bytearray, memoryview)
+_svi = _codec.size_of_varint
+
+
+def _aiokafka_error(exc: Exception) -> Exception:
+    """The aiokafka exception for a kafkawire codec error (chained by the caller)."""
+    if isinstance(exc, (_errors.UnsupportedCodecError, _errors.CompressionLibraryMissingError)):
+        return _aioerrors.UnsupportedCodecError(str(exc))
+    return _aioerrors.CorruptRecordException(str(exc))
+
+
+def _decode_one(buf) -> list:
+    """The kafkawire Records of one entry, CRCs unchecked (aiokafka checks them apart)."""
+    try:
+        batches = _codec.decode_batches(buf, check_crcs=False, start_offset=_INT64_MIN)
+    except _errors.CodecError as exc:
+        raise _aiokafka_error(exc) from exc
+    if len(batches) == 1:
+        return batches[0].records
+    out: list = []
+    for b in batches:
+        out += b.records
+    return out
+
+
+class _Codecs:
+    __slots__ = ()
+    CODEC_MASK = 0x07
+    CODEC_NONE = 0x00
+    CODEC_GZIP = 0x01
+    CODEC_SNAPPY = 0x02
+    CODEC_LZ4 = 0x03
+    CODEC_ZSTD = 0x04
+    TIMESTAMP_TYPE_MASK = 0x08
+    TRANSACTIONAL_MASK = 0x10
+    CONTROL_MASK = 0x20
+    LOG_APPEND_TIME = 1
+    CREATE_TIME = 0
+    NO_PARTITION_LEADER_EPOCH = -1
+
+
+# ---------------------------------------------------------------------------------------
+# records and metadata
+# ---------------------------------------------------------------------------------------
+
+
+class DefaultRecord:
+    """One magic 2 record, as aiokafka's DefaultRecord (headers a list, checksum None)."""
+
+    __slots__ = ("offset", "timestamp", "timestamp_type", "key", "value", "headers")
+
+    def __init__(self, offset, timestamp, timestamp_type, key, value, headers):
+        self.offset = offset
+        self.timestamp = timestamp
+        self.timestamp_type = timestamp_type
+        self.key = key
+        self.value = value
+        self.headers = headers
+
+    @property
+    def checksum(self) -> None:
+        return None
+
+    def _fields(self) -> tuple:
+        return (self.offset, self.timestamp, self.timestamp_type, self.key, self.value,
+                list(self.headers))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DefaultRecord):
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return (f"DefaultRecord(offset={self.offset!r}, timestamp={self.timestamp!r}, "
+                f"timestamp_type={self.timestamp_type!r}, key={self.key!r}, "
+                f"value={self.value!r}, headers={self.headers!r})")
+
+
+class LegacyRecord:
+    """One magic 0/1 message, as aiokafka's LegacyRecord (no headers, checksum its CRC)."""
+
+    __slots__ = ("offset", "timestamp", "timestamp_type", "key", "value", "crc")
+
+    def __init__(self, offset, timestamp, timestamp_type, key, value, crc):
+        self.offset = offset
+        self.timestamp = timestamp
+        self.timestamp_type = timestamp_type
+        self.key = key
+        self.value = value
+        self.crc = crc
+
+    @property
+    def headers(self) -> list:
+        return []
+
+    @property
+    def checksum(self) -> int:
+        return self.crc
+
+    def _fields(self) -> tuple:
+        return (self.offset, self.timestamp, self.timestamp_type, self.key, self.value, self.crc)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, LegacyRecord):
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return (f"LegacyRecord(offset={self.offset!r}, timestamp={self.timestamp!r}, "
+                f"timestamp_type={self.timestamp_type!r}, key={self.key!r}, "
+                f"value={self.value!r}, crc={self.crc!r})")
+
+
+class DefaultRecordMetadata:
+    """What DefaultRecordBatchBuilder.append returns."""
+
+    __slots__ = ("offset", "size", "timestamp")
+
+    def __init__(self, offset: int, size: int, timestamp: int) -> None:
+        self.offset = offset
+        self.size = size
+        self.timestamp = timestamp
+
+    @property
+    def crc(self) -> None:
+        return None
+
+    def __repr__(self) -> str:
+        return (f"DefaultRecordMetadata(offset={self.offset!r}, size={self.size!r}, "
+                f"timestamp={self.timestamp!r})")
+
+
+class LegacyRecordMetadata:
+    """What LegacyRecordBatchBuilder.append returns."""
+
+    __slots__ = ("offset", "crc", "size", "timestamp")
+
+    def __init__(self, offset: int, crc: int, size: int, timestamp: int) -> None:
+        self.offset = offset
+        self.crc = crc
+        self.size = size
+        self.timestamp = timestamp
+
+    def __repr__(self) -> str:
+        return (f"LegacyRecordMetadata(offset={self.offset!r}, crc={self.crc!r}, "
+                f"size={self.size!r}, timestamp={self.timestamp!r})")
+
+
+# ---------------------------------------------------------------------------------------
+# batches
+# ---------------------------------------------------------------------------------------
+
+
+class DefaultRecordBatch(_Codecs):
+    """One magic 2 RecordBatch: header fields, CRC check, and its records when iterated."""
+
+    __slots__ = ("_buffer", "_header", "_records", "_verified", "_next", "_iterated")
+
+    def __init__(self, buffer) -> None:
+        view = memoryview(buffer)
+        if view.nbytes < _V2_HEADER_SIZE:
+            # aiokafka reads such a batch's header past its end (a bug); it is corrupt
+            raise _aioerrors.CorruptRecordException(
+                f"record batch of {view.nbytes} bytes is shorter than its "
+                f"{_V2_HEADER_SIZE}-byte header")
+        self._buffer = view
+        self._header = _V2_HEADER.unpack_from(view)
+        self._records: list | None = None  # kafkawire Records once decoded
+        self._verified = False  # True: MemoryRecords already checked the CRC
+        self._next = 0
+        self._iterated = False
+
+    @classmethod
+    def _decoded(cls, view, records: list | None, verified: bool) -> DefaultRecordBatch:
+        self = cls(view)
+        self._records = records
+        self._verified = verified
+        return self
+
+    base_offset = property(lambda self: self._header[0])
+    magic = property(lambda self: self._header[3])
+    crc = property(lambda self: self._header[4])
+    attributes = property(lambda self: self._header[5])
+    compression_type = property(lambda self: self._header[5] & 0x07)
+    timestamp_type = property(lambda self: (self._header[5] >> 3) & 1)
+    is_transactional = property(lambda self: bool(self._header[5] & 0x10))
+    is_control_batch = property(lambda self: bool(self._header[5] & 0x20))
+    last_offset_delta = property(lambda self: self._header[6])
+    first_timestamp = property(lambda self: self._header[7])
+    max_timestamp = property(lambda self: self._header[8])
+    producer_id = property(lambda self: self._header[9])
+    producer_epoch = property(lambda self: self._header[10])
+    base_sequence = property(lambda self: self._header[11])
+
+    @property
+    def next_offset(self) -> int:
+        return self._header[0] + self._header[6] + 1
+
+    def validate_crc(self) -> bool:
+        assert not self._iterated, "Validate should be called before iteration"
+        if self._verified:
+            return True
+        return _codec.crc32c(self._buffer[_V2_CRC_START:]) == self._header[4]
+
+    def _kw_records(self) -> list:
+        records = self._records
+        if records is None:
+            records = self._records = _decode_one(self._buffer)
+        return records
+
+    def __iter__(self) -> DefaultRecordBatch:
+        self._iterated = True
+        self._kw_records()
+        return self
+
+    def __next__(self) -> DefaultRecord:
+        self._iterated = True
+        records = self._kw_records()
+        i = self._next
+        if i >= len(records):
+            raise StopIteration
+        self._next = i + 1
+        r = records[i]
+        return DefaultRecord(r.offset, r.timestamp, r.timestamp_type, r.key, r.value,
+                             list(r.headers))
+
+
+class LegacyRecordBatch(_Codecs):
+    """One top-level magic 0/1 message: a record, or a compressed wrapper of several."""
+
+    __slots__ = ("_buffer", "_magic", "_offset", "_crc", "_attributes", "_timestamp",
+                 "_records", "_verified", "_crcs")
+    is_control_batch = False
+    is_transactional = False
+    producer_id = None
+    RECORD_OVERHEAD_V0 = 14
+    RECORD_OVERHEAD_V1 = 22
+
+    def __init__(self, buffer, magic: int) -> None:
+        view = memoryview(buffer)
+        header = (_V0_HEADER if magic == 0 else _V1_HEADER).unpack_from(view)
+        assert header[1] == view.nbytes - _LOG_OVERHEAD
+        assert header[3] == magic
+        self._buffer = view
+        self._magic = magic
+        self._offset = header[0]
+        self._crc = header[2]
+        self._attributes = header[4]
+        self._timestamp = header[5] if magic else None
+        self._records: list | None = None
+        self._verified = False
+        self._crcs: list | None = None
+
+    @classmethod
+    def _decoded(cls, view, magic: int, records: list | None, verified: bool):
+        self = cls(view, magic)
+        self._records = records
+        self._verified = verified
+        return self
+
+    @property
+    def next_offset(self) -> int:
+        return self._offset + 1
+
+    def validate_crc(self) -> bool:
+        if self._verified:
+            return True
+        return _codec.crc32(self._buffer[16:]) == self._crc
+
+    def _kw_records(self) -> list:
+        records = self._records
+        if records is None:
+            records = self._records = _decode_one(self._buffer)
+        return records
+
+    def _record_crcs(self, n: int) -> list:
+        """Each record's own CRC: the message's, or those of a wrapper's inner messages."""
+        if not self._attributes & 0x07:
+            return [self._crc] * n
+        crcs = self._crcs
+        if crcs is None:
+            view = self._buffer
+            pos = 18 + (8 if self._magic else 0)  # wrapper key length (after magic 1 timestamp)
+            (klen,) = _INT32.unpack_from(view, pos)
+            pos += 4 + max(klen, 0)
+            (vlen,) = _INT32.unpack_from(view, pos)
+            inner = _compression.decompress(
+                self._attributes & 0x07, view[pos + 4:pos + 4 + vlen],
+                _codec.DEFAULT_MAX_DECOMPRESSED_SIZE, legacy_lz4=self._magic == 0)
+            crcs = []
+            for b in _codec.decode_batches(inner, check_crcs=False, start_offset=_INT64_MIN):
+                crcs += [b.crc] * len(b.records)
+            self._crcs = crcs
+        return crcs
+
+    def _legacy_records(self) -> list:
+        records = self._kw_records()
+        crcs = self._record_crcs(len(records))
+        if self._magic == 0:
+            return [LegacyRecord(r.offset, None, None, r.key, r.value, c)
+                    for r, c in zip(records, crcs)]
+        return [LegacyRecord(r.offset, r.timestamp, r.timestamp_type, r.key, r.value, c)
+                for r, c in zip(records, crcs)]
+
+    def __iter__(self):
+        return iter(self._legacy_records())
+
+
+# ---------------------------------------------------------------------------------------
+# MemoryRecords: one codec call for a whole fetched partition
+# ---------------------------------------------------------------------------------------
+
+
+class MemoryRecords:
+    """The record data of one partition in a Fetch response, batch by batch."""
+
+    __slots__ = ("_buffer", "_view", "_entries", "_decoded", "_stuck", "_i")
+
+    def __init__(self, bytes_data) -> None:
+        self._buffer = bytes_data
+        view = self._view = memoryview(bytes_data)
+        n = view.nbytes
+        entries = []  # (start, end, magic)
+        stuck = None  # entry too small to be any message: next_batch raises there for good
+        pos = 0
+        unpack = _ENTRY.unpack_from
+        while n - pos >= _LOG_OVERHEAD:
+            length = unpack(view, pos)[1]
+            end = pos + _LOG_OVERHEAD + length
+            if end > n:
+                break  # a partial entry at the end of a fetch response is normal
+            if length < _MIN_ENTRY:
+                stuck = (f"Record size is less than the minimum record overhead "
+                         f"({_MIN_ENTRY})")
+                break
+            entries.append((pos, end, view[pos + 16]))
+            pos = end
+        self._entries = entries
+        self._stuck = stuck
+        self._i = 0
+        self._decoded = self._decode_all(view, entries, pos) if entries else None
+
+    @staticmethod
+    def _decode_all(view, entries, end) -> list | None:
+        """Records per entry from one codec call, or None when that call fails."""
+        try:
+            batches = _codec.decode_batches(view[:end], start_offset=_INT64_MIN)
+        except _errors.CodecError:
+            return None  # a bad CRC or corrupt batch: entries are decoded one by one
+        out = []
+        j = 0
+        nb = len(batches)
+        for start, _end, magic in entries:
+            # The codec leaves out entries with no records (an empty or compacted batch);
+            # aiokafka's consumer still needs them for their next offset.
+            if magic >= 2:
+                if _INT32.unpack_from(view, start + 57)[0] == 0:
+                    out.append([])
+                    continue
+                b = batches[j] if j < nb else None
+                if (b is None or b.magic != 2 or b.base_offset != _ENTRY.unpack_from(view, start)[0]
+                        or b.crc != _UINT32.unpack_from(view, start + 17)[0]):
+                    return None
+            else:
+                b = batches[j] if j < nb else None
+                if b is None or b.magic != magic or b.crc != _UINT32.unpack_from(view, start + 12)[0]:
+                    if view[start + 17] & 0x07:  # a wrapper of an empty message set
+                        out.append([])
+                        continue
+                    return None
+            out.append(b.records)
+            j += 1
+        return out if j == nb else None
+
+    def size_in_bytes(self) -> int:
+        return len(self._buffer)
+
+    def has_next(self) -> bool:
+        return self._i < len(self._entries) or self._stuck is not None
+
+    def next_batch(self):
+        i = self._i
+        entries = self._entries
+        if i >= len(entries):
+            if self._stuck is not None:
+                raise _aioerrors.CorruptRecordException(self._stuck)
+            return None
+        self._i = i + 1
+        start, end, magic = entries[i]
+        decoded = self._decoded
+        records = decoded[i] if decoded is not None else None
+        view = self._view[start:end]
+        if magic >= 2:
+            return DefaultRecordBatch._decoded(view, records, records is not None)
+        return LegacyRecordBatch._decoded(view, magic, records, records is not None)
+
+
+# ---------------------------------------------------------------------------------------
+# the consumer's PartitionRecords
+# ---------------------------------------------------------------------------------------
+
+_ORIGINAL_PARTITION_RECORDS = _fetcher.PartitionRecords
+
+
+class PartitionRecords(_ORIGINAL_PARTITION_RECORDS):
+    """aiokafka's PartitionRecords, building ConsumerRecords a whole batch at a time.
+
+    Each batch's records become one list of ConsumerRecords when iteration reaches it;
+    the lists are chained by a C iterator, so no Python frame runs per record.  Errors
+    come out where aiokafka raises them: after the records of the batches before.
+    ``next_fetch_offset`` follows aiokafka's rules: the offset after the last record
+    handed out, and past skipped batches (control, aborted, compacted away) once the
+    iteration went over them.
+    """
+
+    def __init__(self, tp, records, aborted_transactions, fetch_offset, key_deserializer,
+                 value_deserializer, check_crcs, isolation_level):
+        self._tp = tp
+        self._records = records
+        self._aborted_transactions = sorted(aborted_transactions or [], key=lambda x: x[1])
+        self._aborted_producers: set = set()
+        self._key_deserializer = key_deserializer
+        self._value_deserializer = value_deserializer
+        self._check_crcs = check_crcs
+        self._isolation_level = isolation_level
+        self._pos = fetch_offset  # the position before the current list
+        self._cur: list = []  # ConsumerRecords of the current batch
+        self._rest: Any = iter(self._cur)  # what is left of it
+        self._it = _chain.from_iterable(self._lists())
+
+    @property
+    def next_fetch_offset(self) -> int:
+        cur = self._cur
+        consumed = len(cur) - self._rest.__length_hint__()
+        if consumed == 0:
+            return self._pos
+        return cur[consumed - 1].offset + 1
+
+    def __iter__(self):
+        return self._it
+
+    def __next__(self):
+        return next(self._it)
+
+    def _lists(self):
+        records = self._records
+        read_committed = self._isolation_level == _fetcher.READ_COMMITTED
+        while records.has_next():
+            batch = records.next_batch()
+            if self._check_crcs and not batch.validate_crc():
+                raise _aioerrors.CorruptRecordException(f"Invalid CRC - {self._tp}")
+            if read_committed and batch.producer_id is not None:
+                self._consume_aborted_up_to(batch.base_offset)
+                if batch.is_control_batch and self._contains_abort_marker(batch):
+                    self._aborted_producers.discard(batch.producer_id)
+                if batch.is_transactional and batch.producer_id in self._aborted_producers:
+                    self._pos = batch.next_offset
+                    continue
+            if batch.is_control_batch:
+                self._pos = batch.next_offset
+                continue
+            out: list = []
+            error = None
+            try:
+                self._add(out, batch, self._pos)
+            except Exception as exc:  # noqa: BLE001 - raised after the records before it
+                error = exc
+            if out:
+                self._cur = out
+                self._rest = iter(out)
+                yield self._rest
+                self._settle()
+            if error is not None:
+                raise error
+            self._pos = batch.next_offset
+        self._settle()
+        self._records = None  # the fetched bytes are no longer needed
+
+    def _settle(self) -> None:
+        """Fold the handed-out records of the current list into the position."""
+        self._pos = self.next_fetch_offset
+        self._cur = []
+        self._rest = iter(self._cur)
+
+    def _add(self, out: list, batch, pos: int) -> None:
+        tp = self._tp
+        topic, partition = tp.topic, tp.partition
+        cr = _fetcher.ConsumerRecord
+        kd = self._key_deserializer
+        vd = self._value_deserializer
+        if type(batch) is DefaultRecordBatch:
+            batch._iterated = True
+            recs = batch._kw_records()
+            if not recs:
+                return
+            first = recs[0].offset
+            if (kd is None and vd is None and first >= pos
+                    and recs[-1].offset - first == len(recs) - 1):
+                # consecutive offsets, none before the position: keep them all
+                out += [cr(topic, partition, r.offset, r.timestamp, r.timestamp_type, r.key,
+                           r.value, None, -1 if r.key is None else len(r.key),
+                           -1 if r.value is None else len(r.value), r.headers)
+                        for r in recs]
+                return
+            checksum = None
+        else:
+            recs = batch  # legacy (checksums) or a foreign batch class
+            checksum = False
+        for r in recs:
+            offset = r.offset
+            if offset < pos:
+                continue  # an earlier record of a compressed set
+            key = r.key
+            value = r.value
+            out.append(cr(topic, partition, offset, r.timestamp, r.timestamp_type,
+                          key if kd is None else kd(key),
+                          value if vd is None else vd(value),
+                          r.checksum if checksum is False else None,
+                          -1 if key is None else len(key), -1 if value is None else len(value),
+                          tuple(r.headers)))
+            pos = offset + 1
+
+
+# ---------------------------------------------------------------------------------------
+# builders
+# ---------------------------------------------------------------------------------------
+
+_ORIGINAL_DEFAULT_BUILDER = _default.DefaultRecordBatchBuilder
+
+
+class DefaultRecordBatchBuilder(_Codecs):
+    """Collects records for one magic 2 batch and encodes it with one codec call."""
+
+    MAX_RECORD_OVERHEAD = 21  # length 5 + attributes 1 + timestamp delta 10 + offset 5
+    HEADER_SIZE = _V2_HEADER_SIZE
+
+    def __init__(self, magic: int, compression_type: int, is_transactional: int,
+                 producer_id: int, producer_epoch: int, base_sequence: int,
+                 batch_size: int) -> None:
+        assert magic >= 2
+        self._magic = magic
+        self._compression_type = compression_type & 0x07
+        self._is_transactional = bool(is_transactional)
+        self._producer_id = producer_id
+        self._producer_epoch = producer_epoch
+        self._base_sequence = base_sequence
+        self._batch_size = batch_size
+        self._records: list = []  # (key, value, timestamp, headers)
+        self._first_timestamp: int | None = None
+        self._size = _V2_HEADER_SIZE
+        self._built: bytearray | None = None
+        # Appends whose offsets are not 0, 1, 2... (the codec writes offset deltas in
+        # record order) go to aiokafka's own builder, replayed into it.
+        self._fallback: Any = None
+
+    def append(self, offset, timestamp, key, value, headers, _svi=_svi, _now=time.time,
+               _bytes=_BYTES_TYPES):
+        if self._fallback is not None:
+            return self._fallback.append(offset, timestamp, key, value, headers)
+        if type(offset) is not int:
+            raise TypeError(offset)
+        if timestamp is None:
+            timestamp = int(_now() * 1000)
+        elif type(timestamp) is not int:
+            raise TypeError(timestamp)
+        if key is None:
+            size = 1
+        elif type(key) in _bytes:
+            n = len(key)
+            size = _svi(n) + n
+        else:
+            raise TypeError(f"Not supported type for key: {type(key)}")
+        if value is None:
+            size += 1
+        elif type(value) in _bytes:
+            n = len(value)
+            size += _svi(n) + n
+        else:
+            raise TypeError(f"Not supported type for value: {type(value)}")
+        size += self._headers_size(headers) if headers else 1
+        records = self._records
+        if offset != len(records):
+            return self._to_fallback().append(offset, timestamp, key, value, headers)
+        first = self._first_timestamp
+        if first is None:
+            size += 2 + _svi(offset)  # attributes, timestamp delta 0
+        else:
+            size += 1 + _svi(timestamp - first) + _svi(offset)
+        size += _svi(size)
+        if first is not None and self._size + size > self._batch_size:
+            return None
+        if first is None:
+            self._first_timestamp = timestamp
+        self._size += size
+        records.append((key, value, timestamp, headers))
+        return DefaultRecordMetadata(offset, size, timestamp)
+
+    @staticmethod
+    def _headers_size(headers) -> int:
+        size = _svi(len(headers))
+        for h_key, h_value in headers:
+            n = len(h_key.encode("utf-8"))
+            size += _svi(n) + n
+            size += 1 if h_value is None else _svi(len(h_value)) + len(h_value)
+        return size
+
+    def _to_fallback(self):
+        fb = _ORIGINAL_DEFAULT_BUILDER(
+            self._magic, self._compression_type, self._is_transactional, self._producer_id,
+            self._producer_epoch, self._base_sequence, self._batch_size)
+        for i, (key, value, ts, headers) in enumerate(self._records):
+            fb.append(i, ts, key, value, headers)
+        self._fallback = fb
+        return fb
+
+    def build(self) -> bytearray:
+        if self._fallback is not None:
+            return self._fallback.build()
+        if self._built is not None:
+            return self._built
+        records = self._records
+        if not records:
+            self._built = self._empty()
+            return self._built
+        options = dict(producer_id=self._producer_id, producer_epoch=self._producer_epoch,
+                       base_sequence=self._base_sequence,
+                       is_transactional=self._is_transactional)
+        try:
+            data = _codec.encode_record_batch(records, compression=self._compression_type,
+                                              **options)
+            if self._compression_type and len(data) >= self._size:
+                # compression did not make it smaller: send it plain, as aiokafka does
+                data = _codec.encode_record_batch(records, **options)
+        except _errors.CodecError as exc:
+            raise _aiokafka_error(exc) from exc
+        self._built = bytearray(data)
+        return self._built
+
+    def _empty(self) -> bytearray:
+        buf = bytearray(_V2_HEADER_SIZE)
+        attrs = 0x10 if self._is_transactional else 0
+        _V2_HEADER.pack_into(buf, 0, 0, _V2_HEADER_SIZE - _LOG_OVERHEAD, -1, self._magic, 0,
+                             attrs, 0, 0, 0, self._producer_id, self._producer_epoch,
+                             self._base_sequence, 0)
+        _UINT32.pack_into(buf, 17, _codec.crc32c(memoryview(buf)[_V2_CRC_START:]))
+        return buf
+
+    def size(self) -> int:
+        if self._fallback is not None:
+            return self._fallback.size()
+        if self._built is not None:
+            return len(self._built)
+        return self._size
+
+    def size_in_bytes(self, offset, timestamp, key, value, headers) -> int:
+        if self._fallback is not None:
+            return self._fallback.size_in_bytes(offset, timestamp, key, value, headers)
+        first = self._first_timestamp
+        delta = 0 if first is None else timestamp - first
+        body = 1 + _svi(offset) + _svi(delta) + self.size_of(key, value, headers)
+        return body + _svi(body)
+
+    @classmethod
+    def size_of(cls, key, value, headers) -> int:
+        size = 1 if key is None else _svi(len(key)) + len(key)
+        size += 1 if value is None else _svi(len(value)) + len(value)
+        return size + (cls._headers_size(headers) if headers else 1)
+
+    @classmethod
+    def estimate_size_in_bytes(cls, key, value, headers) -> int:
+        return _V2_HEADER_SIZE + cls.MAX_RECORD_OVERHEAD + cls.size_of(key, value, headers)
+
+    def set_producer_state(self, producer_id: int, producer_epoch: int,
+                           base_sequence: int) -> None:
+        if self._fallback is not None:
+            self._fallback.set_producer_state(producer_id, producer_epoch, base_sequence)
+        self._producer_id = producer_id
+        self._producer_epoch = producer_epoch
+        self._base_sequence = base_sequence
+
+    @property
+    def producer_id(self) -> int:
+        return self._producer_id
+
+    @property
+    def producer_epoch(self) -> int:
+        return self._producer_epoch
+
+    @property
+    def base_sequence(self) -> int:
+        return self._base_sequence
+
+
+class LegacyRecordBatchBuilder(_Codecs):
+    """Builds a magic 0/1 message set; compressed, one wrapper message around it."""
+
+    RECORD_OVERHEAD_V0 = 14
+    RECORD_OVERHEAD_V1 = 22
+    RECORD_OVERHEAD = {0: 14, 1: 22}
+
+    def __init__(self, magic: int, compression_type: int, batch_size: int) -> None:
+        assert magic in (0, 1)
+        self._magic = magic
+        self._compression_type = compression_type
+        self._batch_size = batch_size
+        self._messages: list = []  # each message encoded on append (its CRC is returned)
+        self._last_offset = 0
+        self._max_timestamp = -1
+        self._pos = 0
+        self._built: bytearray | None = None
+
+    def append(self, offset, timestamp, key, value, headers=None):
+        if self._magic == 0:
+            timestamp = -1
+        elif timestamp is None:
+            timestamp = int(time.time() * 1000)
+        if type(offset) is not int:
+            raise TypeError(offset)
+        if type(timestamp) is not int:
+            raise TypeError(timestamp)
+        if not (key is None or isinstance(key, _BYTES_TYPES)):
+            raise TypeError(f"Unsupported type for key: {type(key)}")
+        if not (value is None or isinstance(value, _BYTES_TYPES)):
+            raise TypeError(f"Unsupported type for value: {type(value)}")
+        size = self.size_in_bytes(offset, timestamp, key, value)
+        # at least one record always fits
+        if offset != 0 and self._pos + size >= self._batch_size:
+            return None
+        try:
+            msg = _codec.encode_message_set([(key, value, timestamp)], magic=self._magic,
+                                            base_offset=offset)
+        except _errors.CodecError as exc:
+            raise _aiokafka_error(exc) from exc
+        self._messages.append(msg)
+        self._pos += size
+        self._last_offset = offset
+        self._max_timestamp = max(self._max_timestamp, timestamp)
+        return LegacyRecordMetadata(offset, _UINT32.unpack_from(msg, 12)[0], size, timestamp)
+
+    def build(self) -> bytearray:
+        if self._built is not None:
+            return self._built
+        inner = b"".join(self._messages)
+        codec_id = self._compression_type
+        if not codec_id or not inner:
+            self._built = bytearray(inner)
+            return self._built
+        try:
+            compressed = _compression.compress(codec_id, inner, legacy_lz4=self._magic == 0)
+            # The wrapper: offset of its last inner message (KIP-31), the set as its value.
+            wrapper = bytearray(_codec.encode_message_set(
+                [(None, compressed, self._max_timestamp)], magic=self._magic,
+                base_offset=self._last_offset))
+        except _errors.CodecError as exc:
+            raise _aiokafka_error(exc) from exc
+        wrapper[17] = codec_id
+        _UINT32.pack_into(wrapper, 12, _codec.crc32(memoryview(wrapper)[16:]))
+        self._pos = len(wrapper)
+        self._built = wrapper
+        return wrapper
+
+    def size(self) -> int:
+        return self._pos
+
+    def size_in_bytes(self, offset, timestamp, key, value) -> int:
+        return (_LOG_OVERHEAD + self.RECORD_OVERHEAD[self._magic]
+                + (0 if key is None else len(key)) + (0 if value is None else len(value)))
+
+    @classmethod
+    def record_overhead(cls, magic: int) -> int:
+        try:
+            return cls.RECORD_OVERHEAD[magic]
+        except KeyError:
+            raise ValueError(f"Unsupported magic: {magic}") from None
+
+
+# ---------------------------------------------------------------------------------------
+# control records
+# ---------------------------------------------------------------------------------------
+
+
+class ControlRecord(_control.ControlRecord):
+    """A control record key (version, type); equal to aiokafka's own for the same values."""
+
+    __slots__ = ()
+
+    @classmethod
+    def parse(cls, data) -> ControlRecord:
+        try:
+            word, _ = _codec.read_uint32(data, 0)
+        except (_errors.CodecError, TypeError) as exc:
+            # aiokafka lets struct.error / TypeError out of the consumer here (a bug)
+            raise _aioerrors.CorruptRecordException(
+                f"control record key {data!r} is not a 4-byte version and type") from exc
+        return cls(word >> 16, word & 0xFFFF)
+
+
+ABORT_MARKER = ControlRecord(0, 0)
+COMMIT_MARKER = ControlRecord(0, 1)
+
+
+# ---------------------------------------------------------------------------------------
+# install / uninstall
+# ---------------------------------------------------------------------------------------
+
+# name -> (module defining aiokafka's selected original, kafkawire's replacement)
+_REPLACEMENTS: dict[str, tuple[Any, Any]] = {
+    "MemoryRecords": (_memory, MemoryRecords),
+    "DefaultRecordBatch": (_default, DefaultRecordBatch),
+    "DefaultRecordBatchBuilder": (_default, DefaultRecordBatchBuilder),
+    "DefaultRecordMetadata": (_default, DefaultRecordMetadata),
+    "DefaultRecord": (_default, DefaultRecord),
+    "LegacyRecordBatch": (_legacy, LegacyRecordBatch),
+    "LegacyRecordBatchBuilder": (_legacy, LegacyRecordBatchBuilder),
+    "LegacyRecordMetadata": (_legacy, LegacyRecordMetadata),
+    "LegacyRecord": (_legacy, LegacyRecord),
+    "ControlRecord": (_control, ControlRecord),
+    "ABORT_MARKER": (_control, ABORT_MARKER),
+    "COMMIT_MARKER": (_control, COMMIT_MARKER),
+    "PartitionRecords": (_fetcher, PartitionRecords),
+}
+
+# (module, name, original) for every binding install() replaced
+_patched: list[tuple[Any, str, Any]] = []
+
+
+# The write side: kafkawire's builders collect records in Python and encode at build(),
+# which is slower per record than aiokafka's compiled append (bench/compare_compat_aiokafka.py),
+# so they are installed only on request.
+_BUILDERS = frozenset({"DefaultRecordBatchBuilder", "DefaultRecordMetadata",
+                       "LegacyRecordBatchBuilder", "LegacyRecordMetadata"})
+
+
+def install(builders: bool = False) -> None:
+    """Put kafkawire's record classes wherever aiokafka looks its own up (idempotent).
+
+    Every ``aiokafka.*`` module that binds one of aiokafka's selected record classes
+    (Cython or pure Python, whichever aiokafka chose) under its public name gets
+    kafkawire's instead; ``uninstall()`` puts each one back.  The batch builders are
+    replaced too only with ``builders=True`` (today they make producing slower).
+    """
+    if _patched:
+        return
+    chosen = {name: v for name, v in _REPLACEMENTS.items() if builders or name not in _BUILDERS}
+    originals = {name: getattr(mod, name) for name, (mod, _new) in chosen.items()}
+    for mod_name, mod in list(sys.modules.items()):
+        if mod is None or not (mod_name == "aiokafka" or mod_name.startswith("aiokafka.")):
+            continue
+        namespace = getattr(mod, "__dict__", None)
+        if namespace is None:
+            continue
+        for name, (_mod, new) in chosen.items():
+            if name in namespace and namespace[name] is originals[name]:
+                _patched.append((mod, name, originals[name]))
+                setattr(mod, name, new)
+
+
+def uninstall() -> None:
+    """Restore aiokafka's own record classes exactly where install() replaced them."""
+    while _patched:
+        mod, name, original = _patched.pop()
+        setattr(mod, name, original)
+
+
+def installed() -> bool:
+    """True while kafkawire's classes are installed in aiokafka."""
+    return bool(_patched)
+
+
+if os.environ.get(ENV_VAR, "") not in ("", "0"):
+    install()

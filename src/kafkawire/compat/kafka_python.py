@@ -1,0 +1,1100 @@
+"""kafkawire's codec as kafka-python's record layer: one call, no change to user code.
+
+    import kafkawire.compat.kafka_python as kw_kafka_python
+    kw_kafka_python.install()      # KafkaConsumer / KafkaProducer now use kafkawire's codec
+    kw_kafka_python.uninstall()    # kafka-python's own classes are back
+
+``install()`` replaces ``kafka.record``'s MemoryRecords, MemoryRecordsBuilder and the
+record batch / builder / record classes with classes of the same interface backed by
+kafkawire's codec, in every kafka-python module that holds a reference to them (the
+consumer's fetcher, the producer's accumulator and KafkaProducer).  A fetched
+MemoryRecords decodes all of its batches in one call of the compiled decoder (CRCs
+checked there) and hands out light tuple-backed record objects; producer batches are
+encoded in one call when they close.
+
+Without touching code: set ``KAFKAWIRE_PATCH_KAFKA_PYTHON=1`` and import this module (for
+example ``import kafkawire.compat.kafka_python`` next to ``import kafka``), or run a
+program unchanged with ``python -m kafkawire.compat.kafka_python app.py [args]`` (or
+``-m package.module``), which installs the codec and then runs it.
+
+Differences from kafka-python kept on purpose are marked "kafka-python bug:" or
+"differs:" below; see also the tests in tests/compat/test_kafka_python.py.
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+import os
+import struct
+import sys
+import time
+
+import kafka.consumer.fetcher as _k_fetcher
+import kafka.errors as _k_errors
+import kafka.producer.kafka as _k_producer
+import kafka.producer.record_accumulator as _k_accumulator
+import kafka.record as _k_record
+import kafka.record.default_records as _k_default
+import kafka.record.legacy_records as _k_legacy
+import kafka.record.memory_records as _k_memory
+from kafka.record.abc import ABCRecord, ABCRecordBatch, ABCRecordBatchBuilder, ABCRecords
+
+from kafkawire import codec, compression as _compression, errors as _kw_errors
+
+__all__ = [
+    "ENV_VAR",
+    "install",
+    "uninstall",
+    "installed",
+    "MemoryRecords",
+    "MemoryRecordsBuilder",
+    "DefaultRecordBatch",
+    "DefaultRecordBatchBuilder",
+    "DefaultRecord",
+    "ControlRecord",
+    "LegacyRecordBatch",
+    "LegacyRecordBatchBuilder",
+    "LegacyRecord",
+]
+
+ENV_VAR = "KAFKAWIRE_PATCH_KAFKA_PYTHON"
+
+# kafka-python's own classes, taken before anything can patch them: our classes inherit
+# their constants (CODEC_*, HEADER_STRUCT, ...) and fall back to them where kafkawire's
+# encoder cannot express a request (see _replay).
+_ORIG_DEFAULT_BUILDER = _k_default.DefaultRecordBatchBuilder
+_ORIG_LEGACY_BUILDER = _k_legacy.LegacyRecordBatchBuilder
+_DefaultRecordMetadata = _k_default.DefaultRecordMetadata
+_LegacyRecordMetadata = _k_legacy.LegacyRecordMetadata
+
+_INT64_MIN = -(2**63)
+_ENTRY = struct.Struct(">qi")  # offset / baseOffset, size: common to every magic
+_INT32 = struct.Struct(">i")
+_UINT32 = struct.Struct(">I")
+_LOG_OVERHEAD = 12
+_MIN_SLICE = _LOG_OVERHEAD + 14  # the smallest magic-0 message, as kafka-python checks
+_V2_HEADER = 61
+_CORRUPT = _k_errors.CorruptRecordError
+_sv = codec.size_of_varint
+_EMPTY = ()
+
+try:  # the C descriptor namedtuple uses: field access without a Python frame
+    from collections import _tuplegetter as _field
+except ImportError:  # pragma: no cover - other interpreters
+
+    def _field(index, doc):
+        return property(operator.itemgetter(index), doc=doc)
+
+
+# Called with no arguments, these return a constant without a Python frame; as class
+# attributes they are not descriptors, so ``record.validate_crc()`` calls them as is.
+_TRUE = functools.partial(bool, 1)
+_FALSE = functools.partial(bool, 0)
+
+
+def _k_error(exc: Exception) -> Exception:
+    """kafka-python's exception for a kafkawire codec error."""
+    if isinstance(exc, (_kw_errors.UnsupportedCodecError, _kw_errors.CompressionLibraryMissingError)):
+        return _k_errors.UnsupportedCodecError(str(exc))
+    return _CORRUPT(str(exc))
+
+
+def _raising(exc):
+    raise exc
+    yield  # a generator: the exception comes from its first next()
+
+
+def _decode_one(view):
+    """Decode one batch or top-level message on its own (the slow, per-entry path).
+
+    CRCs are not checked here: kafka-python checks them through validate_crc(), and a
+    consumer with check_crcs=False reads damaged data as it is.
+    """
+    try:
+        batches = codec.decode_batches(view, start_offset=_INT64_MIN, check_crcs=False)
+    except _kw_errors.CodecError as exc:
+        raise _k_error(exc) from None
+    if len(batches) == 1:
+        return batches[0]
+    return None  # a batch without records
+
+
+# ---------------------------------------------------------------------------------------
+# records
+# ---------------------------------------------------------------------------------------
+
+
+class DefaultRecord(tuple, ABCRecord):
+    """A magic-2 record, as kafka-python's DefaultRecord, stored as one tuple."""
+
+    __slots__ = ()
+    offset = _field(0, "Absolute offset of the record")
+    timestamp = _field(1, "Epoch milliseconds")
+    timestamp_type = _field(2, "CREATE_TIME(0) or APPEND_TIME(1)")
+    key = _field(3, "Bytes key or None")
+    value = _field(4, "Bytes value or None")
+    headers = _field(5, "List of (str, bytes or None) headers")
+    checksum = _field(6, "None: magic 2 has no per-record CRC")
+    size_in_bytes = _field(7, "Size of the record body on the wire")
+    validate_crc = _TRUE
+
+    def __repr__(self):
+        return (
+            f"DefaultRecord(offset={self[0]!r}, timestamp={self[1]!r}, "
+            f"timestamp_type={self[2]!r}, key={self[3]!r}, value={self[4]!r}, "
+            f"headers={self[5]!r})"
+        )
+
+
+_CONTROL_KEY = struct.Struct(">hh")  # version, type (KIP-98 control record key)
+
+
+class ControlRecord(DefaultRecord):
+    """The one record of a control batch (a transaction marker, KIP-98)."""
+
+    __slots__ = ()
+
+    @property
+    def version(self):
+        return _CONTROL_KEY.unpack_from(self[3])[0]
+
+    @property
+    def type(self):
+        return _CONTROL_KEY.unpack_from(self[3])[1]
+
+    @property
+    def abort(self):
+        return self.type == 0
+
+    @property
+    def commit(self):
+        return self.type == 1
+
+    def __repr__(self):
+        return (
+            f"ControlRecord(offset={self[0]!r}, timestamp={self[1]!r}, "
+            f"timestamp_type={self[2]!r}, version={self.version!r}, type={self.type!r} "
+            f"<{'abort' if self.abort else 'commit'}>)"
+        )
+
+
+class LegacyRecord(tuple, ABCRecord):
+    """A magic 0/1 message, as kafka-python's LegacyRecord, stored as one tuple."""
+
+    __slots__ = ()
+    magic = _field(0, "Magic byte, 0 or 1")
+    offset = _field(1, "Absolute offset of the message")
+    timestamp = _field(2, "Epoch milliseconds (None for magic 0)")
+    timestamp_type = _field(3, "CREATE_TIME(0), APPEND_TIME(1), None for magic 0")
+    key = _field(4, "Bytes key or None")
+    value = _field(5, "Bytes value or None")
+    checksum = _field(6, "CRC32 of the message")
+    size_in_bytes = _field(7, "Estimated size of the message")
+    validate_crc = _TRUE
+
+    @property
+    def headers(self):
+        return []
+
+    def __repr__(self):
+        return (
+            f"LegacyRecord(magic={self[0]!r} offset={self[1]!r}, timestamp={self[2]!r}, "
+            f"timestamp_type={self[3]!r}, key={self[4]!r}, value={self[5]!r}, crc={self[6]!r})"
+        )
+
+
+class _BadCrcLegacyRecord(LegacyRecord):
+    """An inner message whose own CRC is wrong (only on the per-entry path)."""
+
+    __slots__ = ()
+    validate_crc = _FALSE
+
+
+_new = tuple.__new__
+_V2_FIELDS = operator.attrgetter("offset", "timestamp", "key", "value", "headers")
+
+
+def _header_size(headers) -> int:
+    n = _sv(len(headers))
+    for h_key, h_value in headers:
+        kn = len(h_key.encode("utf-8"))
+        n += _sv(kn) + kn + (1 if h_value is None else _sv(len(h_value)) + len(h_value))
+    return n
+
+
+def _v2_records(recs, base_offset, base_ts, raw_ts, ttype, control):
+    """kafka-python record objects for the codec's records of one magic-2 batch.
+
+    ``raw_ts``: the records' timestamps as stored (a list), when the batch uses
+    LogAppendTime and the decoded timestamps are the batch's.  The size is that of the
+    record body as kafka-python reports it (its length varint's value).
+    """
+    cls = ControlRecord if control else DefaultRecord
+    sv = _sv
+    out = []
+    append = out.append
+    i = 0
+    for offset, ts, key, value, headers in map(_V2_FIELDS, recs):
+        size = (
+            2  # attributes, and the header count of a record without headers
+            + sv(offset - base_offset)
+            + sv((ts if raw_ts is None else raw_ts[i]) - base_ts)
+        )
+        if key is not None:
+            n = len(key)
+            size += sv(n) + n
+        else:
+            size += 1
+        if value is not None:
+            n = len(value)
+            size += sv(n) + n
+        else:
+            size += 1
+        if headers:
+            size += _header_size(headers) - 1
+            headers = list(headers)
+        else:
+            headers = []
+        append(_new(cls, (offset, ts, ttype, key, value, headers, None, size)))
+        i += 1
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# batches
+# ---------------------------------------------------------------------------------------
+
+
+class DefaultRecordBatch(_k_default.DefaultRecordBase, ABCRecordBatch):
+    """A magic-2 RecordBatch read by kafkawire's codec, with kafka-python's interface.
+
+    Built by MemoryRecords with the records of its one-call decode, or on its own from
+    the bytes of one batch (then decoded when first iterated).
+    """
+
+    __slots__ = ("_buffer", "_header_data", "_codec_batch", "_crc_ok", "_records", "_iter",
+                 "_iterated")
+
+    def __init__(self, buffer, *, _codec_batch=None, _crc_ok=None):
+        self._buffer = buffer
+        try:
+            self._header_data = self.HEADER_STRUCT.unpack_from(buffer)
+        except struct.error:
+            # kafka-python bug: it lets struct.error out for a batch shorter than its header
+            raise _CORRUPT(
+                f"record batch of {len(buffer)} bytes is shorter than the "
+                f"{self.HEADER_STRUCT.size}-byte batch header"
+            ) from None
+        self._codec_batch = _codec_batch
+        self._crc_ok = _crc_ok
+        self._records = None
+        self._iter = None
+        self._iterated = False
+
+    base_offset = property(lambda self: self._header_data[0])
+    size_in_bytes = property(lambda self: self._header_data[1] + self.AFTER_LEN_OFFSET)
+    leader_epoch = property(lambda self: self._header_data[2])
+    magic = property(lambda self: self._header_data[3])
+    crc = property(lambda self: self._header_data[4])
+    attributes = property(lambda self: self._header_data[5])
+    last_offset_delta = property(lambda self: self._header_data[6])
+    first_timestamp = property(lambda self: self._header_data[7])
+    max_timestamp = property(lambda self: self._header_data[8])
+    producer_id = property(lambda self: self._header_data[9])
+    producer_epoch = property(lambda self: self._header_data[10])
+    base_sequence = property(lambda self: self._header_data[11])
+    records_count = property(lambda self: self._header_data[12])
+    has_sequence = property(lambda self: self._header_data[11] != -1)
+
+    @property
+    def last_offset(self):
+        h = self._header_data
+        return h[0] + h[6]
+
+    @property
+    def next_offset(self):
+        h = self._header_data
+        return h[0] + h[6] + 1
+
+    @property
+    def compression_type(self):
+        return self._header_data[5] & 0x07
+
+    @property
+    def timestamp_type(self):
+        return 1 if self._header_data[5] & 0x08 else 0
+
+    @property
+    def is_transactional(self):
+        return bool(self._header_data[5] & 0x10)
+
+    @property
+    def is_control_batch(self):
+        return bool(self._header_data[5] & 0x20)
+
+    def has_producer_id(self):
+        return self._header_data[9] > -1
+
+    @property
+    def last_sequence(self):
+        base = self._header_data[11]
+        if base == -1:
+            return -1
+        delta = self._header_data[6]
+        # sequences wrap at int32 max back to 0 (KIP-98)
+        return base + delta if base <= 2147483647 - delta else delta - (2147483647 - base) - 1
+
+    def validate_crc(self):
+        assert not self._iterated, "Validate should be called before iteration"
+        if self._crc_ok is None:
+            # KIP-98: CRC32C covers everything from the attributes to the end of the batch.
+            self._crc_ok = codec.crc32c(memoryview(self._buffer)[21:]) == self._header_data[4]
+        return self._crc_ok
+
+    def _materialize(self):
+        if self._records is None:
+            h = self._header_data
+            cb = self._codec_batch
+            if cb is None:
+                cb = _decode_one(self._buffer)
+            recs = cb.records if cb is not None else _EMPTY
+            raw_ts = None
+            attributes = h[5]
+            if attributes & 0x08 and recs:
+                raw_ts = self._stored_timestamps()
+            self._records = _v2_records(
+                recs, h[0], h[7], raw_ts, 1 if attributes & 0x08 else 0, attributes & 0x20
+            )
+        return self._records
+
+    def _stored_timestamps(self):
+        # With LogAppendTime every record reports the batch's time; the sizes need the
+        # deltas as stored, so decode a copy with the timestamp-type bit cleared.
+        raw = bytearray(self._buffer)
+        raw[22] &= 0xF7  # low byte of the int16 attributes
+        return [r.timestamp for r in _decode_one(raw).records]
+
+    def _start(self):
+        try:
+            self._iter = iter(self._materialize())
+        except Exception as exc:  # noqa: BLE001 - raised by the first next(), as kafka-python
+            self._iter = _raising(exc)
+
+    def __iter__(self):
+        self._iterated = True
+        if self._iter is None:
+            self._start()
+        return self._iter
+
+    def __next__(self):
+        if self._iter is None:
+            self._start()
+        return next(self._iter)
+
+    next = __next__
+
+    def __str__(self):
+        return (
+            f"DefaultRecordBatch(magic={self.magic}, base_offset={self.base_offset}, "
+            f"last_offset_delta={self.last_offset_delta}, first_timestamp={self.first_timestamp}, "
+            f"max_timestamp={self.max_timestamp}, is_transactional={self.is_transactional}, "
+            f"producer_id={self.producer_id}, producer_epoch={self.producer_epoch}, "
+            f"base_sequence={self.base_sequence}, records_count={self.records_count})"
+        )
+
+
+class LegacyRecordBatch(ABCRecordBatch, _k_legacy.LegacyRecordBase):
+    """One top-level magic 0/1 message (maybe a compressed wrapper), read by kafkawire."""
+
+    __slots__ = ("_buffer", "_magic", "_offset", "_length", "_crc", "_timestamp",
+                 "_attributes", "_codec_batch", "_crc_ok", "_records")
+
+    def __init__(self, buffer, magic, *, _codec_batch=None, _crc_ok=None):
+        self._buffer = memoryview(buffer)
+        self._magic = magic
+        header = self.HEADER_STRUCT_V0 if magic == 0 else self.HEADER_STRUCT_V1
+        try:
+            offset, length, crc, magic_, attrs, *ts = header.unpack_from(self._buffer)
+        except struct.error:
+            # kafka-python bug: it lets struct.error out for a message shorter than its header
+            raise _CORRUPT(
+                f"message of {len(buffer)} bytes is shorter than the {header.size}-byte "
+                f"magic {magic} header"
+            ) from None
+        assert length == len(buffer) - self.LOG_OVERHEAD
+        assert magic == magic_
+        self._offset = offset
+        self._length = length
+        self._crc = crc
+        self._timestamp = ts[0] if ts else None
+        self._attributes = attrs
+        self._codec_batch = _codec_batch
+        self._crc_ok = _crc_ok
+        self._records = None
+
+    @property
+    def base_offset(self):
+        return self._offset
+
+    @property
+    def size_in_bytes(self):
+        return self._length + self.LOG_OVERHEAD
+
+    @property
+    def timestamp_type(self):
+        if self._magic == 0:
+            return None
+        return 1 if self._attributes & self.TIMESTAMP_TYPE_MASK else 0
+
+    @property
+    def compression_type(self):
+        return self._attributes & self.CODEC_MASK
+
+    @property
+    def magic(self):
+        return self._magic
+
+    def validate_crc(self):
+        if self._crc_ok is None:
+            self._crc_ok = codec.crc32(self._buffer[self.MAGIC_OFFSET:]) == self._crc
+        return self._crc_ok
+
+    def _inner_crcs(self):
+        """(crc, valid) of each inner message of a compressed wrapper.
+
+        kafka-python reports every message's own CRC as its checksum; the codec reports
+        the wrapper's, so the inner set is decompressed again and only its entry
+        headers are read (inner sets of magic 0/1 are rare today).
+        """
+        buf = self._buffer
+        pos = (self.KEY_OFFSET_V0 if self._magic == 0 else self.KEY_OFFSET_V1)
+        (key_len,) = _INT32.unpack_from(buf, pos)
+        pos += 4 + max(key_len, 0)
+        (value_len,) = _INT32.unpack_from(buf, pos)
+        pos += 4
+        inner = memoryview(
+            _compression.decompress(
+                self.compression_type, buf[pos : pos + value_len],
+                codec.DEFAULT_MAX_DECOMPRESSED_SIZE, legacy_lz4=self._magic == 0,
+            )
+        )
+        out = []
+        for start, stop in _frame(inner)[0]:
+            (crc,) = _UINT32.unpack_from(inner, start + 12)
+            out.append((crc, codec.crc32(inner[start + 16 : stop]) == crc))
+        return out
+
+    def _materialize(self):
+        if self._records is None:
+            cb = self._codec_batch
+            if cb is None:
+                cb = _decode_one(self._buffer)
+            recs = cb.records if cb is not None else _EMPTY
+            magic = self._magic
+            ttype = self.timestamp_type
+            overhead = self.LOG_OVERHEAD + self.record_overhead(magic)
+            if self._attributes & self.CODEC_MASK and recs:
+                try:
+                    crcs = self._inner_crcs()
+                except (_kw_errors.CodecError, struct.error) as exc:
+                    raise _k_error(exc) from None
+                if len(crcs) != len(recs):  # nested wrappers: kafka-python refuses them
+                    crcs = [(self._crc, True)] * len(recs)
+            else:
+                crcs = [(self._crc, self.validate_crc())] * len(recs)
+            out = []
+            for r, (crc, ok) in zip(recs, crcs):
+                key = r.key
+                value = r.value
+                out.append(_new(
+                    LegacyRecord if ok else _BadCrcLegacyRecord,
+                    (
+                        magic, r.offset, None if magic == 0 else r.timestamp, ttype, key, value,
+                        crc,
+                        overhead + (0 if key is None else len(key))
+                        + (0 if value is None else len(value)),
+                    ),
+                ))
+            self._records = out
+        return self._records
+
+    def __iter__(self):
+        # as kafka-python's: every iteration starts again from the first message, and
+        # errors come from the first next()
+        yield from self._materialize()
+
+    record_overhead = classmethod(lambda cls, magic: 14 if magic == 0 else 22)
+
+
+# ---------------------------------------------------------------------------------------
+# MemoryRecords
+# ---------------------------------------------------------------------------------------
+
+
+def _frame(buf):
+    """The (start, stop) of each complete entry in ``buf``, and where the complete ones end.
+
+    Reads only the 12-byte entry headers (offset, size), which all magics share.  A
+    partial entry at the end is normal in a fetch response and ends the walk; so does an
+    entry with a size too small to be valid (its own next_batch() raises).
+    """
+    n = len(buf)
+    pos = 0
+    out = []
+    unpack = _ENTRY.unpack_from
+    while n - pos >= _LOG_OVERHEAD:
+        size = unpack(buf, pos)[1]
+        stop = pos + _LOG_OVERHEAD + size
+        if stop > n:
+            break
+        out.append((pos, stop))
+        if size < 0:
+            return out, pos  # nothing after a negative size can be framed
+        pos = stop
+    return out, pos
+
+
+class MemoryRecords(ABCRecords):
+    """kafka-python's MemoryRecords, decoded by kafkawire in one call.
+
+    The first next_batch() decodes every complete batch in the buffer with the compiled
+    decoder, CRCs checked.  If that call fails (a damaged batch, an unsupported codec),
+    the batches are instead decoded one by one as they are reached, so that the batches
+    before the damaged one are delivered and the error comes where kafka-python raises it.
+    """
+
+    LENGTH_OFFSET = 8
+    LOG_OVERHEAD = _LOG_OVERHEAD
+    MAGIC_OFFSET = 16
+    MIN_SLICE = _MIN_SLICE
+
+    __slots__ = ("_buffer", "_view", "_entries", "_valid", "_index", "_decoded")
+
+    def __init__(self, bytes_data):
+        self._buffer = bytes_data
+        self._view = memoryview(bytes_data)
+        if self._view.format != "B" or self._view.ndim != 1:
+            self._view = self._view.cast("B")
+        self._entries, self._valid = _frame(self._view)
+        self._index = 0
+        self._decoded = None  # per entry: codec Batch or None; False: per-entry decoding
+
+    def size_in_bytes(self):
+        return len(self._buffer)
+
+    def valid_bytes(self):
+        return self._valid
+
+    def has_next(self):
+        return self._index < len(self._entries)
+
+    def _decode_all(self):
+        view = self._view
+        entries = self._entries
+        try:
+            batches = codec.decode_batches(
+                view[: entries[-1][1]], start_offset=_INT64_MIN, check_crcs=True
+            )
+        except _kw_errors.CodecError:
+            return False
+        # The decoder leaves out batches without records; find which entries those are.
+        out = []
+        j = 0
+        nb = len(batches)
+        for start, stop in entries:
+            magic = view[start + 16]
+            if magic == 2:
+                has = _INT32.unpack_from(view, start + 57)[0] > 0
+            elif view[start + 17] & 0x07 == 0:
+                has = True
+            else:
+                has = (
+                    j < nb
+                    and batches[j].magic == magic
+                    and batches[j].crc == _UINT32.unpack_from(view, start + 12)[0]
+                )
+            if has:
+                if j >= nb:
+                    return False
+                out.append(batches[j])
+                j += 1
+            else:
+                out.append(None)
+        return out if j == nb else False
+
+    def next_batch(self):
+        i = self._index
+        entries = self._entries
+        if i >= len(entries):
+            return None
+        start, stop = entries[i]
+        if stop - start < _MIN_SLICE:
+            # as kafka-python: the position stays, so asking again raises again
+            raise _CORRUPT(
+                f"Record size is less than the minimum record overhead "
+                f"({_MIN_SLICE - _LOG_OVERHEAD})"
+            )
+        self._index = i + 1
+        decoded = self._decoded
+        if decoded is None:
+            decoded = self._decoded = self._decode_all()
+        view = self._view[start:stop]
+        magic = view[16]
+        if decoded is False:
+            cb = crc_ok = None
+        else:
+            cb = decoded[i]
+            crc_ok = True
+        if magic == 2:
+            return DefaultRecordBatch(view, _codec_batch=cb, _crc_ok=crc_ok)
+        if magic <= 1:
+            return LegacyRecordBatch(view, magic, _codec_batch=cb, _crc_ok=crc_ok)
+        # differs: kafka-python reads any magic above 2 as magic 2 and fails later
+        raise _CORRUPT(f"unsupported magic byte {struct.unpack('b', view[16:17])[0]} at "
+                       f"offset {_ENTRY.unpack_from(view)[0]}: the data is corrupt")
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if not self.has_next():
+            raise StopIteration
+        return self.next_batch()
+
+    next = __next__
+
+
+# ---------------------------------------------------------------------------------------
+# builders
+# ---------------------------------------------------------------------------------------
+
+_BYTES_LIKE = (bytes, bytearray, memoryview)
+
+
+def _replay(orig_cls, args, appended):
+    """Build with kafka-python's own builder: for what kafkawire's encoder does not write
+    (offset gaps from MemoryRecordsBuilder.skip(), or an empty batch)."""
+    builder = orig_cls(*args)
+    for offset, timestamp, key, value, headers in appended:
+        builder.append(offset, timestamp, key, value, headers)
+    return builder.build()
+
+
+class DefaultRecordBatchBuilder(_k_default.DefaultRecordBase, ABCRecordBatchBuilder):
+    """Collects magic-2 records; build() encodes them with kafkawire in one call."""
+
+    MAX_RECORD_OVERHEAD = 21  # length 5 + timestamp delta 10 + offset delta 5 + attributes
+
+    __slots__ = ("_magic", "_compression_type", "_batch_size", "_is_transactional",
+                 "_producer_id", "_producer_epoch", "_base_sequence", "_first_timestamp",
+                 "_max_timestamp", "_last_offset", "_num_records", "_size", "_items",
+                 "_offsets_ok", "_built")
+
+    def __init__(self, magic, compression_type, is_transactional, producer_id,
+                 producer_epoch, base_sequence, batch_size):
+        assert magic >= 2
+        self._magic = magic
+        self._compression_type = compression_type & self.CODEC_MASK
+        self._batch_size = batch_size
+        self._is_transactional = bool(is_transactional)
+        self._producer_id = producer_id
+        self._producer_epoch = producer_epoch
+        self._base_sequence = base_sequence
+        self._first_timestamp = None
+        self._max_timestamp = None
+        self._last_offset = 0
+        self._num_records = 0
+        self._size = _V2_HEADER
+        self._items = []
+        self._offsets_ok = True  # offsets 0, 1, 2, ...: what the encoder writes
+        self._built = None
+
+    def set_producer_state(self, producer_id, producer_epoch, base_sequence, is_transactional):
+        assert not is_transactional or producer_id != -1, \
+            "Cannot write transactional messages without a valid producer ID"
+        assert producer_id == -1 or producer_epoch != -1, "Invalid negative producer epoch"
+        assert producer_id == -1 or base_sequence != -1, "Invalid negative sequence number"
+        self._producer_id = producer_id
+        self._producer_epoch = producer_epoch
+        self._base_sequence = base_sequence
+        self._is_transactional = is_transactional
+
+    producer_id = property(lambda self: self._producer_id)
+    producer_epoch = property(lambda self: self._producer_epoch)
+    base_sequence = property(lambda self: self._base_sequence)
+
+    def append(self, offset, timestamp, key, value, headers):
+        if type(offset) is not int:
+            raise TypeError(offset)
+        if timestamp is None:
+            timestamp = int(time.time() * 1000)
+        elif type(timestamp) is not int:
+            raise TypeError(timestamp)
+        if not (key is None or type(key) in _BYTES_LIKE):
+            raise TypeError(f"Not supported type for key: {type(key)}")
+        if not (value is None or type(value) in _BYTES_LIKE):
+            raise TypeError(f"Not supported type for value: {type(value)}")
+        first = self._first_timestamp is None
+        delta = 0 if first else timestamp - self._first_timestamp
+        body = 1 + _sv(delta) + _sv(offset) + self.size_of(key, value, headers)
+        required = body + _sv(body)
+        if not first and self._size + required > self._batch_size:
+            return None
+        if first:
+            self._first_timestamp = self._max_timestamp = timestamp
+        elif timestamp > self._max_timestamp:
+            self._max_timestamp = timestamp
+        if offset != self._num_records:
+            self._offsets_ok = False
+        self._num_records += 1
+        self._last_offset = offset
+        self._size += required
+        self._items.append((offset, timestamp, key, value, headers))
+        return _DefaultRecordMetadata(offset, required, timestamp)
+
+    def build(self):
+        if self._built is None:
+            if not self._items or not self._offsets_ok:
+                out = _replay(
+                    _ORIG_DEFAULT_BUILDER,
+                    (self._magic, self._compression_type, self._is_transactional,
+                     self._producer_id, self._producer_epoch, self._base_sequence,
+                     self._batch_size),
+                    self._items,
+                )
+            else:
+                out = self._encode(self._compression_type)
+                # like kafka-python: send uncompressed when compressing does not pay
+                if self._compression_type and len(out) >= self._size:
+                    out = self._encode(0)
+            self._built = bytearray(out)
+        return self._built
+
+    def _encode(self, compression):
+        if compression:
+            self._assert_has_codec(compression)
+        try:
+            return codec.encode_record_batch(
+                [(key, value, ts, headers) for _o, ts, key, value, headers in self._items],
+                compression=compression,
+                producer_id=self._producer_id,
+                producer_epoch=self._producer_epoch,
+                base_sequence=self._base_sequence,
+                is_transactional=self._is_transactional,
+                partition_leader_epoch=0,  # as kafka-python writes it; the broker sets it
+            )
+        except _kw_errors.CodecError as exc:
+            raise _k_error(exc) from None
+
+    def size(self):
+        return self._size if self._built is None else len(self._built)
+
+    @classmethod
+    def header_size_in_bytes(cls):
+        return _V2_HEADER
+
+    @classmethod
+    def size_in_bytes(cls, offset_delta, timestamp_delta, key, value, headers):
+        body = 1 + _sv(offset_delta) + _sv(timestamp_delta) + cls.size_of(key, value, headers)
+        return body + _sv(body)
+
+    @classmethod
+    def size_of(cls, key, value, headers):
+        n = 1 if key is None else _sv(len(key)) + len(key)
+        n += 1 if value is None else _sv(len(value)) + len(value)
+        return n + _header_size(headers)
+
+    @classmethod
+    def estimate_size_in_bytes(cls, key, value, headers):
+        return _V2_HEADER + cls.MAX_RECORD_OVERHEAD + cls.size_of(key, value, headers)
+
+    def __str__(self):
+        return (
+            f"DefaultRecordBatchBuilder(magic={self._magic}, base_offset=0, "
+            f"last_offset_delta={self._last_offset}, first_timestamp={self._first_timestamp or 0}, "
+            f"max_timestamp={self._max_timestamp or 0}, is_transactional={self._is_transactional}, "
+            f"producer_id={self._producer_id}, producer_epoch={self._producer_epoch}, "
+            f"base_sequence={self._base_sequence}, records_count={self._num_records})"
+        )
+
+
+class LegacyRecordBatchBuilder(ABCRecordBatchBuilder, _k_legacy.LegacyRecordBase):
+    """Collects magic 0/1 messages; each is encoded by kafkawire as it is appended (its CRC
+    is part of the returned metadata) and a compressed set in one call at build()."""
+
+    __slots__ = ("_magic", "_compression_type", "_batch_size", "_parts", "_items",
+                 "_size", "_built")
+
+    def __init__(self, magic, compression_type, batch_size):
+        self._magic = magic
+        self._compression_type = compression_type
+        self._batch_size = batch_size
+        self._parts = []
+        self._items = []
+        self._size = 0
+        self._built = None
+
+    def append(self, offset, timestamp, key, value, headers=None):
+        assert not headers, "Headers not supported in v0/v1"
+        if type(offset) is not int:
+            raise TypeError(offset)
+        if self._magic == 0:
+            timestamp = self.NO_TIMESTAMP
+        elif timestamp is None:
+            timestamp = int(time.time() * 1000)
+        elif type(timestamp) is not int:
+            raise TypeError(f"`timestamp` should be int, but {type(timestamp)} provided")
+        if not (key is None or isinstance(key, _BYTES_LIKE)):
+            raise TypeError(f"Not supported type for key: {type(key)}")
+        if not (value is None or isinstance(value, _BYTES_LIKE)):
+            raise TypeError(f"Not supported type for value: {type(value)}")
+        size = self.size_in_bytes(offset, timestamp, key, value)
+        if offset != 0 and self._size + size >= self._batch_size:
+            return None
+        try:
+            data = codec.encode_message_set(
+                [(key, value, timestamp)], magic=self._magic, base_offset=offset
+            )
+        except _kw_errors.CodecError as exc:
+            raise _k_error(exc) from None
+        (crc,) = _UINT32.unpack_from(data, 12)
+        self._parts.append(data)
+        self._items.append((offset, timestamp, key, value, None))
+        self._size += size
+        return _LegacyRecordMetadata(offset, crc, size, timestamp)
+
+    def build(self):
+        if self._built is None:
+            c = self._compression_type
+            items = self._items
+            if not c:
+                out = b"".join(self._parts)
+            elif not items or any(it[0] != i for i, it in enumerate(items)):
+                out = _replay(_ORIG_LEGACY_BUILDER, (self._magic, c, self._batch_size), items)
+            else:
+                self._assert_has_codec(c)
+                try:
+                    # differs: the wrapper carries the last inner offset and the largest
+                    # timestamp, as Java's producer writes it, where kafka-python writes 0
+                    out = codec.encode_message_set(
+                        [(key, value, ts) for _o, ts, key, value, _h in items],
+                        magic=self._magic, compression=c,
+                    )
+                except _kw_errors.CodecError as exc:
+                    raise _k_error(exc) from None
+            self._built = bytearray(out)
+        return self._built
+
+    def size(self):
+        return self._size if self._built is None else len(self._built)
+
+    def size_in_bytes(self, offset, timestamp, key, value, headers=None):
+        assert not headers, "Headers not supported in v0/v1"
+        return self.LOG_OVERHEAD + self.record_size(self._magic, key, value)
+
+    @classmethod
+    def record_size(cls, magic, key, value):
+        n = cls.record_overhead(magic)
+        if key is not None:
+            n += len(key)
+        if value is not None:
+            n += len(value)
+        return n
+
+    @classmethod
+    def record_overhead(cls, magic):
+        assert magic in (0, 1), "Not supported magic"
+        return cls.RECORD_OVERHEAD_V0 if magic == 0 else cls.RECORD_OVERHEAD_V1
+
+    @classmethod
+    def estimate_size_in_bytes(cls, magic, compression_type, key, value):
+        assert magic in (0, 1), "Not supported magic"
+        size = cls.LOG_OVERHEAD + cls.record_size(magic, key, value)
+        if compression_type:  # room for the wrapper message around the inner set
+            size += cls.record_overhead(magic)
+        return size
+
+
+class MemoryRecordsBuilder:
+    """kafka-python's MemoryRecordsBuilder over kafkawire's batch builders."""
+
+    __slots__ = ("_builder", "_batch_size", "_buffer", "_next_offset", "_closed", "_magic",
+                 "_bytes_written", "_producer_id", "_producer_epoch", "_base_sequence")
+
+    def __init__(self, magic, compression_type, batch_size, offset=0, transactional=False,
+                 producer_id=-1, producer_epoch=-1, base_sequence=-1):
+        assert magic in (0, 1, 2), "Not supported magic"
+        assert compression_type in (0, 1, 2, 3, 4), "Not valid compression type"
+        if magic >= 2:
+            assert not transactional or producer_id != -1, \
+                "Cannot write transactional messages without a valid producer ID"
+            assert producer_id == -1 or producer_epoch != -1, "Invalid negative producer epoch"
+            assert producer_id == -1 or base_sequence != -1, \
+                "Invalid negative sequence number used"
+            self._builder = DefaultRecordBatchBuilder(
+                magic, compression_type, transactional, producer_id, producer_epoch,
+                base_sequence, batch_size,
+            )
+            self._producer_id = producer_id
+            self._producer_epoch = producer_epoch
+            self._base_sequence = base_sequence
+        else:
+            assert not transactional and producer_id == -1, \
+                f"Idempotent messages are not supported for magic {magic}"
+            self._builder = LegacyRecordBatchBuilder(magic, compression_type, batch_size)
+            self._producer_id = self._producer_epoch = self._base_sequence = None
+        self._batch_size = batch_size
+        self._buffer = None
+        self._next_offset = offset
+        self._closed = False
+        self._magic = magic
+        self._bytes_written = 0
+
+    def skip(self, offsets_to_skip):
+        self._next_offset += offsets_to_skip
+
+    def append(self, timestamp, key, value, headers=None):
+        if self._closed:
+            return None
+        metadata = self._builder.append(
+            self._next_offset, timestamp, key, value, [] if headers is None else headers
+        )
+        if metadata is not None:
+            self._next_offset += 1
+        return metadata
+
+    def set_producer_state(self, producer_id, producer_epoch, base_sequence, is_transactional):
+        if self._magic < 2:
+            raise _k_errors.UnsupportedVersionError("Producer State requires Message format v2+")
+        if self._closed:
+            # a retried batch keeps its sequence numbers: changing them could duplicate data
+            raise _k_errors.IllegalStateError(
+                "Trying to set producer state of an already closed batch. This indicates a "
+                "bug on the client."
+            )
+        self._builder.set_producer_state(producer_id, producer_epoch, base_sequence,
+                                         is_transactional)
+        self._producer_id = producer_id
+        self._producer_epoch = producer_epoch
+        self._base_sequence = base_sequence
+
+    producer_id = property(lambda self: self._producer_id)
+    producer_epoch = property(lambda self: self._producer_epoch)
+    base_sequence = property(lambda self: self._base_sequence)
+
+    def records(self):
+        assert self._closed
+        return MemoryRecords(self._buffer)
+
+    def close(self):
+        # Safe to call again (retries): a batch is encoded once, never compressed twice.
+        if not self._closed:
+            builder = self._builder
+            self._bytes_written = builder.size()
+            self._buffer = builder.build()
+            if self._magic == 2:
+                self._producer_id = builder.producer_id
+                self._producer_epoch = builder.producer_epoch
+                self._base_sequence = builder.base_sequence
+            self._builder = None
+        self._closed = True
+
+    def size_in_bytes(self):
+        return self._builder.size() if not self._closed else len(self._buffer)
+
+    def compression_rate(self):
+        assert self._closed
+        return self.size_in_bytes() / self._bytes_written
+
+    def is_full(self):
+        return self._closed or self._builder.size() >= self._batch_size
+
+    def next_offset(self):
+        return self._next_offset
+
+    def buffer(self):
+        assert self._closed
+        return self._buffer
+
+
+# ---------------------------------------------------------------------------------------
+# install / uninstall
+# ---------------------------------------------------------------------------------------
+
+# (module, name) -> our replacement; every place kafka-python looks these names up.
+_TARGETS = [
+    (_k_record, "MemoryRecords", MemoryRecords),
+    (_k_record, "MemoryRecordsBuilder", MemoryRecordsBuilder),
+    (_k_memory, "MemoryRecords", MemoryRecords),
+    (_k_memory, "MemoryRecordsBuilder", MemoryRecordsBuilder),
+    (_k_memory, "DefaultRecordBatch", DefaultRecordBatch),
+    (_k_memory, "DefaultRecordBatchBuilder", DefaultRecordBatchBuilder),
+    (_k_memory, "LegacyRecordBatch", LegacyRecordBatch),
+    (_k_memory, "LegacyRecordBatchBuilder", LegacyRecordBatchBuilder),
+    (_k_default, "DefaultRecordBatch", DefaultRecordBatch),
+    (_k_default, "DefaultRecordBatchBuilder", DefaultRecordBatchBuilder),
+    (_k_default, "DefaultRecord", DefaultRecord),
+    (_k_default, "ControlRecord", ControlRecord),
+    (_k_legacy, "LegacyRecordBatch", LegacyRecordBatch),
+    (_k_legacy, "LegacyRecordBatchBuilder", LegacyRecordBatchBuilder),
+    (_k_legacy, "LegacyRecord", LegacyRecord),
+    (_k_fetcher, "MemoryRecords", MemoryRecords),
+    (_k_accumulator, "MemoryRecords", MemoryRecords),
+    (_k_accumulator, "MemoryRecordsBuilder", MemoryRecordsBuilder),
+    (_k_producer, "DefaultRecordBatchBuilder", DefaultRecordBatchBuilder),
+    (_k_producer, "LegacyRecordBatchBuilder", LegacyRecordBatchBuilder),
+]
+_ORIGINALS = [(module, name, module.__dict__[name]) for module, name, _ in _TARGETS]
+
+
+def install() -> None:
+    """Route kafka-python's record decoding and encoding through kafkawire's codec.
+
+    Affects every KafkaConsumer and KafkaProducer of this process, including running
+    ones (from their next fetch or batch).  Calling it again does nothing.
+    """
+    for module, name, ours in _TARGETS:
+        setattr(module, name, ours)
+
+
+def uninstall() -> None:
+    """Put kafka-python's own record classes back, exactly as they were."""
+    for module, name, original in _ORIGINALS:
+        setattr(module, name, original)
+
+
+def installed() -> bool:
+    """Whether kafkawire's codec is in place in kafka-python (all of it)."""
+    return all(module.__dict__.get(name) is ours for module, name, ours in _TARGETS)
+
+
+def _main(argv: list[str]) -> None:
+    """``python -m kafkawire.compat.kafka_python app.py [args]`` (or ``-m module``)."""
+    import runpy
+
+    if not argv or argv[0] in ("-h", "--help") or (argv[0] == "-m" and len(argv) < 2):
+        print(
+            "usage: python -m kafkawire.compat.kafka_python (script.py | -m module) [args...]\n"
+            "Runs the program with kafka-python's record layer replaced by kafkawire's codec.",
+            file=sys.stderr,
+        )
+        raise SystemExit(2)
+    # Run as __main__ this file is a second copy of the module: install the imported one,
+    # so that installed() and uninstall() see the same classes.
+    from kafkawire.compat import kafka_python
+
+    kafka_python.install()
+    if argv[0] == "-m":
+        sys.argv = argv[1:]
+        runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
+    else:
+        sys.argv = argv
+        runpy.run_path(argv[0], run_name="__main__")
+
+
+if os.environ.get(ENV_VAR, "") == "1" and __name__ != "__main__":
+    install()
+
+if __name__ == "__main__":
+    _main(sys.argv[1:])

@@ -1,0 +1,631 @@
+"""kafkawire.compat.kafka_python: kafka-python's record layer replaced by kafkawire's codec.
+
+On the same bytes, kafka-python's own classes and kafkawire's give the same results and
+raise the same exception types, for everything kafka-python's consumer (the fetcher)
+and producer (accumulator, sender) call; builders write bytes the other side reads the
+same; and end to end on Tansu the patched KafkaProducer / KafkaConsumer exchange data
+identically with the unpatched ones and with confluent-kafka.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import subprocess
+import sys
+import time
+import uuid
+
+import kafka
+import kafka.consumer.fetcher as k_fetcher
+import kafka.errors as k_errors
+import kafka.producer.kafka as k_producer
+import kafka.producer.record_accumulator as k_accumulator
+import kafka.record as k_record
+import kafka.record.default_records as k_default
+import kafka.record.legacy_records as k_legacy
+import kafka.record.memory_records as k_memory
+import pytest
+from kafka.consumer.fetcher import Fetcher
+from kafka.structs import TopicPartition
+
+import kafkawire.compat.kafka_python as kwkp
+from kafkawire import codec
+
+# kafka-python's own classes, taken before any test installs anything
+ORIG = {
+    "MemoryRecords": k_memory.MemoryRecords,
+    "MemoryRecordsBuilder": k_memory.MemoryRecordsBuilder,
+    "DefaultRecordBatchBuilder": k_default.DefaultRecordBatchBuilder,
+    "LegacyRecordBatchBuilder": k_legacy.LegacyRecordBatchBuilder,
+}
+
+
+@pytest.fixture(autouse=True)
+def _never_leak_the_patch():
+    """No other test may see a patched kafka-python, whatever happens here."""
+    yield
+    kwkp.uninstall()
+    assert k_memory.MemoryRecords is ORIG["MemoryRecords"]
+
+
+@pytest.fixture
+def patched():
+    kwkp.install()
+    yield kwkp
+    kwkp.uninstall()
+
+
+# ---- data -------------------------------------------------------------------------------
+
+BASE = 1_000
+CODECS = {0: [0, 1, 2, 3], 1: [0, 1, 2, 3], 2: [0, 1, 2, 3, 4]}
+CASES = [(m, c) for m in (0, 1, 2) for c in CODECS[m]]
+IDS = [f"magic{m}-codec{c}" for m, c in CASES]
+
+
+def sample(magic, n=12):
+    out = []
+    for i in range(n):
+        key = None if i % 4 == 0 else (b"" if i % 5 == 0 else b"key-%d" % i)
+        value = None if i % 6 == 5 else (b"x" * 300 if i == 3 else b"value-%d" % i)
+        headers = []
+        if magic == 2 and i % 3:
+            headers = [("h1", b"a%d" % i), ("empty", b""), ("null", None)][: i % 4]
+        out.append((1_600_000_000_000 + i * 5 + (i % 2) * 900, key, value, headers))
+    return out
+
+
+def assign_offsets(data, base):
+    """What a broker does on append: the offset fields (outside every CRC)."""
+    buf = bytearray(data)
+    pos = 0
+    while pos < len(buf):
+        (size,) = struct.unpack_from(">i", buf, pos + 8)
+        magic = buf[pos + 16]
+        if magic == 2:
+            struct.pack_into(">q", buf, pos, base)
+            (delta,) = struct.unpack_from(">i", buf, pos + 23)
+            base += delta + 1
+        elif buf[pos + 17] & 7:
+            # a wrapper carries its last inner offset; count its inner messages
+            n = len(list(ORIG["MemoryRecords"](bytes(data[pos : pos + 12 + size])).next_batch()))
+            struct.pack_into(">q", buf, pos, base + n - 1)
+            base += n
+        else:
+            struct.pack_into(">q", buf, pos, base)
+            base += 1
+        pos += 12 + size
+    return bytes(buf)
+
+
+def orig_build(magic, compression, records, **kw):
+    b = ORIG["MemoryRecordsBuilder"](magic, compression, 1 << 20, **kw)
+    for ts, key, value, headers in records:
+        assert b.append(ts, key, value, headers) is not None
+    b.close()
+    return bytes(b.buffer())
+
+
+# ---- what the fetcher and the producer look at -------------------------------------------
+
+BATCH_V2 = ["base_offset", "size_in_bytes", "leader_epoch", "magic", "crc", "attributes",
+            "last_offset_delta", "last_offset", "next_offset", "compression_type",
+            "timestamp_type", "is_transactional", "is_control_batch", "first_timestamp",
+            "max_timestamp", "producer_id", "producer_epoch", "base_sequence", "has_sequence",
+            "last_sequence", "records_count"]
+BATCH_LEGACY = ["base_offset", "size_in_bytes", "timestamp_type", "compression_type", "magic"]
+RECORD = ["offset", "timestamp", "timestamp_type", "key", "value", "headers", "checksum",
+          "size_in_bytes"]
+
+
+def outcome(fn):
+    try:
+        return ("ok", fn())
+    except Exception as exc:  # noqa: BLE001 - the type is what is compared
+        return ("raises", type(exc))
+
+
+def view_batch(batch):
+    names = BATCH_V2 if batch.magic == 2 else BATCH_LEGACY
+    out = {n: getattr(batch, n) for n in names}
+    out["validate_crc"] = batch.validate_crc()
+    if batch.magic == 2:
+        out["has_producer_id"] = batch.has_producer_id()
+    records = []
+    it = outcome(lambda: iter(batch))
+    if it[0] == "raises":
+        records.append(it)
+    it = iter(()) if it[0] == "raises" else it[1]
+    while True:
+        r = outcome(lambda: _next(it))
+        if r[0] == "raises":
+            records.append(r)
+            break
+        rec = r[1]
+        if rec is StopIteration:
+            break
+        records.append({n: getattr(rec, n) for n in RECORD} | {"crc_ok": rec.validate_crc()}
+                       | ({"abort": rec.abort, "commit": rec.commit, "type": rec.type,
+                           "version": rec.version} if batch.magic == 2 and batch.is_control_batch
+                          else {}))
+    out["records"] = records
+    return out
+
+
+def view_memory(cls, data):
+    """Everything MemoryRecords gives, in order; an exception type ends it."""
+    m = cls(data)
+    out = [("size", m.size_in_bytes()), ("valid", m.valid_bytes())]
+    while m.has_next():
+        r = outcome(m.next_batch)
+        if r[0] == "raises":
+            out.append(r)
+            break
+        out.append(outcome(lambda b=r[1]: view_batch(b)))
+    out.append(("after", outcome(lambda: m.next_batch() is None), m.valid_bytes()))
+    return out
+
+
+def kafka_python_bug(view):
+    """kafka-python bug: errors of the compression libraries (BadGzipFile, RuntimeError,
+    UncompressError) escape its decoder unwrapped; kafkawire raises CorruptRecordError."""
+    if isinstance(view, list):
+        return [kafka_python_bug(v) for v in view]
+    if isinstance(view, dict):
+        return {k: kafka_python_bug(v) for k, v in view.items()}
+    if isinstance(view, tuple) and view[:1] == ("raises",) and not issubclass(
+            view[1], (k_errors.KafkaError, AssertionError)):
+        return ("raises", k_errors.CorruptRecordError)
+    if isinstance(view, tuple):
+        return tuple(kafka_python_bug(v) for v in view)
+    return view
+
+
+def same_view(data):
+    theirs = kafka_python_bug(view_memory(ORIG["MemoryRecords"], data))
+    ours = view_memory(kwkp.MemoryRecords, data)
+    assert ours == theirs
+    return ours
+
+
+def fetched(cls, data, fetch_offset=0, check_crcs=True, **kw):
+    """The fetcher's own unpacking (ConsumerRecords, then an exception type or None)."""
+    pr = Fetcher.PartitionRecords(fetch_offset, TopicPartition("t", 0), cls(data),
+                                  check_crcs=check_crcs, **kw)
+    got = []
+    while pr:  # until drained, as the fetcher does
+        try:
+            got += pr.take()
+        except Exception as exc:  # noqa: BLE001
+            return got, type(exc), pr.next_fetch_offset
+    return got, None, pr.next_fetch_offset
+
+
+def same_fetch(data, **kw):
+    got, error, nxt = fetched(ORIG["MemoryRecords"], data, **kw)
+    theirs = (got, kafka_python_bug(("raises", error))[1] if error else None, nxt)
+    ours = fetched(kwkp.MemoryRecords, data, **kw)
+    assert ours == theirs
+    return ours
+
+
+def _next(it):
+    """next(), with the end as a value (outcome() reports exceptions by type)."""
+    try:
+        return next(it)
+    except StopIteration:
+        return StopIteration
+
+
+# ---- reading ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("magic, compression", CASES, ids=IDS)
+def test_reads_like_kafka_python(magic, compression):
+    data = assign_offsets(orig_build(magic, compression, sample(magic)), BASE)
+    view = same_view(data)
+    assert sum(len(b[1]["records"]) for b in view[2:-1]) == 12
+    got, error, _ = same_fetch(data)
+    assert len(got) == 12 and error is None
+
+
+def test_mixed_magics_in_one_buffer_and_fetch_offset_inside_a_wrapper():
+    parts = []
+    base = BASE
+    for magic, compression in CASES:
+        parts.append(assign_offsets(orig_build(magic, compression, sample(magic, 5)), base))
+        base += 5
+    data = b"".join(parts)
+    same_view(data)
+    got, error, nxt = same_fetch(data, fetch_offset=BASE + 27)  # inside a magic 1 wrapper
+    assert got[0].offset == BASE + 27 and error is None and nxt == base
+
+
+@pytest.mark.parametrize("compression", [0, 1])
+def test_kafkawire_sets_read_alike(compression):
+    recs = [(b"k%d" % i, b"v%d" % i, 5_000 + i, [("h", b"x")] if i % 2 else []) for i in range(6)]
+    data = (
+        codec.encode_record_batch(recs, base_offset=BASE, compression=compression)
+        + codec.encode_record_batch(recs, base_offset=BASE + 6, compression=compression,
+                                    timestamp=99_000, log_append_time=True)
+        + codec.encode_message_set([r[:3] for r in recs], magic=1, base_offset=BASE + 12,
+                                   compression=compression, timestamp=98_000,
+                                   log_append_time=True)
+        + codec.encode_message_set([r[:3] for r in recs], magic=0, base_offset=BASE + 18,
+                                   compression=compression)
+    )
+    same_view(data)
+    got, error, _ = same_fetch(data)
+    assert len(got) == 24 and error is None
+
+
+def test_transactional_and_control_batches():
+    txn = dict(producer_id=4242, producer_epoch=3, is_transactional=True)
+    data = (
+        codec.encode_record_batch([(b"k", b"a", 10), (None, b"b", 11)], base_offset=BASE,
+                                  base_sequence=7, compression=1, **txn)
+        + codec.encode_record_batch([(b"\x00\x00\x00\x00", b"\x00\x00\x00\x00\x00\x01", 12)],
+                                    base_offset=BASE + 2, is_control=True, **txn)  # ABORT
+        + codec.encode_record_batch([(b"k", b"c", 13)], base_offset=BASE + 3, base_sequence=9,
+                                    **txn)
+        + codec.encode_record_batch([(b"\x00\x00\x00\x01", b"\x00\x00\x00\x00\x00\x01", 14)],
+                                    base_offset=BASE + 4, is_control=True, **txn)  # COMMIT
+    )
+    same_view(data)
+    got, error, nxt = same_fetch(data)
+    assert [r.value for r in got] == [b"a", b"b", b"c"] and nxt == BASE + 5
+
+    # read_committed with the first transaction aborted: the consumer skips its batch
+    from kafka.consumer.fetcher import IsolationLevel
+
+    class Aborted:
+        producer_id = 4242
+        first_offset = BASE
+
+    got, error, nxt = same_fetch(data, isolation_level=IsolationLevel.READ_COMMITTED,
+                                 aborted_transactions=[Aborted()])
+    assert [r.value for r in got] == [b"c"] and error is None
+
+
+def test_empty_batch_and_sequence_wrap():
+    # A batch whose records were all compacted away keeps its offsets (KIP-98).
+    built = bytearray(orig_build(2, 0, [(1, b"k", b"v", [])], producer_id=5, producer_epoch=0,
+                                 base_sequence=2**31 - 1))
+    struct.pack_into(">i", built, 23, 3)  # last_offset_delta 3: wraps the sequence
+    full = bytes(built)
+    empty = bytearray(full[:61])
+    struct.pack_into(">i", empty, 8, 49)
+    struct.pack_into(">i", empty, 57, 0)
+    struct.pack_into(">I", empty, 17, codec.crc32c(bytes(empty[21:])))
+    struct.pack_into(">I", built, 17, codec.crc32c(bytes(built[21:])))
+    data = assign_offsets(bytes(empty), BASE) + assign_offsets(bytes(built), BASE + 1)
+    same_view(data)
+    assert same_fetch(data)[2] == BASE + 5
+
+
+def _corrupt(data, at):
+    buf = bytearray(data)
+    buf[at] ^= 0xFF
+    return bytes(buf)
+
+
+@pytest.mark.parametrize("magic, compression", CASES, ids=IDS)
+@pytest.mark.parametrize("check_crcs", [True, False], ids=["check", "nocheck"])
+def test_corrupt_crc(magic, compression, check_crcs):
+    good = assign_offsets(orig_build(magic, compression, sample(magic, 4)), BASE)
+    bad = assign_offsets(orig_build(magic, compression, sample(magic, 4)), BASE + 4)
+    data = good + _corrupt(bad, len(bad) - 2) + good
+    same_view(data)
+    got, error, _ = same_fetch(data, check_crcs=check_crcs)
+    if check_crcs:
+        assert error is k_errors.CorruptRecordError and len(got) >= 4
+
+
+@pytest.mark.parametrize("cut", [1, 5, 12, 30, 60])
+@pytest.mark.parametrize("magic", [0, 1, 2])
+def test_partial_trailing_batch_and_truncated_input(magic, cut):
+    one = assign_offsets(orig_build(magic, 1, sample(magic, 3)), BASE)
+    two = assign_offsets(orig_build(magic, 0, sample(magic, 3)), BASE + 3)
+    same_view(one + two[: len(two) - cut])
+    same_fetch(one + two[: len(two) - cut])
+    same_view(one[:cut])
+
+
+def test_structural_damage_raises_the_same_type():
+    one = assign_offsets(orig_build(2, 0, sample(2, 3)), BASE)
+    # a record length that runs past its batch, CRC made valid again
+    buf = bytearray(one)
+    buf[61] = 0x7E
+    struct.pack_into(">I", buf, 17, codec.crc32c(bytes(buf[21:])))
+    same_view(bytes(buf))
+    assert same_fetch(bytes(buf))[1] is k_errors.CorruptRecordError
+    # an entry smaller than any message
+    tiny = struct.pack(">qi", 0, 10) + b"\x00" * 10
+    same_view(one + tiny)
+    assert same_fetch(one + tiny)[1] is k_errors.CorruptRecordError
+
+
+@pytest.mark.parametrize("magic", [1, 2])
+def test_unknown_codec_raises_unsupported_codec_error(magic):
+    buf = bytearray(assign_offsets(orig_build(magic, 1, sample(magic, 3)), BASE))
+    if magic == 2:
+        buf[22] = (buf[22] & 0xF8) | 6
+        struct.pack_into(">I", buf, 17, codec.crc32c(bytes(buf[21:])))
+    else:
+        buf[17] = (buf[17] & 0xF8) | 6
+        struct.pack_into(">I", buf, 12, codec.crc32(bytes(buf[16:])))
+    same_view(bytes(buf))
+    assert same_fetch(bytes(buf))[1] is k_errors.UnsupportedCodecError
+
+
+def test_short_batch_header_is_a_corrupt_record_error():
+    # kafka-python bug: it lets struct.error out of DefaultRecordBatch for a short batch
+    data = struct.pack(">qiib", BASE, 20, 0, 2) + b"\x00" * 19
+    with pytest.raises(struct.error):
+        ORIG["MemoryRecords"](data).next_batch()
+    with pytest.raises(k_errors.CorruptRecordError):
+        kwkp.MemoryRecords(data).next_batch()
+
+
+def test_batch_iteration_protocol():
+    data = assign_offsets(orig_build(2, 0, sample(2, 3)), BASE)
+    for cls in (ORIG["MemoryRecords"], kwkp.MemoryRecords):
+        b = cls(data).next_batch()
+        assert next(b).offset == BASE  # the fetcher's abort-marker check calls next() first
+        rest = list(b)
+        assert [r.offset for r in rest] == [BASE + 1, BASE + 2]
+        assert list(b) == []  # a v2 batch is its own, one-shot iterator
+        with pytest.raises(AssertionError):
+            b.validate_crc()
+    legacy = assign_offsets(orig_build(1, 1, sample(1, 3)), BASE)
+    for cls in (ORIG["MemoryRecords"], kwkp.MemoryRecords):
+        b = cls(legacy).next_batch()
+        assert len(list(b)) == 3 and len(list(b)) == 3  # legacy batches iterate afresh
+
+
+# ---- building ------------------------------------------------------------------------------
+
+
+def build_both(magic, compression, records, batch_size=1 << 20, **kw):
+    """Drive both MemoryRecordsBuilders the way the accumulator does; return their traces."""
+    out = []
+    for cls in (ORIG["MemoryRecordsBuilder"], kwkp.MemoryRecordsBuilder):
+        b = cls(magic, compression, batch_size, **kw)
+        trace = []
+        for ts, key, value, headers in records:
+            md = b.append(ts, key, value, headers)
+            trace.append(None if md is None else (md.offset, md.crc, md.size, md.timestamp))
+            trace.append((b.is_full(), b.size_in_bytes(), b.next_offset()))
+        if magic == 2 and kw.get("producer_id", -1) != -1:
+            b.set_producer_state(kw["producer_id"], kw["producer_epoch"], 17, True)
+        b.close()
+        b.close()  # a retried batch is closed again: no double compression
+        trace.append((b.size_in_bytes(), b.is_full(), b.producer_id, b.producer_epoch,
+                      b.base_sequence))
+        out.append((trace, bytes(b.buffer()), b.compression_rate()))
+    return out
+
+
+@pytest.mark.parametrize("magic, compression", CASES, ids=IDS)
+def test_builders_match(magic, compression):
+    (t_trace, t_bytes, _), (o_trace, o_bytes, o_rate) = build_both(
+        magic, compression, sample(magic, 30), batch_size=2000)
+    assert o_trace[:-1] == t_trace[:-1]  # metadata, fullness and sizes while appending
+    if compression == 0:  # compressors differ in framing details (gzip header, lz4 flags)
+        assert o_bytes == t_bytes
+    # each side's bytes read the same through the other side's decoder
+    a = assign_offsets(o_bytes, BASE)
+    b = assign_offsets(t_bytes, BASE)
+    strip = lambda view: [  # noqa: E731 - what compression changes in a batch's looks
+        [{k: v for k, v in r.items() if k not in ("size_in_bytes",)} for r in item[1]["records"]]
+        for item in view[2:-1]]
+    assert strip(view_memory(ORIG["MemoryRecords"], a)) == strip(
+        view_memory(ORIG["MemoryRecords"], b))
+    assert strip(view_memory(kwkp.MemoryRecords, b)) == strip(view_memory(kwkp.MemoryRecords, a))
+    assert o_rate > 0
+
+
+def test_idempotent_transactional_builder():
+    recs = sample(2, 5)
+    (t_trace, t_bytes, _), (o_trace, o_bytes, _) = build_both(
+        2, 4, recs, producer_id=77, producer_epoch=2, base_sequence=0)
+    assert o_trace == t_trace and o_bytes == t_bytes
+    b = kwkp.MemoryRecordsBuilder(2, 0, 1000)
+    b.close()
+    with pytest.raises(k_errors.IllegalStateError):
+        b.set_producer_state(1, 1, 1, False)
+    with pytest.raises(k_errors.UnsupportedVersionError):
+        kwkp.MemoryRecordsBuilder(1, 0, 1000).set_producer_state(1, 1, 1, False)
+
+
+def test_builder_type_errors_and_estimates():
+    for name in ("DefaultRecordBatchBuilder", "LegacyRecordBatchBuilder"):
+        theirs, ours = ORIG[name], getattr(kwkp, name)
+        for args in [(None, b"v"), (b"k" * 300, None), (b"", b"x" * 20000)]:
+            if name == "DefaultRecordBatchBuilder":
+                h = [("a", b"b"), ("c", None)]
+                assert ours.estimate_size_in_bytes(*args, h) == theirs.estimate_size_in_bytes(*args, h)
+                assert ours.size_in_bytes(3, 70, *args, h) == theirs.size_in_bytes(3, 70, *args, h)
+            else:
+                for m in (0, 1):
+                    for c in (0, 2):
+                        assert ours.estimate_size_in_bytes(m, c, *args) == \
+                            theirs.estimate_size_in_bytes(m, c, *args)
+    for bad in [("k", b"v"), (b"k", 5)]:
+        for cls in (ORIG["MemoryRecordsBuilder"], kwkp.MemoryRecordsBuilder):
+            for magic in (1, 2):
+                with pytest.raises(TypeError):
+                    cls(magic, 0, 1000).append(1, *bad)
+    for cls in (ORIG["MemoryRecordsBuilder"], kwkp.MemoryRecordsBuilder):
+        with pytest.raises(k_errors.UnsupportedCodecError):
+            b = cls(1, 4, 1000)  # zstd needs magic 2
+            b.append(1, b"k", b"v")
+            b.close()
+
+
+def test_skip_writes_what_kafka_python_writes():
+    out = []
+    for cls in (ORIG["MemoryRecordsBuilder"], kwkp.MemoryRecordsBuilder):
+        b = cls(2, 0, 1 << 20)
+        b.append(1, b"a", b"b")
+        b.skip(3)
+        b.append(2, b"c", b"d")
+        b.close()
+        out.append(bytes(b.buffer()))
+    assert out[0] == out[1]
+
+
+# ---- install / uninstall ---------------------------------------------------------------------
+
+PATCH_POINTS = [
+    (k_record, "MemoryRecords"), (k_record, "MemoryRecordsBuilder"),
+    (k_memory, "MemoryRecords"), (k_memory, "DefaultRecordBatch"),
+    (k_memory, "LegacyRecordBatchBuilder"), (k_fetcher, "MemoryRecords"),
+    (k_accumulator, "MemoryRecords"), (k_accumulator, "MemoryRecordsBuilder"),
+    (k_producer, "DefaultRecordBatchBuilder"), (k_producer, "LegacyRecordBatchBuilder"),
+]
+
+
+def test_install_uninstall_installed():
+    before = {(m.__name__, n): m.__dict__[n] for m, n in PATCH_POINTS}
+    assert not kwkp.installed()
+    kwkp.install()
+    kwkp.install()  # twice is harmless
+    assert kwkp.installed()
+    assert k_fetcher.MemoryRecords is kwkp.MemoryRecords
+    assert k_accumulator.MemoryRecordsBuilder is kwkp.MemoryRecordsBuilder
+    assert k_producer.DefaultRecordBatchBuilder is kwkp.DefaultRecordBatchBuilder
+    kwkp.uninstall()
+    assert not kwkp.installed()
+    assert {(m.__name__, n): m.__dict__[n] for m, n in PATCH_POINTS} == before
+    kwkp.uninstall()  # and so is uninstalling twice
+
+
+def test_environment_variable_opt_in_and_runner(tmp_path):
+    env = dict(os.environ, KAFKAWIRE_PATCH_KAFKA_PYTHON="1")
+    probe = ("import kafkawire.compat.kafka_python as k, kafka.consumer.fetcher as f; "
+             "print(k.installed(), f.MemoryRecords is k.MemoryRecords)")
+    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True,
+                         text=True, check=True).stdout
+    assert out.split() == ["True", "True"]
+    env["KAFKAWIRE_PATCH_KAFKA_PYTHON"] = "0"
+    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True,
+                         text=True, check=True).stdout
+    assert out.split() == ["False", "False"]
+    script = tmp_path / "app.py"
+    script.write_text("import sys, kafkawire.compat.kafka_python as k\n"
+                      "print(k.installed(), sys.argv[1:])\n")
+    out = subprocess.run([sys.executable, "-m", "kafkawire.compat.kafka_python", str(script),
+                          "x"], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "True ['x']"
+
+
+def test_compat_package_imports_no_peer():
+    probe = "import sys, kafkawire.compat; print('kafka' in sys.modules, 'aiokafka' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.split() == ["False", "False"]
+
+
+# ---- end to end on Tansu ------------------------------------------------------------------------
+
+E2E = [(f"k{i}".encode() if i % 3 else None,
+        None if i % 17 == 16 and i % 3 else f"value {i}".encode() * (1 + i % 5),
+        1_700_000_000_000 + i, [("h", f"{i}".encode()), ("e", b"")] if i % 2 else [])
+       for i in range(300)]
+
+
+def _topic(prefix):
+    return f"kwkp-{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def kp_produce(bootstrap, topic, compression):
+    p = kafka.KafkaProducer(bootstrap_servers=bootstrap, compression_type=compression,
+                            linger_ms=5, batch_size=4096)
+    try:
+        futures = [p.send(topic, value=v, key=k, partition=0, timestamp_ms=ts, headers=h)
+                   for k, v, ts, h in E2E]
+        p.flush(20)
+        return [(f.get(10).offset, f.get(10).checksum) for f in futures]
+    finally:
+        p.close(5)
+
+
+def kp_consume(bootstrap, topic, n=len(E2E)):
+    c = kafka.KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
+                            consumer_timeout_ms=3000, fetch_max_bytes=50_000,
+                            max_partition_fetch_bytes=20_000)
+    try:
+        tp = TopicPartition(topic, 0)
+        c.assign([tp])
+        c.seek(tp, 0)
+        got = []
+        for m in c:
+            got.append(m._replace(leader_epoch=None))
+            if len(got) == n:
+                break
+        return got
+    finally:
+        c.close()
+
+
+def as_sent(messages):
+    return [(m.key, m.value, m.timestamp, [tuple(h) for h in m.headers]) for m in messages]
+
+
+@pytest.mark.broker
+@pytest.mark.parametrize("compression", [None, "gzip", "snappy", "lz4", "zstd"])
+def test_kafka_python_end_to_end_patched_equals_unpatched(tansu_broker, compression):
+    topic = _topic(f"e2e-{compression}")
+    sent_orig = kp_produce(tansu_broker.bootstrap, topic, compression)
+    plain = kp_consume(tansu_broker.bootstrap, topic)
+    kwkp.install()
+    try:
+        topic2 = _topic(f"e2e-kw-{compression}")
+        sent_kw = kp_produce(tansu_broker.bootstrap, topic2, compression)
+        ours = kp_consume(tansu_broker.bootstrap, topic)
+        ours2 = kp_consume(tansu_broker.bootstrap, topic2)
+    finally:
+        kwkp.uninstall()
+    plain2 = kp_consume(tansu_broker.bootstrap, topic2)
+    assert as_sent(plain) == [(k, v, ts, h) for k, v, ts, h in E2E]
+    assert ours == plain  # every ConsumerRecord field, the same bytes read both ways
+    assert sent_kw == sent_orig  # offsets and checksums the producer reports
+    assert ours2 == plain2
+    assert as_sent(ours2) == as_sent(plain)
+
+
+confluent_kafka = pytest.importorskip("confluent_kafka")
+
+
+@pytest.mark.broker
+@pytest.mark.parametrize("compression", [None, "lz4", "zstd"])
+def test_confluent_reads_patched_kafka_python_and_back(tansu_broker, patched, compression):
+    topic = _topic(f"to-ck-{compression}")
+    kp_produce(tansu_broker.bootstrap, topic, compression)
+    c = confluent_kafka.Consumer({"bootstrap.servers": tansu_broker.bootstrap, "group.id": "x",
+                                  "enable.auto.commit": False, "log_level": 3})
+    try:
+        c.assign([confluent_kafka.TopicPartition(topic, 0, 0)])
+        got = []
+        deadline = time.monotonic() + 20
+        while len(got) < len(E2E) and time.monotonic() < deadline:
+            for m in c.consume(500, 0.5):
+                if not m.error():
+                    got.append((m.key(), m.value(), m.timestamp()[1], m.headers() or []))
+    finally:
+        c.close()
+    assert got == [(k, v, ts, h) for k, v, ts, h in E2E]
+
+    back = _topic(f"from-ck-{compression}")
+    p = confluent_kafka.Producer({"bootstrap.servers": tansu_broker.bootstrap,
+                                  "compression.type": compression or "none", "log_level": 3})
+    for k, v, ts, h in E2E:
+        p.produce(back, v, key=k, partition=0, timestamp=ts, headers=h)
+    assert p.flush(20) == 0
+    ours = kp_consume(tansu_broker.bootstrap, back)
+    kwkp.uninstall()
+    plain = kp_consume(tansu_broker.bootstrap, back)
+    assert ours == plain
+    assert as_sent(ours) == [(k, v, ts, h) for k, v, ts, h in E2E]
