@@ -39,6 +39,9 @@ bench: build
 	$(PY) bench/compare_protocol.py $(BENCH_ARGS) --markdown bench/results/protocol.md
 	$(PY) bench/compare_e2e.py $(BENCH_ARGS) --markdown bench/results/e2e.md
 	$(PY) bench/compare_spark.py $(BENCH_ARGS) --markdown bench/results/spark.md
+	$(PY) bench/compare_groups.py $(BENCH_ARGS) --markdown bench/results/groups.md
+	$(PY) bench/compare_compat.py $(BENCH_ARGS) --markdown bench/results/compat.md
+	$(PY) bench/compare_compat_aiokafka.py $(BENCH_ARGS) --markdown bench/results/compat_aiokafka.md
 	$(PY) bench/readme_tables.py
 
 demo: build

@@ -1,0 +1,186 @@
+"""Peer clients end to end on Tansu, with and without kafkawire's codec installed (compat/).
+
+One process, one broker on loopback (started here), interleaved: every round runs each
+client's producer and consumer once plain and once with ``kafkawire.compat.<client>``
+installed, the order rotating from round to round, so drift of a shared machine hits both
+alike; the table shows medians over the rounds and the ratios.  Run with:
+
+    .venv/bin/python bench/compare_compat.py [--quick] [--records N] [--rounds R]
+        [--clients kafka-python] [--compression none,lz4] [--markdown PATH]
+
+Workload (bench/compare_e2e.py's): N records (default 300,000) of 16-byte keys and
+100-byte values, produced to a fresh 4-partition topic, record i to partition i % 4, then
+read back from offset 0 and counted per partition with the value bytes summed.  Both
+consumer modes of a round read the topic the plain producer wrote, so they decode the
+very same bytes.  A case whose count or bytes are off is reported, never dropped.
+
+Each client is one entry of CLIENTS: how to install/uninstall its codec adapter and its
+produce/consume functions (an aiokafka entry goes next to kafka-python's).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import statistics
+import sys
+import time
+import uuid
+from typing import Callable, NamedTuple
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import compare_e2e as e2e  # noqa: E402 - the shared workload, topics and kafka-python cases
+
+from kafkawire import codec  # noqa: E402
+from kafkawire.testing import TansuBroker  # noqa: E402
+
+TARGET_CONSUME = 5.0  # issue 9: a peer's consumer >= 5x faster with kafkawire's codec
+
+Fn = Callable[[str, str, "e2e.Workload"], "e2e.Outcome"]
+
+
+class Client(NamedTuple):
+    install: Callable[[], None]
+    uninstall: Callable[[], None]
+    produce: Fn
+    consume: Fn
+
+
+# -- kafka-python ---------------------------------------------------------------------------
+
+
+def kafka_python_client() -> Client:
+    """KafkaProducer.send per record + flush; KafkaConsumer.poll(max_records=10000)."""
+    from kafkawire.compat import kafka_python
+
+    return Client(kafka_python.install, kafka_python.uninstall, e2e.kp_send, e2e.kp_consume)
+
+
+CLIENTS: dict[str, Callable[[], Client]] = {
+    "kafka-python": kafka_python_client,
+}
+MODES = ("plain", "kafkawire")
+
+
+def timed(client: Client, mode: str, fn: Fn, bootstrap: str, topic: str,
+          w: e2e.Workload) -> e2e.Outcome:
+    gc.collect()
+    if mode == "kafkawire":
+        client.install()
+    try:
+        return fn(bootstrap, topic, w)
+    except Exception as exc:  # noqa: BLE001 - a failed case is reported, not fatal
+        return e2e.Outcome(0.0, 0, -1, f"ERROR {type(exc).__name__}: {exc}")
+    finally:
+        client.uninstall()
+
+
+def run(args: argparse.Namespace) -> dict[tuple[str, str, str, str], list[e2e.Outcome]]:
+    results: dict[tuple[str, str, str, str], list[e2e.Outcome]] = {}
+    with TansuBroker() as broker:
+        bootstrap = broker.bootstrap
+        print(f"Tansu broker pid {broker.pid} on {bootstrap}", file=sys.stderr)
+        admin = e2e.Admin(bootstrap)
+        try:
+            for compression in args.compression:
+                w = e2e.Workload(args.records, compression)
+                for r in range(args.rounds):
+                    for name in args.clients:
+                        client = CLIENTS[name]()
+                        order = MODES if r % 2 == 0 else MODES[::-1]
+                        topics = {}
+                        for mode in order:
+                            topics[mode] = f"compat-{name}-{mode}-{uuid.uuid4().hex[:8]}"
+                            admin.create(topics[mode])
+                            out = timed(client, mode, client.produce, bootstrap,
+                                        topics[mode], w)
+                            results.setdefault((compression, name, "produce", mode), []).append(out)
+                            show(r, compression, name, "produce", mode, out)
+                        for mode in order:
+                            out = timed(client, mode, client.consume, bootstrap,
+                                        topics["plain"], w)
+                            results.setdefault((compression, name, "consume", mode), []).append(out)
+                            show(r, compression, name, "consume", mode, out)
+                        admin.delete(list(topics.values()))
+        finally:
+            admin.close()
+    return results
+
+
+def show(r: int, compression: str, name: str, case: str, mode: str, out: e2e.Outcome) -> None:
+    rate = out.count / out.seconds if out.seconds else 0.0
+    note = f"  [{out.problem}]" if out.problem else ""
+    print(f"  round {r + 1} [{compression}] {name:>12} {case:<8} {mode:<9} "
+          f"{out.seconds:7.2f}s {rate:>10,.0f} rec/s{note}", file=sys.stderr)
+
+
+def report(results: dict, args: argparse.Namespace) -> list[str]:
+    lines = [
+        f"Peer clients with kafkawire's codec installed, Tansu on loopback: {args.records:,} "
+        f"records x {e2e.VALUE_SIZE}-byte values, medians of {args.rounds} interleaved rounds "
+        f"(codec: {codec.IMPLEMENTATION})",
+        "",
+        "| client | compression | case | plain rec/s | with kafkawire rec/s | ratio | target |",
+        "|---|---|---|---:|---:|---:|---|",
+    ]
+    for compression in args.compression:
+        for name in args.clients:
+            for case in ("produce", "consume"):
+                rates = {}
+                problems = []
+                for mode in MODES:
+                    outs = results.get((compression, name, case, mode), [])
+                    good = [o.count / o.seconds for o in outs if not o.problem and o.seconds]
+                    problems += [o.problem for o in outs if o.problem]
+                    rates[mode] = statistics.median(good) if good else None
+                plain, ours = rates["plain"], rates["kafkawire"]
+                ratio = ours / plain if plain and ours else None
+                target = ""
+                if case == "consume":
+                    met = ratio is not None and ratio >= TARGET_CONSUME
+                    target = f">= {TARGET_CONSUME:g}x: {'met' if met else 'NOT met'}"
+                cell = lambda v: "-" if v is None else f"{v:,.0f}"  # noqa: E731
+                note = f" ({'; '.join(problems)})" if problems else ""
+                lines.append(
+                    f"| {name} | {compression} | {case} | {cell(plain)} | {cell(ours)} | "
+                    f"{'-' if ratio is None else f'{ratio:.2f}x'} | {target}{note} |"
+                )
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=None, help="records per case (300,000)")
+    parser.add_argument("--rounds", type=int, default=None, help="interleaved rounds (3)")
+    parser.add_argument("--quick", action="store_true", help="50,000 records (3 rounds unless --rounds)")
+    parser.add_argument("--clients", default=",".join(CLIENTS),
+                        help=f"comma-separated subset of {','.join(CLIENTS)}")
+    parser.add_argument("--compression", default="none", help="comma-separated: none,lz4,...")
+    parser.add_argument("--markdown", metavar="PATH", help="also write the table to PATH")
+    args = parser.parse_args()
+    args.records = args.records or (50_000 if args.quick else 300_000)
+    args.rounds = args.rounds or 3
+    args.clients = [c.strip() for c in args.clients.split(",") if c.strip()]
+    bad = [c for c in args.clients if c not in CLIENTS]
+    if bad:
+        parser.error(f"unknown client(s) {bad}; choose from {', '.join(CLIENTS)}")
+    args.compression = [c.strip() for c in args.compression.split(",") if c.strip()]
+    bad = [c for c in args.compression if c not in e2e.CODEC_NAMES]
+    if bad:
+        parser.error(f"unknown compression {bad}; choose from {', '.join(e2e.CODEC_NAMES)}")
+    if args.records < e2e.PARTITIONS:
+        parser.error(f"--records must be at least {e2e.PARTITIONS}")
+    started = time.monotonic()
+    text = "\n".join(report(run(args), args)) + "\n"
+    print(text)
+    print(f"(took {time.monotonic() - started:.0f}s)", file=sys.stderr)
+    if args.markdown:
+        os.makedirs(os.path.dirname(os.path.abspath(args.markdown)), exist_ok=True)
+        with open(args.markdown, "w") as fh:
+            fh.write(text)
+
+
+if __name__ == "__main__":
+    main()
