@@ -24,7 +24,6 @@ import random
 import time
 from typing import Any
 
-from kafkawire import errors
 from kafkawire.client.config import Config
 from kafkawire.client.conn import BrokerConnection, Poller
 from kafkawire.client.errors import (
@@ -34,39 +33,11 @@ from kafkawire.client.errors import (
 )
 from kafkawire.client.future import Future
 from kafkawire.protocol import apis
+from kafkawire.protocol.metadata import ClusterMetadata, PartitionMetadata, TopicMetadata, reconnect_delay_ms
 
 __all__ = ["Cluster", "TopicMetadata", "PartitionMetadata"]
 
 METADATA = apis.get("Metadata")
-
-
-class PartitionMetadata:
-    __slots__ = ("partition", "leader", "leader_epoch", "error_code", "replicas", "isr")
-
-    def __init__(self, partition: int, leader: int, leader_epoch: int, error_code: int,
-                 replicas: list[int], isr: list[int]):
-        self.partition = partition
-        self.leader = leader
-        self.leader_epoch = leader_epoch
-        self.error_code = error_code
-        self.replicas = replicas
-        self.isr = isr
-
-    def __repr__(self) -> str:
-        return f"<Partition {self.partition} leader={self.leader} error={self.error_code}>"
-
-
-class TopicMetadata:
-    __slots__ = ("name", "error_code", "topic_id", "partitions")
-
-    def __init__(self, name: str, error_code: int, topic_id: Any, partitions: dict[int, PartitionMetadata]):
-        self.name = name
-        self.error_code = error_code
-        self.topic_id = topic_id
-        self.partitions = partitions
-
-    def __repr__(self) -> str:
-        return f"<Topic {self.name} partitions={len(self.partitions)} error={self.error_code}>"
 
 
 class _Backoff:
@@ -84,20 +55,28 @@ class Cluster:
         self.poller = poller or Poller()
         self._own_poller = poller is None
         self.bootstrap_addresses: list[tuple[str, int]] = list(config.bootstrap_servers)
-        self.brokers: dict[int, tuple[str, int]] = {}
-        self.topics: dict[str, TopicMetadata] = {}
-        self.cluster_id: str | None = None
-        self.controller_id = -1
-        self.interest: set[str] = set()
-        #: Ask for every topic (a consumer subscribed to a pattern needs them all).
-        self.all_topics = False
+        #: Brokers, topics and leaders, and when to refresh them (I/O-free).
+        self.meta = ClusterMetadata(config.metadata_max_age_ms, config.retry_backoff_ms)
         self._conns: dict[Any, BrokerConnection] = {}  # node id, or ("bootstrap", host, port)
         self._backoff: dict[tuple[str, int], _Backoff] = {}
-        self._last_refresh = 0.0
-        self._need_refresh = True
         self._refresh_future: Future | None = None
         self._refresh_topics: frozenset[str] = frozenset()  # what that refresh asked for
         self.closed = False
+
+    # The metadata, as attributes of the cluster (the clients read them so).
+    brokers = property(lambda self: self.meta.brokers)
+    topics = property(lambda self: self.meta.topics)
+    cluster_id = property(lambda self: self.meta.cluster_id)
+    controller_id = property(lambda self: self.meta.controller_id)
+    interest = property(lambda self: self.meta.interest)
+
+    @property
+    def all_topics(self) -> bool:
+        return self.meta.all_topics
+
+    @all_topics.setter
+    def all_topics(self, value: bool) -> None:
+        self.meta.all_topics = value
 
     # -- connections --------------------------------------------------------------------
 
@@ -118,8 +97,8 @@ class Cluster:
 
     def _record_failure(self, b: _Backoff, exc: BaseException) -> None:
         b.failures += 1
-        base = self.config.reconnect_backoff_ms * 2 ** min(b.failures - 1, 30)
-        delay = min(base, self.config.reconnect_backoff_max_ms) * random.uniform(0.8, 1.2)
+        delay = reconnect_delay_ms(b.failures, self.config.reconnect_backoff_ms,
+                                   self.config.reconnect_backoff_max_ms, random.uniform(0.8, 1.2))
         b.next_attempt = time.monotonic() + delay / 1000.0
         b.last_error = exc
 
@@ -135,7 +114,7 @@ class Cluster:
             self._record_success(b)
             return
         self._record_failure(b, exc)
-        self._need_refresh = True  # the broker may have left the cluster
+        self.meta.need_refresh = True  # the broker may have left the cluster
 
     def _start(self, key: Any, host: str, port: int, node_id: int | None) -> BrokerConnection | None:
         """The connection for ``key`` if ready or connecting; else start connecting it,
@@ -190,7 +169,7 @@ class Cluster:
         (may raise)."""
         addr = self.brokers.get(node_id)
         if addr is None:
-            self._need_refresh = True
+            self.meta.need_refresh = True
             raise KafkaConnectionError(f"broker {node_id} is not in the cluster metadata")
         return self._connect(node_id, addr[0], addr[1], node_id, deadline)
 
@@ -205,11 +184,11 @@ class Cluster:
             return conn
         addr = self.brokers.get(node_id)
         if addr is None:
-            self._need_refresh = True
+            self.meta.need_refresh = True
             return None
         conn = self._start(node_id, addr[0], addr[1], node_id)
         if conn is None:
-            self._need_refresh = True
+            self.meta.need_refresh = True
             return None
         return conn if conn.ready else None
 
@@ -298,21 +277,13 @@ class Cluster:
 
     def _send_metadata(self, conn: BrokerConnection) -> Future:
         version = conn.version_for(METADATA)
-        topics: Any
-        if self.all_topics:
-            topics = [] if version == 0 else None  # v0 says "all" with [], later versions with null
-        elif version == 0 and not self.interest:
-            topics = []  # v0 cannot ask for no topics; [] means all
-        else:
-            topics = [METADATA.Request.MetadataRequestTopic(name=t) for t in sorted(self.interest)]
-        request = METADATA.Request(topics=topics, allow_auto_topic_creation=True)
-        self._refresh_topics = frozenset(self.interest)
+        request, self._refresh_topics = self.meta.request(version)
         inner = conn.send(METADATA, request, version)
         out = Future(self.poller.poll)
 
         def done(f: Future) -> None:
             if f.failed():
-                self._need_refresh = True
+                self.meta.need_refresh = True
                 out.set_exception(f.exception())
             else:
                 self._apply_metadata(f.result())
@@ -323,22 +294,7 @@ class Cluster:
         return out
 
     def _apply_metadata(self, resp: Any) -> None:
-        self.brokers = {b.node_id: (b.host, b.port) for b in resp.brokers}
-        self.cluster_id = getattr(resp, "cluster_id", None)
-        self.controller_id = getattr(resp, "controller_id", -1)
-        for t in resp.topics:
-            if t.name is None:
-                continue
-            parts = {
-                p.partition_index: PartitionMetadata(
-                    p.partition_index, p.leader_id, getattr(p, "leader_epoch", -1), p.error_code,
-                    list(p.replica_nodes), list(p.isr_nodes),
-                )
-                for p in t.partitions
-            }
-            self.topics[t.name] = TopicMetadata(t.name, t.error_code, getattr(t, "topic_id", None), parts)
-        self._last_refresh = time.monotonic()
-        self._need_refresh = False
+        self.meta.apply(resp, time.monotonic())
         # Connections keyed by a bootstrap address are kept only until the real ids are known.
         for key in [k for k in self._conns if isinstance(k, tuple)]:
             conn = self._conns[key]
@@ -347,11 +303,10 @@ class Cluster:
                 del self._conns[key]
 
     def request_refresh(self) -> None:
-        self._need_refresh = True
+        self.meta.need_refresh = True
 
     def refresh_due(self) -> bool:
-        age = time.monotonic() - self._last_refresh
-        return self._need_refresh or age * 1000 >= self.config.metadata_max_age_ms
+        return self.meta.refresh_due(time.monotonic())
 
     def maybe_refresh(self) -> None:
         """Start a metadata refresh (without waiting) when one is due and none is running."""
@@ -359,8 +314,7 @@ class Cluster:
             return
         if not self.refresh_due():
             return
-        # Refreshes after an error wait retry_backoff_ms so a flapping leader costs little.
-        if self._need_refresh and time.monotonic() - self._last_refresh < self.config.retry_backoff_ms / 1000:
+        if not self.meta.refresh_allowed(time.monotonic()):
             return
         # Never waits for a connection: the refresh goes out from a later call, once
         # one is ready (its progress ends the poll that the caller waits in).
@@ -401,14 +355,13 @@ class Cluster:
         deadline = time.monotonic() + timeout
         self.interest.add(topic)
         while True:
+            parts = self.meta.partitions(topic)
+            if parts is not None:
+                return parts
             meta = self.topics.get(topic)
-            if meta is not None and meta.error_code == 0 and meta.partitions:
-                return sorted(meta.partitions)
-            if meta is not None and meta.error_code not in (0, 3, 5):
-                errors.raise_for_code(meta.error_code, f"metadata for topic {topic!r}")
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                why = "unknown topic" if meta is None or meta.error_code == 3 else "no leader yet"
+                why = self.meta.why_unavailable(topic)
                 raise KafkaTimeoutError(
                     f"topic {topic!r} not available within {timeout:g}s ({why}); create it "
                     f"or check the name"
@@ -418,13 +371,7 @@ class Cluster:
             self.refresh(max(0.001, deadline - time.monotonic()))
 
     def leader_for(self, topic: str, partition: int) -> int | None:
-        meta = self.topics.get(topic)
-        if meta is None:
-            return None
-        p = meta.partitions.get(partition)
-        if p is None or p.leader < 0:
-            return None
-        return p.leader
+        return self.meta.leader_for(topic, partition)
 
     # -- requests -----------------------------------------------------------------------
 

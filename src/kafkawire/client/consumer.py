@@ -16,7 +16,6 @@ from __future__ import annotations
 import time
 from typing import Any, Iterable
 
-from kafkawire import errors
 from kafkawire.client.cluster import Cluster
 from kafkawire.client.config import Config
 from kafkawire.client.errors import (
@@ -24,8 +23,6 @@ from kafkawire.client.errors import (
     KafkaConnectionError,
     KafkaTimeoutError,
     OffsetOutOfRangeError,
-    REFRESH_METADATA_CODES,
-    broker_error,
 )
 from kafkawire.client.future import Future
 from kafkawire.client.group import ConsumerGroup, ConsumerRebalanceListener
@@ -37,7 +34,10 @@ from kafkawire.protocol.fetcher import (
     OffsetAndTimestamp,
     PartitionState,
     TopicPartition,
+    apply_list_offsets,
+    list_offsets_request,
 )
+from kafkawire.protocol.fetcher import EARLIEST, LATEST
 from kafkawire.protocol.fetcher import as_topic_partition as _tp
 
 __all__ = ["Consumer", "ConsumerRecord", "TopicPartition", "FetchedBatch", "OffsetAndTimestamp",
@@ -45,10 +45,6 @@ __all__ = ["Consumer", "ConsumerRecord", "TopicPartition", "FetchedBatch", "Offs
 
 FETCH = apis.get("Fetch")
 LIST_OFFSETS = apis.get("ListOffsets")
-_LOTopic = LIST_OFFSETS.Request.ListOffsetsTopic
-_LOPartition = _LOTopic.ListOffsetsPartition
-
-EARLIEST, LATEST = -2, -1
 
 
 class Consumer:
@@ -207,34 +203,11 @@ class Consumer:
                            deadline: float) -> None:
         conn = self.cluster.connection(node, deadline)
         version = conn.version_for(LIST_OFFSETS)
-        topics: dict[str, list[Any]] = {}
-        for tp in tps:
-            topics.setdefault(tp.topic, []).append(
-                _LOPartition(partition_index=tp.partition, timestamp=todo[tp], max_num_offsets=1))
-        req = LIST_OFFSETS.Request(
-            replica_id=-1, isolation_level=self._isolation,
-            topics=[_LOTopic(name=t, partitions=p) for t, p in topics.items()])
-        fut = conn.send(LIST_OFFSETS, req, version)
+        fut = conn.send(LIST_OFFSETS, list_offsets_request({tp: todo[tp] for tp in tps}, self._isolation), version)
         if not fut.wait(max(0.0, deadline - time.monotonic())):
             raise KafkaTimeoutError(f"ListOffsets to {conn.name}: no answer in time")
-        resp = fut.result()
-        for t in resp.topics:
-            for p in t.partitions:
-                tp = TopicPartition(t.name, p.partition_index)
-                if tp not in todo:
-                    continue
-                if p.error_code:
-                    if p.error_code in REFRESH_METADATA_CODES:
-                        self.cluster.request_refresh()
-                    if not errors.for_code(p.error_code).retriable:
-                        raise broker_error(p.error_code, f"ListOffsets for {tp}")
-                    continue
-                if version == 0:
-                    offsets = p.old_style_offsets
-                    result[tp] = (offsets[0] if offsets else -1, -1)
-                else:
-                    result[tp] = (p.offset, p.timestamp)
-                del todo[tp]
+        if apply_list_offsets(fut.result(), version, todo, result):
+            self.cluster.request_refresh()
 
     def _reset_positions(self, tps: list[TopicPartition], timeout: float, out_of_range: bool = False) -> None:
         policy = self.config.auto_offset_reset

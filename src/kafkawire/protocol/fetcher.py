@@ -24,12 +24,18 @@ from kafkawire import codec, errors
 from kafkawire.errors import REFRESH_METADATA_CODES, RecordTooLargeError, broker_error
 from kafkawire.protocol import apis
 
-__all__ = ["Fetcher", "ConsumerRecord", "TopicPartition", "FetchedBatch", "OffsetAndTimestamp",
+__all__ = ["Fetcher", "list_offsets_request", "apply_list_offsets", "EARLIEST", "LATEST", "ConsumerRecord", "TopicPartition", "FetchedBatch", "OffsetAndTimestamp",
            "PartitionState", "as_topic_partition"]
 
 FETCH = apis.get("Fetch")
+LIST_OFFSETS = apis.get("ListOffsets")
 _FetchTopic = FETCH.Request.FetchTopic
 _FetchPartition = _FetchTopic.FetchPartition
+_LOTopic = LIST_OFFSETS.Request.ListOffsetsTopic
+_LOPartition = _LOTopic.ListOffsetsPartition
+
+#: ListOffsets' timestamps for "the first offset" and "the offset after the last record".
+EARLIEST, LATEST = -2, -1
 
 
 class TopicPartition(tuple):
@@ -483,3 +489,38 @@ class Fetcher:
         if len(data) < 12:
             return False
         return 12 + _HEAD.unpack_from(data, 0)[1] <= len(data)
+
+
+def list_offsets_request(query: Mapping[TopicPartition, int], isolation: int) -> Any:
+    """A ListOffsets request for ``query``: partition -> timestamp (ms), or EARLIEST / LATEST."""
+    topics: dict[str, list[Any]] = {}
+    for tp, ts in query.items():
+        topics.setdefault(tp.topic, []).append(
+            _LOPartition(partition_index=tp.partition, timestamp=ts, max_num_offsets=1))
+    return LIST_OFFSETS.Request(replica_id=-1, isolation_level=isolation,
+                                topics=[_LOTopic(name=t, partitions=p) for t, p in topics.items()])
+
+
+def apply_list_offsets(resp: Any, version: int, todo: dict[TopicPartition, int],
+                       result: dict[TopicPartition, tuple[int, int]]) -> bool:
+    """Move the partitions ``resp`` answers from ``todo`` to ``result`` as (offset,
+    timestamp); raises a partition's error unless it is retriable (the partition then
+    stays in ``todo``).  Returns whether the metadata should be refreshed first."""
+    refresh = False
+    for t in resp.topics:
+        for p in t.partitions:
+            tp = TopicPartition(t.name, p.partition_index)
+            if tp not in todo:
+                continue
+            if p.error_code:
+                refresh = refresh or p.error_code in REFRESH_METADATA_CODES
+                if not errors.for_code(p.error_code).retriable:
+                    raise broker_error(p.error_code, f"ListOffsets for {tp}")
+                continue
+            if version == 0:
+                offsets = p.old_style_offsets
+                result[tp] = (offsets[0] if offsets else -1, -1)
+            else:
+                result[tp] = (p.offset, p.timestamp)
+            del todo[tp]
+    return refresh

@@ -1,0 +1,134 @@
+"""What the client knows of the cluster, with no I/O: brokers, topics, partition leaders,
+when to ask for metadata again, and how long to wait before reconnecting to a broker.
+
+The sync :class:`~kafkawire.client.cluster.Cluster` and the asyncio cluster both keep one
+:class:`ClusterMetadata`; they send the request it builds and feed back the answer.
+Time is passed in (monotonic seconds).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kafkawire import errors
+from kafkawire.protocol import apis
+
+__all__ = ["ClusterMetadata", "TopicMetadata", "PartitionMetadata", "reconnect_delay_ms"]
+
+METADATA = apis.get("Metadata")
+
+
+class PartitionMetadata:
+    __slots__ = ("partition", "leader", "leader_epoch", "error_code", "replicas", "isr")
+
+    def __init__(self, partition: int, leader: int, leader_epoch: int, error_code: int,
+                 replicas: list[int], isr: list[int]):
+        self.partition = partition
+        self.leader = leader
+        self.leader_epoch = leader_epoch
+        self.error_code = error_code
+        self.replicas = replicas
+        self.isr = isr
+
+    def __repr__(self) -> str:
+        return f"<Partition {self.partition} leader={self.leader} error={self.error_code}>"
+
+
+class TopicMetadata:
+    __slots__ = ("name", "error_code", "topic_id", "partitions")
+
+    def __init__(self, name: str, error_code: int, topic_id: Any, partitions: dict[int, PartitionMetadata]):
+        self.name = name
+        self.error_code = error_code
+        self.topic_id = topic_id
+        self.partitions = partitions
+
+    def __repr__(self) -> str:
+        return f"<Topic {self.name} partitions={len(self.partitions)} error={self.error_code}>"
+
+
+def reconnect_delay_ms(failures: int, base_ms: int, max_ms: int, jitter: float) -> float:
+    """The wait before reconnecting after ``failures`` failures in a row: ``base_ms``
+    doubling per failure up to ``max_ms``, times ``jitter`` (the caller draws it from
+    0.8-1.2, so clients that failed together do not retry together)."""
+    return min(base_ms * 2 ** min(failures - 1, 30), max_ms) * jitter
+
+
+class ClusterMetadata:
+    """The latest Metadata answer and the topics the client cares about
+    (``interest``, or every topic with ``all_topics``)."""
+
+    def __init__(self, metadata_max_age_ms: int, retry_backoff_ms: int):
+        self.max_age = metadata_max_age_ms / 1000
+        self.retry_backoff = retry_backoff_ms / 1000
+        self.brokers: dict[int, tuple[str, int]] = {}
+        self.topics: dict[str, TopicMetadata] = {}
+        self.cluster_id: str | None = None
+        self.controller_id = -1
+        self.interest: set[str] = set()
+        #: Ask for every topic (a consumer subscribed to a pattern needs them all).
+        self.all_topics = False
+        self.last_refresh = 0.0
+        self.need_refresh = True
+
+    def request(self, version: int) -> tuple[Any, frozenset[str]]:
+        """The Metadata request for ``version`` and the topics it asks about."""
+        topics: Any
+        if self.all_topics:
+            topics = [] if version == 0 else None  # v0 says "all" with [], later versions with null
+        elif version == 0 and not self.interest:
+            topics = []  # v0 cannot ask for no topics; [] means all
+        else:
+            topics = [METADATA.Request.MetadataRequestTopic(name=t) for t in sorted(self.interest)]
+        return METADATA.Request(topics=topics, allow_auto_topic_creation=True), frozenset(self.interest)
+
+    def apply(self, resp: Any, now: float) -> None:
+        """Take in a Metadata answer."""
+        self.brokers = {b.node_id: (b.host, b.port) for b in resp.brokers}
+        self.cluster_id = getattr(resp, "cluster_id", None)
+        self.controller_id = getattr(resp, "controller_id", -1)
+        for t in resp.topics:
+            if t.name is None:
+                continue
+            parts = {
+                p.partition_index: PartitionMetadata(
+                    p.partition_index, p.leader_id, getattr(p, "leader_epoch", -1), p.error_code,
+                    list(p.replica_nodes), list(p.isr_nodes),
+                )
+                for p in t.partitions
+            }
+            self.topics[t.name] = TopicMetadata(t.name, t.error_code, getattr(t, "topic_id", None), parts)
+        self.last_refresh = now
+        self.need_refresh = False
+
+    def refresh_due(self, now: float) -> bool:
+        """True when asked to refresh, or the metadata is older than metadata_max_age_ms."""
+        return self.need_refresh or now - self.last_refresh >= self.max_age
+
+    def refresh_allowed(self, now: float) -> bool:
+        """Whether a due refresh may go out now: refreshes after an error wait
+        retry_backoff_ms, so a flapping leader costs little."""
+        return not (self.need_refresh and now - self.last_refresh < self.retry_backoff)
+
+    def leader_for(self, topic: str, partition: int) -> int | None:
+        meta = self.topics.get(topic)
+        if meta is None:
+            return None
+        p = meta.partitions.get(partition)
+        if p is None or p.leader < 0:
+            return None
+        return p.leader
+
+    def partitions(self, topic: str) -> list[int] | None:
+        """``topic``'s partition ids; None while unknown or leaderless (ask again);
+        raises the topic's error when it is neither."""
+        meta = self.topics.get(topic)
+        if meta is not None and meta.error_code == 0 and meta.partitions:
+            return sorted(meta.partitions)
+        if meta is not None and meta.error_code not in (0, 3, 5):
+            errors.raise_for_code(meta.error_code, f"metadata for topic {topic!r}")
+        return None
+
+    def why_unavailable(self, topic: str) -> str:
+        meta = self.topics.get(topic)
+        return "unknown topic" if meta is None or meta.error_code == 3 else "no leader yet"
