@@ -3,6 +3,7 @@
 import uuid
 
 import pytest
+from shells import consumer_shell  # noqa: F401 - the fixture
 
 from kafkawire import errors
 from kafkawire.client.consumer import Consumer
@@ -30,9 +31,9 @@ def _produce(bootstrap, topic, records, **config):
         return [f.result(0) for f in futures]
 
 
-def _consume(bootstrap, topic, n, **config):
+def _consume(bootstrap, topic, n, shell=Consumer, **config):
     out = []
-    with Consumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest", **config) as c:
+    with shell(bootstrap_servers=bootstrap, auto_offset_reset="earliest", **config) as c:
         c.assign([(topic, 0)])
         for _ in range(50):
             out += c.poll(1.0)
@@ -43,12 +44,12 @@ def _consume(bootstrap, topic, n, **config):
 
 @pytest.mark.broker
 @pytest.mark.parametrize("compression", CODECS)
-def test_magic2_roundtrip_tansu(tansu_broker, compression):
+def test_magic2_roundtrip_tansu(tansu_broker, compression, consumer_shell):
     topic = f"rt-{compression}-{uuid.uuid4().hex[:6]}"
     records = _records(60)
     metas = _produce(tansu_broker.bootstrap, topic, records, compression_type=compression)
     assert [m.offset for m in metas] == list(range(60))
-    got = _consume(tansu_broker.bootstrap, topic, 60)
+    got = _consume(tansu_broker.bootstrap, topic, 60, consumer_shell)
     assert [(r.key, r.value, r.timestamp, r.headers) for r in got] == [
         (k, v, ts, h) for k, v, ts, h in records
     ]
@@ -58,28 +59,28 @@ def test_magic2_roundtrip_tansu(tansu_broker, compression):
 
 @pytest.mark.broker
 @pytest.mark.parametrize("compression", CODECS)
-def test_magic2_roundtrip_mock(mock_cluster, compression):
-    topic = f"rt2-{compression}"
+def test_magic2_roundtrip_mock(mock_cluster, compression, consumer_shell):
+    topic = f"rt2-{compression}-{uuid.uuid4().hex[:6]}"
     mock_cluster.create_topic(topic, 1, 1)
     records = _records(40)
     _produce(mock_cluster.bootstrap, topic, records, compression_type=compression)
-    got = _consume(mock_cluster.bootstrap, topic, 40)
+    got = _consume(mock_cluster.bootstrap, topic, 40, consumer_shell)
     assert [(r.key, r.value, r.timestamp, r.headers) for r in got] == [(k, v, ts, h) for k, v, ts, h in records]
 
 
 @pytest.mark.broker
 @pytest.mark.parametrize("produce_version,magic", [(1, 0), (2, 1)])
-def test_legacy_message_sets_on_mock_cluster(mock_cluster, produce_version, magic):
+def test_legacy_message_sets_on_mock_cluster(mock_cluster, produce_version, magic, consumer_shell):
     # Tansu refuses magic 0/1 produce; the mock cluster stores uncompressed ones as sent.
     compression = "none"
-    topic = f"legacy-{magic}-{compression}"
+    topic = f"legacy-{magic}-{compression}-{uuid.uuid4().hex[:6]}"
     mock_cluster.create_topic(topic, 1, 1)
     records = _records(30, headers=False)
     metas = _produce(mock_cluster.bootstrap, topic, records, compression_type=compression,
                      api_version_overrides={"Produce": produce_version},
                      request_timeout_ms=5000, delivery_timeout_ms=15000)
     assert [m.offset for m in metas] == list(range(30))
-    got = _consume(mock_cluster.bootstrap, topic, 30)
+    got = _consume(mock_cluster.bootstrap, topic, 30, consumer_shell)
     assert [(r.key, r.value) for r in got] == [(k, v) for k, v, _, _ in records]
     if magic == 0:
         assert {(r.timestamp, r.timestamp_type) for r in got} == {(-1, -1)}
@@ -114,7 +115,7 @@ def test_zstd_needs_magic2(mock_cluster):
 
 
 @pytest.mark.broker
-def test_columnar_send_and_poll_batch(tansu_broker):
+def test_columnar_send_and_poll_batch(tansu_broker, consumer_shell):
     topic = f"cols-{uuid.uuid4().hex[:6]}"
     values = [f"row-{i}".encode() for i in range(5000)]
     with Producer(bootstrap_servers=tansu_broker.bootstrap, max_request_size=20000) as p:
@@ -122,7 +123,7 @@ def test_columnar_send_and_poll_batch(tansu_broker):
     assert len(metas) > 1 and sum(m.count for m in metas) == 5000  # split by max_request_size
     assert metas[0].base_offset == 0
     got = []
-    with Consumer(bootstrap_servers=tansu_broker.bootstrap, auto_offset_reset="earliest") as c:
+    with consumer_shell(bootstrap_servers=tansu_broker.bootstrap, auto_offset_reset="earliest") as c:
         c.assign([(topic, 0)])
         while len(got) < 5000:
             batches = c.poll_batch(2.0)
@@ -134,11 +135,11 @@ def test_columnar_send_and_poll_batch(tansu_broker):
 
 
 @pytest.mark.broker
-def test_seek_positions_and_offsets_for_times(tansu_broker):
+def test_seek_positions_and_offsets_for_times(tansu_broker, consumer_shell):
     topic = f"seek-{uuid.uuid4().hex[:6]}"
     records = _records(20, headers=False)
     _produce(tansu_broker.bootstrap, topic, records)
-    with Consumer(bootstrap_servers=tansu_broker.bootstrap, auto_offset_reset="latest") as c:
+    with consumer_shell(bootstrap_servers=tansu_broker.bootstrap, auto_offset_reset="latest") as c:
         tp = (topic, 0)
         c.assign([tp])
         c.seek(tp, 15)
@@ -160,17 +161,18 @@ def test_acks_zero_and_one(tansu_broker):
 
 
 @pytest.mark.broker
-def test_offsets_for_times_without_a_match_is_none(mock_cluster):
+def test_offsets_for_times_without_a_match_is_none(mock_cluster, consumer_shell):
     # Neither test broker looks offsets up by timestamp (Tansu answers offset 0, the mock
     # answers -1), so only the "no such record" answer is checked here.
-    mock_cluster.create_topic("times", 1, 1)
-    _produce(mock_cluster.bootstrap, "times", _records(5, headers=False))
-    with Consumer(bootstrap_servers=mock_cluster.bootstrap) as c:
-        c.assign([("times", 0)])
-        assert c.offsets_for_times({("times", 0): 1_700_000_000_002}) == {("times", 0): None}
-        assert c.end_offsets([("times", 0)]) == {("times", 0): 5}
+    topic = f"times-{uuid.uuid4().hex[:6]}"
+    mock_cluster.create_topic(topic, 1, 1)
+    _produce(mock_cluster.bootstrap, topic, _records(5, headers=False))
+    with consumer_shell(bootstrap_servers=mock_cluster.bootstrap) as c:
+        c.assign([(topic, 0)])
+        assert c.offsets_for_times({(topic, 0): 1_700_000_000_002}) == {(topic, 0): None}
+        assert c.end_offsets([(topic, 0)]) == {(topic, 0): 5}
         with pytest.raises(ValueError, match="timestamp"):
-            c.offsets_for_times({("times", 0): -5})
+            c.offsets_for_times({(topic, 0): -5})
 
 
 @pytest.mark.broker

@@ -1,0 +1,186 @@
+"""The asyncio shell's cluster: one :class:`AsyncBrokerConnection` per broker, over the
+same I/O-free :class:`~kafkawire.protocol.metadata.ClusterMetadata` (brokers, leaders,
+when to refresh) and reconnect backoff as the sync :class:`~kafkawire.client.cluster.Cluster`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from typing import Any
+
+from kafkawire.aio.conn import AsyncBrokerConnection
+from kafkawire.client.config import Config
+from kafkawire.client.errors import KafkaConnectionError, KafkaTimeoutError, NoBrokersAvailableError
+from kafkawire.protocol import apis
+from kafkawire.protocol.metadata import ClusterMetadata, reconnect_delay_ms
+
+__all__ = ["AsyncCluster"]
+
+METADATA = apis.get("Metadata")
+
+
+class _Backoff:
+    __slots__ = ("failures", "next_attempt", "last_error")
+
+    def __init__(self) -> None:
+        self.failures = 0
+        self.next_attempt = 0.0
+        self.last_error: BaseException | None = None
+
+
+class AsyncCluster:
+    def __init__(self, config: Config):
+        self.config = config
+        self.meta = ClusterMetadata(config.metadata_max_age_ms, config.retry_backoff_ms)
+        self._conns: dict[Any, AsyncBrokerConnection] = {}
+        self._connecting: dict[Any, asyncio.Task] = {}
+        self._backoff: dict[tuple[str, int], _Backoff] = {}
+        self._refresh: asyncio.Task | None = None
+        self.closed = False
+
+    leader_for = property(lambda self: self.meta.leader_for)
+    topics = property(lambda self: self.meta.topics)
+
+    @staticmethod
+    def _now() -> float:
+        return asyncio.get_running_loop().time()
+
+    # -- connections ---------------------------------------------------------------------
+
+    async def _connect(self, key: Any, host: str, port: int, node_id: int | None,
+                       deadline: float) -> AsyncBrokerConnection:
+        conn = self._conns.get(key)
+        if conn is not None and conn.ready:
+            return conn
+        task = self._connecting.get(key)
+        if task is None:
+            b = self._backoff.setdefault((host, port), _Backoff())
+            if b.next_attempt > self._now() and b.last_error is not None:
+                raise b.last_error
+            c = self.config
+            conn = AsyncBrokerConnection(
+                host, port, node_id=node_id, client_id=c.client_id,
+                request_timeout=c.request_timeout_ms / 1000, ssl_context=c.ssl_context,
+                version_overrides=c.api_version_overrides)
+            self._conns[key] = conn
+            # One setup per broker however many callers wait; it outlives a caller's
+            # cancellation, and its own timeout bounds it.
+            task = asyncio.ensure_future(self._setup(conn, b))
+            self._connecting[key] = task
+        remaining = deadline - self._now()
+        if remaining <= 0:
+            raise KafkaTimeoutError(f"no time left to connect to {host}:{port}")
+        try:
+            return await asyncio.wait_for(asyncio.shield(task), remaining)
+        except asyncio.TimeoutError:
+            raise KafkaTimeoutError(f"connecting to {host}:{port} did not finish in time") from None
+
+    async def _setup(self, conn: AsyncBrokerConnection, b: _Backoff) -> AsyncBrokerConnection:
+        key = next((k for k, v in self._conns.items() if v is conn), None)
+        try:
+            await conn.connect(self.config.socket_connection_setup_timeout_ms / 1000)
+        except KafkaConnectionError as exc:
+            b.failures += 1
+            delay = reconnect_delay_ms(b.failures, self.config.reconnect_backoff_ms,
+                                       self.config.reconnect_backoff_max_ms, random.uniform(0.8, 1.2))
+            b.next_attempt = self._now() + delay / 1000
+            b.last_error = exc
+            self.meta.need_refresh = True  # the broker may have left the cluster
+            raise
+        finally:
+            self._connecting.pop(key, None)
+        b.failures, b.next_attempt, b.last_error = 0, 0.0, None
+        return conn
+
+    async def connection(self, node_id: int, deadline: float) -> AsyncBrokerConnection:
+        addr = self.meta.brokers.get(node_id)
+        if addr is None:
+            self.meta.need_refresh = True
+            raise KafkaConnectionError(f"broker {node_id} is not in the cluster metadata")
+        return await self._connect(node_id, addr[0], addr[1], node_id, deadline)
+
+    async def any_connection(self, deadline: float) -> AsyncBrokerConnection:
+        for conn in self._conns.values():
+            if conn.ready:
+                return conn
+        candidates = [(nid, h, p, nid) for nid, (h, p) in self.meta.brokers.items()]
+        candidates += [(("bootstrap", h, p), h, p, None) for h, p in self.config.bootstrap_servers]
+        tried = []
+        for key, host, port, node_id in candidates:
+            try:
+                return await self._connect(key, host, port, node_id, deadline)
+            except (KafkaConnectionError, KafkaTimeoutError) as exc:
+                tried.append(f"{host}:{port}: {exc}")
+        raise NoBrokersAvailableError("no broker could be reached; tried:\n  " + "\n  ".join(tried)
+                                      + "\ncheck bootstrap_servers and that the brokers are running")
+
+    # -- metadata ------------------------------------------------------------------------
+
+    async def refresh(self, timeout: float) -> None:
+        """Fetch metadata now (one refresh at a time; callers share it), within ``timeout``."""
+        deadline = self._now() + timeout
+        last: BaseException | None = None
+        while True:
+            remaining = deadline - self._now()
+            if remaining <= 0:
+                raise KafkaTimeoutError(f"cluster metadata not refreshed within {timeout:g}s"
+                                        + (f"; last error: {last}" if last else ""))
+            if self._refresh is None or self._refresh.done():
+                self._refresh = asyncio.ensure_future(self._fetch_metadata(deadline))
+            try:
+                await asyncio.wait_for(asyncio.shield(self._refresh), remaining)
+                return
+            except asyncio.TimeoutError:
+                continue
+            except (KafkaConnectionError, KafkaTimeoutError) as exc:
+                last = exc
+                await asyncio.sleep(min(self.config.retry_backoff_ms / 1000, max(0.0, deadline - self._now())))
+
+    async def _fetch_metadata(self, deadline: float) -> None:
+        conn = await self.any_connection(deadline)
+        request, _topics = self.meta.request(conn.protocol.version_for(METADATA))
+        resp = await conn.request(METADATA, request, timeout=max(0.001, deadline - self._now()))
+        self.meta.apply(resp, self._now())
+        for key in [k for k in self._conns if isinstance(k, tuple)]:
+            if not self._connecting.get(key):
+                self._conns.pop(key).close()  # bootstrap connections, now that node ids are known
+
+    def maybe_refresh(self) -> None:
+        """Start a refresh in the background when one is due (and allowed) and none runs."""
+        now = self._now()
+        if (self._refresh is None or self._refresh.done()) and self.meta.refresh_due(now) \
+                and self.meta.refresh_allowed(now):
+            self._refresh = asyncio.ensure_future(self._fetch_metadata(now + self.config.request_timeout_ms / 1000))
+            self._refresh.add_done_callback(lambda t: t.cancelled() or t.exception())  # seen later, if at all
+
+    async def partitions_for(self, topic: str, timeout: float) -> list[int]:
+        deadline = self._now() + timeout
+        self.meta.interest.add(topic)
+        while True:
+            parts = self.meta.partitions(topic)
+            if parts is not None:
+                return parts
+            remaining = deadline - self._now()
+            if remaining <= 0:
+                raise KafkaTimeoutError(f"topic {topic!r} not available within {timeout:g}s "
+                                        f"({self.meta.why_unavailable(topic)}); create it or check the name")
+            if topic in self.meta.topics:
+                await asyncio.sleep(min(self.config.retry_backoff_ms / 1000, remaining))
+            self.meta.need_refresh = True
+            await self.refresh(max(0.001, deadline - self._now()))
+
+    async def request(self, node_id: int | None, api: Any, request: Any, timeout: float) -> Any:
+        deadline = self._now() + timeout
+        conn = await (self.any_connection(deadline) if node_id is None else self.connection(node_id, deadline))
+        return await conn.request(api, request, timeout=max(0.001, deadline - self._now()))
+
+    async def close(self) -> None:
+        self.closed = True
+        tasks = list(self._connecting.values()) + ([self._refresh] if self._refresh else [])
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks, timeout=1.0)
+        await asyncio.gather(*(conn.aclose() for conn in self._conns.values()))
+        self._conns.clear()

@@ -1,0 +1,190 @@
+"""One asyncio connection to one broker: asyncio streams under the sans-IO
+:class:`~kafkawire.protocol.connection.Connection` (framing, correlation ids, version
+negotiation), which the sync shell's connection drives the same way.
+
+A request's bytes go to the transport in one write, so a cancelled caller never leaves
+a request half-sent; its answer is still read (answers come in order) and dropped.  A
+request not answered by its deadline closes the connection, as in the sync shell: the
+answers after it could no longer be matched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import ssl
+from collections import deque
+from typing import Any
+
+from kafkawire.client.errors import (
+    BrokerConnectionRefusedError,
+    BrokerConnectTimeoutError,
+    BrokerResolutionError,
+    ConnectionClosedError,
+    KafkaConnectionError,
+    RequestTimeoutError,
+)
+from kafkawire.protocol.connection import Connection, ProtocolError
+
+__all__ = ["AsyncBrokerConnection"]
+
+_NEGOTIATION_ATTEMPTS = 5
+
+
+class AsyncBrokerConnection:
+    def __init__(self, host: str, port: int, *, node_id: int | None = None, client_id: str = "kafkawire",
+                 request_timeout: float = 30.0, ssl_context: ssl.SSLContext | None = None,
+                 version_overrides: dict[Any, int] | None = None):
+        self.host = host
+        self.port = port
+        self.node_id = node_id
+        self.client_id = client_id
+        self.request_timeout = request_timeout
+        self.ssl_context = ssl_context
+        self.version_overrides = dict(version_overrides or {})
+        self.protocol: Connection | None = None
+        self.ready = False
+        self.last_error: BaseException | None = None
+        self._reader: asyncio.StreamReader | None = None
+        self._writer: asyncio.StreamWriter | None = None
+        self._futures: deque[asyncio.Future] = deque()
+        self._read_task: asyncio.Task | None = None
+        self._closing: asyncio.Task | None = None  # the read task close() cancelled
+
+    @property
+    def name(self) -> str:
+        where = f"{self.host}:{self.port}"
+        return where if self.node_id is None else f"broker {self.node_id} at {where}"
+
+    def __repr__(self) -> str:
+        return f"<AsyncBrokerConnection {self.name} {'ready' if self.ready else 'not ready'}>"
+
+    async def connect(self, timeout: float) -> None:
+        """Connect (TCP, TLS) and negotiate API versions within ``timeout`` seconds, or
+        raise a KafkaConnectionError subclass saying why."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        try:
+            self._reader, self._writer = await asyncio.wait_for(asyncio.open_connection(
+                self.host, self.port, ssl=self.ssl_context,
+                server_hostname=self.host if self.ssl_context is not None else None), timeout)
+        except asyncio.TimeoutError:
+            raise BrokerConnectTimeoutError(
+                f"connecting to {self.name} timed out; is the broker up and the address right?",
+                host=self.host, port=self.port) from None
+        except ConnectionRefusedError:
+            raise BrokerConnectionRefusedError(
+                f"{self.name} refused the connection: nothing listens there",
+                host=self.host, port=self.port) from None
+        except socket.gaierror as exc:
+            raise BrokerResolutionError(
+                f"cannot resolve {self.name}: {exc.strerror or exc}; check the host name in "
+                f"bootstrap_servers (or the broker's advertised listener)",
+                host=self.host, port=self.port) from None
+        except ssl.SSLError as exc:
+            raise ConnectionClosedError(f"TLS handshake with {self.name} failed: {exc}",
+                                        host=self.host, port=self.port) from None
+        except OSError as exc:
+            raise ConnectionClosedError(f"connecting to {self.name} failed: {exc}",
+                                        host=self.host, port=self.port) from None
+        self.protocol = proto = Connection(self.client_id, version_overrides=self.version_overrides)
+        self._read_task = asyncio.ensure_future(self._read_loop())
+        for _ in range(_NEGOTIATION_ATTEMPTS):
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                break
+            try:
+                resp = await self._exchange(proto.api_versions_request(), remaining)
+            except RequestTimeoutError:
+                break
+            if proto.negotiated:
+                self.ready = True
+                return
+            if not proto.retry_api_versions:
+                err = ConnectionClosedError(
+                    f"{self.name} answered ApiVersions with error code {resp.error_code}",
+                    host=self.host, port=self.port)
+                self.close(err)
+                raise err
+        err = BrokerConnectTimeoutError(
+            f"{self.name} accepted the connection but did not answer ApiVersions in time",
+            host=self.host, port=self.port)
+        self.close(err)
+        raise err
+
+    async def request(self, api: Any, request: Any, version: int | None = None, *,
+                      timeout: float | None = None, expects_response: bool = True) -> Any:
+        """Send ``request`` and return the decoded response (None when
+        ``expects_response`` is False), due within ``timeout`` (default request_timeout_ms)."""
+        if not self.ready or self.protocol is None:
+            raise self.last_error if isinstance(self.last_error, KafkaConnectionError) else \
+                ConnectionClosedError(f"{self.name} is not connected", host=self.host, port=self.port)
+        frame = self.protocol.send(api, request, version, expects_response=expects_response)
+        if not expects_response:
+            self._write(frame[1])
+            return None
+        return await self._exchange(frame, self.request_timeout if timeout is None else timeout)
+
+    def _write(self, chunks: list[Any]) -> None:
+        assert self._writer is not None
+        self._writer.writelines(chunks)  # buffered whole by the transport: never half-sent
+
+    async def _exchange(self, frame: tuple[int, list[Any]], timeout: float) -> Any:
+        fut = asyncio.get_running_loop().create_future()
+        self._futures.append(fut)
+        self._write(frame[1])
+        try:
+            # shield: a cancelled caller must not cancel the slot its answer will fill.
+            return await asyncio.wait_for(asyncio.shield(fut), timeout)
+        except asyncio.TimeoutError:
+            err = RequestTimeoutError(
+                f"{self.name} did not answer a request within {timeout:g}s; the connection was closed",
+                host=self.host, port=self.port)
+            self.close(err)
+            raise err from None
+
+    async def _read_loop(self) -> None:
+        assert self._reader is not None and self.protocol is not None
+        try:
+            while True:
+                data = await self._reader.read(1 << 18)
+                if not data:
+                    raise ConnectionClosedError(
+                        f"{self.name} closed the connection with {len(self._futures)} request(s) in flight",
+                        host=self.host, port=self.port)
+                for event in self.protocol.receive_data(data):
+                    fut = self._futures.popleft()
+                    if not fut.done():
+                        fut.set_result(event.response)
+        except asyncio.CancelledError:
+            raise
+        except ProtocolError as exc:
+            self.close(ConnectionClosedError(
+                f"{self.name} sent bytes kafkawire cannot follow: {exc}", host=self.host, port=self.port))
+        except (OSError, KafkaConnectionError) as exc:
+            self.close(exc if isinstance(exc, KafkaConnectionError) else ConnectionClosedError(
+                f"connection to {self.name} failed: {exc}", host=self.host, port=self.port))
+
+    def close(self, error: BaseException | None = None) -> None:
+        """Close the connection; every request in flight fails with ``error``."""
+        self.ready = False
+        self.last_error = error or ConnectionClosedError(f"{self.name} was closed", host=self.host,
+                                                         port=self.port)
+        while self._futures:
+            fut = self._futures.popleft()
+            if not fut.done():
+                fut.set_exception(self.last_error)
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+        task, self._read_task = self._read_task, None
+        if task is not None and task is not asyncio.current_task():
+            task.cancel()
+            self._closing = task
+
+    async def aclose(self) -> None:
+        """close(), then wait (briefly) for the reading task to end: no task outlives it."""
+        self.close()
+        task, self._closing = self._closing, None
+        if task is not None:
+            await asyncio.wait([task], timeout=1.0)

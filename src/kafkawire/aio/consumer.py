@@ -1,0 +1,332 @@
+"""The asyncio consumer (manual assignment), driving the same I/O-free
+:class:`~kafkawire.protocol.fetcher.Fetcher` as the sync :class:`~kafkawire.Consumer`:
+what to fetch, what the answers mean and the records handed out are decided there once.
+
+::
+
+    async with AsyncConsumer(bootstrap_servers="127.0.0.1:9092", auto_offset_reset="earliest") as c:
+        c.assign([("events", 0)])
+        async for record in c:
+            ...
+
+Every await is bounded: ``poll(timeout)`` returns by its timeout, the offset lookups by
+theirs (default request_timeout_ms).  One task uses a consumer at a time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, AsyncIterator, Iterable
+
+from kafkawire.aio.cluster import AsyncCluster
+from kafkawire.client.config import Config
+from kafkawire.client.errors import (
+    ClientClosedError,
+    ConfigError,
+    KafkaConnectionError,
+    KafkaTimeoutError,
+    OffsetOutOfRangeError,
+)
+from kafkawire.protocol import apis
+from kafkawire.protocol.fetcher import (
+    EARLIEST,
+    LATEST,
+    ConsumerRecord,
+    FetchedBatch,
+    Fetcher,
+    OffsetAndTimestamp,
+    PartitionState,
+    TopicPartition,
+    apply_list_offsets,
+    list_offsets_request,
+)
+from kafkawire.protocol.fetcher import as_topic_partition as _tp
+
+__all__ = ["AsyncConsumer"]
+
+FETCH = apis.get("Fetch")
+LIST_OFFSETS = apis.get("ListOffsets")
+
+
+class AsyncConsumer:
+    """An asyncio Kafka consumer with manual assignment; options as :class:`kafkawire.Consumer`'s."""
+
+    def __init__(self, **config: Any):
+        self.config = c = Config.consumer(**config)
+        if c.group_id is not None:
+            raise ConfigError("AsyncConsumer does not join consumer groups yet: leave group_id "
+                              "unset and assign() partitions, or use kafkawire.Consumer")
+        self.cluster = AsyncCluster(c)
+        self._fetcher = Fetcher(c)
+        self._inflight: dict[int, asyncio.Task] = {}
+        self._fetch_backoff: dict[int, float] = {}
+        self._started = False
+        self._closed = False
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    async def start(self, timeout: float | None = None) -> None:
+        """Fetch the cluster's metadata (done by the first call that needs it otherwise)."""
+        self._check_open()
+        if not self._started:
+            await self.cluster.refresh(self._timeout(timeout))
+            self._started = True
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        for task in self._inflight.values():
+            task.cancel()
+        await asyncio.gather(*self._inflight.values(), return_exceptions=True)
+        self._inflight.clear()
+        await self.cluster.close()
+
+    async def __aenter__(self) -> AsyncConsumer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ClientClosedError("the consumer is closed")
+
+    def _timeout(self, timeout: float | None) -> float:
+        return self.config.request_timeout_ms / 1000 if timeout is None else timeout
+
+    @staticmethod
+    def _now() -> float:
+        return asyncio.get_running_loop().time()
+
+    # -- assignment and positions ------------------------------------------------------------
+
+    def assign(self, partitions: Iterable[Any]) -> None:
+        """Consume exactly these (topic, partition) pairs (replacing any earlier set)."""
+        self._check_open()
+        tps = [_tp(x) for x in partitions]
+        old = self._fetcher.assigned
+        self._fetcher.assigned = {tp: old.get(tp) or PartitionState() for tp in tps}
+        self.cluster.meta.interest.update(tp.topic for tp in tps)
+        if any(self.cluster.leader_for(*tp) is None for tp in tps):
+            self.cluster.meta.need_refresh = True
+
+    def assignment(self) -> set[TopicPartition]:
+        return set(self._fetcher.assigned)
+
+    def _state(self, tp: Any) -> PartitionState:
+        st = self._fetcher.assigned.get(_tp(tp))
+        if st is None:
+            raise ValueError(f"{_tp(tp)} is not assigned; call assign() first")
+        return st
+
+    def seek(self, partition: Any, offset: int) -> None:
+        """Make the next poll start at ``offset`` for ``partition``."""
+        if not isinstance(offset, int) or offset < 0:
+            raise ValueError(f"offset must be an int >= 0, got {offset!r}")
+        st = self._state(partition)
+        st.position = offset
+        st.clear()  # a fetch already in flight is dropped when it arrives
+        st.reset_to = None
+
+    async def seek_to_beginning(self, partitions: Iterable[Any] | None = None, timeout: float | None = None) -> None:
+        await self._seek_to(EARLIEST, partitions, timeout)
+
+    async def seek_to_end(self, partitions: Iterable[Any] | None = None, timeout: float | None = None) -> None:
+        await self._seek_to(LATEST, partitions, timeout)
+
+    async def _seek_to(self, which: int, partitions: Iterable[Any] | None, timeout: float | None) -> None:
+        tps = list(self._fetcher.assigned) if partitions is None else [_tp(x) for x in partitions]
+        for tp, (offset, _ts) in (await self._list_offsets({tp: which for tp in tps}, self._timeout(timeout))).items():
+            self.seek(tp, offset)
+
+    async def position(self, partition: Any, timeout: float | None = None) -> int:
+        """The offset of the next record poll() returns for ``partition``."""
+        st = self._state(partition)
+        if st.position is None:
+            await self._reset_positions([_tp(partition)], self._timeout(timeout))
+        return st.position  # type: ignore[return-value]
+
+    async def beginning_offsets(self, partitions: Iterable[Any], timeout: float | None = None) -> dict[TopicPartition, int]:
+        got = await self._list_offsets({_tp(x): EARLIEST for x in partitions}, self._timeout(timeout))
+        return {tp: v[0] for tp, v in got.items()}
+
+    async def end_offsets(self, partitions: Iterable[Any], timeout: float | None = None) -> dict[TopicPartition, int]:
+        got = await self._list_offsets({_tp(x): LATEST for x in partitions}, self._timeout(timeout))
+        return {tp: v[0] for tp, v in got.items()}
+
+    async def offsets_for_times(self, timestamps: dict[Any, int], timeout: float | None = None
+                                ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
+        query = {_tp(k): v for k, v in timestamps.items()}
+        for tp, ts in query.items():
+            if not isinstance(ts, int) or ts < 0:
+                raise ValueError(f"timestamp for {tp} must be an int >= 0 (ms), got {ts!r}")
+        found = await self._list_offsets(query, self._timeout(timeout))
+        return {tp: (OffsetAndTimestamp(*found[tp]) if found[tp][0] >= 0 else None) for tp in query}
+
+    async def _list_offsets(self, query: dict[TopicPartition, int], timeout: float
+                            ) -> dict[TopicPartition, tuple[int, int]]:
+        self._check_open()
+        deadline = self._now() + timeout
+        todo = dict(query)
+        result: dict[TopicPartition, tuple[int, int]] = {}
+        last: BaseException | None = None
+        self.cluster.meta.interest.update(tp.topic for tp in todo)
+        while todo:
+            remaining = deadline - self._now()
+            if remaining <= 0:
+                raise KafkaTimeoutError(f"offsets for {sorted(todo)} not found within {timeout:g}s"
+                                        + (f"; last error: {last}" if last else ""))
+            by_node: dict[int, list[TopicPartition]] = {}
+            for tp in todo:
+                leader = self.cluster.leader_for(*tp)
+                if leader is None:
+                    by_node.clear()
+                    break
+                by_node.setdefault(leader, []).append(tp)
+            if not by_node:
+                try:
+                    self.cluster.meta.need_refresh = True
+                    await self.cluster.refresh(remaining)
+                except KafkaTimeoutError as exc:
+                    last = exc
+                continue
+            for node, tps in by_node.items():
+                try:
+                    conn = await self.cluster.connection(node, deadline)
+                    version = conn.protocol.version_for(LIST_OFFSETS)
+                    resp = await conn.request(LIST_OFFSETS, list_offsets_request({tp: todo[tp] for tp in tps},
+                                                                                self._fetcher.isolation),
+                                              version, timeout=max(0.001, deadline - self._now()))
+                    if apply_list_offsets(resp, version, todo, result):
+                        self.cluster.meta.need_refresh = True
+                except (KafkaConnectionError, KafkaTimeoutError) as exc:
+                    last = exc
+                    self.cluster.meta.need_refresh = True
+                except Exception as exc:  # a broker error: retried only if retriable
+                    if not getattr(exc, "retriable", False):
+                        raise
+                    last = exc
+            if todo:
+                await asyncio.sleep(min(self.config.retry_backoff_ms / 1000, max(0.0, deadline - self._now())))
+                if self.cluster.meta.refresh_due(self._now()):
+                    try:
+                        await self.cluster.refresh(max(0.001, deadline - self._now()))
+                    except KafkaTimeoutError as exc:
+                        last = exc
+        return result
+
+    async def _reset_positions(self, tps: list[TopicPartition], timeout: float, out_of_range: bool = False) -> None:
+        policy = self.config.auto_offset_reset
+        if policy == "none":
+            raise OffsetOutOfRangeError(
+                f"no valid position for {sorted(tps)} and auto_offset_reset='none': seek() to "
+                f"an offset first" + (" (the position is outside the log)" if out_of_range else ""),
+                partitions={tp: self._fetcher.assigned[tp].position for tp in tps})
+        which = EARLIEST if policy == "earliest" else LATEST
+        for tp, (offset, _ts) in (await self._list_offsets({tp: which for tp in tps}, timeout)).items():
+            st = self._fetcher.assigned[tp]
+            st.position = offset
+            st.clear()
+            st.reset_to = None
+
+    # -- fetching --------------------------------------------------------------------------
+
+    def _send_fetches(self) -> None:
+        f = self._fetcher
+        by_node, offsets, buffered, leaderless = f.plan(self.cluster.leader_for)
+        if leaderless:
+            self.cluster.meta.need_refresh = True
+        now = self._now()
+        for node, tps in by_node.items():
+            if node in self._inflight or self._fetch_backoff.get(node, 0.0) > now:
+                continue
+            req, positions = f.request(tps, offsets, buffered, self.cluster.topics)
+            self._inflight[node] = asyncio.ensure_future(self._fetch(node, req, positions))
+
+    async def _fetch(self, node: int, req: Any, positions: dict[TopicPartition, int]) -> None:
+        f = self._fetcher
+        try:
+            conn = await self.cluster.connection(node, self._now() + self.config.request_timeout_ms / 1000)
+            # A long poll: allowed fetch_max_wait_ms on top of the request timeout.
+            resp = await conn.request(FETCH, req, timeout=self.config.request_timeout_ms / 1000
+                                      + self.config.fetch_max_wait_ms / 1000)
+        except asyncio.CancelledError:
+            f.on_failure(positions)
+            raise
+        except (KafkaConnectionError, KafkaTimeoutError):
+            f.on_failure(positions)
+            self.cluster.meta.need_refresh = True
+            self._back_off(node)
+            return
+        finally:
+            self._inflight.pop(node, None)
+        refresh, back_off = f.on_response(resp, positions, self.cluster.topics, node)
+        if refresh:
+            self.cluster.meta.need_refresh = True
+        if back_off:
+            self._back_off(node)
+
+    def _back_off(self, node: int) -> None:
+        self._fetch_backoff[node] = self._now() + self.config.retry_backoff_ms / 1000
+
+    async def _poll(self, timeout: float, max_records: int, columnar: bool) -> list[Any]:
+        self._check_open()
+        f = self._fetcher
+        if not f.assigned:
+            raise ValueError("poll() with no partitions assigned; call assign() first")
+        deadline = self._now() + timeout
+        if not self._started:
+            await self.start(timeout)
+        while True:
+            if f.pending_error is not None:
+                err, f.pending_error = f.pending_error, None
+                raise err
+            todo = f.needs_position()
+            if todo:
+                out_of_range = any(f.assigned[tp].reset_to is not None for tp in todo)
+                try:
+                    await self._reset_positions(todo, max(0.001, deadline - self._now()), out_of_range)
+                except KafkaTimeoutError:
+                    pass  # no answer within this poll's timeout: the next poll asks again
+            self._send_fetches()
+            out = f.drain(max_records, columnar)
+            self.cluster.maybe_refresh()
+            self._send_fetches()
+            if out:
+                return out
+            remaining = deadline - self._now()
+            if remaining <= 0:
+                return []
+            waits = list(self._inflight.values())
+            wait = remaining if waits else min(remaining, self.config.retry_backoff_ms / 1000)
+            if waits:
+                await asyncio.wait(waits, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
+            else:
+                await asyncio.sleep(wait)
+
+    async def poll(self, timeout: float = 1.0, max_records: int | None = None) -> list[ConsumerRecord]:
+        """Records from the assigned partitions, waiting up to ``timeout`` seconds for
+        some; at most ``max_records`` (default ``max_poll_records``)."""
+        return await self._poll(timeout, max_records or self.config.max_poll_records, False)
+
+    async def poll_batch(self, timeout: float = 1.0) -> list[FetchedBatch]:
+        """Like poll(), but one FetchedBatch (columnar) per partition fetched."""
+        return await self._poll(timeout, 1 << 62, True)
+
+    def pause(self, partitions: Iterable[Any]) -> None:
+        for tp in partitions:
+            self._state(tp).paused = True
+
+    def resume(self, partitions: Iterable[Any]) -> None:
+        for tp in partitions:
+            self._state(tp).paused = False
+
+    def __aiter__(self) -> AsyncIterator[ConsumerRecord]:
+        return self._records()
+
+    async def _records(self) -> AsyncIterator[ConsumerRecord]:
+        while not self._closed:
+            for record in await self.poll(1.0):
+                yield record

@@ -1,0 +1,101 @@
+"""What only the asyncio shell has: async iteration, cancellation, deadlines on awaits.
+(The consumer's behaviour itself is checked on both shells by the client suites.)"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+
+import pytest
+
+from kafkawire.aio import AsyncConsumer
+from kafkawire.client.errors import ConfigError, KafkaTimeoutError
+from kafkawire.client.producer import Producer
+
+pytestmark = pytest.mark.broker
+
+
+def _fill(bootstrap: str, n: int) -> str:
+    topic = f"aio-{uuid.uuid4().hex[:8]}"
+    with Producer(bootstrap_servers=bootstrap, linger_ms=2) as p:
+        for i in range(n):
+            p.send(topic, b"v%d" % i, partition=0)
+        p.flush(20)
+    return topic
+
+
+def test_async_for_reads_everything(tansu_broker):
+    topic = _fill(tansu_broker.bootstrap, 300)
+
+    async def main():
+        seen = []
+        async with AsyncConsumer(bootstrap_servers=tansu_broker.bootstrap, auto_offset_reset="earliest") as c:
+            c.assign([(topic, 0)])
+            async for record in c:
+                seen.append((record.offset, record.value))
+                if len(seen) == 300:
+                    break
+        return seen
+
+    assert asyncio.run(asyncio.wait_for(main(), 30)) == [(i, b"v%d" % i) for i in range(300)]
+
+
+def test_a_cancelled_poll_leaves_the_consumer_working_and_no_task_behind(tansu_broker):
+    topic = _fill(tansu_broker.bootstrap, 50)
+
+    async def main():
+        before = asyncio.all_tasks()
+        c = AsyncConsumer(bootstrap_servers=tansu_broker.bootstrap, fetch_max_wait_ms=2000)
+        c.assign([(topic, 0)])
+        c.seek((topic, 0), 50)
+        poll = asyncio.ensure_future(c.poll(10))  # at the end of the log: a long poll in flight
+        await asyncio.sleep(0.5)
+        poll.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await poll
+        c.seek((topic, 0), 10)
+        got = []
+        for _ in range(20):
+            got += await c.poll(2)
+            if len(got) >= 40:
+                break
+        await c.close()
+        others = list(asyncio.all_tasks() - before)
+        return [r.offset for r in got], others
+
+    offsets, left = asyncio.run(asyncio.wait_for(main(), 40))
+    assert offsets == list(range(10, 50))
+    assert left == []
+
+
+def test_every_await_keeps_its_deadline_with_the_broker_gone(tansu_broker_factory):
+    broker = tansu_broker_factory()
+    topic = _fill(broker.bootstrap, 5)
+
+    async def main():
+        c = AsyncConsumer(bootstrap_servers=broker.bootstrap, auto_offset_reset="earliest",
+                          reconnect_backoff_ms=50, reconnect_backoff_max_ms=200)
+        c.assign([(topic, 0)])
+        assert len(await c.poll(10)) == 5
+        broker.stop()
+        timings = {}
+        start = time.monotonic()
+        assert await c.poll(0.5) == []
+        timings["poll"] = time.monotonic() - start
+        start = time.monotonic()
+        with pytest.raises(KafkaTimeoutError):
+            await c.end_offsets([(topic, 0)], timeout=0.5)
+        timings["end_offsets"] = time.monotonic() - start
+        start = time.monotonic()
+        await c.close()
+        timings["close"] = time.monotonic() - start
+        return timings
+
+    timings = asyncio.run(asyncio.wait_for(main(), 30))
+    assert timings["poll"] < 1.5 and timings["end_offsets"] < 1.5 and timings["close"] < 1.0, timings
+
+
+def test_groups_are_refused_clearly():
+    with pytest.raises(ConfigError, match="does not join consumer groups yet"):
+        AsyncConsumer(bootstrap_servers="127.0.0.1:9", group_id="g")
