@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import deque
 from time import monotonic as _monotonic, time as _time, time_ns as _time_ns
 from typing import Any, Callable, Iterable
 
@@ -28,31 +27,20 @@ from kafkawire.client.config import Config
 from kafkawire.client.errors import (
     BufferExhaustedError,
     ClientClosedError,
-    ConfigError,
-    DeliveryTimeoutError,
     KafkaConnectionError,
     KafkaTimeoutError,
     RecordTooLargeError,
-    REFRESH_METADATA_CODES,
-    broker_error,
 )
 from kafkawire.client.future import Future
 from kafkawire.client.partitioner import StickyPartitioner, partition_for_key
 from kafkawire.protocol import apis
+from kafkawire.protocol.accumulator import BATCH_OVERHEAD, RECORD_OVERHEAD, Accumulator, Batch, prepare_record
 
 __all__ = ["Producer", "RecordMetadata", "RecordFuture", "BatchMetadata"]
 
 PRODUCE = apis.get("Produce")
-_TopicData = PRODUCE.Request.TopicProduceData
-_PartitionData = _TopicData.PartitionProduceData
-
-# Per-record bytes counted against buffer_memory and batch_size beyond key and value
-# (record framing in the worst case; the same estimate the Java client makes).
-_RECORD_OVERHEAD = 21
-_BATCH_OVERHEAD = 61
-# Produce request bytes outside the record batches, per partition and per topic.
-_PARTITION_OVERHEAD = 8
-_TOPIC_OVERHEAD = 4
+_RECORD_OVERHEAD = RECORD_OVERHEAD
+_BATCH_OVERHEAD = BATCH_OVERHEAD
 
 
 class RecordMetadata:
@@ -85,36 +73,6 @@ class BatchMetadata:
     def __repr__(self) -> str:
         return (f"BatchMetadata(topic={self.topic!r}, partition={self.partition}, "
                 f"base_offset={self.base_offset}, count={self.count})")
-
-
-class _Batch:
-    __slots__ = (
-        "topic", "partition", "records", "columns", "size", "created", "future", "attempts",
-        "deadline", "retry_at", "encoded", "reserved", "full", "in_flight", "default_ts",
-    )
-
-    def __init__(self, topic: str, partition: int, now: float, deadline: float):
-        self.topic = topic
-        self.partition = partition
-        self.records: list[tuple] = []
-        self.columns: Columns | None = None
-        self.size = _BATCH_OVERHEAD
-        self.created = now
-        # Resolves to (base_offset, log_append_time_ms) for the whole batch.
-        self.future = Future()
-        self.attempts = 0
-        self.deadline = deadline
-        self.retry_at = 0.0
-        self.encoded: tuple[int, int, bytes] | None = None  # (magic, codec, bytes)
-        # buffer_memory bytes this batch holds (taken when it is made).
-        self.reserved = 0
-        self.full = False
-        self.in_flight = False
-        # Timestamp for records that carry none (send_batch sequences), -1: the encoder's.
-        self.default_ts = -1
-
-    def count(self) -> int:
-        return len(self.columns) if self.columns is not None else len(self.records)
 
 
 class RecordFuture(tuple):
@@ -174,19 +132,6 @@ class RecordFuture(tuple):
         return f"<RecordFuture {self._topic}[{self._partition}] #{self._index} {self._batch_future!r}>"
 
 
-def _as_bytes(what: str, value: Any) -> Any:
-    if value is None or isinstance(value, (bytes, bytearray, memoryview)):
-        return value
-    if isinstance(value, str):
-        raise TypeError(f"{what} must be bytes or None, got str; encode it (e.g. {what}.encode()) "
-                        f"or set {what}_serializer")
-    try:
-        return memoryview(value)
-    except TypeError:
-        raise TypeError(f"{what} must be bytes-like or None, got {type(value).__name__}; "
-                        f"set {what}_serializer to convert it") from None
-
-
 class Producer:
     """A Kafka producer.  See the module docstring; options are the Java client's in
     snake_case (``bootstrap_servers``, ``acks``, ``linger_ms``, ``batch_size``, ...)."""
@@ -206,17 +151,17 @@ class Producer:
         self._lock = threading.Lock()
         self._space = threading.Condition(self._lock)
         self._meta_cond = threading.Condition()
-        self._batches: dict[tuple[str, int], deque[_Batch]] = {}
-        # The batch of each partition that send() appends to (always the last of its queue).
-        self._open: dict[tuple[str, int], _Batch] = {}
-        self._buffer_memory = c.buffer_memory
+        # Batching decisions and memory accounting (I/O-free; guarded by self._lock).
+        self._acc = acc = Accumulator(c, Future)
+        # The accumulator's dicts, never rebound: send()'s hot path reads them directly.
+        self._batches = acc.batches
+        self._open = acc.open
+        self._incomplete = acc.incomplete
         # send()'s hot path is allowed: no serializers, batches smaller than the largest
         # record (so a record that fits a batch fits a request), not closing.
         self._fast = (self._key_ser is None and self._value_ser is None
                       and self._batch_size <= self._max_request - _BATCH_OVERHEAD - 64)
         self._max_record_size = self._max_request - _BATCH_OVERHEAD - 64
-        self._incomplete: set[_Batch] = set()
-        self._used_memory = 0
         self._flushing = 0
         self._closing = False
         self._closed = False
@@ -317,24 +262,7 @@ class Producer:
             key = self._key_ser(key)
         if self._value_ser is not None:
             value = self._value_ser(value)
-        if key is None:
-            size = _RECORD_OVERHEAD
-        else:
-            if type(key) is not bytes:
-                key = _as_bytes("key", key)
-            size = _RECORD_OVERHEAD + len(key)
-        if value is not None:
-            if type(value) is not bytes:
-                value = _as_bytes("value", value)
-            size += len(value)
-        if headers is not None:
-            headers = tuple(headers)
-            size += sum(len(k) + (len(v) if v is not None else 0) + 10 for k, v in headers)
-        if size > self._max_record_size:
-            raise RecordTooLargeError(
-                f"record of about {size} bytes is larger than max_request_size="
-                f"{self._max_request}; raise max_request_size (and the broker's message.max.bytes)"
-            )
+        key, value, headers, size = prepare_record(key, value, headers, self._max_record_size, self._max_request)
         if timestamp is None:
             timestamp = int(_time() * 1000)
         sticky = False
@@ -355,32 +283,19 @@ class Producer:
         record = (key, value, timestamp, headers) if headers else (key, value, timestamp)
         tp = (topic, partition)
         wake = kick = False
+        acc = self._acc
         with self._lock:
-            batch = self._open.get(tp)
-            if batch is None or (batch.size + size > self._batch_size and batch.records):
-                # buffer_memory is taken a batch at a time, as the Java client does, so
-                # appending a record to a batch needs no accounting.
-                reserve = max(self._batch_size, _BATCH_OVERHEAD + size)
-                if self._used_memory + reserve > self._buffer_memory and self._used_memory > 0:
-                    self._reserve(reserve, _monotonic() + self.config.max_block_ms / 1000.0)
-                else:
-                    self._used_memory += reserve
-                batch = self._open.get(tp)  # _reserve may have waited, releasing the lock
-                if batch is not None:
-                    self._close_open(batch)
-                    wake = True
-                batch = self._new_batch(topic, partition)
-                batch.reserved = reserve
+            reserve = 0
+            if acc.needs_new_batch(tp, size):
+                reserve = acc.reservation(size)
+                if not acc.has_room(reserve):
+                    self._wait_for_room(reserve, _monotonic() + self.config.max_block_ms / 1000.0)
+            batch, index, made, wake = acc.append(tp, record, size, reserve, _monotonic())
+            if made:
                 if self._linger == 0:
                     wake = True
                 elif batch.created + self._linger < self._sender_wakes_at:
                     kick = True  # an idle sender would hold it past linger_ms
-            index = len(batch.records)
-            batch.records.append(record)
-            batch.size += size
-            if batch.size >= self._batch_size:
-                self._close_open(batch)
-                wake = True
         if wake:
             if sticky:
                 n = self._partition_counts.get(topic)
@@ -394,41 +309,20 @@ class Producer:
             fut.add_callback(callback)
         return fut
 
-    def _new_batch(self, topic: str, partition: int) -> _Batch:
-        # Called with self._lock held: a new batch open for appends, last in its queue.
-        now = _monotonic()
-        batch = _Batch(topic, partition, now, now + self._delivery_timeout)
-        q = self._batches.get((topic, partition))
-        if q is None:
-            q = self._batches[(topic, partition)] = deque()
-        q.append(batch)
-        self._incomplete.add(batch)
-        self._open[(topic, partition)] = batch
-        return batch
-
-    def _close_open(self, batch: _Batch) -> None:
-        # Called with self._lock held: no record is appended to ``batch`` from now on (its
-        # encoding may be cached before it is sent; a record added after that would be lost).
-        batch.full = True
-        tp = (batch.topic, batch.partition)
-        if self._open.get(tp) is batch:
-            del self._open[tp]
-
-    def _reserve(self, size: int, deadline: float) -> None:
-        # Called with self._lock held.
-        limit = self._buffer_memory
-        while self._used_memory + size > limit and self._used_memory > 0:
+    def _wait_for_room(self, size: int, deadline: float) -> None:
+        # Called with self._lock held: wait until buffer_memory has room for ``size``.
+        acc = self._acc
+        while not acc.has_room(size):
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise BufferExhaustedError(
-                    f"buffer_memory={limit} bytes is full ({self._used_memory} in use) and no "
-                    f"room was freed within max_block_ms={self.config.max_block_ms}; the "
+                    f"buffer_memory={acc.buffer_memory} bytes is full ({acc.used_memory} in use) and "
+                    f"no room was freed within max_block_ms={self.config.max_block_ms}; the "
                     f"brokers are slower than the producer, or unreachable"
                 )
             if self._fatal is not None:
                 raise self._fatal
             self._space.wait(min(remaining, 0.1))
-        self._used_memory += size
 
     def send_batch(self, topic: str, partition: int | None, data: Any) -> Future:
         """Produce many records at once to one partition.
@@ -476,13 +370,15 @@ class Producer:
         with self._lock:
             # Records sent after this call go after these batches, never into a batch
             # before them.
+            acc = self._acc
             current = self._open.get((topic, partition))
             if current is not None:
-                self._close_open(current)
+                acc.close_open(current)
             for (piece, encoded), size in zip(pieces, sizes):
-                self._reserve(size, deadline)
+                self._wait_for_room(size, deadline)
+                acc.used_memory += size
                 now = time.monotonic()
-                b = _Batch(topic, partition, now, now + self._delivery_timeout)
+                b = Batch(topic, partition, now, now + self._delivery_timeout, Future())
                 if encoded is not None:
                     b.records = piece
                     b.encoded = (2, self._codec, encoded)
@@ -490,9 +386,7 @@ class Producer:
                 else:
                     b.columns = piece
                 b.size = b.reserved = size
-                b.full = True
-                self._batches.setdefault((topic, partition), deque()).append(b)
-                self._incomplete.add(b)
+                acc.add_full(b)
                 created.append(b)
 
         def make_cb(i: int, n: int) -> Callable[[Future], None]:
@@ -595,10 +489,7 @@ class Producer:
             self._thread.join(None if timeout is None else max(timeout, 1.0))
             err = ClientClosedError("the producer was closed before this record was delivered")
             with self._lock:
-                leftovers = list(self._incomplete)
-                self._incomplete.clear()
-                self._batches.clear()
-                self._open.clear()
+                leftovers = self._acc.drop_all()
             for b in leftovers:
                 b.future.set_exception(err)
             if not self._thread.is_alive():
@@ -615,7 +506,7 @@ class Producer:
     def metrics(self) -> dict[str, int]:
         with self._lock:
             return {
-                "buffered_bytes": self._used_memory,
+                "buffered_bytes": self._acc.used_memory,
                 "incomplete_batches": len(self._incomplete),
             }
 
@@ -658,45 +549,17 @@ class Producer:
         self._update_metadata_waiters()
         cluster.maybe_refresh()
         now = time.monotonic()
-        wait = 0.1
-        by_node: dict[int, list[_Batch]] = {}
-        expired: list[_Batch] = []
         flushing = self._flushing > 0 or self._closing
         with self._lock:
-            for (topic, partition), q in self._batches.items():
-                if not q:
-                    continue
-                b = q[0]
-                if b.in_flight:
-                    continue
-                if now >= b.deadline:
-                    self._close_open(b)
-                    expired.append(q.popleft())
-                    continue
-                if b.retry_at > now:
-                    wait = min(wait, b.retry_at - now)
-                    continue
-                if not (b.full or len(q) > 1 or flushing or now - b.created >= self._linger):
-                    wait = min(wait, b.created + self._linger - now)
-                    continue
-                leader = cluster.leader_for(topic, partition)
-                if leader is None:
-                    cluster.interest.add(topic)
-                    cluster.request_refresh()
-                    wait = min(wait, b.deadline - now)
-                    continue
-                self._close_open(b)
-                by_node.setdefault(leader, []).append(b)
+            by_node, expired, wait, leaderless = self._acc.collect(now, cluster.leader_for, flushing)
             # Batches made from here on compare their linger deadline with this; the
             # waits below only shorten the poll.
             self._sender_wakes_at = now + wait
+        for topic in leaderless:
+            cluster.interest.add(topic)
+            cluster.request_refresh()
         for b in expired:
-            self._complete(b, DeliveryTimeoutError(
-                f"{b.count()} record(s) for {b.topic}[{b.partition}] not acknowledged within "
-                f"delivery_timeout_ms={self.config.delivery_timeout_ms}"
-                + (f" (after {b.attempts} attempt(s))" if b.attempts else
-                   " (the partition's leader could not be reached)")
-            ))
+            self._complete(b, self._acc.expired_error(b))
         for node, batches in by_node.items():
             # Never waits for a connection: one being set up finishes inside the polls
             # below (its progress ends them), and these batches stay queued until then,
@@ -711,29 +574,7 @@ class Producer:
                 batches = self._send_produce(conn, batches)
         self._poller.poll(max(wait, 0.0))
 
-    def _encode(self, b: _Batch, magic: int) -> bytes:
-        if b.encoded is not None and b.encoded[0] == magic:
-            return b.encoded[2]
-        level = self.config.compression_level
-        if b.columns is not None:
-            data = codec.encode_columnar(b.columns, magic=magic, compression=self._codec,
-                                         compression_level=level)
-        elif magic == 2:
-            data = codec.encode_record_batch(b.records, compression=self._codec,
-                                             compression_level=level, timestamp=b.default_ts)
-        else:
-            if any(len(r) > 3 and r[3] for r in b.records):
-                raise ConfigError(
-                    f"records with headers need Produce v3+ (magic 2); the broker for "
-                    f"{b.topic}[{b.partition}] speaks an older version"
-                )
-            recs = [r[:3] for r in b.records] if magic == 1 else [r[:2] for r in b.records]
-            data = codec.encode_message_set(recs, magic=magic, compression=self._codec,
-                                            compression_level=level, timestamp=b.default_ts)
-        b.encoded = (magic, self._codec, data)
-        return data
-
-    def _send_produce(self, conn: Any, batches: list[_Batch]) -> list[_Batch]:
+    def _send_produce(self, conn: Any, batches: list[Batch]) -> list[Batch]:
         """Send one Produce request with as many of ``batches`` as fit; returns the rest."""
         try:
             version = conn.version_for(PRODUCE)
@@ -742,98 +583,47 @@ class Producer:
                 self._dequeue(b)
                 self._complete(b, exc)
             return []
-        magic = 2 if version >= 3 else 1 if version == 2 else 0
-        topics: dict[str, list[Any]] = {}
-        sent: list[_Batch] = []
-        total = 64
-        rest: list[_Batch] = []
-        for b in batches:
-            try:
-                data = self._encode(b, magic)
-            except Exception as exc:  # noqa: BLE001 - codec errors belong to this batch only
-                self._dequeue(b)
-                self._complete(b, exc)
-                continue
-            extra = len(data) + _PARTITION_OVERHEAD + (0 if b.topic in topics else len(b.topic) + _TOPIC_OVERHEAD)
-            if sent and total + extra > self._max_request:
-                rest.append(b)
-                continue
-            total += extra
-            topics.setdefault(b.topic, []).append(_PartitionData(index=b.partition, records=data))
-            sent.append(b)
-        if not sent:
-            return rest
-        request = PRODUCE.Request(
-            acks=self._acks, timeout_ms=self.config.request_timeout_ms,
-            topic_data=[_TopicData(name=t, partition_data=p) for t, p in topics.items()],
-        )
-        for b in sent:
-            b.in_flight = True
-            b.attempts += 1
-        fut = conn.send(PRODUCE, request, version, expects_response=self._acks != 0)
-        fut.add_done_callback(lambda f: self._on_response(f, sent, conn.name))
+        request, sent, rest, failed = self._acc.produce_request(batches, version)
+        for b, exc in failed:
+            self._dequeue(b)
+            self._complete(b, exc)
+        if request is not None:
+            fut = conn.send(PRODUCE, request, version, expects_response=self._acks != 0)
+            fut.add_done_callback(lambda f: self._on_response(f, sent, conn.name))
         return rest
 
-    def _dequeue(self, b: _Batch) -> None:
+    def _dequeue(self, b: Batch) -> None:
         with self._lock:
-            q = self._batches.get((b.topic, b.partition))
-            if q and q[0] is b:
-                q.popleft()
-            elif q and b in q:
-                q.remove(b)
+            self._acc.dequeue(b)
 
-    def _complete(self, b: _Batch, result: Any) -> None:
+    def _complete(self, b: Batch, result: Any) -> None:
         with self._lock:
-            self._incomplete.discard(b)
-            self._used_memory -= b.reserved
-            b.reserved = 0
+            self._acc.release(b)
             self._space.notify_all()
         if isinstance(result, BaseException):
             b.future.set_exception(result)
         else:
             b.future.set_result(result)
 
-    def _retry_or_fail(self, b: _Batch, exc: BaseException, retriable: bool) -> None:
-        now = time.monotonic()
-        if retriable and b.attempts <= self.config.retries and now < b.deadline and not self._closed:
-            backoff = min(self.config.retry_backoff_ms * 2 ** (b.attempts - 1),
-                          self.config.retry_backoff_max_ms) / 1000.0
-            b.retry_at = now + backoff
-            b.in_flight = False
+    def _retry_or_fail(self, b: Batch, exc: BaseException, retriable: bool) -> None:
+        if self._acc.retry(b, retriable, time.monotonic(), self._closed):
             return
         self._dequeue(b)
         self._complete(b, exc)
 
-    def _on_response(self, f: Future, sent: list[_Batch], broker: str) -> None:
+    def _on_response(self, f: Future, sent: list[Batch], broker: str) -> None:
         exc = f.exception()
         if exc is not None:
             self.cluster.request_refresh()
             for b in sent:
                 self._retry_or_fail(b, exc, isinstance(exc, KafkaConnectionError))
             return
-        resp = f.result()
-        if resp is None:  # acks=0: nothing comes back
-            for b in sent:
+        outcomes, refresh = self._acc.results(f.result(), sent, broker)
+        if refresh:
+            self.cluster.request_refresh()
+        for b, result, retriable in outcomes:
+            if isinstance(result, BaseException):
+                self._retry_or_fail(b, result, retriable)
+            else:
                 self._dequeue(b)
-                self._complete(b, (-1, -1))
-            return
-        results: dict[tuple[str, int], Any] = {}
-        for t in resp.responses:
-            for p in t.partition_responses:
-                results[(t.name, p.index)] = p
-        for b in sent:
-            p = results.get((b.topic, b.partition))
-            if p is None:
-                self._retry_or_fail(b, KafkaConnectionError(
-                    f"{broker} did not answer for {b.topic}[{b.partition}] in its Produce response"), True)
-                continue
-            code = p.error_code
-            if code == 0:
-                self._dequeue(b)
-                self._complete(b, (p.base_offset, getattr(p, "log_append_time_ms", -1)))
-                continue
-            if code in REFRESH_METADATA_CODES:
-                self.cluster.request_refresh()
-            err = broker_error(code, f"producing {b.count()} record(s) to {b.topic}[{b.partition}] "
-                                     f"on {broker}", getattr(p, "error_message", None))
-            self._retry_or_fail(b, err, err.retriable)
+                self._complete(b, result)

@@ -1,0 +1,350 @@
+"""The producer's batching and sending decisions, with no I/O: which batch a record joins,
+which batches are ready for which broker (linger, fullness, backoff, delivery deadlines),
+the Produce request that carries them, and what its answer means for each batch
+(acknowledged, retried after a backoff, or failed).  Memory accounting (buffer_memory)
+is kept here; waiting for room is the shell's.
+
+The sync producer (a sender thread, a lock around this state) and the asyncio producer
+drive the same :class:`Accumulator`.  Time is passed in (monotonic seconds); each batch's
+future comes from the shell's ``new_future`` and is resolved by the shell.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any, Callable
+
+from kafkawire import codec
+from kafkawire.errors import REFRESH_METADATA_CODES, RecordTooLargeError, broker_error
+from kafkawire.protocol import apis
+
+__all__ = ["Accumulator", "Batch", "RECORD_OVERHEAD", "BATCH_OVERHEAD", "prepare_record"]
+
+PRODUCE = apis.get("Produce")
+_TopicData = PRODUCE.Request.TopicProduceData
+_PartitionData = _TopicData.PartitionProduceData
+
+# Per-record bytes counted against buffer_memory and batch_size beyond key and value
+# (record framing in the worst case; the same estimate the Java client makes).
+RECORD_OVERHEAD = 21
+BATCH_OVERHEAD = 61
+# Produce request bytes outside the record batches, per partition and per topic.
+_PARTITION_OVERHEAD = 8
+_TOPIC_OVERHEAD = 4
+
+
+def as_bytes(what: str, value: Any) -> Any:
+    """``value`` as bytes-like for a record's key or value (None stays None)."""
+    if value is None or isinstance(value, (bytes, bytearray, memoryview)):
+        return value
+    if isinstance(value, str):
+        raise TypeError(f"{what} must be bytes or None, got str; encode it (e.g. {what}.encode()) "
+                        f"or set {what}_serializer")
+    try:
+        return memoryview(value)
+    except TypeError:
+        raise TypeError(f"{what} must be bytes-like or None, got {type(value).__name__}; "
+                        f"set {what}_serializer to convert it") from None
+
+
+def prepare_record(key: Any, value: Any, headers: Any, max_record_size: int, max_request: int
+                   ) -> tuple[Any, Any, Any, int]:
+    """(key, value, headers, size counted against batch_size and buffer_memory) of one
+    record, its key and value made bytes-like; too large a record is refused here."""
+    if key is None:
+        size = RECORD_OVERHEAD
+    else:
+        if type(key) is not bytes:
+            key = as_bytes("key", key)
+        size = RECORD_OVERHEAD + len(key)
+    if value is not None:
+        if type(value) is not bytes:
+            value = as_bytes("value", value)
+        size += len(value)
+    if headers is not None:
+        headers = tuple(headers)
+        size += sum(len(k) + (len(v) if v is not None else 0) + 10 for k, v in headers)
+    if size > max_record_size:
+        raise RecordTooLargeError(
+            f"record of about {size} bytes is larger than max_request_size="
+            f"{max_request}; raise max_request_size (and the broker's message.max.bytes)"
+        )
+    return key, value, headers, size
+
+
+class Batch:
+    __slots__ = (
+        "topic", "partition", "records", "columns", "size", "created", "future", "attempts",
+        "deadline", "retry_at", "encoded", "reserved", "full", "in_flight", "default_ts",
+    )
+
+    def __init__(self, topic: str, partition: int, now: float, deadline: float, future: Any):
+        self.topic = topic
+        self.partition = partition
+        self.records: list[tuple] = []
+        self.columns: Any = None
+        self.size = BATCH_OVERHEAD
+        self.created = now
+        # Resolves to (base_offset, log_append_time_ms) for the whole batch.
+        self.future = future
+        self.attempts = 0
+        self.deadline = deadline
+        self.retry_at = 0.0
+        self.encoded: tuple[int, int, bytes] | None = None  # (magic, codec, bytes)
+        # buffer_memory bytes this batch holds (taken when it is made).
+        self.reserved = 0
+        self.full = False
+        self.in_flight = False
+        # Timestamp for records that carry none (send_batch sequences), -1: the encoder's.
+        self.default_ts = -1
+
+    def count(self) -> int:
+        return len(self.columns) if self.columns is not None else len(self.records)
+
+
+class Accumulator:
+    """Every batch of one producer, by partition (``config``: its options)."""
+
+    def __init__(self, config: Any, new_future: Callable[[], Any]):
+        self.config = config
+        self.new_future = new_future
+        self.acks = config.acks
+        self.compression = config.compression_type
+        self.batch_size = max(config.batch_size, 1)
+        self.linger = config.linger_ms / 1000.0
+        self.max_request = config.max_request_size
+        self.delivery_timeout = config.delivery_timeout_ms / 1000.0
+        self.buffer_memory = config.buffer_memory
+        self.batches: dict[tuple[str, int], deque[Batch]] = {}
+        # The batch of each partition that records are appended to (the last of its queue).
+        self.open: dict[tuple[str, int], Batch] = {}
+        self.incomplete: set[Batch] = set()
+        self.used_memory = 0
+
+    # -- appending -----------------------------------------------------------------------
+
+    def reservation(self, size: int) -> int:
+        """buffer_memory a new batch for a record of ``size`` takes: a batch at a time,
+        as the Java client does, so appending to a batch needs no accounting."""
+        return max(self.batch_size, BATCH_OVERHEAD + size)
+
+    def has_room(self, reserve: int) -> bool:
+        return self.used_memory + reserve <= self.buffer_memory or self.used_memory == 0
+
+    def needs_new_batch(self, tp: tuple[str, int], size: int) -> bool:
+        batch = self.open.get(tp)
+        return batch is None or (batch.size + size > self.batch_size and bool(batch.records))
+
+    def append(self, tp: tuple[str, int], record: tuple, size: int, reserve: int, now: float
+               ) -> tuple[Batch, int, bool, bool]:
+        """Append ``record`` to its partition's open batch (a new one, taking ``reserve``
+        bytes, when :meth:`needs_new_batch`).  Returns (batch, index in it, whether a
+        batch was made, whether a batch was closed for sending)."""
+        made = closed = False
+        batch = self.open.get(tp)
+        if batch is None or (batch.size + size > self.batch_size and batch.records):
+            self.used_memory += reserve
+            if batch is not None:
+                self.close_open(batch)
+                closed = True
+            batch = self.new_batch(tp[0], tp[1], now)
+            batch.reserved = reserve
+            made = True
+        index = len(batch.records)
+        batch.records.append(record)
+        batch.size += size
+        if batch.size >= self.batch_size:
+            self.close_open(batch)
+            closed = True
+        return batch, index, made, closed
+
+    def new_batch(self, topic: str, partition: int, now: float) -> Batch:
+        batch = Batch(topic, partition, now, now + self.delivery_timeout, self.new_future())
+        q = self.batches.get((topic, partition))
+        if q is None:
+            q = self.batches[(topic, partition)] = deque()
+        q.append(batch)
+        self.incomplete.add(batch)
+        self.open[(topic, partition)] = batch
+        return batch
+
+    def add_full(self, batch: Batch) -> None:
+        """Queue a batch made whole (send_batch), after everything before it."""
+        batch.full = True
+        self.batches.setdefault((batch.topic, batch.partition), deque()).append(batch)
+        self.incomplete.add(batch)
+
+    def close_open(self, batch: Batch) -> None:
+        """No record is appended to ``batch`` from now on (its encoding may be cached
+        before it is sent; a record added after that would be lost)."""
+        batch.full = True
+        tp = (batch.topic, batch.partition)
+        if self.open.get(tp) is batch:
+            del self.open[tp]
+
+    # -- sending -------------------------------------------------------------------------
+
+    def collect(self, now: float, leader_for: Callable[[str, int], int | None], flushing: bool
+                ) -> tuple[dict[int, list[Batch]], list[Batch], float, set[str]]:
+        """The batches to send now, by leader; those past their delivery deadline
+        (dequeued: fail them); how long until something is due (at most 0.1 s); the
+        topics with a partition whose leader is unknown (refresh the metadata)."""
+        wait = 0.1
+        by_node: dict[int, list[Batch]] = {}
+        expired: list[Batch] = []
+        leaderless: set[str] = set()
+        for (topic, partition), q in self.batches.items():
+            if not q:
+                continue
+            b = q[0]
+            if b.in_flight:
+                continue
+            if now >= b.deadline:
+                self.close_open(b)
+                expired.append(q.popleft())
+                continue
+            if b.retry_at > now:
+                wait = min(wait, b.retry_at - now)
+                continue
+            if not (b.full or len(q) > 1 or flushing or now - b.created >= self.linger):
+                wait = min(wait, b.created + self.linger - now)
+                continue
+            leader = leader_for(topic, partition)
+            if leader is None:
+                leaderless.add(topic)
+                wait = min(wait, b.deadline - now)
+                continue
+            self.close_open(b)
+            by_node.setdefault(leader, []).append(b)
+        return by_node, expired, wait, leaderless
+
+    def expired_error(self, b: Batch) -> BaseException:
+        from kafkawire.client.errors import DeliveryTimeoutError  # an exception class only: no I/O
+
+        return DeliveryTimeoutError(
+            f"{b.count()} record(s) for {b.topic}[{b.partition}] not acknowledged within "
+            f"delivery_timeout_ms={self.config.delivery_timeout_ms}"
+            + (f" (after {b.attempts} attempt(s))" if b.attempts else
+               " (the partition's leader could not be reached)"))
+
+    def encode(self, b: Batch, magic: int) -> bytes:
+        if b.encoded is not None and b.encoded[0] == magic:
+            return b.encoded[2]
+        level = self.config.compression_level
+        if b.columns is not None:
+            data = codec.encode_columnar(b.columns, magic=magic, compression=self.compression,
+                                         compression_level=level)
+        elif magic == 2:
+            data = codec.encode_record_batch(b.records, compression=self.compression,
+                                             compression_level=level, timestamp=b.default_ts)
+        else:
+            if any(len(r) > 3 and r[3] for r in b.records):
+                from kafkawire.client.errors import ConfigError  # an exception class only
+
+                raise ConfigError(
+                    f"records with headers need Produce v3+ (magic 2); the broker for "
+                    f"{b.topic}[{b.partition}] speaks an older version"
+                )
+            recs = [r[:3] for r in b.records] if magic == 1 else [r[:2] for r in b.records]
+            data = codec.encode_message_set(recs, magic=magic, compression=self.compression,
+                                            compression_level=level, timestamp=b.default_ts)
+        b.encoded = (magic, self.compression, data)
+        return data
+
+    def produce_request(self, batches: list[Batch], version: int
+                        ) -> tuple[Any, list[Batch], list[Batch], list[tuple[Batch, BaseException]]]:
+        """One Produce request (None if nothing fits) with as many of ``batches`` as fit
+        max_request_size: (request, the batches it carries (marked in flight), the rest,
+        the batches that failed to encode, with their errors: dequeue and fail them)."""
+        magic = 2 if version >= 3 else 1 if version == 2 else 0
+        topics: dict[str, list[Any]] = {}
+        sent: list[Batch] = []
+        rest: list[Batch] = []
+        failed: list[tuple[Batch, BaseException]] = []
+        total = 64
+        for b in batches:
+            try:
+                data = self.encode(b, magic)
+            except Exception as exc:  # noqa: BLE001 - codec errors belong to this batch only
+                failed.append((b, exc))
+                continue
+            extra = len(data) + _PARTITION_OVERHEAD + (0 if b.topic in topics else len(b.topic) + _TOPIC_OVERHEAD)
+            if sent and total + extra > self.max_request:
+                rest.append(b)
+                continue
+            total += extra
+            topics.setdefault(b.topic, []).append(_PartitionData(index=b.partition, records=data))
+            sent.append(b)
+        if not sent:
+            return None, sent, rest, failed
+        request = PRODUCE.Request(
+            acks=self.acks, timeout_ms=self.config.request_timeout_ms,
+            topic_data=[_TopicData(name=t, partition_data=p) for t, p in topics.items()],
+        )
+        for b in sent:
+            b.in_flight = True
+            b.attempts += 1
+        return request, sent, rest, failed
+
+    def results(self, resp: Any, sent: list[Batch], broker: str) -> tuple[list[tuple[Batch, Any, bool]], bool]:
+        """What a Produce answer means for each batch it carried: (batch, (base offset,
+        log append time) or the error, whether the error is retriable), and whether the
+        metadata should be refreshed."""
+        out: list[tuple[Batch, Any, bool]] = []
+        if resp is None:  # acks=0: nothing comes back
+            return [(b, (-1, -1), False) for b in sent], False
+        refresh = False
+        answers: dict[tuple[str, int], Any] = {}
+        for t in resp.responses:
+            for p in t.partition_responses:
+                answers[(t.name, p.index)] = p
+        for b in sent:
+            p = answers.get((b.topic, b.partition))
+            if p is None:
+                from kafkawire.client.errors import KafkaConnectionError  # an exception class only
+
+                out.append((b, KafkaConnectionError(
+                    f"{broker} did not answer for {b.topic}[{b.partition}] in its Produce response"), True))
+                continue
+            code = p.error_code
+            if code == 0:
+                out.append((b, (p.base_offset, getattr(p, "log_append_time_ms", -1)), False))
+                continue
+            refresh = refresh or code in REFRESH_METADATA_CODES
+            err = broker_error(code, f"producing {b.count()} record(s) to {b.topic}[{b.partition}] "
+                                     f"on {broker}", getattr(p, "error_message", None))
+            out.append((b, err, err.retriable))
+        return out, refresh
+
+    def retry(self, b: Batch, retriable: bool, now: float, closed: bool) -> bool:
+        """Schedule ``b`` again after its backoff if it may be retried (True); else the
+        caller dequeues and fails it."""
+        if retriable and b.attempts <= self.config.retries and now < b.deadline and not closed:
+            backoff = min(self.config.retry_backoff_ms * 2 ** (b.attempts - 1),
+                          self.config.retry_backoff_max_ms) / 1000.0
+            b.retry_at = now + backoff
+            b.in_flight = False
+            return True
+        return False
+
+    def dequeue(self, b: Batch) -> None:
+        q = self.batches.get((b.topic, b.partition))
+        if q and q[0] is b:
+            q.popleft()
+        elif q and b in q:
+            q.remove(b)
+
+    def release(self, b: Batch) -> None:
+        """``b`` is done (acknowledged or failed): its memory is free again."""
+        self.incomplete.discard(b)
+        self.used_memory -= b.reserved
+        b.reserved = 0
+
+    def drop_all(self) -> list[Batch]:
+        """Forget every batch (the producer is closing); the ones still incomplete."""
+        left = list(self.incomplete)
+        self.incomplete.clear()
+        self.batches.clear()
+        self.open.clear()
+        return left
+
