@@ -1,27 +1,32 @@
-"""The client suites run against both shells: ``consumer_shell`` is kafkawire's sync
-Consumer, or its asyncio AsyncConsumer behind the same (blocking) interface on an event
-loop of its own, so one test body checks both over the same I/O-free core."""
+"""The client suites run against both shells: the ``shell`` fixture gives kafkawire's
+sync Producer and Consumer, or its asyncio AsyncProducer and AsyncConsumer behind the
+same (blocking) interface on an event loop of their own, so one test body checks both
+over the same I/O-free core."""
 
 from __future__ import annotations
 
 import asyncio
 import inspect
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
-from kafkawire.aio import AsyncConsumer
+from kafkawire.aio import AsyncConsumer, AsyncProducer
 from kafkawire.client.consumer import Consumer
+from kafkawire.client.producer import Producer
 
 
-class AsyncConsumerShell:
-    """An AsyncConsumer whose coroutines are run to completion on a private loop."""
+class _AsyncShell:
+    """An asyncio client whose coroutines are run to completion on a private loop."""
+
+    client_class: Any = None
 
     def __init__(self, **config: Any):
         self._loop = asyncio.new_event_loop()
-        self._consumer = AsyncConsumer(**config)
+        self._client = self.client_class(**config)
         try:
-            self._run(self._consumer.start())
+            self._run(self._client.start())
         except BaseException:
             self.close()
             raise
@@ -30,24 +35,50 @@ class AsyncConsumerShell:
         return self._loop.run_until_complete(coro)
 
     def __getattr__(self, name: str) -> Any:
-        attr = getattr(self._consumer, name)
+        attr = getattr(self._client, name)
         if inspect.iscoroutinefunction(attr):
             return lambda *args, **kwargs: self._run(attr(*args, **kwargs))
         return attr
 
-    def close(self) -> None:
+    def close(self, *args: Any) -> None:
         if not self._loop.is_closed():
-            self._run(self._consumer.close())
+            self._run(self._client.close(*args))
             self._loop.close()
 
-    def __enter__(self) -> AsyncConsumerShell:
+    def __enter__(self) -> Any:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
 
 
-@pytest.fixture(params=["sync", "asyncio"])
-def consumer_shell(request: pytest.FixtureRequest) -> Any:
-    """``consumer_shell(**config)``: a consumer of the shell this run tests."""
-    return Consumer if request.param == "sync" else AsyncConsumerShell
+class AsyncConsumerShell(_AsyncShell):
+    client_class = AsyncConsumer
+
+
+class _RecordFutureShell:
+    def __init__(self, run: Any, fut: asyncio.Future):
+        self._run = run
+        self._fut = fut
+
+    def result(self, timeout: float | None = None) -> Any:
+        return self._run(asyncio.wait_for(asyncio.shield(self._fut), timeout))
+
+
+class AsyncProducerShell(_AsyncShell):
+    client_class = AsyncProducer
+
+    def send(self, *args: Any, **kwargs: Any) -> _RecordFutureShell:
+        return _RecordFutureShell(self._run, self._run(self._client.send(*args, **kwargs)))
+
+
+SHELLS = {
+    "sync": SimpleNamespace(Producer=Producer, Consumer=Consumer),
+    "asyncio": SimpleNamespace(Producer=AsyncProducerShell, Consumer=AsyncConsumerShell),
+}
+
+
+@pytest.fixture(params=sorted(SHELLS))
+def shell(request: pytest.FixtureRequest) -> Any:
+    """``shell.Producer(**config)`` and ``shell.Consumer(**config)`` of the shell this run tests."""
+    return SHELLS[request.param]

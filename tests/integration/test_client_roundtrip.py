@@ -3,7 +3,7 @@
 import uuid
 
 import pytest
-from shells import consumer_shell  # noqa: F401 - the fixture
+from shells import shell  # noqa: F401 - the fixture
 
 from kafkawire import errors
 from kafkawire.client.consumer import Consumer
@@ -24,16 +24,18 @@ def _records(n, headers=True):
     ]
 
 
-def _produce(bootstrap, topic, records, **config):
-    with Producer(bootstrap_servers=bootstrap, linger_ms=1, batch_size=2000, **config) as p:
+def _produce(bootstrap, topic, records, shell=None, **config):
+    producer = shell.Producer if shell else Producer
+    with producer(bootstrap_servers=bootstrap, linger_ms=1, batch_size=2000, **config) as p:
         futures = [p.send(topic, v, key=k, partition=0, timestamp=ts, headers=h) for k, v, ts, h in records]
         p.flush(20)
         return [f.result(0) for f in futures]
 
 
-def _consume(bootstrap, topic, n, shell=Consumer, **config):
+def _consume(bootstrap, topic, n, shell=None, **config):
     out = []
-    with shell(bootstrap_servers=bootstrap, auto_offset_reset="earliest", **config) as c:
+    consumer = shell.Consumer if shell else Consumer
+    with consumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest", **config) as c:
         c.assign([(topic, 0)])
         for _ in range(50):
             out += c.poll(1.0)
@@ -44,12 +46,12 @@ def _consume(bootstrap, topic, n, shell=Consumer, **config):
 
 @pytest.mark.broker
 @pytest.mark.parametrize("compression", CODECS)
-def test_magic2_roundtrip_tansu(tansu_broker, compression, consumer_shell):
+def test_magic2_roundtrip_tansu(tansu_broker, compression, shell):
     topic = f"rt-{compression}-{uuid.uuid4().hex[:6]}"
     records = _records(60)
-    metas = _produce(tansu_broker.bootstrap, topic, records, compression_type=compression)
+    metas = _produce(tansu_broker.bootstrap, topic, records, shell, compression_type=compression)
     assert [m.offset for m in metas] == list(range(60))
-    got = _consume(tansu_broker.bootstrap, topic, 60, consumer_shell)
+    got = _consume(tansu_broker.bootstrap, topic, 60, shell)
     assert [(r.key, r.value, r.timestamp, r.headers) for r in got] == [
         (k, v, ts, h) for k, v, ts, h in records
     ]
@@ -59,28 +61,28 @@ def test_magic2_roundtrip_tansu(tansu_broker, compression, consumer_shell):
 
 @pytest.mark.broker
 @pytest.mark.parametrize("compression", CODECS)
-def test_magic2_roundtrip_mock(mock_cluster, compression, consumer_shell):
+def test_magic2_roundtrip_mock(mock_cluster, compression, shell):
     topic = f"rt2-{compression}-{uuid.uuid4().hex[:6]}"
     mock_cluster.create_topic(topic, 1, 1)
     records = _records(40)
-    _produce(mock_cluster.bootstrap, topic, records, compression_type=compression)
-    got = _consume(mock_cluster.bootstrap, topic, 40, consumer_shell)
+    _produce(mock_cluster.bootstrap, topic, records, shell, compression_type=compression)
+    got = _consume(mock_cluster.bootstrap, topic, 40, shell)
     assert [(r.key, r.value, r.timestamp, r.headers) for r in got] == [(k, v, ts, h) for k, v, ts, h in records]
 
 
 @pytest.mark.broker
 @pytest.mark.parametrize("produce_version,magic", [(1, 0), (2, 1)])
-def test_legacy_message_sets_on_mock_cluster(mock_cluster, produce_version, magic, consumer_shell):
+def test_legacy_message_sets_on_mock_cluster(mock_cluster, produce_version, magic, shell):
     # Tansu refuses magic 0/1 produce; the mock cluster stores uncompressed ones as sent.
     compression = "none"
     topic = f"legacy-{magic}-{compression}-{uuid.uuid4().hex[:6]}"
     mock_cluster.create_topic(topic, 1, 1)
     records = _records(30, headers=False)
-    metas = _produce(mock_cluster.bootstrap, topic, records, compression_type=compression,
+    metas = _produce(mock_cluster.bootstrap, topic, records, shell, compression_type=compression,
                      api_version_overrides={"Produce": produce_version},
                      request_timeout_ms=5000, delivery_timeout_ms=15000)
     assert [m.offset for m in metas] == list(range(30))
-    got = _consume(mock_cluster.bootstrap, topic, 30, consumer_shell)
+    got = _consume(mock_cluster.bootstrap, topic, 30, shell)
     assert [(r.key, r.value) for r in got] == [(k, v) for k, v, _, _ in records]
     if magic == 0:
         assert {(r.timestamp, r.timestamp_type) for r in got} == {(-1, -1)}
@@ -115,7 +117,7 @@ def test_zstd_needs_magic2(mock_cluster):
 
 
 @pytest.mark.broker
-def test_columnar_send_and_poll_batch(tansu_broker, consumer_shell):
+def test_columnar_send_and_poll_batch(tansu_broker, shell):
     topic = f"cols-{uuid.uuid4().hex[:6]}"
     values = [f"row-{i}".encode() for i in range(5000)]
     with Producer(bootstrap_servers=tansu_broker.bootstrap, max_request_size=20000) as p:
@@ -123,7 +125,7 @@ def test_columnar_send_and_poll_batch(tansu_broker, consumer_shell):
     assert len(metas) > 1 and sum(m.count for m in metas) == 5000  # split by max_request_size
     assert metas[0].base_offset == 0
     got = []
-    with consumer_shell(bootstrap_servers=tansu_broker.bootstrap, auto_offset_reset="earliest") as c:
+    with shell.Consumer(bootstrap_servers=tansu_broker.bootstrap, auto_offset_reset="earliest") as c:
         c.assign([(topic, 0)])
         while len(got) < 5000:
             batches = c.poll_batch(2.0)
@@ -135,11 +137,11 @@ def test_columnar_send_and_poll_batch(tansu_broker, consumer_shell):
 
 
 @pytest.mark.broker
-def test_seek_positions_and_offsets_for_times(tansu_broker, consumer_shell):
+def test_seek_positions_and_offsets_for_times(tansu_broker, shell):
     topic = f"seek-{uuid.uuid4().hex[:6]}"
     records = _records(20, headers=False)
     _produce(tansu_broker.bootstrap, topic, records)
-    with consumer_shell(bootstrap_servers=tansu_broker.bootstrap, auto_offset_reset="latest") as c:
+    with shell.Consumer(bootstrap_servers=tansu_broker.bootstrap, auto_offset_reset="latest") as c:
         tp = (topic, 0)
         c.assign([tp])
         c.seek(tp, 15)
@@ -161,13 +163,13 @@ def test_acks_zero_and_one(tansu_broker):
 
 
 @pytest.mark.broker
-def test_offsets_for_times_without_a_match_is_none(mock_cluster, consumer_shell):
+def test_offsets_for_times_without_a_match_is_none(mock_cluster, shell):
     # Neither test broker looks offsets up by timestamp (Tansu answers offset 0, the mock
     # answers -1), so only the "no such record" answer is checked here.
     topic = f"times-{uuid.uuid4().hex[:6]}"
     mock_cluster.create_topic(topic, 1, 1)
     _produce(mock_cluster.bootstrap, topic, _records(5, headers=False))
-    with consumer_shell(bootstrap_servers=mock_cluster.bootstrap) as c:
+    with shell.Consumer(bootstrap_servers=mock_cluster.bootstrap) as c:
         c.assign([(topic, 0)])
         assert c.offsets_for_times({(topic, 0): 1_700_000_000_002}) == {(topic, 0): None}
         assert c.end_offsets([(topic, 0)]) == {(topic, 0): 5}

@@ -93,6 +93,11 @@ class AsyncCluster:
         b.failures, b.next_attempt, b.last_error = 0, 0.0, None
         return conn
 
+    def ready_connection(self, node_id: int) -> AsyncBrokerConnection | None:
+        """The connection to ``node_id`` if it is ready, else None, never waiting."""
+        conn = self._conns.get(node_id)
+        return conn if conn is not None and conn.ready else None
+
     async def connection(self, node_id: int, deadline: float) -> AsyncBrokerConnection:
         addr = self.meta.brokers.get(node_id)
         if addr is None:

@@ -1,0 +1,327 @@
+"""The asyncio producer, driving the same I/O-free
+:class:`~kafkawire.protocol.accumulator.Accumulator` as the sync :class:`~kafkawire.Producer`:
+batching, linger, memory accounting, which batches go to which broker, the Produce
+request, and retries or failures from its answer are decided there once.
+
+::
+
+    async with AsyncProducer(bootstrap_servers="127.0.0.1:9092", linger_ms=5) as p:
+        fut = await p.send("events", b"value", key=b"k")   # queued; fut resolves when acknowledged
+        meta = await fut                                     # RecordMetadata
+        meta = await p.send_and_wait("events", b"v2")
+
+``send()`` waits only for metadata of a new topic and for buffer space, both bounded by
+``max_block_ms``; ``flush(timeout)`` and ``close(timeout)`` by theirs.  One event loop
+drives a producer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any, Iterable
+
+from kafkawire.aio.cluster import AsyncCluster
+from kafkawire.client.config import Config
+from kafkawire.client.errors import (
+    BufferExhaustedError,
+    ClientClosedError,
+    KafkaConnectionError,
+    KafkaTimeoutError,
+)
+from kafkawire.client.partitioner import StickyPartitioner, partition_for_key
+from kafkawire.client.producer import RecordMetadata
+from kafkawire.protocol import apis
+from kafkawire.protocol.accumulator import BATCH_OVERHEAD, Accumulator, Batch, prepare_record
+
+__all__ = ["AsyncProducer"]
+
+PRODUCE = apis.get("Produce")
+
+
+class AsyncProducer:
+    """An asyncio Kafka producer; options as :class:`kafkawire.Producer`'s."""
+
+    def __init__(self, **config: Any):
+        self.config = c = Config.producer(**config)
+        self.cluster = AsyncCluster(c)
+        self._acc = Accumulator(c, self._new_future)
+        self._sticky = StickyPartitioner()
+        self._max_record_size = c.max_request_size - BATCH_OVERHEAD - 64
+        self._linger = c.linger_ms / 1000
+        self._wake: asyncio.Event | None = None
+        self._space: asyncio.Event | None = None
+        self._sender: asyncio.Task | None = None
+        self._requests: set[asyncio.Task] = set()
+        self._in_flight: dict[int, int] = {}
+        self._connecting: dict[int, asyncio.Task] = {}
+        self._flushing = 0
+        self._closing = False
+        self._closed = False
+
+    @staticmethod
+    def _new_future() -> asyncio.Future:
+        return asyncio.get_running_loop().create_future()
+
+    @staticmethod
+    def _now() -> float:
+        return asyncio.get_running_loop().time()
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    async def start(self, timeout: float | None = None) -> None:
+        """Bootstrap (within ``timeout``, default max_block_ms) and start sending."""
+        if self._sender is None:
+            if self._closing:
+                raise ClientClosedError("the producer is closed")
+            await self.cluster.refresh(self.config.max_block_ms / 1000 if timeout is None else timeout)
+            self._wake = asyncio.Event()
+            self._space = asyncio.Event()
+            self._sender = asyncio.ensure_future(self._run())
+
+    async def __aenter__(self) -> AsyncProducer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def flush(self, timeout: float | None = None) -> None:
+        """Send everything queued now and wait until each record is acknowledged or has
+        failed; KafkaTimeoutError after ``timeout`` seconds."""
+        pending = [b.future for b in self._acc.incomplete]
+        if not pending:
+            return
+        self._flushing += 1
+        self._kick()
+        try:
+            done, not_done = await asyncio.wait(pending, timeout=timeout)
+            if not_done:
+                raise KafkaTimeoutError(f"flush: {len(not_done)} batch(es) still unacknowledged after {timeout:g}s")
+        finally:
+            self._flushing -= 1
+
+    async def close(self, timeout: float | None = None) -> None:
+        """Flush (up to ``timeout``), stop sending and close the connections; records still
+        unsent fail with ClientClosedError."""
+        if self._closed:
+            return
+        self._closing = True
+        try:
+            if self._sender is not None:
+                await self.flush(timeout)
+        except KafkaTimeoutError:
+            pass
+        finally:
+            self._closed = True
+            tasks = [t for t in [self._sender, *self._requests, *self._connecting.values()] if t is not None]
+            for t in tasks:
+                t.cancel()
+            if tasks:
+                await asyncio.wait(tasks, timeout=1.0)
+            err = ClientClosedError("the producer was closed before this record was delivered")
+            for b in self._acc.drop_all():
+                if not b.future.done():
+                    b.future.set_exception(err)
+            await self.cluster.close()
+
+    # -- sending -----------------------------------------------------------------------------
+
+    async def _num_partitions(self, topic: str) -> int:
+        parts = self.cluster.meta.partitions(topic)
+        if parts is None:
+            parts = await self.cluster.partitions_for(topic, self.config.max_block_ms / 1000)
+        return len(parts)
+
+    async def partitions_for(self, topic: str) -> list[int]:
+        return list(range(await self._num_partitions(topic)))
+
+    async def send(self, topic: str, value: Any = None, key: Any = None, partition: int | None = None,
+                   timestamp: int | None = None, headers: Iterable[tuple[str, Any]] | None = None
+                   ) -> asyncio.Future:
+        """Queue one record; returns a future that resolves to its RecordMetadata once
+        the broker acknowledges it (per ``acks``)."""
+        if self._closing:
+            raise ClientClosedError("send() after close(): the producer is closed")
+        await self.start()
+        c = self.config
+        if c.key_serializer is not None:
+            key = c.key_serializer(key)
+        if c.value_serializer is not None:
+            value = c.value_serializer(value)
+        key, value, headers, size = prepare_record(key, value, headers, self._max_record_size, c.max_request_size)
+        if timestamp is None:
+            timestamp = time.time_ns() // 1_000_000
+        sticky = False
+        if partition is None:
+            n = await self._num_partitions(topic)
+            if c.partitioner is not None:
+                partition = c.partitioner(key, n)
+            elif key is not None:
+                partition = partition_for_key(key, n)
+            else:
+                partition = self._sticky.partition(topic, n)
+                sticky = True
+        elif not isinstance(partition, int) or partition < 0:
+            raise ValueError(f"partition must be an int >= 0 or None, got {partition!r}")
+        self.cluster.meta.interest.add(topic)
+        record = (key, value, timestamp, headers) if headers else (key, value, timestamp)
+        tp = (topic, partition)
+        acc = self._acc
+        reserve = 0
+        if acc.needs_new_batch(tp, size):
+            reserve = acc.reservation(size)
+            await self._wait_for_room(reserve)
+        batch, index, made, closed = acc.append(tp, record, size, reserve, self._now())
+        if closed or (made and self._linger == 0):
+            if sticky:
+                self._sticky.batch_done(topic, partition, await self._num_partitions(topic))
+            self._kick()
+        elif made:
+            self._kick()  # the sender's wait may end after this batch's linger
+        return self._record_future(batch, index, timestamp)
+
+    async def send_and_wait(self, *args: Any, **kwargs: Any) -> RecordMetadata:
+        """send(), then wait for the acknowledgement."""
+        return await (await self.send(*args, **kwargs))
+
+    def _record_future(self, batch: Batch, index: int, timestamp: int) -> asyncio.Future:
+        out = self._new_future()
+
+        def done(f: asyncio.Future) -> None:
+            if out.done():
+                return
+            if f.cancelled():
+                out.cancel()
+            elif f.exception() is not None:
+                out.set_exception(f.exception())
+            else:
+                base, append_time = f.result()
+                ts = append_time if append_time is not None and append_time >= 0 else timestamp
+                out.set_result(RecordMetadata(batch.topic, batch.partition, -1 if base < 0 else base + index, ts))
+
+        batch.future.add_done_callback(done)
+        return out
+
+    async def _wait_for_room(self, size: int) -> None:
+        acc = self._acc
+        deadline = self._now() + self.config.max_block_ms / 1000
+        while not acc.has_room(size):
+            remaining = deadline - self._now()
+            if remaining <= 0:
+                raise BufferExhaustedError(
+                    f"buffer_memory={acc.buffer_memory} bytes is full ({acc.used_memory} in use) and "
+                    f"no room was freed within max_block_ms={self.config.max_block_ms}; the "
+                    f"brokers are slower than the producer, or unreachable")
+            assert self._space is not None
+            self._space.clear()
+            try:
+                await asyncio.wait_for(self._space.wait(), remaining)
+            except asyncio.TimeoutError:
+                pass
+
+    def _kick(self) -> None:
+        if self._wake is not None:
+            self._wake.set()
+
+    # -- the sender task ----------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        acc = self._acc
+        cluster = self.cluster
+        assert self._wake is not None
+        while not self._closed:
+            cluster.maybe_refresh()
+            now = self._now()
+            by_node, expired, wait, leaderless = acc.collect(
+                now, cluster.leader_for, self._flushing > 0 or self._closing)
+            if leaderless:
+                cluster.meta.interest.update(leaderless)
+                cluster.meta.need_refresh = True
+            for b in expired:
+                self._complete(b, acc.expired_error(b))
+            for node, batches in by_node.items():
+                conn = cluster.ready_connection(node)
+                if conn is None:
+                    self._connect(node)
+                    wait = min(wait, 0.05)
+                    continue
+                while batches and self._in_flight.get(node, 0) < self.config.max_in_flight_requests_per_connection:
+                    batches = self._send_produce(node, conn, batches)
+            self._wake.clear()
+            try:
+                await asyncio.wait_for(self._wake.wait(), max(wait, 0.0))
+            except asyncio.TimeoutError:
+                pass
+
+    def _connect(self, node: int) -> None:
+        if node in self._connecting:
+            return
+
+        async def connect() -> None:
+            try:
+                await self.cluster.connection(node, self._now() + self.config.request_timeout_ms / 1000)
+            except (KafkaConnectionError, KafkaTimeoutError):
+                await asyncio.sleep(self.config.retry_backoff_ms / 1000)
+            finally:
+                self._connecting.pop(node, None)
+                self._kick()
+
+        self._connecting[node] = asyncio.ensure_future(connect())
+
+    def _send_produce(self, node: int, conn: Any, batches: list[Batch]) -> list[Batch]:
+        try:
+            version = conn.protocol.version_for(PRODUCE)
+        except Exception as exc:  # noqa: BLE001 - no version in common: every batch fails
+            for b in batches:
+                self._acc.dequeue(b)
+                self._complete(b, exc)
+            return []
+        request, sent, rest, failed = self._acc.produce_request(batches, version)
+        for b, exc in failed:
+            self._acc.dequeue(b)
+            self._complete(b, exc)
+        if request is not None:
+            self._in_flight[node] = self._in_flight.get(node, 0) + 1
+            task = asyncio.ensure_future(self._exchange(node, conn, request, version, sent))
+            self._requests.add(task)
+            task.add_done_callback(self._requests.discard)
+        return rest
+
+    async def _exchange(self, node: int, conn: Any, request: Any, version: int, sent: list[Batch]) -> None:
+        acc = self._acc
+        try:
+            resp = await conn.request(PRODUCE, request, version, expects_response=self.config.acks != 0)
+        except (KafkaConnectionError, KafkaTimeoutError) as exc:
+            self.cluster.meta.need_refresh = True
+            for b in sent:
+                self._retry_or_fail(b, exc, True)
+            return
+        finally:
+            self._in_flight[node] -= 1
+            self._kick()
+        outcomes, refresh = acc.results(resp, sent, conn.name)
+        if refresh:
+            self.cluster.meta.need_refresh = True
+        for b, result, retriable in outcomes:
+            if isinstance(result, BaseException):
+                self._retry_or_fail(b, result, retriable)
+            else:
+                acc.dequeue(b)
+                self._complete(b, result)
+
+    def _retry_or_fail(self, b: Batch, exc: BaseException, retriable: bool) -> None:
+        if not self._acc.retry(b, retriable, self._now(), self._closed):
+            self._acc.dequeue(b)
+            self._complete(b, exc)
+
+    def _complete(self, b: Batch, result: Any) -> None:
+        self._acc.release(b)
+        if self._space is not None:
+            self._space.set()
+        if b.future.done():
+            return
+        if isinstance(result, BaseException):
+            b.future.set_exception(result)
+        else:
+            b.future.set_result(result)
