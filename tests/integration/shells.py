@@ -57,12 +57,18 @@ class AsyncConsumerShell(_AsyncShell):
 
 
 class _RecordFutureShell:
-    def __init__(self, run: Any, fut: asyncio.Future):
+    def __init__(self, run: Any, fut: Any):
         self._run = run
         self._fut = fut
 
     def result(self, timeout: float | None = None) -> Any:
-        return self._run(asyncio.wait_for(asyncio.shield(self._fut), timeout))
+        if self._fut.done():
+            return self._fut.result()
+
+        async def metadata() -> Any:
+            return await self._fut
+
+        return self._run(asyncio.wait_for(metadata(), timeout))
 
 
 class AsyncProducerShell(_AsyncShell):

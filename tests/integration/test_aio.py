@@ -99,3 +99,33 @@ def test_every_await_keeps_its_deadline_with_the_broker_gone(tansu_broker_factor
 def test_groups_are_refused_clearly():
     with pytest.raises(ConfigError, match="does not join consumer groups yet"):
         AsyncConsumer(bootstrap_servers="127.0.0.1:9", group_id="g")
+
+
+def test_async_producer_keys_callbacks_and_send_and_wait(tansu_broker):
+    from kafkawire.aio import AsyncProducer
+    from kafkawire.client.partitioner import partition_for_key
+
+    topic = f"aio-p-{uuid.uuid4().hex[:8]}"
+
+    async def main():
+        seen = []
+        async with AsyncProducer(bootstrap_servers=tansu_broker.bootstrap, linger_ms=2) as p:
+            futures = []
+            for i in range(40):
+                f = await p.send(topic, b"v%d" % i, key=b"k%d" % (i % 5))
+                f.add_callback(lambda meta, exc: seen.append((meta.partition, exc)))
+                futures.append(f)
+            last = await p.send_and_wait(topic, b"last", partition=0)
+            metas = [await f for f in futures]
+            n = len(await p.partitions_for(topic))
+        assert p._acc.incomplete == set()
+        return metas, last, seen, n
+
+    metas, last, seen, n = asyncio.run(asyncio.wait_for(main(), 30))
+    # Keys go where the Java client's murmur2 puts them; offsets count up per partition.
+    assert [m.partition for m in metas] == [partition_for_key(b"k%d" % (i % 5), n) for i in range(40)]
+    for part in {m.partition for m in metas}:
+        offsets = [m.offset for m in metas if m.partition == part]
+        assert offsets == sorted(offsets) and len(set(offsets)) == len(offsets)
+    assert last.partition == 0 and last.offset >= 0
+    assert sorted(seen) == sorted((m.partition, None) for m in metas)

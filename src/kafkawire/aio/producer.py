@@ -30,13 +30,47 @@ from kafkawire.client.errors import (
     KafkaTimeoutError,
 )
 from kafkawire.client.partitioner import StickyPartitioner, partition_for_key
-from kafkawire.client.producer import RecordMetadata
+from kafkawire.client.producer import RecordFuture, RecordMetadata
 from kafkawire.protocol import apis
-from kafkawire.protocol.accumulator import BATCH_OVERHEAD, Accumulator, Batch, prepare_record
+from kafkawire.protocol.accumulator import BATCH_OVERHEAD, RECORD_OVERHEAD, Accumulator, Batch, prepare_record
 
-__all__ = ["AsyncProducer"]
+__all__ = ["AsyncProducer", "AsyncRecordFuture"]
 
 PRODUCE = apis.get("Produce")
+
+
+class AsyncRecordFuture(RecordFuture):
+    """The future of one record: ``await`` it for its RecordMetadata.
+
+    As lean as the sync producer's (a tuple over the batch's one future): making an
+    asyncio future and a callback per record would cost more than the send itself."""
+
+    __slots__ = ()
+
+    def __await__(self) -> Any:
+        value = yield from self[0].future.__await__()
+        return self._metadata(value)
+
+    def result(self, timeout: float | None = None) -> RecordMetadata:  # noqa: ARG002 - no waiting here
+        """The metadata, once done (raises asyncio.InvalidStateError before)."""
+        return self._metadata(self[0].future.result())
+
+    def exception(self, timeout: float | None = None) -> BaseException | None:  # noqa: ARG002
+        return self[0].future.exception()
+
+    def add_callback(self, fn: Any) -> None:
+        """Call ``fn(metadata, None)`` or ``fn(None, exception)`` when the record is done."""
+
+        def done(f: asyncio.Future) -> None:
+            exc = None if f.cancelled() else f.exception()
+            if f.cancelled():
+                fn(None, asyncio.CancelledError())
+            elif exc is not None:
+                fn(None, exc)
+            else:
+                fn(self._metadata(f.result()), None)
+
+        self[0].future.add_done_callback(done)
 
 
 class AsyncProducer:
@@ -48,6 +82,10 @@ class AsyncProducer:
         self._acc = Accumulator(c, self._new_future)
         self._sticky = StickyPartitioner()
         self._max_record_size = c.max_request_size - BATCH_OVERHEAD - 64
+        self._batch_size = self._acc.batch_size
+        # send()'s hot path is allowed: no serializers, batches smaller than the largest
+        # record, started and not closing.
+        self._fast = False
         self._linger = c.linger_ms / 1000
         self._wake: asyncio.Event | None = None
         self._space: asyncio.Event | None = None
@@ -74,10 +112,13 @@ class AsyncProducer:
         if self._sender is None:
             if self._closing:
                 raise ClientClosedError("the producer is closed")
-            await self.cluster.refresh(self.config.max_block_ms / 1000 if timeout is None else timeout)
+            c = self.config
+            await self.cluster.refresh(c.max_block_ms / 1000 if timeout is None else timeout)
             self._wake = asyncio.Event()
             self._space = asyncio.Event()
             self._sender = asyncio.ensure_future(self._run())
+            self._fast = (c.key_serializer is None and c.value_serializer is None
+                          and self._batch_size <= self._max_record_size)
 
     async def __aenter__(self) -> AsyncProducer:
         await self.start()
@@ -106,6 +147,7 @@ class AsyncProducer:
         unsent fail with ClientClosedError."""
         if self._closed:
             return
+        self._fast = False
         self._closing = True
         try:
             if self._sender is not None:
@@ -138,9 +180,26 @@ class AsyncProducer:
 
     async def send(self, topic: str, value: Any = None, key: Any = None, partition: int | None = None,
                    timestamp: int | None = None, headers: Iterable[tuple[str, Any]] | None = None
-                   ) -> asyncio.Future:
-        """Queue one record; returns a future that resolves to its RecordMetadata once
+                   ) -> AsyncRecordFuture:
+        """Queue one record; returns a future to ``await`` for its RecordMetadata once
         the broker acknowledges it (per ``acks``)."""
+        # The hot path, as the sync producer's: bytes, no headers, an explicit partition
+        # whose open batch has room, no serializers.  Everything else takes _send().
+        if (self._fast and headers is None and type(value) is bytes and type(partition) is int
+                and (key is None or type(key) is bytes) and partition >= 0):
+            b = self._acc.open.get((topic, partition))
+            size = RECORD_OVERHEAD + len(value) + (0 if key is None else len(key))
+            if b is not None and b.size + size < self._batch_size:
+                if timestamp is None:
+                    timestamp = time.time_ns() // 1_000_000
+                index = len(b.records)
+                b.records.append((key, value, timestamp))
+                b.size += size
+                return AsyncRecordFuture((b, index, timestamp))
+        return await self._send(topic, value, key, partition, timestamp, headers)
+
+    async def _send(self, topic: str, value: Any, key: Any, partition: int | None, timestamp: int | None,
+                    headers: Any) -> AsyncRecordFuture:
         if self._closing:
             raise ClientClosedError("send() after close(): the producer is closed")
         await self.start()
@@ -179,29 +238,11 @@ class AsyncProducer:
             self._kick()
         elif made:
             self._kick()  # the sender's wait may end after this batch's linger
-        return self._record_future(batch, index, timestamp)
+        return AsyncRecordFuture((batch, index, timestamp))
 
     async def send_and_wait(self, *args: Any, **kwargs: Any) -> RecordMetadata:
         """send(), then wait for the acknowledgement."""
         return await (await self.send(*args, **kwargs))
-
-    def _record_future(self, batch: Batch, index: int, timestamp: int) -> asyncio.Future:
-        out = self._new_future()
-
-        def done(f: asyncio.Future) -> None:
-            if out.done():
-                return
-            if f.cancelled():
-                out.cancel()
-            elif f.exception() is not None:
-                out.set_exception(f.exception())
-            else:
-                base, append_time = f.result()
-                ts = append_time if append_time is not None and append_time >= 0 else timestamp
-                out.set_result(RecordMetadata(batch.topic, batch.partition, -1 if base < 0 else base + index, ts))
-
-        batch.future.add_done_callback(done)
-        return out
 
     async def _wait_for_room(self, size: int) -> None:
         acc = self._acc
