@@ -58,3 +58,128 @@ def test_bootstrap_forms():
 def test_ssl_protocol_makes_a_default_context():
     c = Config.client(bootstrap_servers="h:1", security_protocol="ssl")
     assert isinstance(c.ssl_context, ssl.SSLContext)
+    assert c.ssl_context.verify_mode == ssl.CERT_REQUIRED and c.ssl_context.check_hostname
+
+
+# -- TLS options (kafkawire.client.tls builds the context) ------------------------------
+
+
+@pytest.fixture(scope="module")
+def certs():
+    from kafkawire.testing.tls import TestCertificates
+
+    made = TestCertificates()
+    yield made
+    made.cleanup()
+
+
+def _ssl(**options):
+    return Config.client(bootstrap_servers="h:1", security_protocol="SSL", **options)
+
+
+def test_security_protocol_names():
+    assert Config.client(bootstrap_servers="h:1").security_protocol == "PLAINTEXT"
+    assert _ssl().security_protocol == "SSL"
+    with pytest.raises(ConfigError, match="must be one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL"):
+        Config.client(bootstrap_servers="h:1", security_protocol="TLS")
+
+
+@pytest.mark.parametrize("protocol", ["SASL_SSL", "sasl_plaintext"])
+def test_sasl_protocols_fail_clearly_at_construction(protocol):
+    with pytest.raises(ConfigError, match="SASL is not supported yet"):
+        Config.producer(bootstrap_servers="h:1", security_protocol=protocol)
+
+
+def test_ssl_options_with_plaintext_are_an_error_not_ignored(certs):
+    with pytest.raises(ConfigError, match=r"ssl_cafile is set but security_protocol is 'PLAINTEXT'.*"
+                                          r"security_protocol='SSL'"):
+        Config.client(bootstrap_servers="h:1", ssl_cafile=certs.cafile)
+    with pytest.raises(ConfigError, match="ssl_context, ssl_check_hostname are set"):
+        Config.client(bootstrap_servers="h:1", ssl_context=ssl.create_default_context(),
+                      ssl_check_hostname=False)
+    # Defaults spelled out are not a mistake.
+    Config.client(bootstrap_servers="h:1", ssl_check_hostname=True, ssl_cafile=None)
+
+
+def test_cafile_context_verifies_certificate_and_host(certs):
+    ctx = _ssl(ssl_cafile=certs.cafile).ssl_context
+    assert ctx.verify_mode == ssl.CERT_REQUIRED and ctx.check_hostname
+    assert ctx.minimum_version >= ssl.TLSVersion.TLSv1_2
+    assert [c["subject"] for c in ctx.get_ca_certs()] == [((("commonName", "kafkawire test CA"),),)]
+
+
+@pytest.mark.parametrize("options", [
+    {"ssl_check_hostname": False},
+    {"ssl_check_hostname": "false"},
+    {"ssl_endpoint_identification_algorithm": ""},
+    {"ssl.endpoint.identification.algorithm": None},
+])
+def test_hostname_check_off_keeps_chain_verification(certs, options):
+    ctx = _ssl(ssl_cafile=certs.cafile, **options).ssl_context
+    assert not ctx.check_hostname and ctx.verify_mode == ssl.CERT_REQUIRED
+
+
+def test_endpoint_identification_algorithm_values():
+    assert _ssl().ssl_endpoint_identification_algorithm == "https"
+    assert _ssl(ssl_endpoint_identification_algorithm="HTTPS").ssl_context.check_hostname
+    with pytest.raises(ConfigError, match="must be 'https'.* or ''"):
+        _ssl(ssl_endpoint_identification_algorithm="ldaps")
+
+
+def test_given_ssl_context_wins_over_the_rest(certs):
+    mine = ssl.create_default_context()
+    mine.check_hostname = False
+    c = _ssl(ssl_context=mine, ssl_cafile=certs.other_cafile, ssl_check_hostname=True)
+    assert c.ssl_context is mine and not mine.check_hostname
+
+
+def test_client_certificate_with_encrypted_key(certs, tmp_path):
+    _ssl(ssl_cafile=certs.cafile, ssl_certfile=certs.client.certfile,
+         ssl_keyfile=certs.client.keyfile, ssl_password=certs.client_password)
+    # The key and the certificate in one file (Java's PEM keystore shape).
+    both = tmp_path / "both.pem"
+    both.write_bytes(open(certs.server.certfile, "rb").read() + open(certs.server.keyfile, "rb").read())
+    _ssl(ssl_certfile=both)
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"ssl_cafile": "/nonexistent/ca.pem"}, r"ssl_cafile '/nonexistent/ca.pem': no such file"),
+    ({"ssl_capath": "/nonexistent"}, r"ssl_capath '/nonexistent': no such directory"),
+    ({"ssl_keyfile": "KEY"}, r"ssl_keyfile is set but ssl_certfile is not"),
+    ({"ssl_certfile": "CLIENT", "ssl_keyfile": "KEY"},
+     r"private key in ssl_keyfile '.*client.key' is encrypted: give its password as ssl_password"),
+    ({"ssl_certfile": "CLIENT", "ssl_keyfile": "KEY", "ssl_password": "wrong"},
+     r"cannot decrypt the private key in ssl_keyfile .*ssl_password"),
+    ({"ssl_certfile": "SERVER", "ssl_keyfile": "KEY", "ssl_password": "kafkawire-test"},
+     r"does not belong to the certificate in ssl_certfile"),
+    ({"ssl_ciphers": "NO-SUCH-CIPHER"}, r"ssl_ciphers 'NO-SUCH-CIPHER' selects no cipher"),
+    ({"ssl_cafile": "KEY"}, r"ssl_cafile '.*' holds no usable PEM certificate"),
+    ({"ssl_password": 5}, r"ssl_password must be a string"),
+    ({"ssl_cafile": 5}, r"ssl_cafile must be a file path"),
+])
+def test_bad_tls_options_name_the_option(certs, options, message):
+    files = {"CLIENT": certs.client.certfile, "KEY": certs.client.keyfile, "SERVER": certs.server.certfile}
+    options = {k: files.get(v, v) if isinstance(v, str) else v for k, v in options.items()}
+    with pytest.raises(ConfigError, match=message):
+        _ssl(**options)
+
+
+def test_crlfile_turns_on_revocation_checks(certs, tmp_path):
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+
+    # An empty CRL signed by a throwaway key is enough to load; checking is the flag.
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    now = datetime.datetime.now(datetime.timezone.utc)
+    crl = (x509.CertificateRevocationListBuilder()
+           .issuer_name(x509.Name([]))
+           .last_update(now).next_update(now + datetime.timedelta(days=1))
+           .sign(key, hashes.SHA256()))
+    path = tmp_path / "crl.pem"
+    path.write_bytes(crl.public_bytes(serialization.Encoding.PEM))
+    ctx = _ssl(ssl_cafile=certs.cafile, ssl_crlfile=str(path)).ssl_context
+    assert ctx.verify_flags & ssl.VERIFY_CRL_CHECK_LEAF

@@ -10,6 +10,7 @@ option, what was given and what is allowed.
 from __future__ import annotations
 
 import difflib
+import os
 import ssl
 from typing import Any, Callable
 
@@ -94,6 +95,50 @@ def _ssl_context(name: str, value: Any) -> ssl.SSLContext | None:
     raise ConfigError(f"ssl_context must be an ssl.SSLContext or None, got {type(value).__name__}")
 
 
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+
+
+def _security_protocol(name: str, value: Any) -> str:
+    if not isinstance(value, str) or value.upper() not in SECURITY_PROTOCOLS:
+        raise ConfigError(f"{name} must be one of {', '.join(SECURITY_PROTOCOLS)}; got {value!r}")
+    return value.upper()
+
+
+def _path_or_none(name: str, value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, str) or hasattr(value, "__fspath__"):
+        path = os.fspath(value)
+        return os.fsdecode(path) if isinstance(path, bytes) else path
+    raise ConfigError(f"{name} must be a file path (str or os.PathLike) or None, got {value!r}")
+
+
+def _str_or_none(name: str, value: Any) -> str | None:
+    return None if value is None else _str(name, value)
+
+
+def _password(name: str, value: Any) -> str | bytes | None:
+    if value is None or isinstance(value, (str, bytes)):
+        return value
+    raise ConfigError(f"{name} must be a string (or bytes) or None, got {type(value).__name__}")
+
+
+def _endpoint_identification(name: str, value: Any) -> str:
+    # Java's names: "https" checks the broker's host name, "" (or null) does not.
+    if value is None or value == "":
+        return ""
+    if isinstance(value, str) and value.lower() == "https":
+        return "https"
+    raise ConfigError(f"{name} must be 'https' (check the broker's host name) or '' (do not), "
+                      f"got {value!r}")
+
+
+# Options that only mean something over TLS; with PLAINTEXT they are an error, not ignored.
+_TLS_OPTIONS = ("ssl_context", "ssl_cafile", "ssl_capath", "ssl_certfile", "ssl_keyfile",
+                "ssl_password", "ssl_crlfile", "ssl_ciphers", "ssl_check_hostname",
+                "ssl_endpoint_identification_algorithm")
+
+
 def _callable_or_none(name: str, value: Any) -> Any:
     if value is None or callable(value):
         return value
@@ -169,8 +214,19 @@ _COMMON: dict[str, tuple[Any, Callable[[str, Any], Any]]] = {
     "metadata_max_age_ms": (300000, _int(0, INT32_MAX)),
     "connections_max_idle_ms": (540000, _int(-1, 2**62)),
     "max_in_flight_requests_per_connection": (5, _int(1, 1000)),
-    "security_protocol": ("PLAINTEXT", lambda n, v: _choice("plaintext", "ssl")(n, v).upper()),
+    # TLS (kafkawire.client.tls builds the context): ssl_context, when given, wins over the
+    # other ssl_* options.  SASL_* are accepted names that SASL support will complete.
+    "security_protocol": ("PLAINTEXT", _security_protocol),
     "ssl_context": (None, _ssl_context),
+    "ssl_cafile": (None, _path_or_none),
+    "ssl_capath": (None, _path_or_none),
+    "ssl_certfile": (None, _path_or_none),
+    "ssl_keyfile": (None, _path_or_none),
+    "ssl_password": (None, _password),
+    "ssl_crlfile": (None, _path_or_none),
+    "ssl_ciphers": (None, _str_or_none),
+    "ssl_check_hostname": (True, _bool),
+    "ssl_endpoint_identification_algorithm": ("https", _endpoint_identification),
     # -1: the OS default. A fixed size turns off Linux's buffer autotuning, which costs
     # about a third of poll_batch's throughput on loopback (bench/compare_e2e.py).
     "send_buffer_bytes": (-1, _int(-1, INT32_MAX)),
@@ -234,10 +290,12 @@ class Config:
                 hint = f"; did you mean {close[0]!r}?" if close else ""
                 raise ConfigError(f"unknown {kind} option {raw_name!r}{hint}")
             values[name] = table[name][1](name, value)
+        given = set(values)
         for name, (default, check) in table.items():
             if name not in values:
                 values[name] = check(name, default) if default is not None else None
         self.__dict__.update(values)
+        self._given = given
         self._check_consistency()
 
     def _check_consistency(self) -> None:
@@ -249,8 +307,7 @@ class Config:
             self.retry_backoff_max_ms = self.retry_backoff_ms
         if self.reconnect_backoff_max_ms < self.reconnect_backoff_ms:
             self.reconnect_backoff_max_ms = self.reconnect_backoff_ms
-        if self.security_protocol == "SSL" and self.ssl_context is None:
-            self.ssl_context = ssl.create_default_context()
+        self._check_tls()
         if self._kind == "producer":
             if self.delivery_timeout_ms < self.linger_ms + self.request_timeout_ms:
                 raise ConfigError(
@@ -270,6 +327,34 @@ class Config:
                 )
             if self.group_instance_id is not None and self.group_id is None:
                 raise ConfigError("group_instance_id needs a group_id (static membership is a group's)")
+
+    def _check_tls(self) -> None:
+        protocol = self.security_protocol
+        if protocol.startswith("SASL_"):
+            raise ConfigError(
+                f"security_protocol {protocol!r}: SASL is not supported yet by kafkawire; use "
+                f"'SSL' or 'PLAINTEXT'"
+            )
+        if protocol == "PLAINTEXT":
+            stray = [n for n in _TLS_OPTIONS
+                     if n in self._given and getattr(self, n) not in (None, _COMMON[n][0])]
+            if stray:
+                raise ConfigError(
+                    f"{', '.join(stray)} {'is' if len(stray) == 1 else 'are'} set but "
+                    f"security_protocol is 'PLAINTEXT', so the connection would not use TLS: set "
+                    f"security_protocol='SSL'"
+                )
+            return
+        if self.ssl_context is None:  # a user's ssl_context wins over the ssl_* options
+            from kafkawire.client.tls import build_ssl_context
+
+            self.ssl_context = build_ssl_context(
+                cafile=self.ssl_cafile, capath=self.ssl_capath, certfile=self.ssl_certfile,
+                keyfile=self.ssl_keyfile, password=self.ssl_password, crlfile=self.ssl_crlfile,
+                ciphers=self.ssl_ciphers,
+                check_hostname=(self.ssl_check_hostname
+                                and self.ssl_endpoint_identification_algorithm == "https"),
+            )
 
     @classmethod
     def producer(cls, **options: Any) -> Config:

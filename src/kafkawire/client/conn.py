@@ -28,10 +28,12 @@ from collections import deque
 from itertools import islice
 from typing import Any
 
+from kafkawire.client import tls
 from kafkawire.client.errors import (
     BrokerConnectionRefusedError,
     BrokerConnectTimeoutError,
     BrokerResolutionError,
+    BrokerTLSError,
     ConnectionClosedError,
     KafkaConnectionError,
     RequestTimeoutError,
@@ -155,6 +157,10 @@ class BrokerConnection:
         # The current (or last) setup: resolves to self when ready; see start_connect.
         self.setup: Future | None = None
         self._setup_deadline = 0.0
+        self._setup_started = 0.0
+        # Bytes read since the ApiVersions exchange began: a setup that ends before the
+        # first one tells TLS and plaintext mismatches apart (see _setup_closed_error).
+        self._received_any = False
         self._addrs: list[Any] = []
         self._addr: Any = None
         self._addr_error: KafkaConnectionError | None = None
@@ -198,6 +204,7 @@ class BrokerConnection:
             return self.setup
         self.setup = Future(self.poller.poll)
         self._setup_deadline = time.monotonic() + timeout
+        self._setup_started = time.monotonic()
         self.last_error = None
         self.state = CONNECTING
         # getaddrinfo blocks; for the numeric addresses and /etc/hosts names brokers
@@ -316,7 +323,8 @@ class BrokerConnection:
         if self.ssl_context is None:
             self._start_negotiation()
             return
-        # Hook only: the context's own settings decide verification and protocols.
+        # The context's own settings decide verification and protocols (built from the
+        # ssl_* options by kafkawire.client.tls, unless the user gave one).
         sock = self.sock
         assert sock is not None
         self.poller.selector.unregister(sock)
@@ -326,8 +334,9 @@ class BrokerConnection:
                 sock, server_hostname=self.host, do_handshake_on_connect=False)
         except (ssl.SSLError, OSError, ValueError) as exc:
             self.sock = sock
-            self.close(ConnectionClosedError(
-                f"TLS setup for {self.name} failed: {exc}", host=self.host, port=self.port))
+            self.close(BrokerTLSError(
+                f"TLS setup for {self.name} failed before the handshake: {exc}; check the "
+                f"ssl_context (or the ssl_* options)", host=self.host, port=self.port))
             return
         self.poller.selector.register(self.sock, selectors.EVENT_READ, self)
         self._registered_mask = selectors.EVENT_READ
@@ -345,8 +354,8 @@ class BrokerConnection:
             self._set_interest(selectors.EVENT_WRITE)
             return
         except (ssl.SSLError, OSError) as exc:
-            self.close(ConnectionClosedError(
-                f"TLS handshake with {self.name} failed: {exc}", host=self.host, port=self.port))
+            self.close(tls.handshake_error(
+                exc, name=self.name, host=self.host, port=self.port, ctx=self.ssl_context))
             return
         self._start_negotiation()
 
@@ -354,6 +363,7 @@ class BrokerConnection:
         self.protocol = Connection(self.client_id, version_overrides=self.version_overrides)
         self.state = NEGOTIATING
         self._api_versions_sent = 0
+        self._received_any = False
         self._set_interest(selectors.EVENT_READ)
         self._send_api_versions()
 
@@ -391,7 +401,8 @@ class BrokerConnection:
             what = (f"connecting to {self.name} timed out (no answer to the TCP handshake); is "
                     f"the broker up and the address right?")
         elif self.state == HANDSHAKING:
-            what = f"TLS handshake with {self.name} timed out"
+            return tls.handshake_timeout_error(name=self.name, host=self.host, port=self.port,
+                                               timeout=self._setup_deadline - self._setup_started)
         else:
             what = f"{self.name} accepted the connection but did not answer ApiVersions in time"
         return BrokerConnectTimeoutError(what, host=self.host, port=self.port)
@@ -472,7 +483,7 @@ class BrokerConnection:
         except (BlockingIOError, ssl.SSLWantWriteError, ssl.SSLWantReadError):
             pass
         except OSError as exc:
-            self.close(ConnectionClosedError(
+            self.close(self._setup_closed_error(exc) or ConnectionClosedError(
                 f"writing to {self.name} failed: {exc}", host=self.host, port=self.port
             ))
             return
@@ -499,12 +510,18 @@ class BrokerConnection:
             while True:
                 data = sock.recv(_RECV_SIZE)
                 if not data:
-                    self.close(ConnectionClosedError(
+                    self.close(self._setup_closed_error(None) or ConnectionClosedError(
                         f"{self.name} closed the connection"
                         + (f" with {len(self._futures)} request(s) in flight" if self._futures else ""),
                         host=self.host, port=self.port,
                     ))
                     return
+                if not self._received_any:
+                    self._received_any = True
+                    if self.state == NEGOTIATING and self.ssl_context is None and tls.looks_like_tls(data):
+                        self.close(tls.plaintext_dropped_error(
+                            name=self.name, host=self.host, port=self.port, tls_seen=True))
+                        return
                 try:
                     events = proto.receive_data(data)
                 except ProtocolError as exc:
@@ -515,14 +532,32 @@ class BrokerConnection:
                     ))
                     return
                 self._dispatch(events)
-                if len(data) < _RECV_SIZE or self.sock is None:
+                if self.sock is None:
+                    return
+                # A short read drains a plain socket; TLS hands over one record (16 KB at
+                # most) per call, so read on until it wants more from the kernel.
+                if len(data) < _RECV_SIZE and not isinstance(sock, ssl.SSLSocket):
                     return
         except (BlockingIOError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
             return
         except OSError as exc:
-            self.close(ConnectionClosedError(
+            self.close(self._setup_closed_error(exc) or ConnectionClosedError(
                 f"reading from {self.name} failed: {exc}", host=self.host, port=self.port
             ))
+
+    def _setup_closed_error(self, exc: BaseException | None) -> KafkaConnectionError | None:
+        """The error for a connection that broke after connecting (or the TLS handshake)
+        but before the broker sent a byte of its first ApiVersions answer, else None.
+
+        Over TLS that is how a broker rejects a missing or untrusted client certificate
+        (TLS 1.3 checks it after the client's side of the handshake is done).  In
+        plaintext it is how a TLS listener drops a client that did not speak TLS."""
+        if self.state != NEGOTIATING or self._received_any or self._api_versions_sent != 1:
+            return None
+        if self.ssl_context is not None:
+            return tls.after_handshake_error(
+                exc, name=self.name, host=self.host, port=self.port, ctx=self.ssl_context)
+        return tls.plaintext_dropped_error(name=self.name, host=self.host, port=self.port, tls_seen=False)
 
     def _dispatch(self, events: list[Any]) -> None:
         for ev in events:

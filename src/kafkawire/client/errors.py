@@ -16,6 +16,8 @@ __all__ = [
     "BrokerResolutionError",
     "BrokerConnectionRefusedError",
     "BrokerConnectTimeoutError",
+    "BrokerTLSError",
+    "BrokerTLSHandshakeTimeoutError",
     "ConnectionClosedError",
     "RequestTimeoutError",
     "NoBrokersAvailableError",
@@ -52,6 +54,24 @@ class BrokerConnectionRefusedError(KafkaConnectionError):
 
 class BrokerConnectTimeoutError(KafkaConnectionError):
     """The TCP (or TLS) connection, or the ApiVersions exchange, did not finish in time."""
+
+
+class BrokerTLSError(KafkaConnectionError):
+    """TLS with a broker failed: its certificate did not verify (unknown CA, wrong host
+    name, expired), it refused the client's certificate, or one side spoke TLS and the
+    other plaintext.  The message names the broker, what was wrong and the fix.  Not
+    retriable as a rule (the configuration or a certificate must change); ``retriable``
+    is True on the instances whose cause could also be a broker going away."""
+
+    retriable = False
+
+
+class BrokerTLSHandshakeTimeoutError(BrokerTLSError, BrokerConnectTimeoutError):
+    """The TLS handshake did not finish by the connection's setup deadline
+    (socket_connection_setup_timeout_ms): typically a plaintext listener, which waits
+    silently for more bytes."""
+
+    retriable = True
 
 
 class ConnectionClosedError(KafkaConnectionError):

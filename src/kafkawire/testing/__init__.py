@@ -5,6 +5,8 @@
   its fault-injection hooks.
 * :class:`SparkStandaloneCluster`: a Spark master and workers on loopback, started from
   the pyspark installation (for multi-process Spark tests).
+* :class:`TLSTansuBroker`: a Tansu broker reachable only through TLS (stunnel in front),
+  with :class:`TestCertificates` made on the fly (:mod:`kafkawire.testing.tls`).
 * pytest fixtures in :mod:`kafkawire.testing.plugin`.
 
 Nothing here is imported by the rest of kafkawire.
@@ -15,6 +17,7 @@ from __future__ import annotations
 from kafkawire.testing.brokers import BrokerStartError, TansuBroker, free_port, tansu_binary
 from kafkawire.testing.mock import MockCluster, MockClusterError, librdkafka_path
 from kafkawire.testing.spark import SparkClusterError, SparkStandaloneCluster
+from kafkawire.testing.tls import Stunnel, StunnelError, TestCertificates, TLSService, TLSTansuBroker
 
 __all__ = [
     "BrokerStartError",
@@ -22,6 +25,11 @@ __all__ = [
     "MockClusterError",
     "SparkClusterError",
     "SparkStandaloneCluster",
+    "Stunnel",
+    "StunnelError",
+    "TLSService",
+    "TLSTansuBroker",
+    "TestCertificates",
     "TansuBroker",
     "free_port",
     "librdkafka_path",
