@@ -10,7 +10,7 @@ import uuid
 import pytest
 
 from kafkawire.aio import AsyncConsumer
-from kafkawire.client.errors import ConfigError, KafkaTimeoutError
+from kafkawire.client.errors import KafkaTimeoutError
 from kafkawire.client.producer import Producer
 
 pytestmark = pytest.mark.broker
@@ -96,9 +96,13 @@ def test_every_await_keeps_its_deadline_with_the_broker_gone(tansu_broker_factor
     assert timings["poll"] < 1.5 and timings["end_offsets"] < 1.5 and timings["close"] < 1.0, timings
 
 
-def test_groups_are_refused_clearly():
-    with pytest.raises(ConfigError, match="does not join consumer groups yet"):
-        AsyncConsumer(bootstrap_servers="127.0.0.1:9", group_id="g")
+def test_group_calls_need_a_group_and_a_start():
+    c = AsyncConsumer(bootstrap_servers="127.0.0.1:9")
+    with pytest.raises(ValueError, match="needs a consumer group"):
+        c.subscribe(["t"])
+    g = AsyncConsumer(bootstrap_servers="127.0.0.1:9", group_id="g")
+    with pytest.raises(ValueError, match="await start"):
+        g.subscribe(["t"])
 
 
 def test_async_producer_keys_callbacks_and_send_and_wait(tansu_broker):

@@ -25,6 +25,7 @@ from collections import Counter
 
 import pytest
 from groupmates import groupmates  # noqa: F401 - the fixture
+from shells import shell  # noqa: F401 - the fixture
 
 from kafkawire import Consumer, Producer
 from kafkawire.client.group import ConsumerRebalanceListener
@@ -40,11 +41,11 @@ def _name(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
-def _member(bootstrap: str, group: str, **options) -> Consumer:
+def _member(bootstrap: str, group: str, shell=None, **options) -> Consumer:
     opts = dict(bootstrap_servers=bootstrap, group_id=group, auto_offset_reset="earliest",
                 session_timeout_ms=SESSION_MS, heartbeat_interval_ms=500)
     opts.update(options)
-    return Consumer(**opts)
+    return (shell.Consumer if shell else Consumer)(**opts)
 
 
 def _produce(bootstrap: str, topic: str, n: int, partitions: int = 4) -> None:
@@ -89,10 +90,10 @@ class _Recorder(ConsumerRebalanceListener):
         self.calls.append(("lost", list(partitions)))
 
 
-def test_members_split_partitions_and_take_over_on_close(tansu_broker):
+def test_members_split_partitions_and_take_over_on_close(tansu_broker, shell):
     boot, topic, group = tansu_broker.bootstrap, _name("split"), _name("g")
     _produce(boot, topic, 400)
-    a, b, c = (_member(boot, group) for _ in range(3))
+    a, b, c = (_member(boot, group, shell) for _ in range(3))
     consumed: list = []
     try:
         a.subscribe([topic])
@@ -164,10 +165,10 @@ def test_killed_member_is_replaced_within_the_session_timeout(tansu_broker):
         survivor.close(5)
 
 
-def test_committed_offsets_survive_a_restart(tansu_broker):
+def test_committed_offsets_survive_a_restart(tansu_broker, shell):
     boot, topic, group = tansu_broker.bootstrap, _name("restart"), _name("g")
     _produce(boot, topic, 200)
-    first = _member(boot, group, enable_auto_commit=False)
+    first = _member(boot, group, shell, enable_auto_commit=False)
     got: list = []
     try:
         first.subscribe([topic])
@@ -177,7 +178,7 @@ def test_committed_offsets_survive_a_restart(tansu_broker):
         assert first.committed(list(positions)) == positions
     finally:
         first.close(5)
-    second = _member(boot, group, enable_auto_commit=False)
+    second = _member(boot, group, shell, enable_auto_commit=False)
     rest: list = []
     try:
         second.subscribe([topic])
@@ -243,12 +244,12 @@ def test_commit_after_being_expelled_is_a_typed_error(tansu_broker):
         slow.close(5)
 
 
-def test_cooperative_rebalance_revokes_only_what_moves(tansu_broker):
+def test_cooperative_rebalance_revokes_only_what_moves(tansu_broker, shell):
     boot, topic, group = tansu_broker.bootstrap, _name("coop"), _name("g")
     _produce(boot, topic, 40)
     la, lb = _Recorder(), _Recorder()
-    a = _member(boot, group, partition_assignment_strategy=["cooperative-sticky"])
-    b = _member(boot, group, partition_assignment_strategy=["cooperative-sticky"])
+    a = _member(boot, group, shell, partition_assignment_strategy=["cooperative-sticky"])
+    b = _member(boot, group, shell, partition_assignment_strategy=["cooperative-sticky"])
     try:
         a.subscribe([topic], listener=la)
         _poll_until([a], lambda: _stable([a], 4), 30)
@@ -352,12 +353,12 @@ def test_mixed_group_with_confluent_kafka(tansu_broker):
         other.close()
 
 
-def test_group_on_the_mock_cluster(mock_cluster):
+def test_group_on_the_mock_cluster(mock_cluster, shell):
     boot, topic, group = mock_cluster.bootstrap, _name("mock"), _name("g")
     mock_cluster.create_topic(topic, 4)
     _produce(boot, topic, 100)
-    a = _member(boot, group, api_version_overrides=MOCK_VERSIONS, enable_auto_commit=False)
-    b = _member(boot, group, api_version_overrides=MOCK_VERSIONS, enable_auto_commit=False)
+    a = _member(boot, group, shell, api_version_overrides=MOCK_VERSIONS, enable_auto_commit=False)
+    b = _member(boot, group, shell, api_version_overrides=MOCK_VERSIONS, enable_auto_commit=False)
     got: list = []
     try:
         a.subscribe([topic])
@@ -371,10 +372,10 @@ def test_group_on_the_mock_cluster(mock_cluster):
         b.close(5)
 
 
-def test_commit_async_calls_back_inside_poll(tansu_broker):
+def test_commit_async_calls_back_inside_poll(tansu_broker, shell):
     boot, topic, group = tansu_broker.bootstrap, _name("async"), _name("g")
     _produce(boot, topic, 40)
-    c = _member(boot, group, enable_auto_commit=False)
+    c = _member(boot, group, shell, enable_auto_commit=False)
     calls: list = []
     try:
         c.subscribe([topic])

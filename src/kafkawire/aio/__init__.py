@@ -1,8 +1,7 @@
 """kafkawire's asyncio shell: the same I/O-free state machines as the sync client
-(:mod:`kafkawire.protocol`: connection, metadata, fetcher), driven by asyncio.
+(:mod:`kafkawire.protocol`: connection, metadata, accumulator, fetcher, group), driven by asyncio.
 
-:class:`AsyncProducer`, and :class:`AsyncConsumer` with manual assignment (groups are
-the sync consumer's only, so far).
+:class:`AsyncProducer` and :class:`AsyncConsumer` (manual assignment or consumer groups).
 """
 
 from kafkawire.aio.consumer import AsyncConsumer

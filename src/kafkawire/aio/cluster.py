@@ -41,6 +41,19 @@ class AsyncCluster:
 
     leader_for = property(lambda self: self.meta.leader_for)
     topics = property(lambda self: self.meta.topics)
+    brokers = property(lambda self: self.meta.brokers)
+    interest = property(lambda self: self.meta.interest)
+
+    @property
+    def all_topics(self) -> bool:
+        return self.meta.all_topics
+
+    @all_topics.setter
+    def all_topics(self, value: bool) -> None:
+        self.meta.all_topics = value
+
+    def request_refresh(self) -> None:
+        self.meta.need_refresh = True
 
     @staticmethod
     def _now() -> float:

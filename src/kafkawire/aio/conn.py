@@ -174,6 +174,7 @@ class AsyncBrokerConnection:
             fut = self._futures.popleft()
             if not fut.done():
                 fut.set_exception(self.last_error)
+                fut.exception()  # a waiter (if any) still sees it; no "never retrieved" noise
         if self._writer is not None:
             self._writer.close()
             self._writer = None

@@ -1,4 +1,4 @@
-"""The asyncio consumer (manual assignment), driving the same I/O-free
+"""The asyncio consumer, driving the same I/O-free
 :class:`~kafkawire.protocol.fetcher.Fetcher` as the sync :class:`~kafkawire.Consumer`:
 what to fetch, what the answers mean and the records handed out are decided there once.
 
@@ -9,8 +9,12 @@ what to fetch, what the answers mean and the records handed out are decided ther
         async for record in c:
             ...
 
-Every await is bounded: ``poll(timeout)`` returns by its timeout, the offset lookups by
-theirs (default request_timeout_ms).  One task uses a consumer at a time.
+With ``group_id``, ``subscribe()`` joins the group as the sync consumer does: the same
+rebalance, commit and offset logic (:class:`~kafkawire.aio.group.AsyncConsumerGroup`),
+the membership state machine driven by an asyncio task.
+
+Every await is bounded: ``poll(timeout)`` returns by its timeout, the offset lookups and
+commits by theirs (default request_timeout_ms).  One task uses a consumer at a time.
 """
 
 from __future__ import annotations
@@ -19,10 +23,10 @@ import asyncio
 from typing import Any, AsyncIterator, Iterable
 
 from kafkawire.aio.cluster import AsyncCluster
+from kafkawire.aio.group import AsyncConsumerGroup
 from kafkawire.client.config import Config
 from kafkawire.client.errors import (
     ClientClosedError,
-    ConfigError,
     KafkaConnectionError,
     KafkaTimeoutError,
     OffsetOutOfRangeError,
@@ -49,13 +53,12 @@ LIST_OFFSETS = apis.get("ListOffsets")
 
 
 class AsyncConsumer:
-    """An asyncio Kafka consumer with manual assignment; options as :class:`kafkawire.Consumer`'s."""
+    """An asyncio Kafka consumer; options as :class:`kafkawire.Consumer`'s."""
 
     def __init__(self, **config: Any):
         self.config = c = Config.consumer(**config)
-        if c.group_id is not None:
-            raise ConfigError("AsyncConsumer does not join consumer groups yet: leave group_id "
-                              "unset and assign() partitions, or use kafkawire.Consumer")
+        self._group: AsyncConsumerGroup | None = None
+        self._woken: asyncio.Event | None = None
         self.cluster = AsyncCluster(c)
         self._fetcher = Fetcher(c)
         self._inflight: dict[int, asyncio.Task] = {}
@@ -70,12 +73,21 @@ class AsyncConsumer:
         self._check_open()
         if not self._started:
             await self.cluster.refresh(self._timeout(timeout))
+            self._woken = asyncio.Event()
+            if self.config.group_id is not None:
+                self._group = AsyncConsumerGroup(self, self._woken.set)
             self._started = True
 
-    async def close(self) -> None:
+    async def close(self, timeout: float | None = None) -> None:
+        """Leave the group (committing first with auto-commit) and close the
+        connections, within ``timeout`` seconds (default request_timeout_ms)."""
         if self._closed:
             return
-        self._closed = True
+        try:
+            if self._group is not None:
+                await self._group.close_wait(self._now() + self._timeout(timeout))
+        finally:
+            self._closed = True
         for task in self._inflight.values():
             task.cancel()
         await asyncio.gather(*self._inflight.values(), return_exceptions=True)
@@ -102,9 +114,15 @@ class AsyncConsumer:
 
     # -- assignment and positions ------------------------------------------------------------
 
+    @property
+    def _assigned(self) -> dict[TopicPartition, PartitionState]:
+        return self._fetcher.assigned
+
     def assign(self, partitions: Iterable[Any]) -> None:
         """Consume exactly these (topic, partition) pairs (replacing any earlier set)."""
         self._check_open()
+        if self._group is not None and self._group.subscribed:
+            raise ValueError("assign() while subscribed: call unsubscribe() first")
         tps = [_tp(x) for x in partitions]
         old = self._fetcher.assigned
         self._fetcher.assigned = {tp: old.get(tp) or PartitionState() for tp in tps}
@@ -274,8 +292,9 @@ class AsyncConsumer:
     async def _poll(self, timeout: float, max_records: int, columnar: bool) -> list[Any]:
         self._check_open()
         f = self._fetcher
-        if not f.assigned:
-            raise ValueError("poll() with no partitions assigned; call assign() first")
+        group = self._group
+        if not f.assigned and (group is None or not group.subscribed):
+            raise ValueError("poll() with no partitions assigned; call assign() or subscribe() first")
         deadline = self._now() + timeout
         if not self._started:
             await self.start(timeout)
@@ -283,7 +302,9 @@ class AsyncConsumer:
             if f.pending_error is not None:
                 err, f.pending_error = f.pending_error, None
                 raise err
-            todo = f.needs_position()
+            if group is not None:
+                group.step(deadline)
+            todo = f.needs_position(group.pending_positions if group is not None else ())
             if todo:
                 out_of_range = any(f.assigned[tp].reset_to is not None for tp in todo)
                 try:
@@ -299,12 +320,15 @@ class AsyncConsumer:
             remaining = deadline - self._now()
             if remaining <= 0:
                 return []
-            waits = list(self._inflight.values())
+            waits: list[Any] = list(self._inflight.values())
             wait = remaining if waits else min(remaining, self.config.retry_backoff_ms / 1000)
-            if waits:
-                await asyncio.wait(waits, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
-            else:
-                await asyncio.sleep(wait)
+            assert self._woken is not None
+            self._woken.clear()
+            woken = asyncio.ensure_future(self._woken.wait())  # the group has news
+            try:
+                await asyncio.wait([*waits, woken], timeout=wait, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                woken.cancel()
 
     async def poll(self, timeout: float = 1.0, max_records: int | None = None) -> list[ConsumerRecord]:
         """Records from the assigned partitions, waiting up to ``timeout`` seconds for
@@ -322,6 +346,50 @@ class AsyncConsumer:
     def resume(self, partitions: Iterable[Any]) -> None:
         for tp in partitions:
             self._state(tp).paused = False
+
+    # -- groups and offsets ------------------------------------------------------------------
+
+    def _need_group(self, what: str) -> AsyncConsumerGroup:
+        self._check_open()
+        if self.config.group_id is None:
+            raise ValueError(f"{what} needs a consumer group: create the consumer with group_id=...")
+        if self._group is None:
+            raise ValueError(f"{what}: await start() first (or use 'async with')")
+        return self._group
+
+    def subscribe(self, topics: Iterable[str] | str | None = None, *, pattern: Any = None,
+                  listener: Any = None) -> None:
+        """Join the group and consume its share of ``topics`` (or of every topic whose name
+        matches ``pattern``); ``listener`` as for the sync consumer (called inside poll())."""
+        self._need_group("subscribe()").subscribe(topics, pattern, listener)
+
+    def subscription(self) -> set[str]:
+        g = self._group
+        return set(g.topics) if g is not None and g.topics is not None else set()
+
+    async def unsubscribe(self, timeout: float | None = None) -> None:
+        await self._need_group("unsubscribe()").unsubscribe_wait(self._now() + self._timeout(timeout))
+
+    async def commit(self, offsets: dict[Any, int] | None = None, timeout: float | None = None) -> None:
+        """Commit ``offsets`` (default: every assigned partition's position) and wait for
+        the group's answer; CommitFailedError when the group moved on."""
+        g = self._need_group("commit()")
+        await g.commit_wait(None if offsets is None else {_tp(k): v for k, v in offsets.items()},
+                            self._now() + self._timeout(timeout))
+
+    def commit_async(self, offsets: dict[Any, int] | None = None, callback: Any = None) -> None:
+        """Commit without waiting; ``callback(offsets, exception_or_None)`` runs inside a later poll()."""
+        g = self._need_group("commit_async()")
+        g.commit_async(None if offsets is None else {_tp(k): v for k, v in offsets.items()}, callback)
+
+    async def committed(self, partitions: Iterable[Any], timeout: float | None = None
+                        ) -> dict[TopicPartition, int | None]:
+        g = self._need_group("committed()")
+        return await g.committed_wait([_tp(x) for x in partitions], self._now() + self._timeout(timeout))
+
+    def group_state(self) -> dict[str, Any]:
+        """The member's health, as the sync consumer's group_state() gives it."""
+        return self._need_group("group_state()").state()
 
     def __aiter__(self) -> AsyncIterator[ConsumerRecord]:
         return self._records()

@@ -59,9 +59,26 @@ class _Waiting:
         self.since = since
 
 
-class GroupThread:
-    def __init__(self, config: Config, brokers: dict[int, tuple[str, int]], wake_caller: Callable[[], None]):
-        self.machine = GroupMembership(
+def settle(token: Any, result: Any = None, exc: BaseException | None = None) -> None:
+    """Resolve a request's token (a client Future or an asyncio future), once."""
+    if token is None or token.done():
+        return
+    if exc is not None:
+        token.set_exception(exc)
+        if hasattr(token, "get_loop"):
+            token.exception()  # an asyncio future nobody awaits must not log "never retrieved"
+    else:
+        token.set_result(result)
+
+
+class GroupDriver:
+    """What both shells' group drivers share: the state machine, built from the
+    consumer's options, and what becomes of a request's answer or failure."""
+
+    machine: GroupMembership
+
+    def _make_machine(self, config: Config) -> GroupMembership:
+        return GroupMembership(
             config.group_id,
             session_timeout_ms=config.session_timeout_ms,
             rebalance_timeout_ms=config.max_poll_interval_ms,
@@ -70,9 +87,34 @@ class GroupThread:
             group_instance_id=config.group_instance_id,
             request_timeout_ms=config.request_timeout_ms,
         )
+
+    def _requeue(self, out: Outgoing) -> None:
+        # A commit or offset fetch whose coordinator moved while it waited: queued
+        # again for the next coordinator.
+        if out.kind == "commit":
+            self.machine.commit(out.payload, out.token)
+        else:
+            self.machine.fetch_offsets(out.payload, out.token)
+
+    def _finish(self, out: Outgoing, resp: Any, exc: BaseException | None, now: float) -> None:
+        try:
+            if exc is not None:
+                self.machine.on_failure(out, exc, now)
+                settle(out.token, exc=exc)
+                return
+            result = self.machine.on_response(out, resp, now)
+        except BaseException as err:  # noqa: BLE001 - the group's error, for the caller
+            settle(out.token, exc=err)
+            return
+        settle(out.token, result)
+
+
+class GroupThread(GroupDriver):
+    def __init__(self, config: Config, brokers: dict[int, tuple[str, int]], wake_caller: Callable[[], None]):
+        self.machine = self._make_machine(config)
         self.cluster = Cluster(config)
         self.cluster.brokers.update(brokers)
-        self._wake_caller = wake_caller
+        self.wake_caller = wake_caller
         self._commands: queue.SimpleQueue[tuple[Callable[[GroupMembership, float], Any], Future]] = queue.SimpleQueue()
         self._events: list[Any] = []
         self._events_lock = threading.Lock()
@@ -85,6 +127,8 @@ class GroupThread:
         self._thread.start()
 
     # -- the caller's side ----------------------------------------------------------------
+
+    new_future = staticmethod(Future)
 
     def call(self, fn: Callable[[GroupMembership, float], Any]) -> Future:
         """Run ``fn(machine, now)`` on the group thread; its result (or exception) comes
@@ -152,7 +196,7 @@ class GroupThread:
             log.exception("group thread of %r stopped", m.group_id)
             with self._events_lock:
                 self._events.append(Failed(exc))
-            self._wake_caller()
+            self.wake_caller()
         finally:
             self._stop = True
             self._fail_waiting(KafkaConnectionError("the consumer's group thread has stopped"))
@@ -166,7 +210,7 @@ class GroupThread:
                          getattr(e, "reason", "") or getattr(e, "error", "") or "")
             with self._events_lock:
                 self._events.extend(ev)
-            self._wake_caller()
+            self.wake_caller()
 
     def _connection(self, out: Outgoing) -> Any:
         if not out.to_coordinator:
@@ -205,36 +249,13 @@ class GroupThread:
             fut.add_done_callback(lambda f, out=out: self._on_done(out, f))
         self._waiting = keep
 
-    def _requeue(self, out: Outgoing) -> None:
-        if out.kind == "commit":
-            self.machine.commit(out.payload, out.token)
-        else:
-            self.machine.fetch_offsets(out.payload, out.token)
-
     def _on_done(self, out: Outgoing, f: Future) -> None:
         exc = f.exception(0)
         self._finish(out, None if exc else f.result(0), exc, time.monotonic())
 
-    def _finish(self, out: Outgoing, resp: Any, exc: BaseException | None, now: float) -> None:
-        token = out.token
-        try:
-            if exc is not None:
-                result: Any = self.machine.on_failure(out, exc, now)
-                if isinstance(token, Future):
-                    token.set_exception(exc)
-                return
-            result = self.machine.on_response(out, resp, now)
-        except BaseException as err:  # noqa: BLE001 - the group's error, for the caller
-            if isinstance(token, Future):
-                token.set_exception(err)
-            return
-        if isinstance(token, Future):
-            token.set_result(result)
-
     def _fail_waiting(self, exc: BaseException) -> None:
         for w in self._waiting:
-            if isinstance(w.out.token, Future):
-                w.out.token.set_exception(exc)
+            settle(w.out.token, exc=exc)
         self._waiting = []
         while True:
             try:
@@ -242,13 +263,6 @@ class GroupThread:
             except queue.Empty:
                 break
             fut.set_exception(exc)
-
-
-def wait_result(fut: Future, deadline: float, what: str) -> Any:
-    """``fut``'s result by ``deadline`` (monotonic), or KafkaTimeoutError naming ``what``."""
-    if not fut.wait(max(0.0, deadline - time.monotonic())):
-        raise KafkaTimeoutError(f"{what}: no answer in time")
-    return fut.result(0)
 
 
 class ConsumerRebalanceListener:
@@ -273,10 +287,12 @@ class ConsumerGroup:
     """The consumer's side of group membership (on the caller's thread): subscription,
     rebalances as the group thread reports them, commits and committed offsets."""
 
-    def __init__(self, consumer: Any):
+    def __init__(self, consumer: Any, driver: Any = None):
         self.consumer = consumer
         self.config = c = consumer.config
-        self.thread = GroupThread(c, dict(consumer.cluster.brokers), consumer.cluster.poller.wakeup)
+        #: Runs the membership state machine: the sync shell's group thread, or the
+        #: asyncio shell's task (same interface).
+        self.thread = driver or GroupThread(c, dict(consumer.cluster.brokers), consumer.cluster.poller.wakeup)
         self.topics: set[str] | None = None
         self.pattern: Any = None
         self.listener: Any = None
@@ -288,6 +304,8 @@ class ConsumerGroup:
         self.owned_before: dict[str, list[int]] = {}
         self.leader_counts: dict[str, int] | None = None  # what this leader's assignment used
         self.pending_positions: set[Any] = set()  # assigned, committed offset not known yet
+        self._lead_pending: AssignmentNeeded | None = None  # waiting for its topics' metadata
+        self._lead_since = 0.0
         self._committed_fut: Future | None = None
         self.last_committed: dict[Any, int] = {}
         self.done_commits: deque[tuple[Any, dict, Future]] = deque()
@@ -326,12 +344,18 @@ class ConsumerGroup:
         return {t for t in self.consumer.cluster.topics if self.pattern.fullmatch(t) and not t.startswith("__")}
 
     def unsubscribe(self, deadline: float) -> None:
-        self._revoke(set(self.consumer._assigned), deadline)
-        self.topics = None
-        self.pattern = None
-        self.consumer.cluster.all_topics = False
-        self.join_wanted = False
-        self._leave(deadline)
+        self._revoke_committing(deadline)
+        self.run_steps(self.unsubscribe_steps(), deadline)
+
+    def _revoke_committing(self, deadline: float) -> None:
+        # Give up every partition, committing their positions first by ``deadline``.
+        tps = set(self.consumer._assigned)
+        if self.config.enable_auto_commit and tps:
+            try:
+                self.commit({tp: o for tp, o in self.positions().items() if tp in tps}, deadline)
+            except Exception as exc:  # noqa: BLE001 - leaving goes on; the records are read again
+                log.warning("group %r: commit of %s failed: %s", self.config.group_id, sorted(tps), exc)
+        self._revoke(tps, commit=False)
 
     def _want_join(self, reason: str) -> None:
         if not self.join_wanted:
@@ -353,6 +377,8 @@ class ConsumerGroup:
             self._check_metadata()
         for ev in self.thread.take_events():
             self._on_event(ev, deadline)
+        if self._lead_pending is not None:
+            self._lead(self._lead_pending, deadline)
         if self.join_wanted and self.subscribed:
             self._join(deadline)
         self._apply_committed()
@@ -412,15 +438,19 @@ class ConsumerGroup:
         self.join_wanted = False
         self.thread.call(lambda m, now: m.start_join(protocols, now, reason))
 
-    def _lead(self, ev: AssignmentNeeded, deadline: float) -> None:
+    def _lead(self, ev: AssignmentNeeded, deadline: float) -> None:  # noqa: ARG002
         cluster = self.consumer.cluster
         topics = member_topics(ev.members)
-        cluster.interest.update(topics)
-        if any(t not in cluster.topics for t in topics):
-            try:
-                cluster.refresh(max(0.001, deadline - time.monotonic()))
-            except KafkaTimeoutError:
-                pass  # assign what is known; a topic that appears later triggers a rebalance
+        now = time.monotonic()
+        if self._lead_pending is not ev:
+            self._lead_pending, self._lead_since = ev, now
+        if not topics <= cluster.interest or any(t not in cluster.topics for t in topics):
+            cluster.interest.update(topics)
+            cluster.request_refresh()
+        if any(t not in cluster.topics for t in topics) and now - self._lead_since < self.config.request_timeout_ms / 2000:
+            return  # the poll loop refreshes the metadata: assign on a later step
+        # Assign what is known (a topic that appears later triggers a rebalance).
+        self._lead_pending = None
         counts: dict[str, list[int]] = {}
         for t in topics:
             meta = cluster.topics.get(t)
@@ -458,7 +488,7 @@ class ConsumerGroup:
             self.listener.on_partitions_assigned(sorted(added))
 
     def _fetch_committed(self) -> None:
-        fut = Future()
+        fut = self.thread.new_future()
         tps = sorted(self.pending_positions)
         self._committed_fut = fut
         self.thread.call(lambda m, now: m.fetch_offsets(tps, fut))
@@ -468,13 +498,13 @@ class ConsumerGroup:
         if fut is None or not fut.done():
             return
         self._committed_fut = None
-        exc = fut.exception(0)
+        exc = fut.exception()
         if exc is not None:
             if getattr(exc, "retriable", False) or isinstance(exc, KafkaConnectionError):
                 self._fetch_committed()  # after the coordinator is found again
                 return
             raise exc
-        for tp, (offset, _meta) in fut.result(0).items():
+        for tp, (offset, _meta) in fut.result().items():
             st = self.consumer._assigned.get(TopicPartition(*tp))
             if st is not None and tp in self.pending_positions:
                 if st.position is None and offset >= 0:
@@ -482,22 +512,15 @@ class ConsumerGroup:
                     self.last_committed[tp] = offset
         self.pending_positions.clear()
 
-    def _revoke(self, tps: set[Any], deadline: float | None = None) -> None:
-        """Give up ``tps``, committing their positions first with auto-commit: by
-        ``deadline`` when given (close, unsubscribe), else without waiting (in a
-        rebalance the OffsetCommit goes out ahead of the JoinGroup on the same
-        connection, so the coordinator has it before the next owner asks)."""
+    def _revoke(self, tps: set[Any], commit: bool = True) -> None:
+        """Give up ``tps``; with auto-commit (and ``commit``), their positions are
+        committed first without waiting: in a rebalance the OffsetCommit goes out ahead
+        of the JoinGroup on the same connection, so the coordinator has it before the
+        next owner asks."""
         if not tps:
             return
-        if self.config.enable_auto_commit:
-            offsets = {tp: o for tp, o in self.positions().items() if tp in tps}
-            if deadline is None:
-                self.commit_async(offsets, None)
-            else:
-                try:
-                    self.commit(offsets, deadline)
-                except Exception as exc:  # noqa: BLE001 - leaving goes on; the records are read again
-                    log.warning("group %r: commit of %s failed: %s", self.config.group_id, sorted(tps), exc)
+        if commit and self.config.enable_auto_commit:
+            self.commit_async({tp: o for tp, o in self.positions().items() if tp in tps}, None)
         self.owned_before = _as_map(set(self.consumer._assigned))
         if self.listener is not None:
             self.listener.on_partitions_revoked(sorted(tps))
@@ -509,19 +532,6 @@ class ConsumerGroup:
             self.pending_positions.discard(tp)
             self.last_committed.pop(tp, None)
 
-    def _leave(self, deadline: float) -> None:
-        t = self.thread
-        fut = t.call(lambda m, now: t.send(m.leave("the consumer left the group")))
-        try:
-            leave = wait_result(fut, deadline, "LeaveGroup")
-            if leave is not None:
-                if not leave.wait(max(0.0, deadline - time.monotonic())):
-                    raise KafkaTimeoutError("LeaveGroup: no answer in time")
-                leave.result(0)
-        except Exception as exc:  # noqa: BLE001 - the session timeout removes the member anyway
-            log.warning("group %r: LeaveGroup failed (the group notices when this member's "
-                        "session times out): %s", self.config.group_id, exc)
-
     # -- offsets -------------------------------------------------------------------------
 
     def positions(self) -> dict[Any, int]:
@@ -529,13 +539,17 @@ class ConsumerGroup:
         return {tp: st.position for tp, st in self.consumer._assigned.items()
                 if st.position is not None and tp not in self.pending_positions}
 
-    def _send_commit(self, offsets: dict[Any, int]) -> Future:
-        fut = Future()
+    def _send_commit(self, offsets: dict[Any, int]) -> Any:
+        fut = self.thread.new_future()
         payload = {tuple(tp): (off, "") for tp, off in offsets.items()}
         self.thread.call(lambda m, now: m.commit(payload, fut))
         return fut
 
-    def commit(self, offsets: dict[Any, int] | None, deadline: float) -> None:
+    # The operations that wait for the coordinator are written once, as generators
+    # that yield what to wait for: ("answer", future) or ("sleep", seconds).  The sync
+    # shell runs them with run_steps() below, the asyncio shell with its awaiting twin.
+
+    def commit_steps(self, offsets: dict[Any, int] | None, deadline: float) -> Any:
         todo = dict(self.positions() if offsets is None else offsets)
         if todo and self.subscribed and self.generation < 0:
             raise CommitFailedError(
@@ -550,7 +564,7 @@ class ConsumerGroup:
                     f"commit of {len(todo)} offsets for group {self.config.group_id!r} not done in time"
                     + (f"; last error: {last}" if last else ""))
             try:
-                result = wait_result(self._send_commit(todo), deadline, f"OffsetCommit for group {self.config.group_id!r}")
+                result = yield ("answer", self._send_commit(todo))
             except (KafkaConnectionError, KafkaTimeoutError) as exc:
                 last = exc
                 continue
@@ -568,7 +582,83 @@ class ConsumerGroup:
                 else:
                     last = err
             if todo:
-                time.sleep(min(self.config.retry_backoff_ms / 1000, max(0.0, deadline - time.monotonic())))
+                yield ("sleep", min(self.config.retry_backoff_ms / 1000, max(0.0, deadline - time.monotonic())))
+
+    def committed_steps(self, partitions: list[Any], deadline: float) -> Any:
+        last: BaseException | None = None
+        while True:
+            if time.monotonic() >= deadline:
+                raise KafkaTimeoutError(f"committed offsets of group {self.config.group_id!r} not read in time"
+                                        + (f"; last error: {last}" if last else ""))
+            fut = self.thread.new_future()
+            tps = [tuple(tp) for tp in partitions]
+            self.thread.call(lambda m, now: m.fetch_offsets(tps, fut))
+            try:
+                got = yield ("answer", fut)
+            except (KafkaConnectionError, KafkaTimeoutError) as exc:
+                last = exc
+                continue
+            except BrokerError as exc:
+                if not exc.retriable:
+                    raise
+                last = exc
+                yield ("sleep", min(self.config.retry_backoff_ms / 1000, max(0.0, deadline - time.monotonic())))
+                continue
+            return {TopicPartition(*tp): (off if off >= 0 else None) for tp, (off, _m) in got.items()}
+
+    def leave_steps(self) -> Any:
+        t = self.thread
+        try:
+            leave = yield ("answer", t.call(lambda m, now: t.send(m.leave("the consumer left the group"))))
+            if leave is not None:
+                yield ("answer", leave)
+        except Exception as exc:  # noqa: BLE001 - the session timeout removes the member anyway
+            log.warning("group %r: LeaveGroup failed (the group notices when this member's "
+                        "session times out): %s", self.config.group_id, exc)
+
+    def close_steps(self, deadline: float) -> Any:
+        self.run_callbacks()
+        if self.config.enable_auto_commit and self.consumer._assigned:
+            try:
+                yield from self.commit_steps(None, deadline)
+            except Exception as exc:  # noqa: BLE001 - closing goes on; the records are read again
+                log.warning("group %r: commit on close failed: %s", self.config.group_id, exc)
+        if self.subscribed:
+            self._revoke(set(self.consumer._assigned), commit=False)
+        yield from self.leave_steps()
+        self.run_callbacks()
+
+    def unsubscribe_steps(self) -> Any:
+        self.topics = None
+        self.pattern = None
+        self.consumer.cluster.all_topics = False
+        self.join_wanted = False
+        yield from self.leave_steps()
+
+    @staticmethod
+    def run_steps(steps: Any, deadline: float) -> Any:
+        """Run a *_steps generator here, blocking, by ``deadline``."""
+        value: Any = None
+        exc: BaseException | None = None
+        while True:
+            try:
+                step = steps.throw(exc) if exc is not None else steps.send(value)
+            except StopIteration as stop:
+                return stop.value
+            value, exc = None, None
+            kind, arg = step
+            if kind == "sleep":
+                time.sleep(arg)
+                continue
+            try:
+                if not arg.wait(max(0.0, deadline - time.monotonic())):
+                    raise KafkaTimeoutError("no answer from the group coordinator in time")
+                value = arg.result(0)
+            except Exception as err:  # noqa: BLE001 - thrown into the generator
+                exc = err
+
+    def commit(self, offsets: dict[Any, int] | None, deadline: float) -> None:
+        self.run_steps(self.commit_steps(offsets, deadline), deadline)
 
     def commit_async(self, offsets: dict[Any, int] | None, callback: Any) -> None:
         offsets = dict(self.positions() if offsets is None else offsets)
@@ -578,17 +668,17 @@ class ConsumerGroup:
             return
         fut = self._send_commit(offsets)
         done = self.done_commits
-        fut.add_done_callback(lambda f: (done.append((callback, offsets, f)), self.consumer.cluster.poller.wakeup()))
+        fut.add_done_callback(lambda f: (done.append((callback, offsets, f)), self.thread.wake_caller()))
 
     def run_callbacks(self) -> None:
         """Callbacks of finished commit_async() calls, on the caller's thread."""
         while self.done_commits:
             callback, offsets, fut = self.done_commits.popleft()
-            exc = fut.exception(0)
+            exc = fut.exception()
             if exc is None:
-                failed = [e for e in fut.result(0).values() if e is not None]
+                failed = [e for e in fut.result().values() if e is not None]
                 exc = failed[0] if failed else None
-                for tp, e in fut.result(0).items():
+                for tp, e in fut.result().items():
                     if e is None:
                         self.last_committed[TopicPartition(*tp)] = offsets[TopicPartition(*tp)]
             if callback is not None:
@@ -602,26 +692,7 @@ class ConsumerGroup:
             self.commit_async(changed, None)
 
     def committed(self, partitions: list[Any], deadline: float) -> dict[Any, int | None]:
-        last: BaseException | None = None
-        while True:
-            if time.monotonic() >= deadline:
-                raise KafkaTimeoutError(f"committed offsets of group {self.config.group_id!r} not read in time"
-                                        + (f"; last error: {last}" if last else ""))
-            fut = Future()
-            tps = [tuple(tp) for tp in partitions]
-            self.thread.call(lambda m, now: m.fetch_offsets(tps, fut))
-            try:
-                got = wait_result(fut, deadline, f"OffsetFetch for group {self.config.group_id!r}")
-            except (KafkaConnectionError, KafkaTimeoutError) as exc:
-                last = exc
-                continue
-            except BrokerError as exc:
-                if not exc.retriable:
-                    raise
-                last = exc
-                time.sleep(min(self.config.retry_backoff_ms / 1000, max(0.0, deadline - time.monotonic())))
-                continue
-            return {TopicPartition(*tp): (off if off >= 0 else None) for tp, (off, _m) in got.items()}
+        return self.run_steps(self.committed_steps(partitions, deadline), deadline)
 
     # -- health and the end ----------------------------------------------------------------
 
@@ -634,16 +705,7 @@ class ConsumerGroup:
 
     def close(self, deadline: float) -> None:
         try:
-            self.run_callbacks()
-            if self.subscribed:
-                self._revoke(set(self.consumer._assigned), deadline)
-            elif self.config.enable_auto_commit and self.consumer._assigned:
-                try:
-                    self.commit(None, deadline)
-                except Exception as exc:  # noqa: BLE001 - closing goes on
-                    log.warning("group %r: commit on close failed: %s", self.config.group_id, exc)
-            self._leave(deadline)
-            self.run_callbacks()
+            self.run_steps(self.close_steps(deadline), deadline)
         finally:
             self.thread.stop(max(0.0, deadline - time.monotonic()))
 

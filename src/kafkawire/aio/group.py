@@ -1,0 +1,188 @@
+"""Consumer groups in the asyncio shell: an asyncio task drives the same
+:class:`~kafkawire.protocol.group.GroupMembership` the sync consumer's group thread does,
+over a coordinator connection of its own, and :class:`AsyncConsumerGroup` is the sync
+:class:`~kafkawire.client.group.ConsumerGroup` (the same rebalance, commit and offset
+logic) with its waiting done by awaiting.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any, Callable
+
+from kafkawire.aio.cluster import AsyncCluster
+from kafkawire.client.config import Config
+from kafkawire.client.errors import KafkaConnectionError, KafkaTimeoutError
+from kafkawire.client.group import ConsumerGroup, GroupDriver, settle
+from kafkawire.protocol.group import GroupMembership, Outgoing
+
+__all__ = ["AsyncGroupDriver", "AsyncConsumerGroup"]
+
+log = logging.getLogger("kafkawire.group")
+
+
+class AsyncGroupDriver(GroupDriver):
+    """The group thread's asyncio twin, with the same interface (see GroupThread)."""
+
+    def __init__(self, config: Config, brokers: dict[int, tuple[str, int]], wake_caller: Callable[[], None]):
+        self.machine = self._make_machine(config)
+        self.cluster = AsyncCluster(config)
+        self.cluster.meta.brokers.update(brokers)
+        self.wake_caller = wake_caller
+        self._loop = asyncio.get_running_loop()
+        self._wake = asyncio.Event()
+        self._events: list[Any] = []
+        self._requests: set[asyncio.Task] = set()
+        self._stop = False
+        self.last_poll = self._loop.time()
+        self._task = asyncio.ensure_future(self._run())
+
+    def new_future(self) -> asyncio.Future:
+        return self._loop.create_future()
+
+    def call(self, fn: Callable[[GroupMembership, float], Any]) -> asyncio.Future:
+        """Run ``fn(machine, now)`` now (the machine lives on this loop); its result in
+        a done future, as the group thread gives it."""
+        fut = self.new_future()
+        try:
+            fut.set_result(fn(self.machine, self._loop.time()))
+        except Exception as exc:  # noqa: BLE001 - handed to the caller
+            fut.set_exception(exc)
+        self._wake.set()
+        return fut
+
+    def take_events(self) -> list[Any]:
+        ev, self._events = self._events + self.machine.events(), []
+        return ev
+
+    def snapshot(self) -> dict[str, Any]:
+        return self.machine.snapshot(self._loop.time())
+
+    def send(self, out: Outgoing | None) -> asyncio.Future | None:
+        if out is None:
+            return None
+        out.token = self.new_future()
+        self._spawn(out)
+        return out.token
+
+    async def stop(self, timeout: float) -> None:
+        self._stop = True
+        tasks = [self._task, *self._requests]
+        for t in tasks:
+            t.cancel()
+        await asyncio.wait(tasks, timeout=max(0.001, timeout))
+        await self.cluster.close()
+
+    # -- the task --------------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        m = self.machine
+        while not self._stop:
+            now = self._loop.time()
+            m.poll_called(self.last_poll)
+            for out in m.poll(now):
+                self._spawn(out)
+            ev = m.events()
+            if ev:
+                for e in ev:
+                    log.info("group %r: %s %s", m.group_id, type(e).__name__,
+                             getattr(e, "reason", "") or getattr(e, "error", "") or "")
+                self._events.extend(ev)
+                self.wake_caller()
+            self._wake.clear()
+            try:
+                await asyncio.wait_for(self._wake.wait(), m.next_wakeup(now))
+            except asyncio.TimeoutError:
+                pass
+
+    def _spawn(self, out: Outgoing) -> None:
+        task = asyncio.ensure_future(self._exchange(out))
+        self._requests.add(task)
+        task.add_done_callback(self._requests.discard)
+
+    async def _exchange(self, out: Outgoing) -> None:
+        deadline = self._loop.time() + out.timeout
+        try:
+            if out.to_coordinator:
+                coord = self.machine.coordinator
+                if coord is None:
+                    if out.kind in ("commit", "fetch_offsets"):
+                        self._requeue(out)
+                    else:
+                        self.machine.on_failure(out, KafkaConnectionError("the coordinator is unknown"),
+                                                self._loop.time())
+                    return
+                node, host, port = coord
+                self.cluster.meta.brokers[node] = (host, port)
+                conn = await self.cluster.connection(node, deadline)
+            else:
+                conn = await self.cluster.any_connection(deadline)
+            resp = await conn.request(out.api, out.request, timeout=max(0.001, deadline - self._loop.time()))
+        except (KafkaConnectionError, KafkaTimeoutError) as exc:
+            self._finish(out, None, exc, self._loop.time())
+        except asyncio.CancelledError:
+            settle(out.token, exc=KafkaConnectionError("the consumer's group task has stopped"))
+            raise
+        else:
+            self._finish(out, resp, None, self._loop.time())
+        finally:
+            self._wake.set()
+
+
+class AsyncConsumerGroup(ConsumerGroup):
+    """ConsumerGroup for the asyncio consumer: the rebalance logic is the same; the
+    operations that wait for the coordinator are awaited."""
+
+    def __init__(self, consumer: Any, wake_caller: Callable[[], None]):
+        driver = AsyncGroupDriver(consumer.config, dict(consumer.cluster.meta.brokers), wake_caller)
+        super().__init__(consumer, driver)
+
+    async def run_async(self, steps: Any, deadline: float) -> Any:
+        """Run a *_steps generator (see ConsumerGroup) by awaiting, by ``deadline``."""
+        loop = asyncio.get_running_loop()
+        value: Any = None
+        exc: BaseException | None = None
+        while True:
+            try:
+                step = steps.throw(exc) if exc is not None else steps.send(value)
+            except StopIteration as stop:
+                return stop.value
+            value, exc = None, None
+            kind, arg = step
+            if kind == "sleep":
+                await asyncio.sleep(arg)
+                continue
+            try:
+                value = await asyncio.wait_for(asyncio.shield(arg), max(0.0, deadline - _mono(loop)))
+            except asyncio.TimeoutError:
+                exc = KafkaTimeoutError("no answer from the group coordinator in time")
+            except Exception as err:  # noqa: BLE001 - thrown into the generator
+                exc = err
+
+    async def commit_wait(self, offsets: dict[Any, int] | None, deadline: float) -> None:
+        await self.run_async(self.commit_steps(offsets, deadline), deadline)
+
+    async def committed_wait(self, partitions: list[Any], deadline: float) -> dict[Any, int | None]:
+        return await self.run_async(self.committed_steps(partitions, deadline), deadline)
+
+    async def unsubscribe_wait(self, deadline: float) -> None:
+        tps = set(self.consumer._assigned)
+        if self.config.enable_auto_commit and tps:
+            try:
+                await self.commit_wait({tp: o for tp, o in self.positions().items() if tp in tps}, deadline)
+            except Exception as exc:  # noqa: BLE001 - leaving goes on; the records are read again
+                log.warning("group %r: commit of %s failed: %s", self.config.group_id, sorted(tps), exc)
+        self._revoke(tps, commit=False)
+        await self.run_async(self.unsubscribe_steps(), deadline)
+
+    async def close_wait(self, deadline: float) -> None:
+        try:
+            await self.run_async(self.close_steps(deadline), deadline)
+        finally:
+            await self.thread.stop(max(0.0, deadline - _mono(asyncio.get_running_loop())))
+
+
+def _mono(loop: asyncio.AbstractEventLoop) -> float:
+    # The group logic's deadlines are time.monotonic(); the default loop clock is the same.
+    return loop.time()
