@@ -1185,6 +1185,31 @@ def broker_error(code: int, context: str, detail: str | None = None) -> BrokerEr
     raise ValueError("broker_error() needs a non-zero error code")
 
 
+class KafkaConnectionError(KafkaWireError):
+    """A broker could not be reached, or the connection to it broke."""
+
+    retriable = True
+
+    def __init__(self, message: str, *, host: str | None = None, port: int | None = None):
+        super().__init__(message)
+        self.host = host
+        self.port = port
+
+
+class KafkaTimeoutError(KafkaWireError, TimeoutError):
+    """A blocking call (flush, close, metadata wait, poll for offsets) ran out of time."""
+
+    retriable = True
+
+
+class DeliveryTimeoutError(KafkaTimeoutError):
+    """A record was not acknowledged within delivery_timeout_ms."""
+
+
+class ConfigError(KafkaWireError, ValueError):
+    """A configuration value that is unknown, of the wrong type, or out of range."""
+
+
 class RecordTooLargeError(KafkaWireError, ValueError):
     """A record or batch larger than max_request_size (or a fetch limit) allows."""
 
@@ -1215,6 +1240,10 @@ __all__ += [
     "CommitFailedError",
     "RecordTooLargeError",
     "REFRESH_METADATA_CODES",
+    "KafkaConnectionError",
+    "KafkaTimeoutError",
+    "DeliveryTimeoutError",
+    "ConfigError",
     "CorruptMessageError",
     "SPEC_NAMES",
     "FORMER_NAMES",

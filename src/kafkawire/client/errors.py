@@ -2,14 +2,24 @@
 
 They join :mod:`kafkawire.errors`' tree under :class:`~kafkawire.errors.KafkaWireError`.
 Broker error codes keep their own classes (``kafkawire.errors.for_code``); this module
-adds what only a client that talks over sockets can meet: unreachable brokers, timeouts,
-exhausted buffers, bad configuration.
+gathers what a client that talks over sockets can meet: unreachable brokers, timeouts,
+exhausted buffers, bad configuration.  The bases the I/O-free cores raise too
+(KafkaConnectionError, KafkaTimeoutError, DeliveryTimeoutError, ConfigError,
+RecordTooLargeError) are defined in :mod:`kafkawire.errors` and re-exported here.
 """
 
 from __future__ import annotations
 
 from kafkawire import errors as _errors
-from kafkawire.errors import REFRESH_METADATA_CODES, RecordTooLargeError, broker_error
+from kafkawire.errors import (  # defined there: the I/O-free cores raise them too
+    REFRESH_METADATA_CODES,
+    ConfigError,
+    DeliveryTimeoutError,
+    KafkaConnectionError,
+    KafkaTimeoutError,
+    RecordTooLargeError,
+    broker_error,
+)
 
 __all__ = [
     "KafkaConnectionError",
@@ -31,17 +41,6 @@ __all__ = [
     "broker_error",
     "REFRESH_METADATA_CODES",
 ]
-
-
-class KafkaConnectionError(_errors.KafkaWireError):
-    """A broker could not be reached, or the connection to it broke."""
-
-    retriable = True
-
-    def __init__(self, message: str, *, host: str | None = None, port: int | None = None):
-        super().__init__(message)
-        self.host = host
-        self.port = port
 
 
 class BrokerResolutionError(KafkaConnectionError):
@@ -86,26 +85,12 @@ class NoBrokersAvailableError(KafkaConnectionError):
     """None of the bootstrap (or known) brokers answered; the message lists each attempt."""
 
 
-class KafkaTimeoutError(_errors.KafkaWireError, TimeoutError):
-    """A blocking call (flush, close, metadata wait, poll for offsets) ran out of time."""
-
-    retriable = True
-
-
 class BufferExhaustedError(KafkaTimeoutError):
     """Producer.send waited max_block_ms for room in buffer_memory and found none."""
 
 
-class DeliveryTimeoutError(KafkaTimeoutError):
-    """A record was not acknowledged within delivery_timeout_ms."""
-
-
 class ClientClosedError(_errors.KafkaWireError):
     """The producer or consumer was closed."""
-
-
-class ConfigError(_errors.KafkaWireError, ValueError):
-    """A configuration value that is unknown, of the wrong type, or out of range."""
 
 
 class OffsetOutOfRangeError(_errors.OffsetOutOfRangeError):

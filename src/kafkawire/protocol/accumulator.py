@@ -15,7 +15,14 @@ from collections import deque
 from typing import Any, Callable
 
 from kafkawire import codec
-from kafkawire.errors import REFRESH_METADATA_CODES, RecordTooLargeError, broker_error
+from kafkawire.errors import (
+    REFRESH_METADATA_CODES,
+    ConfigError,
+    DeliveryTimeoutError,
+    KafkaConnectionError,
+    RecordTooLargeError,
+    broker_error,
+)
 from kafkawire.protocol import apis
 
 __all__ = ["Accumulator", "Batch", "RECORD_OVERHEAD", "BATCH_OVERHEAD", "prepare_record"]
@@ -219,8 +226,6 @@ class Accumulator:
         return by_node, expired, wait, leaderless
 
     def expired_error(self, b: Batch) -> BaseException:
-        from kafkawire.client.errors import DeliveryTimeoutError  # an exception class only: no I/O
-
         return DeliveryTimeoutError(
             f"{b.count()} record(s) for {b.topic}[{b.partition}] not acknowledged within "
             f"delivery_timeout_ms={self.config.delivery_timeout_ms}"
@@ -239,8 +244,6 @@ class Accumulator:
                                              compression_level=level, timestamp=b.default_ts)
         else:
             if any(len(r) > 3 and r[3] for r in b.records):
-                from kafkawire.client.errors import ConfigError  # an exception class only
-
                 raise ConfigError(
                     f"records with headers need Produce v3+ (magic 2); the broker for "
                     f"{b.topic}[{b.partition}] speaks an older version"
@@ -301,8 +304,6 @@ class Accumulator:
         for b in sent:
             p = answers.get((b.topic, b.partition))
             if p is None:
-                from kafkawire.client.errors import KafkaConnectionError  # an exception class only
-
                 out.append((b, KafkaConnectionError(
                     f"{broker} did not answer for {b.topic}[{b.partition}] in its Produce response"), True))
                 continue
