@@ -241,11 +241,18 @@ class UnknownServerError(BrokerError):
 
 @_table_entry
 class OffsetOutOfRangeError(BrokerError):
+    """Also what a consumer raises when a position is outside the log and
+    auto_offset_reset is "none": then ``partitions`` is {(topic, partition): offset}."""
+
     code, name, retriable = 1, "OFFSET_OUT_OF_RANGE", False
     meaning = (
         "The requested offset is outside the range of offsets maintained by the server for "
         "the given topic/partition."
     )
+
+    def __init__(self, message: str | None = None, partitions: dict | None = None):
+        super().__init__(message)
+        self.partitions = partitions or {}
 
 
 @_table_entry

@@ -13,20 +13,11 @@ from kafkawire.aio.conn import AsyncBrokerConnection
 from kafkawire.client.config import Config
 from kafkawire.client.errors import KafkaConnectionError, KafkaTimeoutError, NoBrokersAvailableError
 from kafkawire.protocol import apis
-from kafkawire.protocol.metadata import ClusterMetadata, reconnect_delay_ms
+from kafkawire.protocol.metadata import Backoff, ClusterMetadata
 
 __all__ = ["AsyncCluster"]
 
 METADATA = apis.get("Metadata")
-
-
-class _Backoff:
-    __slots__ = ("failures", "next_attempt", "last_error")
-
-    def __init__(self) -> None:
-        self.failures = 0
-        self.next_attempt = 0.0
-        self.last_error: BaseException | None = None
 
 
 class AsyncCluster:
@@ -35,7 +26,7 @@ class AsyncCluster:
         self.meta = ClusterMetadata(config.metadata_max_age_ms, config.retry_backoff_ms)
         self._conns: dict[Any, AsyncBrokerConnection] = {}
         self._connecting: dict[Any, asyncio.Task] = {}
-        self._backoff: dict[tuple[str, int], _Backoff] = {}
+        self._backoff: dict[tuple[str, int], Backoff] = {}
         self._refresh: asyncio.Task | None = None
         self.closed = False
 
@@ -68,7 +59,7 @@ class AsyncCluster:
             return conn
         task = self._connecting.get(key)
         if task is None:
-            b = self._backoff.setdefault((host, port), _Backoff())
+            b = self._backoff.setdefault((host, port), Backoff())
             if b.next_attempt > self._now() and b.last_error is not None:
                 raise b.last_error
             c = self.config
@@ -89,21 +80,18 @@ class AsyncCluster:
         except asyncio.TimeoutError:
             raise KafkaTimeoutError(f"connecting to {host}:{port} did not finish in time") from None
 
-    async def _setup(self, conn: AsyncBrokerConnection, b: _Backoff) -> AsyncBrokerConnection:
+    async def _setup(self, conn: AsyncBrokerConnection, b: Backoff) -> AsyncBrokerConnection:
         key = next((k for k, v in self._conns.items() if v is conn), None)
         try:
             await conn.connect(self.config.socket_connection_setup_timeout_ms / 1000)
         except KafkaConnectionError as exc:
-            b.failures += 1
-            delay = reconnect_delay_ms(b.failures, self.config.reconnect_backoff_ms,
-                                       self.config.reconnect_backoff_max_ms, random.uniform(0.8, 1.2))
-            b.next_attempt = self._now() + delay / 1000
-            b.last_error = exc
+            b.failed(exc, self._now(), self.config.reconnect_backoff_ms,
+                     self.config.reconnect_backoff_max_ms, random.uniform(0.8, 1.2))
             self.meta.need_refresh = True  # the broker may have left the cluster
             raise
         finally:
             self._connecting.pop(key, None)
-        b.failures, b.next_attempt, b.last_error = 0, 0.0, None
+        b.succeeded()
         return conn
 
     def ready_connection(self, node_id: int) -> AsyncBrokerConnection | None:

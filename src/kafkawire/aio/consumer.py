@@ -29,7 +29,6 @@ from kafkawire.client.errors import (
     ClientClosedError,
     KafkaConnectionError,
     KafkaTimeoutError,
-    OffsetOutOfRangeError,
 )
 from kafkawire.protocol import apis
 from kafkawire.protocol.fetcher import (
@@ -42,7 +41,9 @@ from kafkawire.protocol.fetcher import (
     PartitionState,
     TopicPartition,
     apply_list_offsets,
+    check_timestamps,
     list_offsets_request,
+    offsets_and_times,
 )
 from kafkawire.protocol.fetcher import as_topic_partition as _tp
 
@@ -124,8 +125,7 @@ class AsyncConsumer:
         if self._group is not None and self._group.subscribed:
             raise ValueError("assign() while subscribed: call unsubscribe() first")
         tps = [_tp(x) for x in partitions]
-        old = self._fetcher.assigned
-        self._fetcher.assigned = {tp: old.get(tp) or PartitionState() for tp in tps}
+        self._fetcher.assign(tps)
         self.cluster.meta.interest.update(tp.topic for tp in tps)
         if any(self.cluster.leader_for(*tp) is None for tp in tps):
             self.cluster.meta.need_refresh = True
@@ -134,19 +134,11 @@ class AsyncConsumer:
         return set(self._fetcher.assigned)
 
     def _state(self, tp: Any) -> PartitionState:
-        st = self._fetcher.assigned.get(_tp(tp))
-        if st is None:
-            raise ValueError(f"{_tp(tp)} is not assigned; call assign() first")
-        return st
+        return self._fetcher.state(tp)
 
     def seek(self, partition: Any, offset: int) -> None:
         """Make the next poll start at ``offset`` for ``partition``."""
-        if not isinstance(offset, int) or offset < 0:
-            raise ValueError(f"offset must be an int >= 0, got {offset!r}")
-        st = self._state(partition)
-        st.position = offset
-        st.clear()  # a fetch already in flight is dropped when it arrives
-        st.reset_to = None
+        self._fetcher.seek(partition, offset)
 
     async def seek_to_beginning(self, partitions: Iterable[Any] | None = None, timeout: float | None = None) -> None:
         await self._seek_to(EARLIEST, partitions, timeout)
@@ -176,12 +168,8 @@ class AsyncConsumer:
 
     async def offsets_for_times(self, timestamps: dict[Any, int], timeout: float | None = None
                                 ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
-        query = {_tp(k): v for k, v in timestamps.items()}
-        for tp, ts in query.items():
-            if not isinstance(ts, int) or ts < 0:
-                raise ValueError(f"timestamp for {tp} must be an int >= 0 (ms), got {ts!r}")
-        found = await self._list_offsets(query, self._timeout(timeout))
-        return {tp: (OffsetAndTimestamp(*found[tp]) if found[tp][0] >= 0 else None) for tp in query}
+        query = check_timestamps(timestamps)
+        return offsets_and_times(query, await self._list_offsets(query, self._timeout(timeout)))
 
     async def _list_offsets(self, query: dict[TopicPartition, int], timeout: float
                             ) -> dict[TopicPartition, tuple[int, int]]:
@@ -236,18 +224,8 @@ class AsyncConsumer:
         return result
 
     async def _reset_positions(self, tps: list[TopicPartition], timeout: float, out_of_range: bool = False) -> None:
-        policy = self.config.auto_offset_reset
-        if policy == "none":
-            raise OffsetOutOfRangeError(
-                f"no valid position for {sorted(tps)} and auto_offset_reset='none': seek() to "
-                f"an offset first" + (" (the position is outside the log)" if out_of_range else ""),
-                partitions={tp: self._fetcher.assigned[tp].position for tp in tps})
-        which = EARLIEST if policy == "earliest" else LATEST
-        for tp, (offset, _ts) in (await self._list_offsets({tp: which for tp in tps}, timeout)).items():
-            st = self._fetcher.assigned[tp]
-            st.position = offset
-            st.clear()
-            st.reset_to = None
+        query = self._fetcher.reset_query(tps, out_of_range)
+        self._fetcher.apply_reset(await self._list_offsets(query, timeout))
 
     # -- fetching --------------------------------------------------------------------------
 
@@ -340,12 +318,10 @@ class AsyncConsumer:
         return await self._poll(timeout, 1 << 62, True)
 
     def pause(self, partitions: Iterable[Any]) -> None:
-        for tp in partitions:
-            self._state(tp).paused = True
+        self._fetcher.pause(partitions)
 
     def resume(self, partitions: Iterable[Any]) -> None:
-        for tp in partitions:
-            self._state(tp).paused = False
+        self._fetcher.pause(partitions, False)
 
     # -- groups and offsets ------------------------------------------------------------------
 

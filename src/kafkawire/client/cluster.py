@@ -33,20 +33,11 @@ from kafkawire.client.errors import (
 )
 from kafkawire.client.future import Future
 from kafkawire.protocol import apis
-from kafkawire.protocol.metadata import ClusterMetadata, PartitionMetadata, TopicMetadata, reconnect_delay_ms
+from kafkawire.protocol.metadata import Backoff, ClusterMetadata, PartitionMetadata, TopicMetadata
 
 __all__ = ["Cluster", "TopicMetadata", "PartitionMetadata"]
 
 METADATA = apis.get("Metadata")
-
-
-class _Backoff:
-    __slots__ = ("failures", "next_attempt", "last_error")
-
-    def __init__(self) -> None:
-        self.failures = 0
-        self.next_attempt = 0.0
-        self.last_error: BaseException | None = None
 
 
 class Cluster:
@@ -58,7 +49,7 @@ class Cluster:
         #: Brokers, topics and leaders, and when to refresh them (I/O-free).
         self.meta = ClusterMetadata(config.metadata_max_age_ms, config.retry_backoff_ms)
         self._conns: dict[Any, BrokerConnection] = {}  # node id, or ("bootstrap", host, port)
-        self._backoff: dict[tuple[str, int], _Backoff] = {}
+        self._backoff: dict[tuple[str, int], Backoff] = {}
         self._refresh_future: Future | None = None
         self._refresh_topics: frozenset[str] = frozenset()  # what that refresh asked for
         self.closed = False
@@ -95,20 +86,15 @@ class Cluster:
         b = self._backoff.get((host, port))
         return 0.0 if b is None else max(0.0, b.next_attempt - time.monotonic())
 
-    def _record_failure(self, b: _Backoff, exc: BaseException) -> None:
-        b.failures += 1
-        delay = reconnect_delay_ms(b.failures, self.config.reconnect_backoff_ms,
-                                   self.config.reconnect_backoff_max_ms, random.uniform(0.8, 1.2))
-        b.next_attempt = time.monotonic() + delay / 1000.0
-        b.last_error = exc
+    def _record_failure(self, b: Backoff, exc: BaseException) -> None:
+        b.failed(exc, time.monotonic(), self.config.reconnect_backoff_ms,
+                 self.config.reconnect_backoff_max_ms, random.uniform(0.8, 1.2))
 
     @staticmethod
-    def _record_success(b: _Backoff) -> None:
-        b.failures = 0
-        b.next_attempt = 0.0
-        b.last_error = None
+    def _record_success(b: Backoff) -> None:
+        b.succeeded()
 
-    def _on_setup(self, b: _Backoff, setup: Future) -> None:
+    def _on_setup(self, b: Backoff, setup: Future) -> None:
         exc = setup.exception(0)
         if exc is None:
             self._record_success(b)
@@ -122,7 +108,7 @@ class Cluster:
         conn = self._conns.get(key)
         if conn is not None and (conn.ready or conn.connecting):
             return conn
-        b = self._backoff.setdefault((host, port), _Backoff())
+        b = self._backoff.setdefault((host, port), Backoff())
         if b.next_attempt > time.monotonic():
             return None
         if conn is None:
@@ -146,7 +132,7 @@ class Cluster:
             if not setup.wait(None if deadline is None else max(0.0, deadline - now)):
                 raise KafkaTimeoutError(f"no time left to finish connecting to {conn.name}")
             return setup.result(0)
-        b = self._backoff.setdefault((host, port), _Backoff())
+        b = self._backoff.setdefault((host, port), Backoff())
         if b.next_attempt > now and b.last_error is not None:
             raise b.last_error
         if conn is None:

@@ -22,7 +22,6 @@ from kafkawire.client.errors import (
     ClientClosedError,
     KafkaConnectionError,
     KafkaTimeoutError,
-    OffsetOutOfRangeError,
 )
 from kafkawire.client.future import Future
 from kafkawire.client.group import ConsumerGroup, ConsumerRebalanceListener
@@ -35,7 +34,9 @@ from kafkawire.protocol.fetcher import (
     PartitionState,
     TopicPartition,
     apply_list_offsets,
+    check_timestamps,
     list_offsets_request,
+    offsets_and_times,
 )
 from kafkawire.protocol.fetcher import EARLIEST, LATEST
 from kafkawire.protocol.fetcher import as_topic_partition as _tp
@@ -80,7 +81,7 @@ class Consumer:
         if self._group is not None and self._group.subscribed:
             raise ValueError("assign() while subscribed: call unsubscribe() first")
         tps = [_tp(x) for x in partitions]
-        self._fetcher.assigned = {tp: self._assigned.get(tp) or PartitionState() for tp in tps}
+        self._fetcher.assign(tps)
         self.cluster.interest.update(tp.topic for tp in tps)
         missing = [tp for tp in tps if self.cluster.leader_for(*tp) is None]
         if missing:
@@ -97,20 +98,11 @@ class Consumer:
         return set(self._assigned)
 
     def _state(self, tp: Any) -> PartitionState:
-        tp = _tp(tp)
-        state = self._assigned.get(tp)
-        if state is None:
-            raise ValueError(f"{tp} is not assigned; call assign() first")
-        return state
+        return self._fetcher.state(tp)
 
     def seek(self, partition: Any, offset: int) -> None:
         """Make the next poll start at ``offset`` for ``partition``."""
-        if not isinstance(offset, int) or offset < 0:
-            raise ValueError(f"offset must be an int >= 0, got {offset!r}")
-        state = self._state(partition)
-        state.position = offset
-        state.clear()  # a fetch already in flight is dropped when it arrives
-        state.reset_to = None
+        self._fetcher.seek(partition, offset)
 
     def seek_to_beginning(self, partitions: Iterable[Any] | None = None, timeout: float | None = None) -> None:
         self._seek_to(EARLIEST, partitions, timeout)
@@ -135,12 +127,8 @@ class Consumer:
                           ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
         """The earliest offset whose timestamp is >= the given one (ms), per partition;
         None where no such record exists."""
-        query = {_tp(k): v for k, v in timestamps.items()}
-        for tp, ts in query.items():
-            if not isinstance(ts, int) or ts < 0:
-                raise ValueError(f"timestamp for {tp} must be an int >= 0 (ms), got {ts!r}")
-        found = self._list_offsets(query, self._timeout(timeout))
-        return {tp: (OffsetAndTimestamp(*found[tp]) if found[tp][0] >= 0 else None) for tp in query}
+        query = check_timestamps(timestamps)
+        return offsets_and_times(query, self._list_offsets(query, self._timeout(timeout)))
 
     def beginning_offsets(self, partitions: Iterable[Any], timeout: float | None = None) -> dict[TopicPartition, int]:
         got = self._list_offsets({_tp(x): EARLIEST for x in partitions}, self._timeout(timeout))
@@ -210,17 +198,8 @@ class Consumer:
             self.cluster.request_refresh()
 
     def _reset_positions(self, tps: list[TopicPartition], timeout: float, out_of_range: bool = False) -> None:
-        policy = self.config.auto_offset_reset
-        if policy == "none":
-            raise OffsetOutOfRangeError(
-                f"no valid position for {sorted(tps)} and auto_offset_reset='none': seek() to "
-                f"an offset first" + (" (the position is outside the log)" if out_of_range else ""),
-                partitions={tp: self._assigned[tp].position for tp in tps},
-            )
-        which = EARLIEST if policy == "earliest" else LATEST
-        for tp, (offset, _ts) in self._list_offsets({tp: which for tp in tps}, timeout).items():
-            self._assigned[tp].position = offset
-            self._assigned[tp].clear()
+        query = self._fetcher.reset_query(tps, out_of_range)
+        self._fetcher.apply_reset(self._list_offsets(query, timeout))
 
     # -- fetching -------------------------------------------------------------------------
 
@@ -343,12 +322,10 @@ class Consumer:
         return self._poll(timeout, 1 << 62, True)
 
     def pause(self, partitions: Iterable[Any]) -> None:
-        for tp in partitions:
-            self._state(tp).paused = True
+        self._fetcher.pause(partitions)
 
     def resume(self, partitions: Iterable[Any]) -> None:
-        for tp in partitions:
-            self._state(tp).paused = False
+        self._fetcher.pause(partitions, False)
 
     def _check_open(self) -> None:
         if self._closed:

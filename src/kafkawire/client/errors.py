@@ -5,7 +5,8 @@ Broker error codes keep their own classes (``kafkawire.errors.for_code``); this 
 gathers what a client that talks over sockets can meet: unreachable brokers, timeouts,
 exhausted buffers, bad configuration.  The bases the I/O-free cores raise too
 (KafkaConnectionError, KafkaTimeoutError, DeliveryTimeoutError, ConfigError,
-RecordTooLargeError) are defined in :mod:`kafkawire.errors` and re-exported here.
+RecordTooLargeError, OffsetOutOfRangeError) are defined in :mod:`kafkawire.errors` and
+re-exported here.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from kafkawire.errors import (  # defined there: the I/O-free cores raise them t
     DeliveryTimeoutError,
     KafkaConnectionError,
     KafkaTimeoutError,
+    OffsetOutOfRangeError,
     RecordTooLargeError,
     broker_error,
 )
@@ -91,16 +93,5 @@ class BufferExhaustedError(KafkaTimeoutError):
 
 class ClientClosedError(_errors.KafkaWireError):
     """The producer or consumer was closed."""
-
-
-class OffsetOutOfRangeError(_errors.OffsetOutOfRangeError):
-    """The fetch position is outside the log and auto_offset_reset is "none".
-
-    The error table's class for code 1, plus ``partitions``: {(topic, partition): offset}.
-    """
-
-    def __init__(self, message: str | None = None, partitions: dict | None = None):
-        super().__init__(message)
-        self.partitions = partitions or {}
 
 

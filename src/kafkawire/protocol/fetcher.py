@@ -21,10 +21,11 @@ from operator import attrgetter
 from typing import Any, Iterator, Mapping
 
 from kafkawire import codec, errors
-from kafkawire.errors import REFRESH_METADATA_CODES, RecordTooLargeError, broker_error
+from kafkawire.errors import REFRESH_METADATA_CODES, OffsetOutOfRangeError, RecordTooLargeError, broker_error
 from kafkawire.protocol import apis
 
-__all__ = ["Fetcher", "list_offsets_request", "apply_list_offsets", "EARLIEST", "LATEST", "ConsumerRecord", "TopicPartition", "FetchedBatch", "OffsetAndTimestamp",
+__all__ = ["Fetcher", "list_offsets_request", "apply_list_offsets", "EARLIEST", "LATEST",
+           "check_timestamps", "offsets_and_times", "ConsumerRecord", "TopicPartition", "FetchedBatch", "OffsetAndTimestamp",
            "PartitionState", "as_topic_partition"]
 
 FETCH = apis.get("Fetch")
@@ -242,6 +243,53 @@ class Fetcher:
         self.isolation = 1 if config.isolation_level == "read_committed" else 0
         self.kdes = config.key_deserializer
         self.vdes = config.value_deserializer
+
+    # -- positions (the same for both shells) -------------------------------------------
+
+    def assign(self, tps: list[TopicPartition]) -> None:
+        """Consume exactly ``tps``, keeping the state of those already assigned."""
+        old = self.assigned
+        self.assigned = {tp: old.get(tp) or PartitionState() for tp in tps}
+
+    def state(self, tp: Any) -> PartitionState:
+        tp = as_topic_partition(tp)
+        st = self.assigned.get(tp)
+        if st is None:
+            raise ValueError(f"{tp} is not assigned; call assign() first")
+        return st
+
+    def seek(self, tp: Any, offset: int) -> None:
+        """Make the next poll start at ``offset`` for ``tp``."""
+        if not isinstance(offset, int) or offset < 0:
+            raise ValueError(f"offset must be an int >= 0, got {offset!r}")
+        st = self.state(tp)
+        st.position = offset
+        st.clear()  # a fetch already in flight is dropped when it arrives
+        st.reset_to = None
+
+    def pause(self, tps: Any, paused: bool = True) -> None:
+        for tp in tps:
+            self.state(tp).paused = paused
+
+    def reset_query(self, tps: list[TopicPartition], out_of_range: bool = False) -> dict[TopicPartition, int]:
+        """The ListOffsets query that resets ``tps`` per auto_offset_reset; raises
+        OffsetOutOfRangeError under "none"."""
+        policy = self.config.auto_offset_reset
+        if policy == "none":
+            raise OffsetOutOfRangeError(
+                f"no valid position for {sorted(tps)} and auto_offset_reset='none': seek() to "
+                f"an offset first" + (" (the position is outside the log)" if out_of_range else ""),
+                partitions={tp: self.assigned[tp].position for tp in tps})
+        which = EARLIEST if policy == "earliest" else LATEST
+        return {tp: which for tp in tps}
+
+    def apply_reset(self, found: dict[TopicPartition, tuple[int, int]]) -> None:
+        for tp, (offset, _ts) in found.items():
+            st = self.assigned.get(tp)
+            if st is not None:
+                st.position = offset
+                st.clear()
+                st.reset_to = None
 
     def plan(self, leader_for: Any) -> tuple[dict[int, list[TopicPartition]], dict[TopicPartition, int], bool, bool]:
         """What to fetch now: (leader -> partitions, partition -> fetch offset, whether
@@ -524,3 +572,18 @@ def apply_list_offsets(resp: Any, version: int, todo: dict[TopicPartition, int],
                 result[tp] = (p.offset, p.timestamp)
             del todo[tp]
     return refresh
+
+
+def check_timestamps(timestamps: Mapping[Any, int]) -> dict[TopicPartition, int]:
+    """offsets_for_times' query, checked: (topic, partition) -> timestamp (ms) >= 0."""
+    query = {as_topic_partition(k): v for k, v in timestamps.items()}
+    for tp, ts in query.items():
+        if not isinstance(ts, int) or ts < 0:
+            raise ValueError(f"timestamp for {tp} must be an int >= 0 (ms), got {ts!r}")
+    return query
+
+
+def offsets_and_times(query: Mapping[TopicPartition, int], found: Mapping[TopicPartition, tuple[int, int]]
+                      ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
+    """offsets_for_times' answer: None where no record has such a timestamp."""
+    return {tp: (OffsetAndTimestamp(*found[tp]) if found[tp][0] >= 0 else None) for tp in query}

@@ -13,7 +13,7 @@ from typing import Any
 from kafkawire import errors
 from kafkawire.protocol import apis
 
-__all__ = ["ClusterMetadata", "TopicMetadata", "PartitionMetadata", "reconnect_delay_ms"]
+__all__ = ["ClusterMetadata", "TopicMetadata", "PartitionMetadata", "Backoff", "reconnect_delay_ms"]
 
 METADATA = apis.get("Metadata")
 
@@ -52,6 +52,28 @@ def reconnect_delay_ms(failures: int, base_ms: int, max_ms: int, jitter: float) 
     doubling per failure up to ``max_ms``, times ``jitter`` (the caller draws it from
     0.8-1.2, so clients that failed together do not retry together)."""
     return min(base_ms * 2 ** min(failures - 1, 30), max_ms) * jitter
+
+
+class Backoff:
+    """Reconnect state of one broker address: failures in a row, when it may be tried
+    again, and the last error (raised again to a caller that may not wait)."""
+
+    __slots__ = ("failures", "next_attempt", "last_error")
+
+    def __init__(self) -> None:
+        self.failures = 0
+        self.next_attempt = 0.0
+        self.last_error: BaseException | None = None
+
+    def failed(self, exc: BaseException, now: float, base_ms: int, max_ms: int, jitter: float) -> None:
+        self.failures += 1
+        self.next_attempt = now + reconnect_delay_ms(self.failures, base_ms, max_ms, jitter) / 1000.0
+        self.last_error = exc
+
+    def succeeded(self) -> None:
+        self.failures = 0
+        self.next_attempt = 0.0
+        self.last_error = None
 
 
 class ClusterMetadata:
