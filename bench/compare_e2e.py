@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import json
 import os
 import platform
 import random
@@ -741,6 +742,8 @@ def main() -> None:
                         help=f"comma-separated subset of {','.join(ALL_CLIENTS)}")
     parser.add_argument("--compression", default="none", help="comma-separated: none,lz4,...")
     parser.add_argument("--markdown", metavar="PATH", help="also write the tables to PATH")
+    parser.add_argument("--json", metavar="PATH",
+                        help="also write {case: ratio} (kafkawire rate / peer rate) to PATH")
     args = parser.parse_args()
     args.records = args.records or (200_000 if args.quick else 1_000_000)
     args.rounds = args.rounds or 3
@@ -763,6 +766,33 @@ def main() -> None:
         os.makedirs(os.path.dirname(os.path.abspath(args.markdown)), exist_ok=True)
         with open(args.markdown, "w") as fh:
             fh.write(text)
+    if args.json:
+        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+        with open(args.json, "w") as fh:
+            json.dump(ratios(results, args), fh, indent=1, sort_keys=True)
+            fh.write("\n")
+
+
+def ratios(results: dict, args: argparse.Namespace) -> dict[str, float]:
+    """The target table's ratios, machine-readable (bench/check.py reads them): kafkawire's
+    median records/s over the reference's, so higher is better for kafkawire.  A kafkawire
+    case with a problem in a round counts that round as 0 records/s, as the table does."""
+    out: dict[str, float] = {}
+    for compression in args.compression:
+        rate = {key[1:]: median_rate(outs, args.records)[0]
+                for key, outs in results.items() if key[0] == compression}
+        ck = rate.get(("confluent", "produce"))
+        consumers = {k: v for k, v in rate.items()
+                     if k[0] in PEERS and k[1] in CONSUME_KINDS and v}
+        best = max(consumers.values()) if consumers else None
+        for name, mine, ref in (
+                ("send/vs-confluent-produce", rate.get(("kafkawire", "send")), ck),
+                ("send_batch/vs-confluent-produce", rate.get(("kafkawire", "send_batch")), ck),
+                ("poll/vs-best-peer-consumer", rate.get(("kafkawire", "poll")), best),
+                ("poll_batch/vs-best-peer-consumer", rate.get(("kafkawire", "poll_batch")), best)):
+            if mine is not None and ref:
+                out[f"{compression}/{name}"] = mine / ref
+    return out
 
 
 if __name__ == "__main__":

@@ -44,7 +44,7 @@ with warnings.catch_warnings():
     # kafka-python 3.0 loads its schemas with importlib.resources calls Python deprecates.
     warnings.simplefilter("ignore", DeprecationWarning)
     from compare_codec import (KEY_SIZE, N_RECORDS, VALUE_SIZE, Bench, aio_read_records,
-                               kp_read_records, make_records)
+                               kp_read_records, make_records, write_json)
     from kafka.protocol.consumer.fetch import FetchResponse as KpFetchResponse
     from kafka.protocol.metadata.metadata import MetadataRequest as KpMetadataRequest
     from kafka.protocol.metadata.metadata import MetadataResponse as KpMetadataResponse
@@ -455,6 +455,8 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="3 rounds, shorter measurements")
     parser.add_argument("--rounds", type=int, default=None)
     parser.add_argument("--markdown", metavar="PATH", help="also write the table to PATH")
+    parser.add_argument("--json", metavar="PATH",
+                        help="also write {case: ratio} (peer time / kafkawire time) to PATH")
     args = parser.parse_args()
     if codec.IMPLEMENTATION != "cython":
         sys.exit("kafkawire is running its pure-Python codec; run `make build` first")
@@ -511,6 +513,40 @@ def main() -> None:
         os.makedirs(os.path.dirname(os.path.abspath(args.markdown)), exist_ok=True)
         with open(args.markdown, "w") as fh:
             fh.write(text)
+    if args.json:
+        write_json(args.json, ratios(bench))
+
+
+def ratios(bench: Bench) -> dict[str, float]:
+    """The table's peer ratios, machine-readable (bench/check.py reads them): peer median
+    time / kafkawire median time, so higher is better for kafkawire."""
+    m = bench.median
+    peers = (("aio", "aiokafka"), ("kp", "kafka-python"))
+    out: dict[str, float] = {}
+
+    def put(name, peer, ours):
+        if peer is not None and ours is not None and ours > 0:
+            out[name] = peer / ours
+
+    for cname in CODECS.values():
+        for v in FETCH_VERSIONS:
+            tag = f"v{v}/{cname}"
+            for impl, peer in peers:
+                put(f"fetch/{tag}/protocol/vs-{peer}", m(f"fetch-proto/{impl}/{tag}"),
+                    m(f"fetch-proto/kw/{tag}"))
+                put(f"fetch/{tag}/objects/vs-{peer}", m(f"fetch-obj/{impl}/{tag}"),
+                    m(f"fetch-obj/kw/{tag}"))
+                put(f"fetch/{tag}/columnar/vs-{peer}", m(f"fetch-obj/{impl}/{tag}"),
+                    m(f"fetch-col/kw/{tag}"))
+    for v in PRODUCE_VERSIONS:
+        for kind, label in (("req", "request"), ("e2e", "end-to-end")):
+            for impl, peer in peers:
+                put(f"produce/v{v}/{label}/vs-{peer}", m(f"produce-{kind}/{impl}/v{v}"),
+                    m(f"produce-{kind}/kw/v{v}"))
+    put(f"metadata/v{METADATA_VERSION}/request/vs-kafka-python", m("meta-req/kp"), m("meta-req/kw"))
+    put(f"metadata/v{METADATA_VERSION}/response/vs-kafka-python", m("meta-resp/kp"),
+        m("meta-resp/kw"))
+    return out
 
 
 def fmt_t(t: float | None, n: int | None = None) -> str:

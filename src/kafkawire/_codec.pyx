@@ -1,4 +1,11 @@
-# cython: language_level=3
+# cython: language_level=3, freethreading_compatible=False
+# freethreading_compatible=False: on a free-threaded CPython (3.13t/3.14t) importing this
+# module turns the GIL back on, with a RuntimeWarning.  Not True yet, because the module
+# has mutable module-level state shared by threads: the lazy caches _Columns and
+# _data_too_large (decode_columnar writes the pair one after the other, so without the GIL
+# a second thread can see _Columns set and call _data_too_large while it is still None),
+# _record_fields and _ColumnsType.  Import those at module init, make sure nothing else is
+# written after import, then declare True.
 """kafkawire._codec: the compiled codec core (contract: _codec.pyi).
 
 Same names, results, exceptions and messages as the pure-Python twin kafkawire._pycodec;
