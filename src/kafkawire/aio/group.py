@@ -180,7 +180,7 @@ class AsyncConsumerGroup(ConsumerGroup):
         try:
             await self.run_async(self.close_steps(deadline), deadline)
         finally:
-            await self.thread.stop(max(0.0, deadline - _mono(asyncio.get_running_loop())))
+            await self.driver.stop(max(0.0, deadline - _mono(asyncio.get_running_loop())))
 
 
 def _mono(loop: asyncio.AbstractEventLoop) -> float:

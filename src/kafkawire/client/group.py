@@ -1,12 +1,15 @@
-"""The consumer's group thread: drives a :class:`~kafkawire.protocol.group.GroupMembership`
-over connections of its own, so heartbeats go out while the caller is busy between polls.
+"""Consumer groups in the client: the caller's side, shared by both shells, and the
+sync shell's group thread.
 
-The thread owns the state machine and its connections (a :class:`Cluster` of its own, as
-the Java client keeps a separate connection to the coordinator): nothing else touches
-them.  The caller's thread talks to it through :meth:`GroupThread.call` (a function run
-on the thread, its result as a :class:`Future`), and reads what the machine reported
-with :meth:`GroupThread.take_events`.  Everything that involves the consumer's own state
-(revoking, assigning, the leader's assignor) happens on the caller's thread, in poll().
+:class:`ConsumerGroup` is the consumer's part (subscription, rebalances, commits and
+committed offsets) and runs on the caller's thread inside poll().  A *driver* runs the
+I/O-free :class:`~kafkawire.protocol.group.GroupMembership` over a coordinator
+connection of its own (as the Java client keeps one), so heartbeats go out while the
+caller is busy: :class:`GroupThread` here, ``kafkawire.aio.group.AsyncGroupDriver`` in
+the asyncio shell, with the same interface (``call``, ``take_events``, ``snapshot``,
+``send``, ``new_future``).  The operations that wait for the coordinator (commit,
+committed, leave, close) are written once as generators of what to wait for
+(``*_steps``); the sync shell runs them blocking, the asyncio shell awaits them.
 """
 
 from __future__ import annotations
@@ -292,7 +295,7 @@ class ConsumerGroup:
         self.config = c = consumer.config
         #: Runs the membership state machine: the sync shell's group thread, or the
         #: asyncio shell's task (same interface).
-        self.thread = driver or GroupThread(c, dict(consumer.cluster.brokers), consumer.cluster.poller.wakeup)
+        self.driver = driver or GroupThread(c, dict(consumer.cluster.brokers), consumer.cluster.poller.wakeup)
         self.topics: set[str] | None = None
         self.pattern: Any = None
         self.listener: Any = None
@@ -368,14 +371,14 @@ class ConsumerGroup:
     def step(self, deadline: float) -> None:
         """Everything poll() does for the group before fetching."""
         now = time.monotonic()
-        self.thread.last_poll = now
+        self.driver.last_poll = now
         self.run_callbacks()
         if self.config.enable_auto_commit and now >= self.next_auto_commit:
             self.next_auto_commit = now + self.config.auto_commit_interval_ms / 1000
             self._auto_commit()
         if self.subscribed:
             self._check_metadata()
-        for ev in self.thread.take_events():
+        for ev in self.driver.take_events():
             self._on_event(ev, deadline)
         if self._lead_pending is not None:
             self._lead(self._lead_pending, deadline)
@@ -436,7 +439,7 @@ class ConsumerGroup:
             protocols.append((name, subscription_metadata(name, self.topics or (), held, self.generation)))
         reason = self.join_reason
         self.join_wanted = False
-        self.thread.call(lambda m, now: m.start_join(protocols, now, reason))
+        self.driver.call(lambda m, now: m.start_join(protocols, now, reason))
 
     def _lead(self, ev: AssignmentNeeded, deadline: float) -> None:  # noqa: ARG002
         cluster = self.consumer.cluster
@@ -462,7 +465,7 @@ class ConsumerGroup:
                  self.config.group_id, ev.generation, sum(len(p) for p in counts.values()), sorted(counts),
                  len(assignments), ev.protocol)
         gen = ev.generation
-        self.thread.call(lambda m, now: m.set_assignments(gen, assignments))
+        self.driver.call(lambda m, now: m.set_assignments(gen, assignments))
 
     def _assigned(self, ev: Assigned, deadline: float) -> None:
         new = {TopicPartition(t, p) for t, ps in assignment_to_map(decode_assignment(ev.assignment)).items() for p in ps}
@@ -488,10 +491,10 @@ class ConsumerGroup:
             self.listener.on_partitions_assigned(sorted(added))
 
     def _fetch_committed(self) -> None:
-        fut = self.thread.new_future()
+        fut = self.driver.new_future()
         tps = sorted(self.pending_positions)
         self._committed_fut = fut
-        self.thread.call(lambda m, now: m.fetch_offsets(tps, fut))
+        self.driver.call(lambda m, now: m.fetch_offsets(tps, fut))
 
     def _apply_committed(self) -> None:
         fut = self._committed_fut
@@ -540,9 +543,9 @@ class ConsumerGroup:
                 if st.position is not None and tp not in self.pending_positions}
 
     def _send_commit(self, offsets: dict[Any, int]) -> Any:
-        fut = self.thread.new_future()
+        fut = self.driver.new_future()
         payload = {tuple(tp): (off, "") for tp, off in offsets.items()}
-        self.thread.call(lambda m, now: m.commit(payload, fut))
+        self.driver.call(lambda m, now: m.commit(payload, fut))
         return fut
 
     # The operations that wait for the coordinator are written once, as generators
@@ -590,9 +593,9 @@ class ConsumerGroup:
             if time.monotonic() >= deadline:
                 raise KafkaTimeoutError(f"committed offsets of group {self.config.group_id!r} not read in time"
                                         + (f"; last error: {last}" if last else ""))
-            fut = self.thread.new_future()
+            fut = self.driver.new_future()
             tps = [tuple(tp) for tp in partitions]
-            self.thread.call(lambda m, now: m.fetch_offsets(tps, fut))
+            self.driver.call(lambda m, now: m.fetch_offsets(tps, fut))
             try:
                 got = yield ("answer", fut)
             except (KafkaConnectionError, KafkaTimeoutError) as exc:
@@ -607,7 +610,7 @@ class ConsumerGroup:
             return {TopicPartition(*tp): (off if off >= 0 else None) for tp, (off, _m) in got.items()}
 
     def leave_steps(self) -> Any:
-        t = self.thread
+        t = self.driver
         try:
             leave = yield ("answer", t.call(lambda m, now: t.send(m.leave("the consumer left the group"))))
             if leave is not None:
@@ -668,7 +671,7 @@ class ConsumerGroup:
             return
         fut = self._send_commit(offsets)
         done = self.done_commits
-        fut.add_done_callback(lambda f: (done.append((callback, offsets, f)), self.thread.wake_caller()))
+        fut.add_done_callback(lambda f: (done.append((callback, offsets, f)), self.driver.wake_caller()))
 
     def run_callbacks(self) -> None:
         """Callbacks of finished commit_async() calls, on the caller's thread."""
@@ -697,7 +700,7 @@ class ConsumerGroup:
     # -- health and the end ----------------------------------------------------------------
 
     def state(self) -> dict[str, Any]:
-        snap = self.thread.snapshot()
+        snap = self.driver.snapshot()
         snap["assignment"] = sorted(self.consumer._assigned)
         snap["subscription"] = sorted(self.topics) if self.topics is not None else None
         snap["rebalance_protocol"] = "cooperative" if self.cooperative else "eager"
@@ -707,7 +710,7 @@ class ConsumerGroup:
         try:
             self.run_steps(self.close_steps(deadline), deadline)
         finally:
-            self.thread.stop(max(0.0, deadline - time.monotonic()))
+            self.driver.stop(max(0.0, deadline - time.monotonic()))
 
 
 def _as_map(tps: Any) -> dict[str, list[int]]:
