@@ -29,7 +29,7 @@ from kafkawire.client.errors import (
     KafkaConnectionError,
     KafkaTimeoutError,
 )
-from kafkawire.client.partitioner import StickyPartitioner, partition_for_key
+from kafkawire.client.partitioner import StickyPartitioner, check_partition, choose_partition
 from kafkawire.client.producer import RecordFuture, RecordMetadata
 from kafkawire.protocol import apis
 from kafkawire.protocol.accumulator import BATCH_OVERHEAD, RECORD_OVERHEAD, Accumulator, Batch, prepare_record
@@ -214,15 +214,9 @@ class AsyncProducer:
         sticky = False
         if partition is None:
             n = await self._num_partitions(topic)
-            if c.partitioner is not None:
-                partition = c.partitioner(key, n)
-            elif key is not None:
-                partition = partition_for_key(key, n)
-            else:
-                partition = self._sticky.partition(topic, n)
-                sticky = True
-        elif not isinstance(partition, int) or partition < 0:
-            raise ValueError(f"partition must be an int >= 0 or None, got {partition!r}")
+            partition, sticky = choose_partition(topic, key, n, c.partitioner, self._sticky)
+        else:
+            partition = check_partition(partition)
         self.cluster.meta.interest.add(topic)
         record = (key, value, timestamp, headers) if headers else (key, value, timestamp)
         tp = (topic, partition)

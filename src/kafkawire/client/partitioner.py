@@ -76,6 +76,25 @@ class StickyPartitioner:
                 self._current[topic] = nxt if nxt < partition else nxt + 1
 
 
+def choose_partition(topic: str, key: Any, n: int, partitioner: Any, sticky: StickyPartitioner
+                     ) -> tuple[int, bool]:
+    """The partition of a record sent without one, among ``n``: the user's
+    ``partitioner(key, n)``, else murmur2 of the key (Java's rule), else the topic's
+    sticky partition (KIP-480).  Returns (partition, whether it is the sticky one)."""
+    if partitioner is not None:
+        return partitioner(key, n), False
+    if key is not None:
+        return partition_for_key(key, n), False
+    return sticky.partition(topic, n), True
+
+
+def check_partition(partition: Any) -> int:
+    """An explicit partition, checked: an int >= 0."""
+    if not isinstance(partition, int) or isinstance(partition, bool) or partition < 0:
+        raise ValueError(f"partition must be an int >= 0 or None, got {partition!r}")
+    return int(partition)
+
+
 def murmur2_many(data: Any, offsets: Any) -> Any:
     """``murmur2`` of many byte strings at once: string ``i`` is
     ``data[offsets[i]:offsets[i + 1]]`` (an Arrow binary column's buffers).  Returns a numpy

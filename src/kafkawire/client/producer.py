@@ -32,7 +32,7 @@ from kafkawire.client.errors import (
     RecordTooLargeError,
 )
 from kafkawire.client.future import Future
-from kafkawire.client.partitioner import StickyPartitioner, partition_for_key
+from kafkawire.client.partitioner import StickyPartitioner, check_partition, choose_partition
 from kafkawire.protocol import apis
 from kafkawire.protocol.accumulator import BATCH_OVERHEAD, RECORD_OVERHEAD, Accumulator, Batch, prepare_record
 
@@ -269,17 +269,9 @@ class Producer:
         if partition is None:
             n = self._partition_counts.get(topic) or self._num_partitions(
                 topic, _monotonic() + self.config.max_block_ms / 1000.0)
-            if self._partitioner is not None:
-                partition = self._partitioner(key, n)
-            elif key is not None:
-                partition = partition_for_key(key, n)
-            else:
-                partition = self._sticky.partition(topic, n)
-                sticky = True
+            partition, sticky = choose_partition(topic, key, n, self._partitioner, self._sticky)
         elif type(partition) is not int or partition < 0:
-            if not isinstance(partition, int) or partition < 0:
-                raise ValueError(f"partition must be an int >= 0 or None, got {partition!r}")
-            partition = int(partition)
+            partition = check_partition(partition)
         record = (key, value, timestamp, headers) if headers else (key, value, timestamp)
         tp = (topic, partition)
         wake = kick = False
