@@ -86,7 +86,9 @@ def test_security_protocol_names():
 
 @pytest.mark.parametrize("protocol", ["SASL_SSL", "sasl_plaintext"])
 def test_sasl_protocols_fail_clearly_at_construction(protocol):
-    with pytest.raises(ConfigError, match="SASL is not supported yet"):
+    # Java's default mechanism, GSSAPI, is refused with the list of supported ones.
+    with pytest.raises(ConfigError, match="GSSAPI .* not supported by kafkawire; set sasl_mechanism "
+                                          "to one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER"):
         Config.producer(bootstrap_servers="h:1", security_protocol=protocol)
 
 
@@ -183,3 +185,107 @@ def test_crlfile_turns_on_revocation_checks(certs, tmp_path):
     path.write_bytes(crl.public_bytes(serialization.Encoding.PEM))
     ctx = _ssl(ssl_cafile=certs.cafile, ssl_crlfile=str(path)).ssl_context
     assert ctx.verify_flags & ssl.VERIFY_CRL_CHECK_LEAF
+
+
+# -- SASL ------------------------------------------------------------------------------------
+
+from kafkawire.protocol.sasl import (  # noqa: E402
+    OAuthBearerMechanism,
+    PlainMechanism,
+    ScramMechanism,
+)
+
+_SCRAM = {"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "SCRAM-SHA-256",
+          "sasl_plain_username": "alice", "sasl_plain_password": "alice-secret"}
+
+
+@pytest.mark.parametrize("mechanism,cls", [("PLAIN", PlainMechanism), ("scram-sha-256", ScramMechanism),
+                                           ("SCRAM-SHA-512", ScramMechanism)])
+def test_sasl_user_and_password_build_the_mechanism(mechanism, cls):
+    c = Config.producer(**{"bootstrap.servers": "h:1", "security.protocol": "sasl_plaintext",
+                           "sasl.mechanism": mechanism, "sasl.plain.username": "alice",
+                           "sasl.plain.password": "alice-secret"})
+    assert c.security_protocol == "SASL_PLAINTEXT" and c.sasl_mechanism == mechanism.upper()
+    assert isinstance(c.sasl, cls) and c.sasl.name == mechanism.upper()
+    assert c.sasl.username == "alice" and c.ssl_context is None
+    # The password never shows in the config's repr.
+    assert "alice-secret" not in repr(c) and "'sasl_plain_password': '***'" in repr(c)
+
+
+def test_sasl_ssl_builds_the_tls_context_too(certs):
+    c = Config.consumer(bootstrap_servers="h:1", **{**_SCRAM, "security_protocol": "SASL_SSL"},
+                        ssl_cafile=certs.cafile)
+    assert isinstance(c.ssl_context, ssl.SSLContext) and isinstance(c.sasl, ScramMechanism)
+
+
+def test_oauthbearer_takes_a_token_provider_and_extensions():
+    def provider():
+        return ("eyJ.token", 2_000_000_000_000)
+
+    c = Config.client(bootstrap_servers="h:1", security_protocol="SASL_SSL",
+                      sasl_mechanism="OAUTHBEARER", sasl_oauth_token_provider=provider,
+                      sasl_oauthbearer_extensions={"traceId": "123"})
+    assert isinstance(c.sasl, OAuthBearerMechanism) and c.sasl.extensions == {"traceId": "123"}
+    # The provider is called at login (and at each re-login), not by the config.
+    first = c.sasl.fresh().initial_response()
+    assert first == b"n,,\x01auth=Bearer eyJ.token\x01traceId=123\x01\x01"
+
+
+def test_without_sasl_there_is_no_mechanism():
+    assert Config.client(bootstrap_servers="h:1").sasl is None
+    assert Config.client(bootstrap_servers="h:1", sasl_mechanism="GSSAPI").sasl is None  # the default
+
+
+@pytest.mark.parametrize("options,message", [
+    # GSSAPI is Java's default: refused, with the list of what kafkawire speaks.
+    ({"security_protocol": "SASL_PLAINTEXT"},
+     r"sasl_mechanism: GSSAPI \(Kerberos, Java's default\) is not supported by kafkawire; set "
+     r"sasl_mechanism to one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER"),
+    ({**_SCRAM, "sasl_mechanism": "SCRAM-SHA-1"},
+     r"'SCRAM-SHA-1' is not supported by kafkawire; set sasl_mechanism to one of PLAIN"),
+    ({**_SCRAM, "sasl_mechanism": 256}, r"sasl_mechanism must be one of PLAIN, SCRAM-SHA-256"),
+    ({**_SCRAM, "sasl_plain_password": None},
+     r"sasl_mechanism 'SCRAM-SHA-256' needs sasl_plain_password \(Java's sasl.jaas.config"),
+    ({"security_protocol": "SASL_SSL", "sasl_mechanism": "PLAIN"},
+     r"'PLAIN' needs sasl_plain_username and sasl_plain_password"),
+    ({**_SCRAM, "sasl_plain_username": ""}, r"needs sasl_plain_username \("),
+    ({"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "OAUTHBEARER"},
+     r"'OAUTHBEARER' needs sasl_oauth_token_provider: a callable returning the token, or "
+     r"\(token, expiry_ms\)"),
+    ({"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "OAUTHBEARER",
+      "sasl_oauth_token_provider": "a-token"}, r"sasl_oauth_token_provider must be callable"),
+    ({"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "OAUTHBEARER",
+      "sasl_oauth_token_provider": lambda: ("t", 1), "sasl_plain_username": "alice"},
+     r"sasl_plain_username is for PLAIN and SCRAM; OAUTHBEARER logs in with the token"),
+    ({**_SCRAM, "sasl_oauth_token_provider": lambda: ("t", 1)},
+     r"sasl_oauth_token_provider is for OAUTHBEARER, but sasl_mechanism is 'SCRAM-SHA-256'"),
+    ({"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "OAUTHBEARER",
+      "sasl_oauth_token_provider": lambda: ("t", 1), "sasl_oauthbearer_extensions": {"auth": "x"}},
+     r"sasl_oauthbearer_extensions: 'auth' is reserved"),
+    ({"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "OAUTHBEARER",
+      "sasl_oauth_token_provider": lambda: ("t", 1), "sasl_oauthbearer_extensions": ["x"]},
+     r"sasl_oauthbearer_extensions must be a dict of str -> str"),
+    # SASLprep (RFC 4013) refuses the name before anything is sent.
+    ({**_SCRAM, "sasl_plain_username": "al\u0007ice"},
+     r"sasl_plain_username / sasl_plain_password: SCRAM username contains an ASCII control character"),
+])
+def test_bad_sasl_options_say_what_is_wrong(options, message):
+    with pytest.raises(ConfigError, match=message):
+        Config.producer(bootstrap_servers="h:1", **options)
+
+
+@pytest.mark.parametrize("protocol,fix", [("PLAINTEXT", "SASL_PLAINTEXT"), ("SSL", "SASL_SSL")])
+def test_sasl_options_without_sasl_are_an_error_not_ignored(protocol, fix):
+    with pytest.raises(ConfigError, match=rf"sasl_mechanism, sasl_plain_username, sasl_plain_password are "
+                                          rf"set but security_protocol is '{protocol}', so the connection "
+                                          rf"would not use SASL: set security_protocol='{fix}'"):
+        Config.client(bootstrap_servers="h:1", security_protocol=protocol, ssl_check_hostname=True,
+                      **{k: v for k, v in _SCRAM.items() if k != "security_protocol"})
+    with pytest.raises(ConfigError, match="sasl_oauth_token_provider is set but"):
+        Config.client(bootstrap_servers="h:1", sasl_oauth_token_provider=lambda: ("t", 1))
+
+
+def test_tls_options_with_sasl_plaintext_are_an_error(certs):
+    with pytest.raises(ConfigError, match=r"ssl_cafile is set but security_protocol is 'SASL_PLAINTEXT'.*"
+                                          r"set security_protocol='SASL_SSL'"):
+        Config.client(bootstrap_servers="h:1", ssl_cafile=certs.cafile, **_SCRAM)

@@ -65,7 +65,7 @@ class AsyncCluster:
             c = self.config
             conn = AsyncBrokerConnection(
                 host, port, node_id=node_id, client_id=c.client_id,
-                request_timeout=c.request_timeout_ms / 1000, ssl_context=c.ssl_context,
+                request_timeout=c.request_timeout_ms / 1000, ssl_context=c.ssl_context, sasl=c.sasl,
                 version_overrides=c.api_version_overrides)
             self._conns[key] = conn
             # One setup per broker however many callers wait; it outlives a caller's

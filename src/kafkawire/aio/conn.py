@@ -2,6 +2,10 @@
 :class:`~kafkawire.protocol.connection.Connection` (framing, correlation ids, version
 negotiation), which the sync shell's connection drives the same way.
 
+With a SASL mechanism, :meth:`AsyncBrokerConnection.connect` logs in after the
+negotiation: :class:`~kafkawire.protocol.sasl.SaslExchange` plans the conversation, as for
+the sync shell, and this module only sends its steps and feeds back the answers.
+
 A request's bytes go to the transport in one write, so a cancelled caller never leaves
 a request half-sent; its answer is still read (answers come in order) and dropped.  A
 request not answered by its deadline closes the connection, as in the sync shell: the
@@ -24,7 +28,9 @@ from kafkawire.client.errors import (
     KafkaConnectionError,
     RequestTimeoutError,
 )
+from kafkawire.client.conn import sasl_error
 from kafkawire.protocol.connection import Connection, ProtocolError
+from kafkawire.protocol.sasl import RawTokenReader, SaslMechanism, SaslResult, exchange_for
 
 __all__ = ["AsyncBrokerConnection"]
 
@@ -34,7 +40,7 @@ _NEGOTIATION_ATTEMPTS = 5
 class AsyncBrokerConnection:
     def __init__(self, host: str, port: int, *, node_id: int | None = None, client_id: str = "kafkawire",
                  request_timeout: float = 30.0, ssl_context: ssl.SSLContext | None = None,
-                 version_overrides: dict[Any, int] | None = None):
+                 version_overrides: dict[Any, int] | None = None, sasl: SaslMechanism | None = None):
         self.host = host
         self.port = port
         self.node_id = node_id
@@ -50,6 +56,9 @@ class AsyncBrokerConnection:
         self._futures: deque[asyncio.Future] = deque()
         self._read_task: asyncio.Task | None = None
         self._closing: asyncio.Task | None = None  # the read task close() cancelled
+        # SASL: each login uses a fresh() copy of this mechanism.
+        self.sasl = sasl
+        self.sasl_result: SaslResult | None = None
 
     @property
     def name(self) -> str:
@@ -60,8 +69,8 @@ class AsyncBrokerConnection:
         return f"<AsyncBrokerConnection {self.name} {'ready' if self.ready else 'not ready'}>"
 
     async def connect(self, timeout: float) -> None:
-        """Connect (TCP, TLS) and negotiate API versions within ``timeout`` seconds, or
-        raise a KafkaConnectionError subclass saying why."""
+        """Connect (TCP, TLS), negotiate API versions and log in (SASL) within ``timeout``
+        seconds, or raise a KafkaConnectionError subclass (or a SASL error) saying why."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         try:
@@ -98,6 +107,8 @@ class AsyncBrokerConnection:
             except RequestTimeoutError:
                 break
             if proto.negotiated:
+                if self.sasl is not None:
+                    await self._authenticate(deadline)
                 self.ready = True
                 return
             if not proto.retry_api_versions:
@@ -111,6 +122,68 @@ class AsyncBrokerConnection:
             host=self.host, port=self.port)
         self.close(err)
         raise err
+
+    async def _authenticate(self, deadline: float) -> None:
+        """The SASL exchange, by the setup ``deadline``.  The read loop is paused meanwhile:
+        after SaslHandshake v0 the broker's tokens are raw, outside Kafka's framing."""
+        assert self.sasl is not None and self.protocol is not None and self._reader is not None
+        loop = asyncio.get_running_loop()
+        proto, reader, mechanism = self.protocol, self._reader, self.sasl
+        task, self._read_task = self._read_task, None
+        if task is not None:  # idle in read(): cancelling it leaves any bytes in the reader
+            task.cancel()
+            await asyncio.wait([task])
+
+        def fail(exc: BaseException, closed: bool = False) -> BaseException:
+            err = sasl_error(exc, self.name, mechanism, closed=closed)
+            self.close(err)
+            return err
+
+        try:
+            exchange = exchange_for(mechanism.fresh(), proto.version_for)
+            raw: RawTokenReader | None = None
+            while (step := exchange.next_step()) is not None:
+                if step.raw is None:
+                    self._write(proto.send(step.api, step.request, step.version)[1])
+                else:
+                    raw = raw or RawTokenReader()
+                    self._write([step.raw])
+                while True:  # read until the step's answer is complete
+                    try:
+                        data = await asyncio.wait_for(reader.read(1 << 16), deadline - loop.time())
+                    except asyncio.TimeoutError:
+                        raise BrokerConnectTimeoutError(
+                            f"{self.name} did not finish {mechanism.name} authentication within the "
+                            f"setup timeout (socket_connection_setup_timeout_ms)",
+                            host=self.host, port=self.port) from None
+                    except OSError:  # e.g. reset by a broker refusing the login
+                        data = b""
+                    if not data:
+                        raise fail(exchange.connection_closed(), closed=True)
+                    if raw is not None:
+                        tokens = raw.feed(data)
+                        if tokens:
+                            exchange.receive_raw(tokens[0])
+                            break
+                    else:
+                        events = proto.receive_data(data)
+                        if events:
+                            exchange.receive(events[0])
+                            break
+            self.sasl_result = exchange.result
+        except BrokerConnectTimeoutError as exc:
+            self.close(exc)
+            raise
+        except ProtocolError as exc:
+            err = ConnectionClosedError(f"{self.name} sent bytes kafkawire cannot follow during SASL "
+                                        f"authentication: {exc}", host=self.host, port=self.port)
+            self.close(err)
+            raise err from None
+        except Exception as exc:  # the typed SASL errors, or a token provider's own
+            if self._writer is None:
+                raise  # already closed (fail() above)
+            raise fail(exc) from None
+        self._read_task = asyncio.ensure_future(self._read_loop())
 
     async def request(self, api: Any, request: Any, version: int | None = None, *,
                       timeout: float | None = None, expects_response: bool = True) -> Any:

@@ -75,7 +75,7 @@ class Cluster:
         c = self.config
         return BrokerConnection(
             host, port, node_id=node_id, client_id=c.client_id,
-            request_timeout=c.request_timeout_ms / 1000.0, ssl_context=c.ssl_context,
+            request_timeout=c.request_timeout_ms / 1000.0, ssl_context=c.ssl_context, sasl=c.sasl,
             version_overrides=c.api_version_overrides,
             max_in_flight=c.max_in_flight_requests_per_connection,
             send_buffer_bytes=c.send_buffer_bytes, receive_buffer_bytes=c.receive_buffer_bytes,

@@ -139,6 +139,28 @@ _TLS_OPTIONS = ("ssl_context", "ssl_cafile", "ssl_capath", "ssl_certfile", "ssl_
                 "ssl_endpoint_identification_algorithm")
 
 
+# Options that only mean something with SASL; without it they are an error, not ignored.
+_SASL_OPTIONS = ("sasl_mechanism", "sasl_plain_username", "sasl_plain_password",
+                 "sasl_oauth_token_provider", "sasl_oauthbearer_extensions")
+#: What ``sasl_mechanism`` may be (GSSAPI, Java's default, is refused with this list).
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
+
+
+def _sasl_mechanism(name: str, value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(f"{name} must be one of {', '.join(SASL_MECHANISMS)}; got {value!r}")
+    return value.strip().upper()
+
+
+def _extensions(name: str, value: Any) -> dict[str, str] | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str)
+                                              for k, v in value.items()):
+        raise ConfigError(f"{name} must be a dict of str -> str (KIP-342 extensions), got {value!r}")
+    return dict(value)
+
+
 def _callable_or_none(name: str, value: Any) -> Any:
     if value is None or callable(value):
         return value
@@ -215,7 +237,7 @@ _COMMON: dict[str, tuple[Any, Callable[[str, Any], Any]]] = {
     "connections_max_idle_ms": (540000, _int(-1, 2**62)),
     "max_in_flight_requests_per_connection": (5, _int(1, 1000)),
     # TLS (kafkawire.client.tls builds the context): ssl_context, when given, wins over the
-    # other ssl_* options.  SASL_* are accepted names that SASL support will complete.
+    # other ssl_* options; SSL and SASL_SSL use it.
     "security_protocol": ("PLAINTEXT", _security_protocol),
     "ssl_context": (None, _ssl_context),
     "ssl_cafile": (None, _path_or_none),
@@ -227,6 +249,15 @@ _COMMON: dict[str, tuple[Any, Callable[[str, Any], Any]]] = {
     "ssl_ciphers": (None, _str_or_none),
     "ssl_check_hostname": (True, _bool),
     "ssl_endpoint_identification_algorithm": ("https", _endpoint_identification),
+    # SASL (SASL_PLAINTEXT, SASL_SSL).  GSSAPI is Java's default, refused with the list of
+    # what kafkawire speaks.  Java carries the user and password in sasl.jaas.config;
+    # kafka-python's names are used here, for SCRAM as well as PLAIN.
+    "sasl_mechanism": ("GSSAPI", _sasl_mechanism),
+    "sasl_plain_username": (None, _str_or_none),
+    "sasl_plain_password": (None, _str_or_none),
+    # A callable returning an OAuthBearerToken or (token, expiry_ms), called for each login.
+    "sasl_oauth_token_provider": (None, _callable_or_none),
+    "sasl_oauthbearer_extensions": (None, _extensions),
     # -1: the OS default. A fixed size turns off Linux's buffer autotuning, which costs
     # about a third of poll_batch's throughput on loopback (bench/compare_e2e.py).
     "send_buffer_bytes": (-1, _int(-1, INT32_MAX)),
@@ -308,6 +339,7 @@ class Config:
         if self.reconnect_backoff_max_ms < self.reconnect_backoff_ms:
             self.reconnect_backoff_max_ms = self.reconnect_backoff_ms
         self._check_tls()
+        self._check_sasl()
         if self._kind == "producer":
             if self.delivery_timeout_ms < self.linger_ms + self.request_timeout_ms:
                 raise ConfigError(
@@ -328,21 +360,19 @@ class Config:
             if self.group_instance_id is not None and self.group_id is None:
                 raise ConfigError("group_instance_id needs a group_id (static membership is a group's)")
 
+    def _stray(self, names: tuple[str, ...]) -> list[str]:
+        return [n for n in names if n in self._given and getattr(self, n) not in (None, _COMMON[n][0])]
+
     def _check_tls(self) -> None:
         protocol = self.security_protocol
-        if protocol.startswith("SASL_"):
-            raise ConfigError(
-                f"security_protocol {protocol!r}: SASL is not supported yet by kafkawire; use "
-                f"'SSL' or 'PLAINTEXT'"
-            )
-        if protocol == "PLAINTEXT":
-            stray = [n for n in _TLS_OPTIONS
-                     if n in self._given and getattr(self, n) not in (None, _COMMON[n][0])]
+        if protocol in ("PLAINTEXT", "SASL_PLAINTEXT"):
+            stray = self._stray(_TLS_OPTIONS)
             if stray:
+                with_tls = "SSL" if protocol == "PLAINTEXT" else "SASL_SSL"
                 raise ConfigError(
                     f"{', '.join(stray)} {'is' if len(stray) == 1 else 'are'} set but "
-                    f"security_protocol is 'PLAINTEXT', so the connection would not use TLS: set "
-                    f"security_protocol='SSL'"
+                    f"security_protocol is {protocol!r}, so the connection would not use TLS: set "
+                    f"security_protocol={with_tls!r}"
                 )
             return
         if self.ssl_context is None:  # a user's ssl_context wins over the ssl_* options
@@ -355,6 +385,74 @@ class Config:
                 check_hostname=(self.ssl_check_hostname
                                 and self.ssl_endpoint_identification_algorithm == "https"),
             )
+
+    def _check_sasl(self) -> None:
+        self._sasl: Any = None
+        protocol = self.security_protocol
+        if not protocol.startswith("SASL_"):
+            stray = self._stray(_SASL_OPTIONS)
+            if stray:
+                with_sasl = "SASL_PLAINTEXT" if protocol == "PLAINTEXT" else "SASL_SSL"
+                raise ConfigError(
+                    f"{', '.join(stray)} {'is' if len(stray) == 1 else 'are'} set but "
+                    f"security_protocol is {protocol!r}, so the connection would not use SASL: set "
+                    f"security_protocol={with_sasl!r}"
+                )
+            return
+        mechanism = self.sasl_mechanism
+        if mechanism not in SASL_MECHANISMS:
+            what = ("GSSAPI (Kerberos, Java's default) is" if mechanism == "GSSAPI"
+                    else f"{mechanism!r} is")
+            raise ConfigError(
+                f"sasl_mechanism: {what} not supported by kafkawire; set sasl_mechanism to one of "
+                f"{', '.join(SASL_MECHANISMS)}"
+            )
+        user, password = self.sasl_plain_username, self.sasl_plain_password
+        provider = self.sasl_oauth_token_provider
+        if mechanism == "OAUTHBEARER":
+            if provider is None:
+                raise ConfigError(
+                    "sasl_mechanism 'OAUTHBEARER' needs sasl_oauth_token_provider: a callable "
+                    "returning the token, or (token, expiry_ms)"
+                )
+            stray = self._stray(("sasl_plain_username", "sasl_plain_password"))
+            if stray:
+                raise ConfigError(
+                    f"{' and '.join(stray)} {'is' if len(stray) == 1 else 'are'} for PLAIN and "
+                    f"SCRAM; OAUTHBEARER logs in with the token from sasl_oauth_token_provider"
+                )
+        else:
+            missing = [n for n, v in (("sasl_plain_username", user), ("sasl_plain_password", password))
+                       if not v]
+            if missing:
+                raise ConfigError(
+                    f"sasl_mechanism {mechanism!r} needs {' and '.join(missing)} (Java's "
+                    f"sasl.jaas.config username and password; they serve SCRAM too)"
+                )
+            stray = self._stray(("sasl_oauth_token_provider", "sasl_oauthbearer_extensions"))
+            if stray:
+                raise ConfigError(
+                    f"{' and '.join(stray)} {'is' if len(stray) == 1 else 'are'} for "
+                    f"OAUTHBEARER, but sasl_mechanism is {mechanism!r}"
+                )
+        from kafkawire.protocol.sasl import SaslError, create_mechanism
+
+        options: dict[str, Any] = {}
+        if mechanism == "OAUTHBEARER" and self.sasl_oauthbearer_extensions:
+            options["extensions"] = self.sasl_oauthbearer_extensions
+        try:
+            self._sasl = create_mechanism(mechanism, username=user, password=password,
+                                          token=provider, **options)
+        except (SaslError, ValueError, TypeError) as exc:
+            option = ("sasl_oauthbearer_extensions" if mechanism == "OAUTHBEARER"
+                      else "sasl_plain_username / sasl_plain_password")
+            raise ConfigError(f"{option}: {exc}") from None
+
+    @property
+    def sasl(self) -> Any:
+        """The SASL mechanism the connections log in with (each login uses a ``fresh()``
+        copy of it), or None without SASL."""
+        return self._sasl
 
     @classmethod
     def producer(cls, **options: Any) -> Config:
@@ -372,4 +470,8 @@ class Config:
         return {k: v for k, v in self.__dict__.items() if not k.startswith("_")}
 
     def __repr__(self) -> str:
-        return f"Config({self._kind}, {self.as_dict()!r})"
+        shown = self.as_dict()
+        for secret in ("sasl_plain_password", "ssl_password"):
+            if shown.get(secret) is not None:
+                shown[secret] = "***"
+        return f"Config({self._kind}, {shown!r})"

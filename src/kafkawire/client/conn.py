@@ -2,10 +2,14 @@
 :class:`kafkawire.protocol.connection.Connection`.
 
 * :meth:`BrokerConnection.start_connect` opens a non-blocking socket and returns at once;
-  the TCP connect, the TLS handshake (given an ``ssl.SSLContext``) and the ApiVersions
-  exchange then advance inside :meth:`Poller.poll`, with the requests of every other
-  connection, until the setup deadline.  :meth:`BrokerConnection.connect` does the same
-  and waits for the outcome.
+  the TCP connect, the TLS handshake (given an ``ssl.SSLContext``), the ApiVersions
+  exchange and the SASL authentication (given a mechanism) then advance inside
+  :meth:`Poller.poll`, with the requests of every other connection, until the setup
+  deadline.  :meth:`BrokerConnection.connect` does the same and waits for the outcome.
+* SASL: :class:`~kafkawire.protocol.sasl.SaslExchange` plans the conversation; this
+  module only sends its steps and feeds back the answers.  A broker that sets a session
+  lifetime (KIP-368) gets a fresh exchange on the same connection before it runs out:
+  new requests are held until nothing is in flight, then sent once it succeeds.
 * :meth:`BrokerConnection.send` writes a request and returns a :class:`Future`; any
   number of requests may be in flight (pipelining), answered in order.
 * Waiting on a future, or calling :meth:`Poller.poll`, moves bytes.  No thread is needed.
@@ -20,6 +24,7 @@ from __future__ import annotations
 
 import errno
 import os
+import random
 import selectors
 import socket
 import ssl
@@ -39,18 +44,71 @@ from kafkawire.client.errors import (
     RequestTimeoutError,
 )
 from kafkawire.client.future import Future
+from kafkawire.errors import KafkaWireError
 from kafkawire.protocol.api import Api
 from kafkawire.protocol.connection import Connection, ProtocolError
+from kafkawire.protocol.sasl import (
+    OAuthBearerMechanism,
+    RawTokenReader,
+    SaslAuthenticationError,
+    SaslExchange,
+    SaslMechanism,
+    SaslProtocolError,
+    SaslResult,
+    ScramServerError,
+    exchange_for,
+)
 
 __all__ = ["Poller", "BrokerConnection"]
 
 _RECV_SIZE = 1 << 20
 _MAX_IOV = 512
 
-DISCONNECTED, CONNECTING, HANDSHAKING, NEGOTIATING, READY, CLOSED = (
-    "disconnected", "connecting", "handshaking", "negotiating", "ready", "closed")
-# Connection setup: TCP connect, then TLS handshake (with an ssl_context), then ApiVersions.
-_SETTING_UP = frozenset({CONNECTING, HANDSHAKING, NEGOTIATING})
+DISCONNECTED, CONNECTING, HANDSHAKING, NEGOTIATING, AUTHENTICATING, READY, CLOSED = (
+    "disconnected", "connecting", "handshaking", "negotiating", "authenticating", "ready", "closed")
+# Connection setup: TCP connect, then TLS handshake (with an ssl_context), then ApiVersions,
+# then SASL (with a mechanism).
+_SETTING_UP = frozenset({CONNECTING, HANDSHAKING, NEGOTIATING, AUTHENTICATING})
+# Re-authentication (KIP-368) of a READY connection: due, waiting for the requests in
+# flight to be answered, then the exchange itself.
+_REAUTH_WAITING, _REAUTH_RUNNING = "waiting", "running"
+
+
+def sasl_error(exc: BaseException, name: str, mechanism: SaslMechanism, *, closed: bool = False) -> BaseException:
+    """``exc``, a failed SASL exchange with broker ``name``, with the broker named first
+    and, where there is one, the fix after.  ``closed``: the broker dropped the
+    connection mid-exchange.  Shared by both shells; an exception that is not
+    kafkawire's (a token provider's own) is returned as it is."""
+    if not isinstance(exc, KafkaWireError) or not exc.args or not isinstance(exc.args[0], str):
+        return exc
+    message = exc.args[0]
+    mech = mechanism.name
+    fix = ""
+    if closed and not isinstance(exc, SaslAuthenticationError):
+        fix = (f"the broker dropped the connection during {mech} authentication instead of "
+               f"answering: check that this listener expects SASL and enables {mech} (some "
+               f"brokers close the connection on a mechanism they do not offer)")
+    elif isinstance(exc, ScramServerError):
+        user = getattr(mechanism, "username", "?")
+        if exc.server_error == "unknown-user":
+            fix = (f"create the {mech} credential of user {user!r} on the broker (Kafka: "
+                   f"kafka-configs.sh --alter --add-config '{mech}=[password=...]' "
+                   f"--entity-type users --entity-name {user}), or fix sasl_plain_username")
+        elif exc.server_error == "invalid-proof":
+            fix = f"fix sasl_plain_password for user {user!r}"
+        else:
+            fix = "check sasl_plain_username and sasl_plain_password"
+    elif isinstance(exc, SaslAuthenticationError):
+        if isinstance(mechanism, OAuthBearerMechanism):
+            fix = ("check the token sasl_oauth_token_provider returns (expired, or not "
+                   "accepted by the broker's validator)")
+        else:
+            fix = "check sasl_plain_username and sasl_plain_password"
+    text = message if message.startswith(name) else f"{name}: {message}"
+    if fix:
+        text += f"; {fix}"
+    exc.args = (text, *exc.args[1:])
+    return exc
 
 
 class Poller:
@@ -83,6 +141,8 @@ class Poller:
                 timeout = min(timeout, max(0.0, conn._deadlines[0][0] - now))
             if conn.state in _SETTING_UP:
                 timeout = min(timeout, max(0.0, conn._setup_deadline - now))
+            elif conn._reauth_at is not None:
+                timeout = min(timeout, max(0.0, conn._reauth_at - now))
         try:
             events = self.selector.select(max(0.0, timeout))
         except (OSError, ValueError):  # a socket closed under us by another path
@@ -132,6 +192,7 @@ class BrokerConnection:
         send_buffer_bytes: int = -1,
         receive_buffer_bytes: int = -1,
         poller: Poller | None = None,
+        sasl: SaslMechanism | None = None,
     ):
         self.host = host
         self.port = port
@@ -165,6 +226,16 @@ class BrokerConnection:
         self._addr: Any = None
         self._addr_error: KafkaConnectionError | None = None
         self._api_versions_sent = 0
+        # SASL: each login (and re-login) uses a fresh() copy of this mechanism.
+        self.sasl = sasl
+        self.sasl_result: SaslResult | None = None
+        self._sasl_exchange: SaslExchange | None = None
+        self._raw_reader: RawTokenReader | None = None  # after SaslHandshake v0
+        self._reauth_at: float | None = None  # monotonic time the next re-login is due
+        self._reauth: str | None = None  # _REAUTH_WAITING / _REAUTH_RUNNING
+        self._sasl_deadline = 0.0  # when the exchange's requests time out
+        # Requests held while re-authenticating: (make, deadline, expects_response, future).
+        self._held: deque[tuple[Any, float, bool, Future]] = deque()
 
     def __repr__(self) -> str:
         return f"<BrokerConnection {self.host}:{self.port} node={self.node_id} {self.state}>"
@@ -182,22 +253,24 @@ class BrokerConnection:
         return len(self._futures)
 
     def can_send(self) -> bool:
-        return self.state == READY and len(self._futures) < self.max_in_flight
+        return self.state == READY and self._reauth is None and len(self._futures) < self.max_in_flight
 
     # -- connecting -------------------------------------------------------------------
 
     @property
     def connecting(self) -> bool:
-        """True while the TCP connect, TLS handshake or ApiVersions exchange is under way."""
+        """True while the TCP connect, TLS handshake, ApiVersions exchange or SASL
+        authentication is under way."""
         return self.state in _SETTING_UP
 
     def start_connect(self, timeout: float) -> Future:
         """Begin connecting without waiting; returns the setup future.
 
-        The TCP connect, the TLS handshake and the ApiVersions exchange then advance
-        inside :meth:`Poller.poll`, like any request.  The future resolves to this
+        The TCP connect, the TLS handshake, the ApiVersions exchange and the SASL
+        authentication then advance inside :meth:`Poller.poll`, like any request.  The future resolves to this
         connection once it is ready, or fails with a :class:`KafkaConnectionError`
-        subclass (refused, unresolvable, setup not done within ``timeout`` seconds).
+        subclass (refused, unresolvable, setup not done within ``timeout`` seconds), or
+        with the typed SASL error of a failed login (kafkawire.protocol.sasl).
         Calling it again while a setup is under way returns the same future."""
         if self.state == READY or self.state in _SETTING_UP:
             assert self.setup is not None
@@ -223,8 +296,8 @@ class BrokerConnection:
         return self.setup
 
     def connect(self, timeout: float) -> None:
-        """Connect and negotiate versions within ``timeout`` seconds, or raise a
-        :class:`KafkaConnectionError` subclass saying why."""
+        """Connect, negotiate versions and log in within ``timeout`` seconds, or raise a
+        :class:`KafkaConnectionError` subclass (or a SASL error) saying why."""
         if self.state == READY:
             return
         setup = self.start_connect(timeout)
@@ -379,10 +452,11 @@ class BrokerConnection:
         if fut.failed() or self.state != NEGOTIATING or proto is None:
             return  # close() has failed the setup already
         if proto.negotiated:
-            self.state = READY
-            self._update_interest()
-            assert self.setup is not None
-            self.setup.set_result(self)
+            if self.sasl is not None:
+                self.state = AUTHENTICATING
+                self._start_exchange(self._setup_deadline)
+                return
+            self._on_ready()
             return
         if not proto.retry_api_versions:
             self.close(ConnectionClosedError(
@@ -396,6 +470,122 @@ class BrokerConnection:
             # UNSUPPORTED_VERSION (35): ask again at the version the broker named.
             self._send_api_versions()
 
+    def _on_ready(self) -> None:
+        self.state = READY
+        self._update_interest()
+        assert self.setup is not None
+        self.setup.set_result(self)
+
+    # -- SASL -------------------------------------------------------------------------
+
+    def _start_exchange(self, deadline: float) -> None:
+        """Begin a SASL exchange: at setup (AUTHENTICATING, bounded by the setup
+        deadline) or to re-authenticate a READY connection (bounded by ``deadline``)."""
+        assert self.sasl is not None and self.protocol is not None
+        try:
+            self._sasl_exchange = exchange_for(self.sasl.fresh(), self.protocol.version_for)
+        except Exception as exc:  # noqa: BLE001 - a typed SASL error, or a provider's own
+            self._sasl_failed(exc)
+            return
+        self._sasl_deadline = deadline
+        self._sasl_step()
+
+    def _sasl_failed(self, exc: BaseException, *, closed: bool = False) -> None:
+        assert self.sasl is not None
+        self.close(sasl_error(exc, self.name, self.sasl, closed=closed))
+
+    def _sasl_step(self) -> None:
+        """Send the exchange's next step, or finish it."""
+        exchange, proto = self._sasl_exchange, self.protocol
+        if exchange is None or proto is None:
+            return  # closed meanwhile
+        try:
+            step = exchange.next_step()
+        except Exception as exc:  # noqa: BLE001 - e.g. the token provider failed
+            self._sasl_failed(exc)
+            return
+        if step is None:
+            self._on_authenticated(exchange)
+        elif step.raw is None:
+            fut = self._send_raw(lambda: proto.send(step.api, step.request, step.version),
+                                 self._sasl_deadline)
+            fut.add_done_callback(self._on_sasl_response)
+        else:
+            # After SaslHandshake v0 the tokens go raw, size-prefixed, outside Kafka's
+            # framing (KIP-43); the answer is read by _on_raw_data.
+            if self._raw_reader is None:
+                self._raw_reader = RawTokenReader()
+            self._out.append(memoryview(step.raw).cast("B"))
+            self._flush()
+
+    def _on_sasl_response(self, fut: Future) -> None:
+        exchange = self._sasl_exchange
+        if fut.failed() or exchange is None:
+            return  # close() has failed the setup (or the held requests) already
+        try:
+            exchange.receive(fut.result())
+        except Exception as exc:  # noqa: BLE001 - the typed SASL errors
+            self._sasl_failed(exc)
+            return
+        self._sasl_step()
+
+    def _on_raw_data(self, data: bytes) -> None:
+        reader, exchange = self._raw_reader, self._sasl_exchange
+        assert reader is not None and exchange is not None
+        try:
+            tokens = reader.feed(data)
+            if len(tokens) > 1:
+                raise SaslProtocolError(
+                    f"{exchange.mechanism.name}: the broker sent {len(tokens)} raw SASL tokens "
+                    f"in answer to one")
+            for token in tokens:
+                exchange.receive_raw(token)
+        except Exception as exc:  # noqa: BLE001 - the typed SASL errors
+            self._sasl_failed(exc)
+            return
+        if tokens:
+            self._sasl_step()
+
+    def _on_authenticated(self, exchange: SaslExchange) -> None:
+        if self._raw_reader is not None:
+            leftover = self._raw_reader.leftover()
+            self._raw_reader = None
+            if leftover:
+                self._sasl_failed(SaslProtocolError(
+                    f"{exchange.mechanism.name}: the broker sent {len(leftover)} byte(s) after "
+                    f"the last raw SASL token"))
+                return
+        self._sasl_exchange = None
+        self.sasl_result = result = exchange.result
+        assert result is not None
+        now = time.monotonic()
+        at_ms = result.reauthenticate_at_ms(round(now * 1000), random.random())
+        self._reauth_at = None if at_ms is None else at_ms / 1000.0
+        if self.state == AUTHENTICATING:
+            self._on_ready()
+            return
+        # A re-authentication succeeded: send what was held, in order.
+        self._reauth = None
+        held, self._held = self._held, deque()
+        for make, deadline, expects_response, fut in held:
+            if self.state != READY:
+                fut.set_exception(self.last_error or ConnectionClosedError(
+                    f"{self.name} is not connected", host=self.host, port=self.port))
+                continue
+            self._send_raw(make, deadline, expects_response, fut)
+
+    def _reauth_due(self, now: float) -> None:
+        """KIP-368: once the session nears its end, hold new requests, and log in again
+        as soon as nothing is in flight."""
+        if self._reauth is None:
+            if self._reauth_at is None or now < self._reauth_at:
+                return
+            self._reauth_at = None
+            self._reauth = _REAUTH_WAITING
+        if self._reauth == _REAUTH_WAITING and not self._futures and self.state == READY:
+            self._reauth = _REAUTH_RUNNING
+            self._start_exchange(now + self.request_timeout)
+
     def _setup_timeout_error(self) -> BrokerConnectTimeoutError:
         if self.state == CONNECTING:
             what = (f"connecting to {self.name} timed out (no answer to the TCP handshake); is "
@@ -403,6 +593,11 @@ class BrokerConnection:
         elif self.state == HANDSHAKING:
             return tls.handshake_timeout_error(name=self.name, host=self.host, port=self.port,
                                                timeout=self._setup_deadline - self._setup_started)
+        elif self.state == AUTHENTICATING:
+            mech = self.sasl.name if self.sasl is not None else "SASL"
+            what = (f"{self.name} did not finish {mech} authentication within the setup timeout "
+                    f"({self._setup_deadline - self._setup_started:.3g}s; "
+                    f"socket_connection_setup_timeout_ms)")
         else:
             what = f"{self.name} accepted the connection but did not answer ApiVersions in time"
         return BrokerConnectTimeoutError(what, host=self.host, port=self.port)
@@ -431,15 +626,23 @@ class BrokerConnection:
             )
             return fut
         proto = self.protocol
-        deadline = time.monotonic() + (self.request_timeout if timeout is None else timeout)
-        return self._send_raw(
-            lambda: proto.send(api, request, version, expects_response=expects_response),
-            deadline,
-            expects_response,
-        )
+        now = time.monotonic()
+        deadline = now + (self.request_timeout if timeout is None else timeout)
 
-    def _send_raw(self, make: Any, deadline: float, expects_response: bool = True) -> Future:
-        fut = Future(self.poller.poll)
+        def make() -> tuple[int, list[Any]]:
+            return proto.send(api, request, version, expects_response=expects_response)
+
+        if self._reauth is not None or (self._reauth_at is not None and now >= self._reauth_at):
+            fut = Future(self.poller.poll)
+            self._held.append((make, deadline, expects_response, fut))
+            self._reauth_due(now)
+            return fut
+        return self._send_raw(make, deadline, expects_response)
+
+    def _send_raw(self, make: Any, deadline: float, expects_response: bool = True,
+                  fut: Future | None = None) -> Future:
+        if fut is None:
+            fut = Future(self.poller.poll)
         _cid, chunks = make()
         for c in chunks:
             self._out.append(memoryview(c).cast("B"))
@@ -483,6 +686,9 @@ class BrokerConnection:
         except (BlockingIOError, ssl.SSLWantWriteError, ssl.SSLWantReadError):
             pass
         except OSError as exc:
+            if self._sasl_exchange is not None:
+                self._sasl_failed(self._sasl_exchange.connection_closed(), closed=True)
+                return
             self.close(self._setup_closed_error(exc) or ConnectionClosedError(
                 f"writing to {self.name} failed: {exc}", host=self.host, port=self.port
             ))
@@ -498,7 +704,7 @@ class BrokerConnection:
         else:
             if mask & selectors.EVENT_WRITE:
                 self._flush()
-            if mask & selectors.EVENT_READ and self.state in (NEGOTIATING, READY):
+            if mask & selectors.EVENT_READ and self.state in (NEGOTIATING, AUTHENTICATING, READY):
                 self._on_readable()
 
     def _on_readable(self) -> None:
@@ -510,6 +716,9 @@ class BrokerConnection:
             while True:
                 data = sock.recv(_RECV_SIZE)
                 if not data:
+                    if self._sasl_exchange is not None:
+                        self._sasl_failed(self._sasl_exchange.connection_closed(), closed=True)
+                        return
                     self.close(self._setup_closed_error(None) or ConnectionClosedError(
                         f"{self.name} closed the connection"
                         + (f" with {len(self._futures)} request(s) in flight" if self._futures else ""),
@@ -522,6 +731,11 @@ class BrokerConnection:
                         self.close(tls.plaintext_dropped_error(
                             name=self.name, host=self.host, port=self.port, tls_seen=True))
                         return
+                if self._raw_reader is not None:
+                    self._on_raw_data(data)
+                    if self.sock is None:
+                        return
+                    continue
                 try:
                     events = proto.receive_data(data)
                 except ProtocolError as exc:
@@ -541,6 +755,9 @@ class BrokerConnection:
         except (BlockingIOError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
             return
         except OSError as exc:
+            if self._sasl_exchange is not None:  # e.g. reset by a broker refusing the login
+                self._sasl_failed(self._sasl_exchange.connection_closed(), closed=True)
+                return
             self.close(self._setup_closed_error(exc) or ConnectionClosedError(
                 f"reading from {self.name} failed: {exc}", host=self.host, port=self.port
             ))
@@ -572,6 +789,8 @@ class BrokerConnection:
             if now >= self._setup_deadline:
                 self.close(self._setup_timeout_error())
             return
+        if self._reauth is not None or self._reauth_at is not None:
+            self._reauth_due(now)
         if self._deadlines and self._deadlines[0][0] <= now:
             self.close(RequestTimeoutError(
                 f"{self.name} did not answer a request in time (request_timeout_ms="
@@ -591,7 +810,13 @@ class BrokerConnection:
         self._out.clear()
         self._addrs = []
         self.protocol = None
+        self._sasl_exchange = None
+        self._raw_reader = None
+        self._reauth = None
+        self._reauth_at = None
         futures, self._futures = self._futures, deque()
+        held, self._held = self._held, deque()
+        futures.extend(h[3] for h in held)
         self._deadlines.clear()
         for fut in futures:
             fut.set_exception(error)

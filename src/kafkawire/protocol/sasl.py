@@ -50,7 +50,7 @@ from typing import Any, Union
 
 from kafkawire import errors
 from kafkawire.protocol.apis.sasl import SASL_AUTHENTICATE, SASL_HANDSHAKE
-from kafkawire.protocol.api import Api
+from kafkawire.protocol.api import Api, ApiVersionError
 from kafkawire.protocol.schema import Struct
 
 __all__ = [
@@ -72,6 +72,7 @@ __all__ = [
     "SaslResult",
     "RawTokenReader",
     "frame_raw_token",
+    "exchange_for",
     # timing
     "reauthentication_at_ms",
     "token_refresh_at_ms",
@@ -1140,3 +1141,31 @@ class SaslExchange:
             raise self._fail(SaslProtocolError(f"{self.mechanism.name} stopped before it was done"))
         self._state = _DONE
         self.result = SaslResult(self.mechanism.name, session_lifetime_ms)
+
+
+def exchange_for(mechanism: SaslMechanism, version_for: Callable[[Api], int]) -> SaslExchange:
+    """A :class:`SaslExchange` for ``mechanism`` at the versions negotiated with the broker.
+
+    ``version_for`` is the connection's
+    :meth:`~kafkawire.protocol.connection.Connection.version_for`.  Both shells start
+    their exchange here, so they pick the same versions.  A broker whose ApiVersions
+    answer lists no SaslHandshake has no SASL on this listener: that raises
+    :class:`SaslUnsupportedMechanismError` with no enabled mechanisms.
+    """
+    try:
+        handshake_version = version_for(SASL_HANDSHAKE)
+    except ApiVersionError as exc:
+        raise SaslUnsupportedMechanismError(
+            f"no SASL authentication ({mechanism.name} or any other) on this listener: {exc}; "
+            f"connect to a listener with SASL enabled, or without SASL",
+            mechanism=mechanism.name,
+            enabled_mechanisms=[],
+        ) from None
+    authenticate_version = None
+    if handshake_version >= 1:
+        try:
+            authenticate_version = version_for(SASL_AUTHENTICATE)
+        except ApiVersionError:
+            # KIP-152: without SaslAuthenticate the tokens can only go raw, after v0.
+            handshake_version = 0
+    return SaslExchange(mechanism, handshake_version, authenticate_version=authenticate_version)

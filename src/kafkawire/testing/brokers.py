@@ -150,6 +150,7 @@ class TansuBroker:
         stop_timeout: float = 5.0,
         binary: str | None = None,
         extra_env: dict[str, str] | None = None,
+        extra_args: list[str] | tuple[str, ...] = (),
     ):
         self.host = LOOPBACK
         self._fixed_port = port
@@ -160,6 +161,8 @@ class TansuBroker:
         self.stop_timeout = stop_timeout
         self._binary = binary
         self._extra_env = dict(extra_env or {})
+        #: More ``tansu broker`` arguments, e.g. ``["--authentication"]``.
+        self.extra_args = list(extra_args)
         self._proc: subprocess.Popen[bytes] | None = None
         self._log: IO[bytes] | None = None
 
@@ -203,6 +206,7 @@ class TansuBroker:
             url,
             "--storage-engine",
             self.storage_engine,
+            *self.extra_args,
         ]
 
     def start(self) -> TansuBroker:
