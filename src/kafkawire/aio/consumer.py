@@ -281,7 +281,7 @@ class AsyncConsumer:
                 err, f.pending_error = f.pending_error, None
                 raise err
             if group is not None:
-                group.step(deadline)
+                group.step()
             todo = f.needs_position(group.pending_positions if group is not None else ())
             if todo:
                 out_of_range = any(f.assigned[tp].reset_to is not None for tp in todo)

@@ -69,7 +69,6 @@ class Consumer:
         # Broker id -> monotonic time before which it is not fetched from again (after a
         # failed fetch: a connection error, or a retriable error for the whole response).
         self._fetch_backoff: dict[int, float] = {}
-        self._isolation = self._fetcher.isolation
         self._closed = False
         self._group = ConsumerGroup(self) if c.group_id is not None else None
 
@@ -191,7 +190,7 @@ class Consumer:
                            deadline: float) -> None:
         conn = self.cluster.connection(node, deadline)
         version = conn.version_for(LIST_OFFSETS)
-        fut = conn.send(LIST_OFFSETS, list_offsets_request({tp: todo[tp] for tp in tps}, self._isolation), version)
+        fut = conn.send(LIST_OFFSETS, list_offsets_request({tp: todo[tp] for tp in tps}, self._fetcher.isolation), version)
         if not fut.wait(max(0.0, deadline - time.monotonic())):
             raise KafkaTimeoutError(f"ListOffsets to {conn.name}: no answer in time")
         if apply_list_offsets(fut.result(), version, todo, result):
@@ -255,7 +254,7 @@ class Consumer:
             # Tansu answers a Fetch with max_wait_ms=0 with no partitions at all: wait a little.
             req = FETCH.Request(
                 replica_id=-1, max_wait_ms=100, min_bytes=1, max_bytes=1 << 16,
-                isolation_level=self._isolation, session_id=0, session_epoch=-1,
+                isolation_level=self._fetcher.isolation, session_id=0, session_epoch=-1,
                 topics=Fetcher.fetch_topics(wanted, 1 << 16, self.cluster.topics))
             resp = self.cluster.request(node, FETCH, req, max(0.0, deadline - time.monotonic()))
             for name, t in Fetcher.response_topics(resp, self.cluster.topics):
@@ -263,7 +262,7 @@ class Consumer:
                     tp = TopicPartition(name, p.partition_index)
                     if tp in wanted and p.error_code == 0:
                         lso = getattr(p, "last_stable_offset", -1)
-                        out[tp] = max(out[tp], lso if self._isolation and lso >= 0 else p.high_watermark)
+                        out[tp] = max(out[tp], lso if self._fetcher.isolation and lso >= 0 else p.high_watermark)
         return out
 
     def _back_off(self, node: int) -> None:
@@ -292,7 +291,7 @@ class Consumer:
                 err, self._fetcher.pending_error = self._fetcher.pending_error, None
                 raise err
             if group is not None:
-                group.step(deadline)
+                group.step()
             self._handle_resets(deadline)
             # Fetches go out before decoding and again before returning, so the broker
             # works while kafkawire decodes and the caller processes.

@@ -309,6 +309,7 @@ class ConsumerGroup:
         self.pending_positions: set[Any] = set()  # assigned, committed offset not known yet
         self._lead_pending: AssignmentNeeded | None = None  # waiting for its topics' metadata
         self._lead_since = 0.0
+        self._pattern_checked = -1.0  # the metadata refresh the pattern was last matched against
         self._committed_fut: Future | None = None
         self.last_committed: dict[Any, int] = {}
         self.done_commits: deque[tuple[Any, dict, Future]] = deque()
@@ -368,7 +369,7 @@ class ConsumerGroup:
 
     # -- the poll loop's step ------------------------------------------------------------
 
-    def step(self, deadline: float) -> None:
+    def step(self) -> None:
         """Everything poll() does for the group before fetching."""
         now = time.monotonic()
         self.driver.last_poll = now
@@ -379,16 +380,18 @@ class ConsumerGroup:
         if self.subscribed:
             self._check_metadata()
         for ev in self.driver.take_events():
-            self._on_event(ev, deadline)
+            self._on_event(ev)
         if self._lead_pending is not None:
-            self._lead(self._lead_pending, deadline)
+            self._lead(self._lead_pending)
         if self.join_wanted and self.subscribed:
-            self._join(deadline)
+            self._join()
         self._apply_committed()
 
     def _check_metadata(self) -> None:
         cluster = self.consumer.cluster
-        if self.pattern is not None:
+        if self.pattern is not None and cluster.meta.last_refresh != self._pattern_checked:
+            # Matched against every topic: only when a metadata answer came in since.
+            self._pattern_checked = cluster.meta.last_refresh
             matched = self._matching()
             if matched != self.topics:
                 self.topics = matched
@@ -402,7 +405,7 @@ class ConsumerGroup:
                     self._want_join(f"topic {t!r} now has {len(meta.partitions)} partitions, not {n}")
                     break
 
-    def _on_event(self, ev: Any, deadline: float) -> None:
+    def _on_event(self, ev: Any) -> None:
         if isinstance(ev, Failed):
             self.join_wanted = False
             raise ev.error
@@ -421,11 +424,11 @@ class ConsumerGroup:
             log.info("group %r: joined generation %d as %r (leader %r, assignor %s)", self.config.group_id,
                      ev.generation, ev.member_id, ev.leader, ev.protocol)
         elif isinstance(ev, AssignmentNeeded):
-            self._lead(ev, deadline)
+            self._lead(ev)
         elif isinstance(ev, Assigned):
-            self._assigned(ev, deadline)
+            self._assigned(ev)
 
-    def _join(self, deadline: float) -> None:
+    def _join(self) -> None:
         owned = set(self.consumer._assigned)
         if not self.cooperative and owned:
             self._revoke(owned)  # eager: give everything up before joining
@@ -441,7 +444,7 @@ class ConsumerGroup:
         self.join_wanted = False
         self.driver.call(lambda m, now: m.start_join(protocols, now, reason))
 
-    def _lead(self, ev: AssignmentNeeded, deadline: float) -> None:  # noqa: ARG002
+    def _lead(self, ev: AssignmentNeeded) -> None:
         cluster = self.consumer.cluster
         topics = member_topics(ev.members)
         now = time.monotonic()
@@ -467,7 +470,7 @@ class ConsumerGroup:
         gen = ev.generation
         self.driver.call(lambda m, now: m.set_assignments(gen, assignments))
 
-    def _assigned(self, ev: Assigned, deadline: float) -> None:
+    def _assigned(self, ev: Assigned) -> None:
         new = {TopicPartition(t, p) for t, ps in assignment_to_map(decode_assignment(ev.assignment)).items() for p in ps}
         self.generation = ev.generation
         self.protocol = ev.protocol

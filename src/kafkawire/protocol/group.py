@@ -194,7 +194,6 @@ class GroupMembership:
         self._want_coordinator = False
         self._inflight: dict[str, Outgoing] = {}
         self._not_before: dict[str, float] = {}  # kind -> earliest time to send it again
-        self._join_started = 0.0
         self._heartbeat_due = 0.0
         self._session_start = 0.0  # the latest of: joined, heartbeat answered
         self._last_poll: float | None = None
@@ -214,7 +213,6 @@ class GroupMembership:
         self.rejoin_needed = False
         self.last_rebalance_reason = reason or self.rejoin_reason or "joining the group"
         self.rejoin_reason = ""
-        self._join_started = now
         self._last_poll = now
         self._inflight.pop("join", None)
         self._inflight.pop("sync", None)
