@@ -29,7 +29,9 @@ def test_dotted_java_names_and_string_values():
         ({"linger_ms": "soon"}, "linger_ms must be an integer"),
         ({"compression_type": "brotli"}, "compression_type must be one of none, gzip"),
         ({"delivery_timeout_ms": 1000}, "delivery_timeout_ms .* must be at least"),
-        ({"enable_idempotence": True}, "not supported yet"),
+        ({"enable_idempotence": True, "acks": 1}, "enable_idempotence=True is ruled out by acks=1"),
+        ({"transactional_id": "t", "enable_idempotence": False}, "transactional_id needs enable_idempotence"),
+        ({"transactional_id": "t", "retries": 0}, "ruled out by retries=0"),
     ],
 )
 def test_bad_producer_options_say_what_is_wrong(options, message):
@@ -289,3 +291,14 @@ def test_tls_options_with_sasl_plaintext_are_an_error(certs):
     with pytest.raises(ConfigError, match=r"ssl_cafile is set but security_protocol is 'SASL_PLAINTEXT'.*"
                                           r"set security_protocol='SASL_SSL'"):
         Config.client(bootstrap_servers="h:1", ssl_cafile=certs.cafile, **_SCRAM)
+
+
+def test_idempotence_is_the_default_unless_other_options_rule_it_out():
+    def producer(**options):
+        return Config.producer(bootstrap_servers="h:1", **options)
+
+    assert producer().enable_idempotence is True
+    # As the Java client: not asked for, so acks=1 turns it off rather than failing.
+    assert producer(acks=1).enable_idempotence is False
+    assert producer(max_in_flight_requests_per_connection=6).enable_idempotence is False
+    assert producer(transactional_id="t").enable_idempotence is True

@@ -33,6 +33,7 @@ from kafkawire.client.partitioner import StickyPartitioner, check_partition, cho
 from kafkawire.client.producer import RecordFuture, RecordMetadata
 from kafkawire.protocol import apis
 from kafkawire.protocol.accumulator import BATCH_OVERHEAD, RECORD_OVERHEAD, Accumulator, Batch, prepare_record
+from kafkawire.protocol.idempotence import INIT_PRODUCER_ID
 
 __all__ = ["AsyncProducer", "AsyncRecordFuture"]
 
@@ -141,6 +142,10 @@ class AsyncProducer:
                 raise KafkaTimeoutError(f"flush: {len(not_done)} batch(es) still unacknowledged after {timeout:g}s")
         finally:
             self._flushing -= 1
+
+    def metrics(self) -> dict[str, Any]:
+        """As :meth:`kafkawire.Producer.metrics`."""
+        return self._acc.metrics()
 
     async def close(self, timeout: float | None = None) -> None:
         """Flush (up to ``timeout``), stop sending and close the connections; records still
@@ -268,6 +273,8 @@ class AsyncProducer:
         while not self._closed:
             cluster.maybe_refresh()
             now = self._now()
+            if acc.init_wanted(now):
+                self._spawn(self._init_producer_id())
             by_node, expired, wait, leaderless = acc.collect(
                 now, cluster.leader_for, self._flushing > 0 or self._closing)
             if leaderless:
@@ -288,6 +295,33 @@ class AsyncProducer:
                 await asyncio.wait_for(self._wake.wait(), max(wait, 0.0))
             except asyncio.TimeoutError:
                 pass
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.ensure_future(coro)
+        self._requests.add(task)
+        task.add_done_callback(self._requests.discard)
+
+    async def _init_producer_id(self) -> None:
+        """Ask for a producer id (or a bumped epoch); the held batches go once it is here."""
+        ident = self._acc.identity
+        ident.requesting = True  # one at a time, even before a connection is ready
+        resp = exc = None
+        name = "a broker"
+        try:
+            conn = await self.cluster.any_connection(self._now() + self.config.request_timeout_ms / 1000)
+            name = conn.name
+            try:
+                version = conn.protocol.version_for(INIT_PRODUCER_ID)
+            except Exception as err:  # noqa: BLE001 - no InitProducerId in common
+                ident.requesting = False
+                ident.unsupported(f"{name} does not offer InitProducerId ({err})")
+                return
+            resp = await conn.request(INIT_PRODUCER_ID, ident.init_request(version), version)
+        except Exception as err:  # noqa: BLE001 - recorded; retried after a backoff
+            exc = err
+        finally:
+            self._kick()
+        ident.apply_init(resp, exc, self._now(), name)
 
     def _connect(self, node: int) -> None:
         if node in self._connecting:
@@ -318,9 +352,7 @@ class AsyncProducer:
             self._complete(b, exc)
         if request is not None:
             self._in_flight[node] = self._in_flight.get(node, 0) + 1
-            task = asyncio.ensure_future(self._exchange(node, conn, request, version, sent))
-            self._requests.add(task)
-            task.add_done_callback(self._requests.discard)
+            self._spawn(self._exchange(node, conn, request, version, sent))
         return rest
 
     async def _exchange(self, node: int, conn: Any, request: Any, version: int, sent: list[Batch]) -> None:
@@ -346,7 +378,7 @@ class AsyncProducer:
                 self._complete(b, result)
 
     def _retry_or_fail(self, b: Batch, exc: BaseException, retriable: bool) -> None:
-        if not self._acc.retry(b, retriable, self._now(), self._closed):
+        if not self._acc.retry(b, exc, retriable, self._now(), self._closed):
             self._acc.dequeue(b)
             self._complete(b, exc)
 

@@ -277,11 +277,14 @@ _PRODUCER = {
     "buffer_memory": (33554432, _int(0, 2**62)),
     "max_block_ms": (60000, _int(0, 2**62)),
     "delivery_timeout_ms": (120000, _int(1, INT32_MAX)),
-    "enable_idempotence": (False, _bool),
+    # On by default, as in the Java client since 3.0; turned off (not refused) when it was
+    # not asked for and acks, retries or max_in_flight_requests_per_connection rule it out.
+    "enable_idempotence": (True, _bool),
     "key_serializer": (None, _callable_or_none),
     "value_serializer": (None, _callable_or_none),
     "partitioner": (None, _callable_or_none),
     "transactional_id": (None, lambda n, v: v if v is None else _str(n, v)),
+    "transaction_timeout_ms": (60000, _int(1, INT32_MAX)),
 }
 
 _CONSUMER = {
@@ -329,6 +332,28 @@ class Config:
         self._given = given
         self._check_consistency()
 
+    def _check_idempotence(self) -> None:
+        conflicts = []
+        if self.acks != -1:
+            conflicts.append(f"acks={self.acks} (it needs acks='all')")
+        if self.retries == 0:
+            conflicts.append("retries=0 (it needs retries)")
+        if self.max_in_flight_requests_per_connection > 5:
+            conflicts.append(f"max_in_flight_requests_per_connection="
+                             f"{self.max_in_flight_requests_per_connection} (at most 5)")
+        if self.transactional_id is not None:
+            if "enable_idempotence" in self._given and not self.enable_idempotence:
+                raise ConfigError("transactional_id needs enable_idempotence; leave it unset or True")
+            if conflicts:
+                raise ConfigError(f"transactional_id needs the idempotent producer, ruled out by "
+                                  f"{'; '.join(conflicts)}")
+            self.enable_idempotence = True
+        elif conflicts and self.enable_idempotence:
+            if "enable_idempotence" in self._given:
+                raise ConfigError(f"enable_idempotence=True is ruled out by {'; '.join(conflicts)}; "
+                                  f"change those or set enable_idempotence=False")
+            self.enable_idempotence = False
+
     def _check_consistency(self) -> None:
         if self.bootstrap_servers is None:
             raise ConfigError(
@@ -346,11 +371,7 @@ class Config:
                     f"delivery_timeout_ms ({self.delivery_timeout_ms}) must be at least "
                     f"linger_ms + request_timeout_ms ({self.linger_ms + self.request_timeout_ms})"
                 )
-            if self.enable_idempotence or self.transactional_id is not None:
-                raise ConfigError(
-                    "enable_idempotence and transactional_id are not supported yet by "
-                    "kafkawire's producer; leave them unset"
-                )
+            self._check_idempotence()
         if self._kind == "consumer":
             if self.heartbeat_interval_ms >= self.session_timeout_ms:
                 raise ConfigError(

@@ -35,6 +35,7 @@ from kafkawire.client.future import Future
 from kafkawire.client.partitioner import StickyPartitioner, check_partition, choose_partition
 from kafkawire.protocol import apis
 from kafkawire.protocol.accumulator import BATCH_OVERHEAD, RECORD_OVERHEAD, Accumulator, Batch, prepare_record
+from kafkawire.protocol.idempotence import INIT_PRODUCER_ID
 
 __all__ = ["Producer", "RecordMetadata", "RecordFuture", "BatchMetadata"]
 
@@ -373,7 +374,7 @@ class Producer:
                 b = Batch(topic, partition, now, now + self._delivery_timeout, Future())
                 if encoded is not None:
                     b.records = piece
-                    b.encoded = (2, self._codec, encoded)
+                    b.encoded = (2, self._codec, encoded, (-1, -1, -1))
                     b.default_ts = now_ms
                 else:
                     b.columns = piece
@@ -495,12 +496,11 @@ class Producer:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def metrics(self) -> dict[str, int]:
+    def metrics(self) -> dict[str, Any]:
+        """buffered_bytes, incomplete_batches, and the idempotent producer's
+        producer_id, producer_epoch and epoch_bumps."""
         with self._lock:
-            return {
-                "buffered_bytes": self._acc.used_memory,
-                "incomplete_batches": len(self._incomplete),
-            }
+            return self._acc.metrics()
 
     # -- the sender thread ----------------------------------------------------------------
 
@@ -542,6 +542,8 @@ class Producer:
         cluster.maybe_refresh()
         now = time.monotonic()
         flushing = self._flushing > 0 or self._closing
+        if self._acc.identity is not None:
+            self._maybe_init_producer_id(now)
         with self._lock:
             by_node, expired, wait, leaderless = self._acc.collect(now, cluster.leader_for, flushing)
             # Batches made from here on compare their linger deadline with this; the
@@ -565,6 +567,29 @@ class Producer:
             while batches and conn.can_send():
                 batches = self._send_produce(conn, batches)
         self._poller.poll(max(wait, 0.0))
+
+    def _maybe_init_producer_id(self, now: float) -> None:
+        """Ask for a producer id (or a bumped epoch) when the accumulator wants one; the
+        answer, inside a later poll, lets the held batches go."""
+        if not self._acc.init_wanted(now):
+            return
+        ident = self._acc.identity
+        conn = self.cluster.any_ready_connection()
+        if conn is None:
+            return  # one is being set up; its progress ends a poll
+        try:
+            version = conn.version_for(INIT_PRODUCER_ID)
+        except Exception as exc:  # noqa: BLE001 - no InitProducerId in common
+            ident.unsupported(f"{conn.name} does not offer InitProducerId ({exc})")
+            return
+        fut = conn.send(INIT_PRODUCER_ID, ident.init_request(version), version)
+        name = conn.name
+
+        def done(f: Future) -> None:
+            exc = f.exception()
+            ident.apply_init(None if exc else f.result(), exc, time.monotonic(), name)
+
+        fut.add_done_callback(done)
 
     def _send_produce(self, conn: Any, batches: list[Batch]) -> list[Batch]:
         """Send one Produce request with as many of ``batches`` as fit; returns the rest."""
@@ -598,7 +623,7 @@ class Producer:
             b.future.set_result(result)
 
     def _retry_or_fail(self, b: Batch, exc: BaseException, retriable: bool) -> None:
-        if self._acc.retry(b, retriable, time.monotonic(), self._closed):
+        if self._acc.retry(b, exc, retriable, time.monotonic(), self._closed):
             return
         self._dequeue(b)
         self._complete(b, exc)

@@ -20,10 +20,12 @@ from kafkawire.errors import (
     ConfigError,
     DeliveryTimeoutError,
     KafkaConnectionError,
+    KafkaTimeoutError,
     RecordTooLargeError,
     broker_error,
 )
 from kafkawire.protocol import apis
+from kafkawire.protocol.idempotence import DUPLICATE_SEQUENCE_NUMBER, ProducerIdentity, restamp
 
 __all__ = ["Accumulator", "Batch", "RECORD_OVERHEAD", "BATCH_OVERHEAD", "prepare_record"]
 
@@ -83,6 +85,7 @@ class Batch:
     __slots__ = (
         "topic", "partition", "records", "columns", "size", "created", "future", "attempts",
         "deadline", "retry_at", "encoded", "reserved", "full", "in_flight", "default_ts",
+        "pid", "epoch", "sequence", "unknown",
     )
 
     def __init__(self, topic: str, partition: int, now: float, deadline: float, future: Any):
@@ -97,13 +100,20 @@ class Batch:
         self.attempts = 0
         self.deadline = deadline
         self.retry_at = 0.0
-        self.encoded: tuple[int, int, bytes] | None = None  # (magic, codec, bytes)
+        # (magic, codec, bytes, (producer id, epoch, base sequence) in those bytes)
+        self.encoded: tuple[int, int, bytes, tuple[int, int, int]] | None = None
         # buffer_memory bytes this batch holds (taken when it is made).
         self.reserved = 0
         self.full = False
         self.in_flight = False
         # Timestamp for records that carry none (send_batch sequences), -1: the encoder's.
         self.default_ts = -1
+        # The idempotent producer's stamp (protocol/idempotence.py); -1 until first sent.
+        self.pid = -1
+        self.epoch = -1
+        self.sequence = -1
+        # Whether the last attempt's outcome is unknown (no answer: it may be written).
+        self.unknown = False
 
     def count(self) -> int:
         return len(self.columns) if self.columns is not None else len(self.records)
@@ -127,6 +137,12 @@ class Accumulator:
         self.open: dict[tuple[str, int], Batch] = {}
         self.incomplete: set[Batch] = set()
         self.used_memory = 0
+        # None: neither idempotent nor transactional.
+        self.identity: ProducerIdentity | None = None
+        if config.enable_idempotence:
+            self.identity = ProducerIdentity(
+                config.transactional_id, config.transaction_timeout_ms,
+                explicit="enable_idempotence" in config._given, retry_backoff_ms=config.retry_backoff_ms)
 
     # -- appending -----------------------------------------------------------------------
 
@@ -200,6 +216,14 @@ class Accumulator:
         by_node: dict[int, list[Batch]] = {}
         expired: list[Batch] = []
         leaderless: set[str] = set()
+        ident = self.identity
+        if ident is not None and ident.fatal is not None:
+            for q in self.batches.values():
+                expired.extend(b for b in q if not b.in_flight)
+                for b in q:
+                    self.close_open(b)
+                q.clear()
+            return by_node, expired, wait, leaderless
         for (topic, partition), q in self.batches.items():
             if not q:
                 continue
@@ -209,7 +233,11 @@ class Accumulator:
             if now >= b.deadline:
                 self.close_open(b)
                 expired.append(q.popleft())
+                if ident is not None:
+                    ident.failed(b)
                 continue
+            if ident is not None and not ident.may_send(b):
+                continue  # waiting for a producer id (the InitProducerId answer wakes the sender)
             if b.retry_at > now:
                 wait = min(wait, b.retry_at - now)
                 continue
@@ -225,7 +253,21 @@ class Accumulator:
             by_node.setdefault(leader, []).append(b)
         return by_node, expired, wait, leaderless
 
+    def init_wanted(self, now: float) -> bool:
+        """Whether the shell should send ``identity.init_request`` now: no producer id
+        yet, or an epoch bump that no batch in flight or of unknown outcome holds back."""
+        ident = self.identity
+        if ident is None or not ident.wants_init(now):
+            return False
+        if ident.producer_id < 0:
+            return True
+        if any(q and (q[0].in_flight or ident.unresolved(q[0])) for q in self.batches.values()):
+            return False
+        return not ident.bump_locally()
+
     def expired_error(self, b: Batch) -> BaseException:
+        if self.identity is not None and self.identity.fatal is not None:
+            return self.identity.fatal
         return DeliveryTimeoutError(
             f"{b.count()} record(s) for {b.topic}[{b.partition}] not acknowledged within "
             f"delivery_timeout_ms={self.config.delivery_timeout_ms}"
@@ -233,15 +275,24 @@ class Accumulator:
                " (the partition's leader could not be reached)"))
 
     def encode(self, b: Batch, magic: int) -> bytes:
+        stamp = (b.pid, b.epoch, b.sequence)
+        transactional = self.identity is not None and self.identity.transactional
         if b.encoded is not None and b.encoded[0] == magic:
-            return b.encoded[2]
+            if magic < 2 or b.encoded[3] == stamp:
+                return b.encoded[2]
+            data = restamp(b.encoded[2], *stamp, transactional)
+            b.encoded = (magic, b.encoded[1], data, stamp)
+            return data
         level = self.config.compression_level
         if b.columns is not None:
             data = codec.encode_columnar(b.columns, magic=magic, compression=self.compression,
-                                         compression_level=level)
+                                         compression_level=level, producer_id=b.pid, producer_epoch=b.epoch,
+                                         base_sequence=b.sequence, is_transactional=transactional)
         elif magic == 2:
             data = codec.encode_record_batch(b.records, compression=self.compression,
-                                             compression_level=level, timestamp=b.default_ts)
+                                             compression_level=level, timestamp=b.default_ts,
+                                             producer_id=b.pid, producer_epoch=b.epoch,
+                                             base_sequence=b.sequence, is_transactional=transactional)
         else:
             if any(len(r) > 3 and r[3] for r in b.records):
                 raise ConfigError(
@@ -251,7 +302,7 @@ class Accumulator:
             recs = [r[:3] for r in b.records] if magic == 1 else [r[:2] for r in b.records]
             data = codec.encode_message_set(recs, magic=magic, compression=self.compression,
                                             compression_level=level, timestamp=b.default_ts)
-        b.encoded = (magic, self.compression, data)
+        b.encoded = (magic, self.compression, data, stamp)
         return data
 
     def produce_request(self, batches: list[Batch], version: int
@@ -265,10 +316,21 @@ class Accumulator:
         rest: list[Batch] = []
         failed: list[tuple[Batch, BaseException]] = []
         total = 64
+        ident = self.identity
+        if ident is not None and ident.active and magic < 2:
+            ident.unsupported(f"the broker speaks Produce v{version} (message format {magic}), "
+                              f"which carries no producer id")
+            if ident.fatal is not None:
+                return None, sent, rest, [(b, ident.fatal) for b in batches]
+        stamping = ident is not None and ident.active
         for b in batches:
+            if stamping:
+                ident.stamp(b)
             try:
                 data = self.encode(b, magic)
             except Exception as exc:  # noqa: BLE001 - codec errors belong to this batch only
+                if stamping:
+                    ident.failed(b)  # never sent: its sequence is the next batch's
                 failed.append((b, exc))
                 continue
             extra = len(data) + _PARTITION_OVERHEAD + (0 if b.topic in topics else len(b.topic) + _TOPIC_OVERHEAD)
@@ -281,6 +343,7 @@ class Accumulator:
         if not sent:
             return None, sent, rest, failed
         request = PRODUCE.Request(
+            transactional_id=ident.transactional_id if stamping else None,
             acks=self.acks, timeout_ms=self.config.request_timeout_ms,
             topic_data=[_TopicData(name=t, partition_data=p) for t, p in topics.items()],
         )
@@ -311,21 +374,32 @@ class Accumulator:
             if code == 0:
                 out.append((b, (p.base_offset, getattr(p, "log_append_time_ms", -1)), False))
                 continue
+            if code == DUPLICATE_SEQUENCE_NUMBER and self.identity is not None:
+                out.append((b, (-1, -1), False))  # an earlier attempt wrote it; where is not said
+                continue
             refresh = refresh or code in REFRESH_METADATA_CODES
             err = broker_error(code, f"producing {b.count()} record(s) to {b.topic}[{b.partition}] "
                                      f"on {broker}", getattr(p, "error_message", None))
-            out.append((b, err, err.retriable))
+            retriable = err.retriable
+            if self.identity is not None and self.identity.produce_error(b, code):
+                retriable = True
+            out.append((b, err, retriable))
         return out, refresh
 
-    def retry(self, b: Batch, retriable: bool, now: float, closed: bool) -> bool:
+    def retry(self, b: Batch, exc: BaseException, retriable: bool, now: float, closed: bool) -> bool:
         """Schedule ``b`` again after its backoff if it may be retried (True); else the
-        caller dequeues and fails it."""
+        caller dequeues and fails it.  ``exc``: why this attempt failed."""
+        ident = self.identity
+        if ident is not None and isinstance(exc, (KafkaConnectionError, KafkaTimeoutError)):
+            ident.no_answer(b)
         if retriable and b.attempts <= self.config.retries and now < b.deadline and not closed:
             backoff = min(self.config.retry_backoff_ms * 2 ** (b.attempts - 1),
                           self.config.retry_backoff_max_ms) / 1000.0
             b.retry_at = now + backoff
             b.in_flight = False
             return True
+        if ident is not None:
+            ident.failed(b)
         return False
 
     def dequeue(self, b: Batch) -> None:
@@ -340,6 +414,12 @@ class Accumulator:
         self.incomplete.discard(b)
         self.used_memory -= b.reserved
         b.reserved = 0
+
+    def metrics(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"buffered_bytes": self.used_memory, "incomplete_batches": len(self.incomplete)}
+        if self.identity is not None:
+            out.update(self.identity.describe())
+        return out
 
     def drop_all(self) -> list[Batch]:
         """Forget every batch (the producer is closing); the ones still incomplete."""
