@@ -259,6 +259,15 @@ def exchange(name: str) -> Callable[[Callable[[Target, int], None]], Callable[[T
     return register
 
 
+# The transaction APIs: one committed transaction in raw requests per version (the
+# exchange lives with the other transaction tests).
+from test_read_committed_brokers import TXN_APIS, check_transaction_api  # noqa: E402
+
+for _name in TXN_APIS:
+    exchange(_name)(lambda t, v, _name=_name: check_transaction_api(
+        t.port, t.create_topic(f"raw-txn-{_uid()}"), _name, v, check_crcs=t.mock is None))
+
+
 @exchange("ApiVersions")
 def _api_versions(t: Target, v: int) -> None:
     av = apis.get("ApiVersions")

@@ -9,6 +9,10 @@ broker, bounded by ``fetch_max_bytes`` and ``max_partition_fetch_bytes``.  Up to
 fetch responses per partition are buffered (a partition is fetched again while the
 previous response is still being handed out), which bounds memory.
 
+Under read_committed, batches of aborted transactions are dropped on their headers before
+anything is decoded, by the Fetch answer's aborted_transactions list and the producers'
+ABORT markers, as Kafka's consumer does (KIP-98); control batches are never handed out.
+
 This module does no I/O.
 """
 
@@ -107,15 +111,21 @@ class _DeserializedRecord(ConsumerRecord):
 
 
 class FetchedBatch:
-    """Records of one partition from one fetch, as :class:`kafkawire.codec.Columns`."""
+    """Records of one partition from one fetch, as :class:`kafkawire.codec.Columns`.
 
-    __slots__ = ("topic", "partition", "columns", "high_watermark")
+    ``last_stable_offset`` is the end a read_committed consumer can read up to (-1 when
+    the broker did not say); under read_uncommitted it is the broker's, for information.
+    """
 
-    def __init__(self, topic: str, partition: int, columns: Any, high_watermark: int):
+    __slots__ = ("topic", "partition", "columns", "high_watermark", "last_stable_offset")
+
+    def __init__(self, topic: str, partition: int, columns: Any, high_watermark: int,
+                 last_stable_offset: int = -1):
         self.topic = topic
         self.partition = partition
         self.columns = columns
         self.high_watermark = high_watermark
+        self.last_stable_offset = last_stable_offset
 
     def __len__(self) -> int:
         return len(self.columns)
@@ -142,8 +152,8 @@ _MAX_PENDING = 2
 
 
 class PartitionState:
-    __slots__ = ("position", "fetching", "buffer", "pending", "fetch_offset", "high_watermark",
-                 "paused", "reset_to")
+    __slots__ = ("position", "fetching", "buffer", "pending", "txns", "fetch_offset", "high_watermark",
+                 "last_stable_offset", "paused", "reset_to")
 
     def __init__(self) -> None:
         self.position: int | None = None
@@ -152,16 +162,22 @@ class PartitionState:
         self.buffer: list[Any] | None = None
         # Raw records data of fetch responses, in offset order, not yet decoded.
         self.pending: deque[Any] = deque()
+        # read_committed: one _AbortedTxns (or None, nothing to drop) per entry of pending.
+        self.txns: deque[_AbortedTxns | None] = deque()
         # The offset after everything buffered (where the next fetch starts), None when
         # unknown (nothing more is fetched until the buffers are drained).
         self.fetch_offset: int | None = None
         self.high_watermark = -1
+        # read_committed: the offset of the first record of the earliest open transaction
+        # (the high watermark when none is open); -1 when the broker did not say (Fetch v0-v3).
+        self.last_stable_offset = -1
         self.paused = False
         self.reset_to: int | None = None
 
     def clear(self) -> None:
         self.buffer = None
         self.pending.clear()
+        self.txns.clear()
         self.fetch_offset = None
 
     def buffered(self) -> bool:
@@ -178,6 +194,91 @@ class PartitionState:
 
 _HEAD = struct.Struct(">qi")  # base offset, batch length: the start of every log entry
 _INT32 = struct.Struct(">i")
+# RecordBatch header from the partition leader epoch: epoch, magic, crc, attributes,
+# last offset delta, base and max timestamps, producer id (KIP-98 layout).
+_V2_HEAD = struct.Struct(">ibIhiqqq")
+_TRANSACTIONAL, _CONTROL = 0x10, 0x20  # RecordBatch attribute bits
+_ABORT = 0  # control record type of an ABORT marker (COMMIT is 1)
+
+
+class _AbortedTxns:
+    """read_committed state for one Fetch response of one partition: the response's
+    aborted transactions not reached yet, and the producers whose aborted transaction is
+    under way at the current batch (Kafka's consumer keeps the same two, per response)."""
+
+    __slots__ = ("todo", "producers")
+
+    def __init__(self, aborted: Any):
+        # (first_offset, producer_id), latest first: the next one to reach is popped.
+        self.todo = sorted(((a.first_offset, a.producer_id) for a in aborted), reverse=True)
+        self.producers: set[int] = set()
+
+
+def _control_type(batch: Any, offset: int) -> int:
+    """The type of a control batch's marker (0 ABORT, 1 COMMIT), read from its key."""
+    records = batch.records
+    key = records[0].key if records else None
+    if key is None or len(key) < 4:
+        raise errors.corrupt("control batch", offset, f"its record key {key!r} is not a version and a type")
+    return int.from_bytes(key[2:4], "big", signed=True)
+
+
+def _drop_aborted(data: Any, txns: _AbortedTxns, check_crcs: bool) -> tuple[Any, int | None]:
+    """``data`` without the batches of aborted transactions, by Kafka's read_committed rule,
+    and the offset after its last complete entry.
+
+    A transactional batch whose producer has an aborted transaction starting at or before
+    the batch's last offset is dropped, until that producer's ABORT marker.  Every batch
+    belongs wholly to one transaction, so this works on the batch headers and the record
+    bytes of dropped batches are never decoded.  Control batches stay (the decoders skip
+    them).  The first element is ``data`` itself when nothing is dropped; a zero-copy slice
+    when what is kept is contiguous; otherwise a copy of the kept batches only.
+    """
+    size = len(data)
+    pos = 0
+    keep_from = 0  # start of the run of kept entries being built
+    runs: list[tuple[int, int]] = []
+    next_offset = None
+    todo, producers = txns.todo, txns.producers
+    while pos + 12 <= size:
+        base, length = _HEAD.unpack_from(data, pos)
+        end = pos + 12 + length
+        if end > size:
+            break  # a batch cut off by the size limit: left for the decoder to stop at
+        if length < 49 or data[pos + 16] != 2:
+            next_offset = base + 1  # a legacy entry (no producer id) carries its last offset
+            pos = end
+            continue
+        _epoch, _magic, crc, attributes, last_delta, _t0, _t1, producer_id = _V2_HEAD.unpack_from(data, pos + 12)
+        last = base + last_delta
+        next_offset = last + 1
+        drop = False
+        if producer_id >= 0:
+            while todo and todo[-1][0] <= last:
+                producers.add(todo.pop()[1])
+            if attributes & _CONTROL:
+                if producer_id in producers:
+                    # One small batch per transaction: decoding it checks its CRC too.
+                    (marker,) = codec.decode_batches(data[pos:end], start_offset=0, check_crcs=check_crcs)
+                    if _control_type(marker, base) == _ABORT:
+                        producers.discard(producer_id)
+            elif attributes & _TRANSACTIONAL and producer_id in producers:
+                # A batch whose CRC does not match is kept, so the decoder raises as usual.
+                drop = not check_crcs or codec.crc32c(data[pos + 21:end]) == crc
+        if drop:
+            if pos > keep_from:
+                runs.append((keep_from, pos))
+            keep_from = end
+        pos = end
+    if keep_from == 0:
+        return data, next_offset
+    if keep_from < size:
+        runs.append((keep_from, size))
+    if len(runs) == 1:
+        start, stop = runs[0]
+        return memoryview(data)[start:stop], next_offset
+    view = memoryview(data)
+    return b"".join([view[start:stop] for start, stop in runs]), next_offset
 
 
 def _next_offset(data: Any) -> int | None:
@@ -367,9 +468,13 @@ class Fetcher:
                 code = p.error_code
                 if code == 0:
                     st.high_watermark = p.high_watermark
+                    st.last_stable_offset = p.last_stable_offset
                     records = p.records
                     if records is not None and len(records):
                         st.pending.append(records)
+                        # Kafka brokers list aborted transactions to read_committed fetches only.
+                        aborted = p.aborted_transactions if self.isolation else None
+                        st.txns.append(_AbortedTxns(aborted) if aborted else None)
                         st.fetch_offset = _next_offset(records)
                 elif code == 1:  # OFFSET_OUT_OF_RANGE
                     st.reset_to = -1
@@ -444,7 +549,6 @@ class Fetcher:
             if not st.pending or (len(out) >= max_records and not columnar):
                 continue
             # One response per partition and poll: poll_batch returns one FetchedBatch each.
-            data = st.pending.popleft()
             # Decoding makes two objects per record, and they live until the caller is
             # done with them: the collector, run every 700 allocations, would scan and
             # promote them again and again (a third of poll()'s time at 100-byte
@@ -453,7 +557,13 @@ class Fetcher:
             if pause_gc:
                 gc.disable()
             try:
-                self._drain_one(tp, st, data, out, max_records, columnar)
+                before = len(out)
+                while True:
+                    self._drain_one(tp, st, st.pending.popleft(), st.txns.popleft(), out, max_records, columnar)
+                    # What held only markers or aborted transactions gave nothing: go on
+                    # with what follows rather than return an empty poll with data buffered.
+                    if len(out) > before or not st.pending or st.buffer is not None:
+                        break
             except Exception as exc:
                 # A corrupt batch or a failing deserializer: drop what is buffered, so
                 # the next poll fetches from the same position and fails the same way
@@ -469,17 +579,20 @@ class Fetcher:
                     gc.enable()
         return out
 
-    def _drain_one(self, tp: TopicPartition, st: PartitionState, data: Any, out: list[Any],
-                   max_records: int, columnar: bool) -> None:
+    def _drain_one(self, tp: TopicPartition, st: PartitionState, data: Any, txns: _AbortedTxns | None,
+                   out: list[Any], max_records: int, columnar: bool) -> None:
         check = self.config.check_crcs
         start = st.position
         if columnar:
             next_pos = _next_offset(data)
             if next_pos is not None:  # else decode_batches below says what is wrong
+                if txns is not None:
+                    data = _drop_aborted(data, txns, check)[0]
                 cols = codec.decode_columnar(data, start_offset=start, check_crcs=check)
                 st.position = max(next_pos, start)
                 if len(cols):
-                    out.append(FetchedBatch(tp.topic, tp.partition, cols, st.high_watermark))
+                    out.append(FetchedBatch(tp.topic, tp.partition, cols, st.high_watermark,
+                                            st.last_stable_offset))
                 return
         if not columnar:
             # Decode only the batches this poll hands out; the rest stays raw, first in
@@ -488,21 +601,31 @@ class Fetcher:
             cut = _split_point(data, max_records - len(out))
             if cut:
                 st.pending.appendleft(data[cut:])
+                st.txns.appendleft(txns)  # the same response: its transactions carry on there
                 data = data[:cut]
+        # The position moves past batches of aborted transactions too (dropped here).
+        dropped_to = None
+        if txns is not None:
+            kept, end = _drop_aborted(data, txns, check)
+            if kept is not data:
+                data, dropped_to = kept, end
         batches = codec.decode_batches(data, start_offset=start, check_crcs=check)
         if not batches:
-            if len(data) >= self.config.max_partition_fetch_bytes and not self._has_complete_entry(data):
+            if dropped_to is not None:
+                st.position = max(dropped_to, start)
+            elif len(data) >= self.config.max_partition_fetch_bytes and not self._has_complete_entry(data):
                 self.pending_error = RecordTooLargeError(
                     f"{tp} at offset {start}: the next batch is larger than "
                     f"max_partition_fetch_bytes={self.config.max_partition_fetch_bytes}; raise it")
             return
         last = batches[-1]
-        next_pos = max(last.base_offset + last.last_offset_delta + 1, start)
+        next_pos = max(last.base_offset + last.last_offset_delta + 1, start, dropped_to or 0)
         if columnar:
             cols = codec.decode_columnar(data, start_offset=start, check_crcs=check)
             st.position = next_pos
             if len(cols):
-                out.append(FetchedBatch(tp.topic, tp.partition, cols, st.high_watermark))
+                out.append(FetchedBatch(tp.topic, tp.partition, cols, st.high_watermark,
+                                        st.last_stable_offset))
             return
         topic, partition = tp
         kdes, vdes = self.kdes, self.vdes
