@@ -25,6 +25,7 @@ from kafkawire.aio.cluster import AsyncCluster
 from kafkawire.client.config import Config
 from kafkawire.client.errors import (
     BufferExhaustedError,
+    ConfigError,
     ClientClosedError,
     KafkaConnectionError,
     KafkaTimeoutError,
@@ -79,6 +80,9 @@ class AsyncProducer:
 
     def __init__(self, **config: Any):
         self.config = c = Config.producer(**config)
+        if c.transactional_id is not None:
+            raise ConfigError("transactional_id: transactions are in kafkawire.Producer only so far; "
+                              "use it (from a thread, e.g. loop.run_in_executor) for transactions")
         self.cluster = AsyncCluster(c)
         self._acc = Accumulator(c, self._new_future)
         self._sticky = StickyPartitioner()

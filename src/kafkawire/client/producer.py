@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import deque
 from time import monotonic as _monotonic, time as _time, time_ns as _time_ns
 from typing import Any, Callable, Iterable
 
@@ -36,6 +37,7 @@ from kafkawire.client.partitioner import StickyPartitioner, check_partition, cho
 from kafkawire.protocol import apis
 from kafkawire.protocol.accumulator import BATCH_OVERHEAD, RECORD_OVERHEAD, Accumulator, Batch, prepare_record
 from kafkawire.protocol.idempotence import INIT_PRODUCER_ID
+from kafkawire.protocol.transactions import TransactionAbortedError, TransactionManager
 
 __all__ = ["Producer", "RecordMetadata", "RecordFuture", "BatchMetadata"]
 
@@ -160,7 +162,7 @@ class Producer:
         self._incomplete = acc.incomplete
         # send()'s hot path is allowed: no serializers, batches smaller than the largest
         # record (so a record that fits a batch fits a request), not closing.
-        self._fast = (self._key_ser is None and self._value_ser is None
+        self._fast = (self._key_ser is None and self._value_ser is None and c.transactional_id is None
                       and self._batch_size <= self._max_request - _BATCH_OVERHEAD - 64)
         self._max_record_size = self._max_request - _BATCH_OVERHEAD - 64
         self._flushing = 0
@@ -173,6 +175,13 @@ class Producer:
         # held as it looks at the batches): a batch made later that must go out sooner
         # wakes it, one that may wait does not (a wakeup costs a system call).
         self._sender_wakes_at = 0.0
+        # Transactions: the coordinator exchanges run on the sender thread, one at a time
+        # (_StepRun); the caller's calls queue theirs and wait for its future.
+        self._txn: TransactionManager | None = None
+        if c.transactional_id is not None:
+            self._txn = acc.txn = TransactionManager(acc.identity, c.retry_backoff_ms)
+        self._txn_calls: deque[tuple[Any, Future]] = deque()
+        self._txn_run: _StepRun | None = None
         self.cluster = Cluster(c)
         # Fail fast on a bad address: bootstrap before the caller's first send.
         self.cluster.bootstrap(c.max_block_ms / 1000.0)
@@ -278,6 +287,9 @@ class Producer:
         wake = kick = False
         acc = self._acc
         with self._lock:
+            if self._txn is not None:
+                self._txn.check_send()
+                self._txn.partition_used(tp)
             reserve = 0
             if acc.needs_new_batch(tp, size):
                 reserve = acc.reservation(size)
@@ -361,6 +373,9 @@ class Producer:
                 )
             sizes.append(size)
         with self._lock:
+            if self._txn is not None:
+                self._txn.check_send()
+                self._txn.partition_used((topic, partition))
             # Records sent after this call go after these batches, never into a batch
             # before them.
             acc = self._acc
@@ -444,6 +459,80 @@ class Producer:
             per = max(1.0, len(encoded) / count)
             i += count
         return pieces
+
+    # -- transactions -------------------------------------------------------------------
+
+    def _transactions(self, call: str) -> TransactionManager:
+        if self._txn is None:
+            raise errors.ConfigError(f"{call} needs a transactional producer: set transactional_id")
+        return self._txn
+
+    def _txn_call(self, steps: Any, deadline: float, call: str) -> Any:
+        fut = Future()
+        with self._lock:
+            self._txn_calls.append((steps, fut))
+        self._poller.wakeup()
+        if not fut.wait(max(0.0, deadline - time.monotonic())):
+            raise KafkaTimeoutError(f"{call} not done in time; it goes on in the background: "
+                                    f"call it again to wait for it")
+        return fut.result(0)
+
+    @staticmethod
+    def _deadline(timeout: float | None, default_ms: int) -> float:
+        return time.monotonic() + (default_ms / 1000.0 if timeout is None else timeout)
+
+    def init_transactions(self, timeout: float | None = None) -> None:
+        """Register transactional_id with its coordinator (fencing any earlier producer
+        with it and ending its open transaction); once, before the first transaction."""
+        txn = self._transactions("init_transactions()")
+        self._txn_call(txn.init_steps(), self._deadline(timeout, self.config.max_block_ms), "init_transactions()")
+
+    def begin_transaction(self) -> None:
+        """Start a transaction: records sent from now on commit or abort together."""
+        with self._lock:
+            self._transactions("begin_transaction()").begin()
+
+    def send_offsets_to_transaction(self, offsets: dict[Any, Any], group: Any,
+                                    timeout: float | None = None) -> None:
+        """Commit a consumer group's ``offsets`` ({(topic, partition): next offset}) with
+        this transaction (consume-transform-produce).  ``group``: the group id, or the
+        consumer's ``group_metadata()`` so a zombie member's offsets are refused."""
+        txn = self._transactions("send_offsets_to_transaction()")
+        norm = {(tp[0], tp[1]): int(getattr(off, "offset", off)) for tp, off in offsets.items()}
+        self._txn_call(txn.send_offsets_steps(norm, group), self._deadline(timeout, self.config.max_block_ms),
+                       "send_offsets_to_transaction()")
+
+    def commit_transaction(self, timeout: float | None = None) -> None:
+        """Send every record of the transaction, then commit it.  A record that failed
+        makes this raise TransactionStateError: abort_transaction() then."""
+        txn = self._transactions("commit_transaction()")
+        deadline = self._deadline(timeout, self.config.max_block_ms)
+        with self._lock:
+            txn.commit_or_abort(True)
+        while True:  # flushed, or a failed record makes the commit impossible
+            try:
+                self.flush(min(0.2, max(0.0, deadline - time.monotonic())))
+                break
+            except KafkaTimeoutError:
+                if txn.state != "COMMITTING" or time.monotonic() >= deadline:
+                    if time.monotonic() >= deadline:
+                        raise
+                    break
+        self._txn_call(txn.end_steps(True), deadline, "commit_transaction()")
+
+    def abort_transaction(self, timeout: float | None = None) -> None:
+        """Abort the transaction: records not sent yet fail with TransactionAbortedError,
+        those on the way are waited for, and read_committed consumers skip them all."""
+        txn = self._transactions("abort_transaction()")
+        deadline = self._deadline(timeout, self.config.max_block_ms)
+        with self._lock:
+            txn.commit_or_abort(False)
+            dropped = self._acc.drop_unsent()
+        err = TransactionAbortedError("the transaction was aborted before this record was sent")
+        for b in dropped:
+            self._complete(b, err)
+        self.flush(max(0.0, deadline - time.monotonic()))
+        self._txn_call(txn.end_steps(False), deadline, "abort_transaction()")
 
     def flush(self, timeout: float | None = None) -> None:
         """Send everything queued now and wait until each record is acknowledged or has
@@ -544,10 +633,12 @@ class Producer:
         flushing = self._flushing > 0 or self._closing
         if self._acc.identity is not None:
             self._maybe_init_producer_id(now)
+        txn_wait = self._drive_transactions(now) if self._txn is not None else 0.1
         with self._lock:
             by_node, expired, wait, leaderless = self._acc.collect(now, cluster.leader_for, flushing)
             # Batches made from here on compare their linger deadline with this; the
             # waits below only shorten the poll.
+            wait = min(wait, txn_wait)
             self._sender_wakes_at = now + wait
         for topic in leaderless:
             cluster.interest.add(topic)
@@ -567,6 +658,24 @@ class Producer:
             while batches and conn.can_send():
                 batches = self._send_produce(conn, batches)
         self._poller.poll(max(wait, 0.0))
+
+    def _drive_transactions(self, now: float) -> float:
+        """Advance the coordinator exchange in progress (or start the next: a caller's, or
+        adding partitions that have batches waiting); how long until it needs a look."""
+        txn = self._txn
+        with self._lock:
+            if self._txn_run is None:
+                if self._txn_calls:
+                    self._txn_run = _StepRun(*self._txn_calls.popleft())
+                elif txn.wants_add():
+                    self._txn_run = _StepRun(txn.add_partitions_steps(), None)
+                else:
+                    return 0.1
+            wait = self._txn_run.advance(now, self.cluster)
+            if wait is None:
+                self._txn_run = None
+                return 0.0
+            return wait
 
     def _maybe_init_producer_id(self, now: float) -> None:
         """Ask for a producer id (or a bumped epoch) when the accumulator wants one; the
@@ -617,6 +726,8 @@ class Producer:
         with self._lock:
             self._acc.release(b)
             self._space.notify_all()
+            if self._txn is not None and isinstance(result, BaseException):
+                self._txn.batch_failed(result)
         if isinstance(result, BaseException):
             b.future.set_exception(result)
         else:
@@ -644,3 +755,58 @@ class Producer:
             else:
                 self._dequeue(b)
                 self._complete(b, result)
+
+
+class _StepRun:
+    """Runs one ``*_steps`` generator of protocol/transactions.py on the sender thread
+    without blocking it: each step's request goes out on a ready connection and the
+    generator resumes with the answer on a later pass; ``fut`` gets its outcome."""
+
+    def __init__(self, steps: Any, fut: Future | None):
+        self.steps = steps
+        self.fut = fut
+        self.step: Any = None
+        self.pending: Future | None = None
+        self.sleep_until = 0.0
+        self.value: Any = None
+        self.exc: BaseException | None = None
+
+    def advance(self, now: float, cluster: Cluster) -> float | None:
+        """Seconds until it wants another look, or None once finished."""
+        while True:
+            if self.pending is not None:
+                if not self.pending.done():
+                    return 0.1
+                self.exc = self.pending.exception()
+                self.value = None if self.exc is not None else self.pending.result(0)
+                self.pending = self.step = None
+            if self.step is None:
+                if now < self.sleep_until:
+                    return self.sleep_until - now
+                try:
+                    step = self.steps.throw(self.exc) if self.exc is not None else self.steps.send(self.value)
+                except StopIteration as stop:
+                    if self.fut is not None:
+                        self.fut.set_result(stop.value)
+                    return None
+                except Exception as exc:  # noqa: BLE001 - the caller's future carries it
+                    if self.fut is not None:
+                        self.fut.set_exception(exc)
+                    return None
+                self.value = self.exc = None
+                if step[0] == "sleep":
+                    self.sleep_until = now + step[1]
+                    continue
+                self.step = step
+            node, api, build, max_version = self.step
+            conn = cluster.any_ready_connection() if node is None else cluster.ready_connection(node)
+            if conn is None:
+                return 0.05  # being connected; its progress ends a poll
+            try:
+                version = conn.version_for(api)
+                if max_version is not None:
+                    version = min(version, max_version)
+                self.pending = conn.send(api, build(version), version)
+            except Exception as exc:  # noqa: BLE001 - thrown into the generator
+                self.exc = exc
+                self.step = None

@@ -139,6 +139,8 @@ class Accumulator:
         self.used_memory = 0
         # None: neither idempotent nor transactional.
         self.identity: ProducerIdentity | None = None
+        # A TransactionManager (protocol/transactions.py) when transactional_id is set.
+        self.txn: Any = None
         if config.enable_idempotence:
             self.identity = ProducerIdentity(
                 config.transactional_id, config.transaction_timeout_ms,
@@ -238,6 +240,8 @@ class Accumulator:
                 continue
             if ident is not None and not ident.may_send(b):
                 continue  # waiting for a producer id (the InitProducerId answer wakes the sender)
+            if self.txn is not None and not self.txn.may_send((topic, partition)):
+                continue  # not in the transaction yet (AddPartitionsToTxn)
             if b.retry_at > now:
                 wait = min(wait, b.retry_at - now)
                 continue
@@ -419,6 +423,18 @@ class Accumulator:
         out: dict[str, Any] = {"buffered_bytes": self.used_memory, "incomplete_batches": len(self.incomplete)}
         if self.identity is not None:
             out.update(self.identity.describe())
+        return out
+
+    def drop_unsent(self) -> list[Batch]:
+        """Dequeue every batch never sent (an aborted transaction's); they are to fail."""
+        out = []
+        for q in self.batches.values():
+            keep = [b for b in q if b.attempts or b.in_flight]
+            out.extend(b for b in q if not (b.attempts or b.in_flight))
+            q.clear()
+            q.extend(keep)
+        for b in out:
+            self.close_open(b)
         return out
 
     def drop_all(self) -> list[Batch]:

@@ -127,8 +127,8 @@ class ProducerIdentity:
     def wants_init(self, now: float) -> bool:
         """Whether an InitProducerId should go out now (the caller checks that no batch
         is in flight or unresolved before a bump)."""
-        return (not self.disabled and self.fatal is None and not self.requesting and now >= self.retry_at
-                and (self.producer_id < 0 or self.bump_wanted is not None))
+        return (not self.disabled and not self.transactional and self.fatal is None and not self.requesting
+                and now >= self.retry_at and (self.producer_id < 0 or self.bump_wanted is not None))
 
     def init_request(self, version: int) -> Any:
         """The InitProducerId request to send (the caller marks nothing: this does)."""

@@ -1,0 +1,313 @@
+"""The transactional producer's conversation with its transaction coordinator (KIP-98),
+with no I/O.
+
+States follow the Java client: UNINITIALIZED -> (init_transactions) READY ->
+(begin_transaction) IN_TRANSACTION -> (commit/abort) READY.  A batch that fails inside a
+transaction makes it ABORTABLE: only abort_transaction is allowed then.  A fenced
+producer (another instance took its transactional id) or an authorization failure is
+FATAL: the producer can only be closed.
+
+Each coordinator exchange is a generator (``*_steps``) that yields what to send and
+receives the answer (or has the exception thrown in), run by the shell's sender:
+
+* ``(node, api, build, max_version)``: send ``build(version)`` to broker ``node`` (None:
+  any broker), at most ``max_version`` (None: any);
+* ``("sleep", seconds)``: wait before going on.
+
+The generator's return value resolves the caller's future.  Before a partition gets its
+first batch of a transaction it is added with AddPartitionsToTxn: the accumulator holds
+its batches until then (:meth:`TransactionManager.may_send`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from kafkawire import errors
+from kafkawire.errors import KafkaConnectionError, KafkaTimeoutError, KafkaWireError
+from kafkawire.protocol import apis
+from kafkawire.protocol.idempotence import INIT_PRODUCER_ID, ProducerIdentity
+
+__all__ = ["TransactionManager", "TransactionStateError", "TransactionAbortedError",
+           "UNINITIALIZED", "READY", "IN_TRANSACTION", "ABORTABLE", "FATAL"]
+
+FIND_COORDINATOR = apis.get("FindCoordinator")
+ADD_PARTITIONS_TO_TXN = apis.get("AddPartitionsToTxn")
+ADD_OFFSETS_TO_TXN = apis.get("AddOffsetsToTxn")
+END_TXN = apis.get("EndTxn")
+TXN_OFFSET_COMMIT = apis.get("TxnOffsetCommit")
+
+UNINITIALIZED = "UNINITIALIZED"
+INITIALIZING = "INITIALIZING"
+READY = "READY"
+IN_TRANSACTION = "IN_TRANSACTION"
+COMMITTING = "COMMITTING"
+ABORTING = "ABORTING"
+ABORTABLE = "ABORTABLE_ERROR"
+FATAL = "FATAL_ERROR"
+
+# Answers meaning "ask the coordinator again later" and "find the coordinator again".
+_RETRY_LATER = frozenset({7, 14, 51})  # REQUEST_TIMED_OUT, *_LOAD_IN_PROGRESS, CONCURRENT_TRANSACTIONS
+_REFIND = frozenset({15, 16})  # COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR
+# The producer cannot go on after these: another instance owns the transactional id, or
+# it may not use it.
+_FATAL = frozenset({47, 53, 90, 31, 52})  # INVALID_PRODUCER_EPOCH, TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+# PRODUCER_FENCED, CLUSTER_AUTHORIZATION_FAILED, TRANSACTION_COORDINATOR_FENCED
+_MAX_ADD_PARTITIONS_VERSION = 3  # v4+ is the brokers' batched form (KIP-890)
+
+
+class TransactionStateError(KafkaWireError):
+    """A transactional call made in the wrong state (e.g. send() outside a transaction,
+    commit after a failed batch); the message says which call is allowed now."""
+
+
+class TransactionAbortedError(KafkaWireError):
+    """The record was queued in a transaction that was aborted before it was sent."""
+
+
+def _find_request(key: str, key_type: int) -> Callable[[int], Any]:
+    return lambda v: FIND_COORDINATOR.Request(key=key, key_type=key_type, coordinator_keys=[key])
+
+
+def _coordinator_of(resp: Any) -> tuple[int, int]:
+    """(error code, node id) of a FindCoordinator answer (v4+ answers per key, KIP-699)."""
+    if getattr(resp, "coordinators", None):
+        c = resp.coordinators[0]
+        return c.error_code, c.node_id
+    return resp.error_code, resp.node_id
+
+
+class TransactionManager:
+    """One transactional producer's transaction state (see the module docstring)."""
+
+    def __init__(self, identity: ProducerIdentity, retry_backoff_ms: int):
+        assert identity.transactional_id is not None
+        self.identity = identity
+        self.transactional_id: str = identity.transactional_id
+        self.backoff = retry_backoff_ms / 1000.0
+        self.state = UNINITIALIZED
+        self.coordinator: int | None = None
+        self.added: set[tuple[str, int]] = set()
+        self.to_add: set[tuple[str, int]] = set()
+        self.offsets_added = False
+        self.error: BaseException | None = None
+
+    # -- the caller's side -----------------------------------------------------------------
+
+    def _require(self, call: str, *states: str) -> None:
+        if self.state in states:
+            return
+        if self.state == FATAL:
+            raise TransactionStateError(f"{call}: the producer failed for good ({self.error}); close it") \
+                from self.error
+        if self.state == ABORTABLE:
+            raise TransactionStateError(
+                f"{call}: a record of this transaction failed ({self.error}); call abort_transaction()"
+            ) from self.error
+        hint = {UNINITIALIZED: "call init_transactions() first",
+                READY: "call begin_transaction() first",
+                IN_TRANSACTION: "commit_transaction() or abort_transaction() first"}.get(self.state, "")
+        raise TransactionStateError(f"{call} is not allowed in state {self.state}" + (f"; {hint}" if hint else ""))
+
+    def begin(self) -> None:
+        self._require("begin_transaction()", READY)
+        self.state = IN_TRANSACTION
+
+    def check_send(self) -> None:
+        if self.state != IN_TRANSACTION:
+            self._require("send()", IN_TRANSACTION)
+
+    def partition_used(self, tp: tuple[str, int]) -> None:
+        if tp not in self.added:
+            self.to_add.add(tp)
+
+    def wants_add(self) -> bool:
+        return bool(self.to_add) and self.state in (IN_TRANSACTION, COMMITTING)
+
+    def may_send(self, tp: tuple[str, int]) -> bool:
+        return tp in self.added
+
+    def batch_failed(self, exc: BaseException) -> None:
+        """A batch of the open transaction failed: only an abort can end it now."""
+        if self.state in (IN_TRANSACTION, COMMITTING):
+            self.state = ABORTABLE
+            self.error = exc
+
+    def _fatal(self, exc: BaseException) -> BaseException:
+        self.state = FATAL
+        self.error = exc
+        self.identity.fatal = exc
+        return exc
+
+    # -- exchanges with the coordinators ---------------------------------------------------
+
+    def _find_coordinator(self, key: str, key_type: int) -> Any:
+        while True:
+            try:
+                resp = yield (None, FIND_COORDINATOR, _find_request(key, key_type), None)
+            except (KafkaConnectionError, KafkaTimeoutError):
+                yield ("sleep", self.backoff)
+                continue
+            code, node = _coordinator_of(resp)
+            if code == 0:
+                return node
+            err = errors.broker_error(code, f"FindCoordinator for {key!r}")
+            if not err.retriable:
+                raise self._fatal(err) if code in _FATAL else err
+            yield ("sleep", self.backoff)
+
+    def _ask(self, what: str, api: Any, build: Callable[[int], Any], code_of: Callable[[Any], int],
+             max_version: int | None = None, group: str | None = None) -> Any:
+        """Send to the transaction coordinator (or ``group``'s) until an answer other
+        than "later" or "elsewhere" comes; returns it (its code may be an error)."""
+        node = None
+        while True:
+            if group is None and self.coordinator is None:
+                self.coordinator = yield from self._find_coordinator(self.transactional_id, 1)
+            if group is not None and node is None:
+                node = yield from self._find_coordinator(group, 0)
+            try:
+                resp = yield (self.coordinator if group is None else node, api, build, max_version)
+            except (KafkaConnectionError, KafkaTimeoutError):
+                if group is None:
+                    self.coordinator = None
+                node = None
+                yield ("sleep", self.backoff)
+                continue
+            code = code_of(resp)
+            if code in _REFIND:
+                if group is None:
+                    self.coordinator = None
+                node = None
+                continue
+            if code in _RETRY_LATER:
+                yield ("sleep", self.backoff)
+                continue
+            if code in _FATAL:
+                raise self._fatal(errors.broker_error(code, f"{what} for transactional_id {self.transactional_id!r}"))
+            return resp
+
+    def init_steps(self) -> Any:
+        """init_transactions(): a producer id and epoch from the coordinator, fencing any
+        earlier producer with this transactional id (and finishing its open transaction)."""
+        if self.state == READY:
+            return None
+        self._require("init_transactions()", UNINITIALIZED, INITIALIZING)
+        self.state = INITIALIZING
+        yield from self._new_epoch("InitProducerId")
+        self.state = READY
+        return None
+
+    def _new_epoch(self, what: str) -> Any:
+        ident = self.identity
+        resp = yield from self._ask(what, INIT_PRODUCER_ID, ident.init_request, lambda r: r.error_code)
+        ident.apply_init(resp, None, 0.0, f"the coordinator of {self.transactional_id!r}")
+        if ident.fatal is not None:
+            raise self._fatal(ident.fatal)
+
+    def add_partitions_steps(self) -> Any:
+        """Add the partitions that have batches waiting to the transaction."""
+        tps = sorted(self.to_add)
+        if not tps or self.state not in (IN_TRANSACTION, COMMITTING):
+            return None
+        ident = self.identity
+        topics: dict[str, list[int]] = {}
+        for t, p in tps:
+            topics.setdefault(t, []).append(p)
+        req_topic = ADD_PARTITIONS_TO_TXN.Request.AddPartitionsToTxnTopic
+
+        def build(version: int) -> Any:
+            return ADD_PARTITIONS_TO_TXN.Request(
+                v3_and_below_transactional_id=self.transactional_id,
+                v3_and_below_producer_id=ident.producer_id, v3_and_below_producer_epoch=ident.epoch,
+                v3_and_below_topics=[req_topic(name=t, partitions=ps) for t, ps in topics.items()])
+
+        def code_of(resp: Any) -> int:
+            codes = {r.partition_error_code for t in resp.results_by_topic_v3_and_below
+                     for r in t.results_by_partition} - {0, 55}  # 55: OPERATION_NOT_ATTEMPTED
+            return min(codes) if codes else 0
+
+        resp = yield from self._ask("AddPartitionsToTxn", ADD_PARTITIONS_TO_TXN, build, code_of,
+                                    _MAX_ADD_PARTITIONS_VERSION)
+        code = code_of(resp)
+        if code:
+            self.batch_failed(errors.broker_error(code, f"AddPartitionsToTxn of {tps}"))
+            return None
+        self.added.update(tps)
+        self.to_add.difference_update(tps)
+        return None
+
+    def send_offsets_steps(self, offsets: dict[tuple[str, int], int], group: Any) -> Any:
+        """send_offsets_to_transaction(): the consumer's offsets commit with the transaction."""
+        self._require("send_offsets_to_transaction()", IN_TRANSACTION)
+        ident = self.identity
+        group_id = group if isinstance(group, str) else group.group_id
+        resp = yield from self._ask(
+            "AddOffsetsToTxn", ADD_OFFSETS_TO_TXN,
+            lambda v: ADD_OFFSETS_TO_TXN.Request(transactional_id=self.transactional_id, producer_id=ident.producer_id,
+                                                 producer_epoch=ident.epoch, group_id=group_id),
+            lambda r: r.error_code)
+        if resp.error_code:
+            raise errors.broker_error(resp.error_code, f"AddOffsetsToTxn for group {group_id!r}")
+        self.offsets_added = True
+        topics: dict[str, list[Any]] = {}
+        part = TXN_OFFSET_COMMIT.Request.TxnOffsetCommitRequestTopic.TxnOffsetCommitRequestPartition
+        for (t, p), off in sorted(offsets.items()):
+            topics.setdefault(t, []).append(part(partition_index=p, committed_offset=off))
+        topic = TXN_OFFSET_COMMIT.Request.TxnOffsetCommitRequestTopic
+
+        def build(version: int) -> Any:
+            return TXN_OFFSET_COMMIT.Request(
+                transactional_id=self.transactional_id, group_id=group_id, producer_id=ident.producer_id,
+                producer_epoch=ident.epoch, generation_id=getattr(group, "generation_id", -1),
+                member_id=getattr(group, "member_id", ""), group_instance_id=getattr(group, "group_instance_id", None),
+                topics=[topic(name=t, partitions=ps) for t, ps in topics.items()])
+
+        def code_of(resp: Any) -> int:
+            codes = {p.error_code for t in resp.topics for p in t.partitions} - {0}
+            return min(codes) if codes else 0
+
+        resp = yield from self._ask("TxnOffsetCommit", TXN_OFFSET_COMMIT, build, code_of, group=group_id)
+        code = code_of(resp)
+        if code:
+            raise errors.broker_error(code, f"TxnOffsetCommit for group {group_id!r}")
+        return None
+
+    def commit_or_abort(self, commit: bool) -> None:
+        """The caller asks to end the transaction (its batches are flushed, or dropped)."""
+        if commit:
+            self._require("commit_transaction()", IN_TRANSACTION, COMMITTING)
+            self.state = COMMITTING
+        else:
+            self._require("abort_transaction()", IN_TRANSACTION, ABORTABLE, ABORTING)
+            self.state = ABORTING
+
+    def end_steps(self, commit: bool) -> Any:
+        """EndTxn (when partitions or offsets were added), then READY for the next one.
+        A commit that finds a failed batch raises; abort bumps the epoch when sequences
+        were lost (KIP-360)."""
+        if commit and self.state == ABORTABLE:  # a batch failed while flushing
+            self._require("commit_transaction()", COMMITTING)
+        ident = self.identity
+        if self.added or self.offsets_added:  # an empty transaction has nothing to end
+            resp = yield from self._ask(
+                "EndTxn", END_TXN,
+                lambda v: END_TXN.Request(transactional_id=self.transactional_id, producer_id=ident.producer_id,
+                                          producer_epoch=ident.epoch, committed=commit),
+                lambda r: r.error_code)
+            if resp.error_code:
+                err = errors.broker_error(resp.error_code, f"EndTxn({'commit' if commit else 'abort'}) for "
+                                                           f"transactional_id {self.transactional_id!r}")
+                self.state = ABORTABLE
+                self.error = err
+                raise err
+            if getattr(resp, "producer_id", -1) >= 0:  # v5 bumps the epoch with every end (KIP-890)
+                ident.apply_init(resp, None, 0.0, "EndTxn")
+        self.added.clear()
+        self.to_add.clear()
+        self.offsets_added = False
+        if not commit and ident.bump_wanted is not None:
+            yield from self._new_epoch("InitProducerId (epoch bump after abort)")
+        self.state = READY
+        self.error = None
+        return None

@@ -1,0 +1,122 @@
+"""The transactional producer's coordinator exchanges (kafkawire.protocol.transactions)
+driven step by step with no I/O: answers are built with the API classes and each
+request is encoded at the version the step allows."""
+
+from __future__ import annotations
+
+import pytest
+
+from kafkawire import errors
+from kafkawire.protocol import apis
+from kafkawire.protocol.idempotence import ProducerIdentity
+from kafkawire.protocol.transactions import (
+    ABORTABLE, FATAL, IN_TRANSACTION, READY, TransactionManager, TransactionStateError,
+)
+
+FIND = apis.get("FindCoordinator")
+INIT = apis.get("InitProducerId")
+ADD = apis.get("AddPartitionsToTxn")
+END = apis.get("EndTxn")
+
+
+def manager():
+    return TransactionManager(ProducerIdentity("tx", 60000, explicit=True), retry_backoff_ms=100)
+
+
+class Driver:
+    """Feeds answers to a *_steps generator; records what it sent."""
+
+    def __init__(self, steps):
+        self.steps = steps
+        self.sent = []
+        self.step = next(steps)
+
+    def answer(self, resp=None, exc=None):
+        node, api, build, max_version = self.step
+        version = api.max_version if max_version is None else max_version
+        request = build(version)
+        for v in {api.min_version, version}:  # valid on the wire at both ends
+            api.decode_request(bytes(api.encode_request(request, v).getvalue()), v)
+        self.sent.append((node, api.name, request))
+        try:
+            self.step = self.steps.throw(exc) if exc is not None else self.steps.send(resp)
+            while self.step[0] == "sleep":
+                self.step = self.steps.send(None)
+        except StopIteration as stop:
+            self.step = None
+            return stop.value
+        return None
+
+
+def found(node):
+    return FIND.Response(error_code=0, node_id=node, host="h", port=1,
+                         coordinators=[FIND.Response.Coordinator(key="tx", node_id=node, host="h", port=1, error_code=0)])
+
+
+def test_init_finds_the_coordinator_waits_out_a_concurrent_transaction_and_gets_an_epoch():
+    txn = manager()
+    d = Driver(txn.init_steps())
+    d.answer(found(3))
+    d.answer(INIT.Response(error_code=51, producer_id=-1, producer_epoch=-1))  # CONCURRENT_TRANSACTIONS
+    d.answer(INIT.Response(error_code=0, producer_id=11, producer_epoch=4))
+    assert d.step is None and txn.state == READY
+    assert [(n, a) for n, a, _ in d.sent] == [(None, "FindCoordinator"), (3, "InitProducerId"), (3, "InitProducerId")]
+    assert d.sent[1][2].transactional_id == "tx"
+    assert (txn.identity.producer_id, txn.identity.epoch) == (11, 4)
+
+
+def test_partitions_are_added_at_v3_and_a_moved_coordinator_is_found_again():
+    txn = manager()
+    txn.identity.producer_id, txn.identity.epoch = 11, 4
+    txn.coordinator, txn.state = 3, READY
+    txn.begin()
+    txn.partition_used(("t", 1))
+    txn.partition_used(("t", 0))
+    assert txn.wants_add() and not txn.may_send(("t", 0))
+    d = Driver(txn.add_partitions_steps())
+    assert d.step[3] == 3  # never the brokers' batched v4+ form
+    result = ADD.Response.AddPartitionsToTxnTopicResult
+    part = result.AddPartitionsToTxnPartitionResult
+    d.answer(ADD.Response(results_by_topic_v3_and_below=[
+        result(name="t", results_by_partition=[part(partition_index=0, partition_error_code=16)])]))  # NOT_COORDINATOR
+    d.answer(found(2))
+    d.answer(ADD.Response(results_by_topic_v3_and_below=[result(name="t", results_by_partition=[
+        part(partition_index=0, partition_error_code=0), part(partition_index=1, partition_error_code=0)])]))
+    assert d.step is None and txn.may_send(("t", 0)) and txn.may_send(("t", 1)) and not txn.wants_add()
+    req = d.sent[0][2]
+    assert (req.v3_and_below_producer_id, req.v3_and_below_producer_epoch) == (11, 4)
+    assert [(t.name, t.partitions) for t in req.v3_and_below_topics] == [("t", [0, 1])]
+    assert d.sent[2][0] == 2
+
+
+def test_a_failed_batch_allows_only_abort_and_abort_ends_the_transaction():
+    txn = manager()
+    txn.identity.producer_id, txn.identity.epoch = 11, 4
+    txn.coordinator, txn.state = 3, READY
+    txn.begin()
+    txn.added.add(("t", 0))
+    txn.batch_failed(errors.broker_error(10, "producing"))
+    assert txn.state == ABORTABLE
+    with pytest.raises(TransactionStateError, match="abort_transaction"):
+        txn.commit_or_abort(True)
+    txn.commit_or_abort(False)
+    d = Driver(txn.end_steps(False))
+    d.answer(END.Response(error_code=0))
+    assert d.step is None and txn.state == READY and not txn.added
+    assert d.sent[0][2].committed is False
+
+
+def test_a_fenced_producer_fails_for_good():
+    txn = manager()
+    txn.identity.producer_id, txn.identity.epoch = 11, 4
+    txn.coordinator, txn.state = 3, READY
+    txn.begin()
+    txn.added.add(("t", 0))
+    txn.commit_or_abort(True)
+    d = Driver(txn.end_steps(True))
+    with pytest.raises(errors.BrokerError, match="PRODUCER_FENCED"):
+        d.answer(END.Response(error_code=90))
+    assert txn.state == FATAL and txn.identity.fatal is not None
+    with pytest.raises(TransactionStateError, match="close it"):
+        txn.begin()
+    assert txn.state != IN_TRANSACTION
