@@ -1,6 +1,14 @@
 """The asyncio shell's cluster: one :class:`AsyncBrokerConnection` per broker, over the
 same I/O-free :class:`~kafkawire.protocol.metadata.ClusterMetadata` (brokers, leaders,
 when to refresh) and reconnect backoff as the sync :class:`~kafkawire.client.cluster.Cluster`.
+
+After ``os.fork()`` an asyncio client made before the fork cannot go on in the child: it
+belongs to its event loop, whose epoll instance and self-pipe the child shares with the
+parent, and whose tasks did not come along.  Right after the fork the child closes its
+copies of the sockets (the parent's connections go on untouched, see
+:mod:`kafkawire.client._fork`); then every call that needs the cluster raises
+:class:`~kafkawire.client._fork.ForkedClientError`, and ``close()`` only lets go of the
+copy.  Create the client again in the child, inside the child's own event loop.
 """
 
 from __future__ import annotations
@@ -10,6 +18,8 @@ import random
 from typing import Any
 
 from kafkawire.aio.conn import AsyncBrokerConnection
+from kafkawire.client import _fork
+from kafkawire.client._fork import ForkedClientError
 from kafkawire.client.config import Config
 from kafkawire.client.errors import KafkaConnectionError, KafkaTimeoutError, NoBrokersAvailableError
 from kafkawire.protocol import apis
@@ -29,6 +39,28 @@ class AsyncCluster:
         self._backoff: dict[tuple[str, int], Backoff] = {}
         self._refresh: asyncio.Task | None = None
         self.closed = False
+        self.forked = False  # this is a forked child's copy: see the module docstring
+        _fork.register(self)
+
+    def _after_fork_in_child(self) -> None:
+        self.forked = True
+        err = ForkedClientError(self._forked_message())
+        for conn in self._conns.values():
+            conn._abandon_after_fork(err)
+        # The parent loop's tasks: never cancelled from here (that would schedule on it).
+        self._connecting = {}
+        self._refresh = None
+
+    @staticmethod
+    def _forked_message() -> str:
+        return ("this asyncio client was made before os.fork(): it belongs to the parent "
+                "process's event loop and connections, so it cannot be used in the child; "
+                "create a new client in the child, inside its own event loop")
+
+    def check_fork(self) -> None:
+        """Raise ForkedClientError in a forked child (see the module docstring)."""
+        if self.forked:
+            raise ForkedClientError(self._forked_message())
 
     leader_for = property(lambda self: self.meta.leader_for)
     topics = property(lambda self: self.meta.topics)
@@ -54,6 +86,7 @@ class AsyncCluster:
 
     async def _connect(self, key: Any, host: str, port: int, node_id: int | None,
                        deadline: float) -> AsyncBrokerConnection:
+        self.check_fork()
         conn = self._conns.get(key)
         if conn is not None and conn.ready:
             return conn
@@ -96,6 +129,7 @@ class AsyncCluster:
 
     def ready_connection(self, node_id: int) -> AsyncBrokerConnection | None:
         """The connection to ``node_id`` if it is ready, else None, never waiting."""
+        self.check_fork()
         conn = self._conns.get(node_id)
         return conn if conn is not None and conn.ready else None
 
@@ -107,6 +141,7 @@ class AsyncCluster:
         return await self._connect(node_id, addr[0], addr[1], node_id, deadline)
 
     async def any_connection(self, deadline: float) -> AsyncBrokerConnection:
+        self.check_fork()
         for conn in self._conns.values():
             if conn.ready:
                 return conn
@@ -125,6 +160,7 @@ class AsyncCluster:
 
     async def refresh(self, timeout: float) -> None:
         """Fetch metadata now (one refresh at a time; callers share it), within ``timeout``."""
+        self.check_fork()
         deadline = self._now() + timeout
         last: BaseException | None = None
         while True:
@@ -154,6 +190,7 @@ class AsyncCluster:
 
     def maybe_refresh(self) -> None:
         """Start a refresh in the background when one is due (and allowed) and none runs."""
+        self.check_fork()
         now = self._now()
         if (self._refresh is None or self._refresh.done()) and self.meta.refresh_due(now) \
                 and self.meta.refresh_allowed(now):
@@ -161,6 +198,7 @@ class AsyncCluster:
             self._refresh.add_done_callback(lambda t: t.cancelled() or t.exception())  # seen later, if at all
 
     async def partitions_for(self, topic: str, timeout: float) -> list[int]:
+        self.check_fork()
         deadline = self._now() + timeout
         self.meta.interest.add(topic)
         while True:
@@ -177,12 +215,16 @@ class AsyncCluster:
             await self.refresh(max(0.001, deadline - self._now()))
 
     async def request(self, node_id: int | None, api: Any, request: Any, timeout: float) -> Any:
+        self.check_fork()
         deadline = self._now() + timeout
         conn = await (self.any_connection(deadline) if node_id is None else self.connection(node_id, deadline))
         return await conn.request(api, request, timeout=max(0.001, deadline - self._now()))
 
     async def close(self) -> None:
         self.closed = True
+        if self.forked:  # a forked child's copy: its sockets are let go of already
+            self._conns.clear()
+            return
         tasks = list(self._connecting.values()) + ([self._refresh] if self._refresh else [])
         for task in tasks:
             task.cancel()

@@ -15,6 +15,7 @@ answers after it could no longer be matched.
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 import ssl
 from collections import deque
@@ -237,6 +238,30 @@ class AsyncBrokerConnection:
         except (OSError, KafkaConnectionError) as exc:
             self.close(exc if isinstance(exc, KafkaConnectionError) else ConnectionClosedError(
                 f"connection to {self.name} failed: {exc}", host=self.host, port=self.port))
+
+    def _abandon_after_fork(self, error: BaseException) -> None:
+        """In a forked child (kafkawire.client._fork): close this process's copy of the
+        socket's descriptor and forget the connection, touching neither the parent's
+        TCP connection (no shutdown; a descriptor closed while the parent holds another
+        sends no FIN) nor its TLS session (no close_notify), nor the event loop: it is the
+        parent's, its epoll instance and self-pipe are shared with the parent, and
+        nothing may be scheduled on it from here."""
+        writer, self._writer, self._reader = self._writer, None, None
+        if writer is not None:
+            sock = writer.transport.get_extra_info("socket")
+            raw = getattr(sock, "_sock", sock)  # asyncio's TransportSocket wraps the socket
+            try:
+                fd = raw.detach()  # the socket object forgets it: no second close later
+                if fd >= 0:
+                    os.close(fd)
+            except (AttributeError, OSError):
+                pass
+        self.ready = False
+        self.protocol = None
+        self.last_error = error
+        self._futures = deque()  # the old loop's futures: never resolved from the child
+        self._read_task = None
+        self._closing = None
 
     def close(self, error: BaseException | None = None) -> None:
         """Close the connection; every request in flight fails with ``error``."""

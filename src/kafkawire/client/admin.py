@@ -31,6 +31,11 @@ connection lost) are retried with backoff (``retry_backoff_ms`` doubling up to
 coordinator (FindCoordinator first); topic creation and deletion go to the controller.
 
 Not thread-safe: call it from one thread.
+
+After ``os.fork()`` an Admin made before the fork goes on in the child: right after the
+fork the child's copy lets go of the parent's connections without touching them (see
+:mod:`kafkawire.client._fork`), and connects again on its next call.  Parent and child
+then each use their own connections.
 """
 
 from __future__ import annotations

@@ -16,6 +16,11 @@ attempts a second, never a busy loop.
 
 Not thread-safe: one thread drives a Cluster (the producer's sender thread, or the
 consumer's caller).
+
+After ``os.fork()`` the child's copy of a Cluster keeps its metadata, while its
+:class:`~kafkawire.client.conn.Poller` lets go of the parent's sockets, epoll instance and
+wake-up pipe (see :mod:`kafkawire.client._fork`): each broker is connected again, by the
+child's own sockets, on next use.
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ from collections import deque
 from itertools import islice
 from typing import Any
 
-from kafkawire.client import tls
+from kafkawire.client import _fork, tls
 from kafkawire.client.errors import (
     BrokerConnectionRefusedError,
     BrokerConnectTimeoutError,
@@ -117,11 +117,54 @@ class Poller:
     def __init__(self) -> None:
         self.selector = selectors.DefaultSelector()
         self.connections: set[BrokerConnection] = set()
+        self._open_wake_pipe()
+        self._closed = False
+        # Requests in flight when the process forked, failed at the child's next poll
+        # (see _after_fork_in_child): (future, error).
+        self._orphans: list[tuple[Future, BaseException]] = []
+        _fork.register(self)
+
+    def _open_wake_pipe(self) -> None:
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)
         self._wake_w.setblocking(False)
         self.selector.register(self._wake_r, selectors.EVENT_READ, None)
-        self._closed = False
+
+    def _after_fork_in_child(self) -> None:
+        """In a child process (kafkawire.client._fork): let go of the parent's epoll
+        instance, wake-up pipe and sockets without touching them for the parent.
+
+        The epoll instance is shared with the parent, so no socket is unregistered from
+        it (EPOLL_CTL_DEL would remove the parent's registration too): the child just
+        closes its descriptor and makes a selector of its own.  Each connection closes
+        its socket descriptor (the parent's copy keeps the TCP connection, and its TLS
+        session, alive) and reconnects on next use; what it had in flight fails with
+        ConnectionClosedError at the child's next poll(), where callbacks may run."""
+        if self._closed:
+            return
+        old = self.selector
+        self.selector = selectors.DefaultSelector()
+        for obj in (old, self._wake_r, self._wake_w):
+            try:
+                obj.close()  # the child's descriptor only
+            except OSError:
+                pass
+        self._open_wake_pipe()
+        for conn in list(self.connections):
+            self._orphans.extend(conn._abandon_after_fork())
+        self.connections.clear()
+
+    def _fail_orphans(self) -> None:
+        orphans, self._orphans = self._orphans, []
+        for fut, exc in orphans:
+            fut.set_exception(exc)
+
+    def forget_orphans(self) -> None:
+        """Drop the requests that were in flight at a fork without failing them (their
+        callbacks never run), for an owner that resets its own state in the child
+        instead (the producer: the batches in them are the parent's to deliver, and a
+        failed request would make the child retry them)."""
+        self._orphans = []
 
     def wakeup(self) -> None:
         """Make a poll() blocked in another thread return now."""
@@ -132,6 +175,9 @@ class Poller:
 
     def poll(self, timeout: float) -> None:
         """Wait up to ``timeout`` seconds for I/O on any connection and process it."""
+        if self._orphans:
+            self._fail_orphans()
+            timeout = 0.0  # their callbacks may have work for the caller
         if self._closed:
             return
         now = time.monotonic()
@@ -164,6 +210,8 @@ class Poller:
     def close(self) -> None:
         for conn in list(self.connections):
             conn.close()
+        if self._orphans:
+            self._fail_orphans()
         if not self._closed:
             self._closed = True
             self.selector.close()
@@ -797,6 +845,46 @@ class BrokerConnection:
                 f"{self.request_timeout * 1000:.0f}); the connection was closed",
                 host=self.host, port=self.port,
             ))
+
+    def _abandon_after_fork(self) -> list[tuple[Future, BaseException]]:
+        """In a forked child (Poller._after_fork_in_child): close this process's copy of
+        the socket, with no shutdown(), no TLS close_notify and no selector change, so
+        the parent's connection goes on; forget the parent's requests in flight and
+        return them, with their error, to be failed at the next poll.  The connection
+        is CLOSED afterwards: the next use connects again."""
+        error = ConnectionClosedError(
+            f"{self.name}: the connection belongs to the parent process (os.fork()); this "
+            f"request was in flight at the fork, and the child reconnects on next use",
+            host=self.host, port=self.port)
+        sock, self.sock = self.sock, None
+        self._registered_mask = 0
+        if sock is not None:
+            try:
+                # socket.close() releases the descriptor only (the kernel sends FIN when the
+                # last one closes, and the parent holds one); an SSLSocket frees its TLS
+                # state without a close_notify (only unwrap() sends one).
+                sock.close()
+            except OSError:
+                pass
+        orphans = list(self._futures) + [h[3] for h in self._held]
+        self._futures, self._held = deque(), deque()
+        self._deadlines.clear()
+        self._out.clear()
+        self._addrs = []
+        self.protocol = None
+        self._sasl_exchange = None
+        self._raw_reader = None
+        self._reauth = None
+        self._reauth_at = None
+        # A setup under way at the fork is the parent's: nobody in the child waits on it,
+        # and failing it would count against the broker's reconnect backoff.
+        self.setup = None
+        self.state = CLOSED
+        self.last_error = error
+        for fut in orphans:
+            # A condition variable another thread used in the parent may be locked for good.
+            fut._cond = None
+        return [(fut, error) for fut in orphans]
 
     def close(self, error: BaseException | None = None) -> None:
         """Close the socket; every request in flight fails with ``error``."""

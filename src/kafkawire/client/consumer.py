@@ -9,6 +9,19 @@ poll per leader broker) and feeds back the answers.  The next fetch is sent befo
 poll() returns, so it is in flight while the caller works.
 
 Not thread-safe: call it from one thread.
+
+After ``os.fork()`` (see :mod:`kafkawire.client._fork`): the child's copy of a consumer
+made before the fork lets go of the parent's connections without touching them (the
+parent goes on undisturbed) and
+
+* without ``group_id``, or with one but not subscribed (assign() and commits): it goes on
+  in the child.  It connects again on its next call, fetches from its own positions
+  (records the parent had prefetched are fetched again), and a ``group_id`` consumer gets
+  a new group thread;
+* subscribed to a group (a member): every call but close() raises
+  :class:`~kafkawire.client._fork.ForkedClientError`, since the parent is the member and
+  the child is not.  Create a new Consumer in the child.  close() there only lets go of
+  the copy: no commit, no LeaveGroup, the parent stays in the group.
 """
 
 from __future__ import annotations
@@ -16,6 +29,8 @@ from __future__ import annotations
 import time
 from typing import Any, Iterable
 
+from kafkawire.client import _fork
+from kafkawire.client._fork import ForkedClientError
 from kafkawire.client.cluster import Cluster
 from kafkawire.client.config import Config
 from kafkawire.client.errors import (
@@ -62,8 +77,14 @@ class Consumer:
 
     def __init__(self, **config: Any):
         self.config = c = Config.consumer(**config)
+        self._fork_generation = _fork.generation
+        self._forked_member = False  # a group member's copy in a forked child: unusable
         self.cluster = Cluster(c)
-        self.cluster.bootstrap(c.request_timeout_ms / 1000.0)
+        try:
+            self.cluster.bootstrap(c.request_timeout_ms / 1000.0)
+        except BaseException:
+            self.cluster.close()
+            raise
         self._fetcher = Fetcher(c)
         self._inflight: dict[int, Future] = {}
         # Broker id -> monotonic time before which it is not fetched from again (after a
@@ -222,7 +243,8 @@ class Consumer:
             fut.add_done_callback(lambda fut, node=node, positions=positions: self._on_fetch(fut, node, positions))
 
     def _on_fetch(self, f: Future, node: int, positions: dict[TopicPartition, int]) -> None:
-        self._inflight.pop(node, None)
+        if self._inflight.get(node) is f:
+            del self._inflight[node]
         if f.exception() is not None:
             self._fetcher.on_failure(positions)
             self.cluster.request_refresh()
@@ -329,6 +351,69 @@ class Consumer:
     def _check_open(self) -> None:
         if self._closed:
             raise ClientClosedError("the consumer is closed")
+        if self._fork_generation != _fork.generation:
+            self._after_fork()
+        if self._forked_member:
+            raise ForkedClientError(
+                f"this Consumer joined group {self.config.group_id!r} before os.fork(): the "
+                f"parent process is the group member, not this child, so it cannot be used "
+                f"here; create a new Consumer in the child (close() on this one is allowed "
+                f"and leaves the parent's membership alone)")
+
+    def _after_fork(self) -> None:
+        # The first call in a forked child (see the module docstring).  The poller has
+        # already let go of the parent's sockets; the fetches that were in flight fail now.
+        self._fork_generation = _fork.generation
+        self.cluster.poller._fail_orphans()
+        g = self._group
+        if g is not None:
+            if g.member:
+                self._forked_member = True
+                return
+            g.after_fork()
+        for st in self._fetcher.assigned.values():
+            # The parent's prefetched data is the child's too (copied memory); fetch it
+            # again from the position instead, so the child's buffers are its own reads.
+            st.clear()
+            st.fetching = False
+        self._inflight.clear()
+        self._fetch_backoff.clear()
+
+    def metrics(self) -> dict[str, int]:
+        """What the consumer holds that poll() has not returned yet:
+
+        * ``buffered_records``: decoded records waiting (poll()'s max_records cut them off);
+        * ``buffered_bytes``: their keys and values, plus the undecoded records data of
+          the fetch answers buffered (at most two answers per partition, each up to
+          ``max_partition_fetch_bytes``, a batch larger than that excepted, KIP-74);
+        * ``retained_bytes``: the size of the fetch answers that data keeps in memory
+          (it is read without copying, so a partition's slice keeps its whole answer,
+          up to ``fetch_max_bytes``, alive);
+        * ``buffered_partitions``, ``fetches_in_flight``.
+        """
+        records = nbytes = parts = 0
+        answers: dict[int, int] = {}
+        for st in self._fetcher.assigned.values():
+            if st.buffer is None and not st.pending:
+                continue
+            parts += 1
+            if st.buffer is not None:
+                records += len(st.buffer)
+                for r in st.buffer:
+                    k, v = r.key, r.value
+                    nbytes += (len(k) if isinstance(k, (bytes, bytearray, memoryview, str)) else 0) + \
+                              (len(v) if isinstance(v, (bytes, bytearray, memoryview, str)) else 0)
+            for chunk in st.pending:
+                nbytes += len(chunk)
+                base = chunk.obj if isinstance(chunk, memoryview) else chunk
+                answers[id(base)] = len(base) if isinstance(base, (bytes, bytearray)) else len(chunk)
+        return {
+            "buffered_records": records,
+            "buffered_bytes": nbytes,
+            "retained_bytes": sum(answers.values()),
+            "buffered_partitions": parts,
+            "fetches_in_flight": len(self._inflight),
+        }
 
     # -- groups and offsets -----------------------------------------------------------------
 
@@ -383,14 +468,22 @@ class Consumer:
 
     def close(self, timeout: float | None = None) -> None:
         """Leave the group (committing first with auto-commit) and close the
-        connections, within ``timeout`` seconds (default request_timeout_ms)."""
-        if not self._closed:
-            try:
-                if self._group is not None:
+        connections, within ``timeout`` seconds (default request_timeout_ms).  In a
+        forked child, a group member's copy is only let go of (see the module docstring)."""
+        if self._closed:
+            return
+        if self._fork_generation != _fork.generation:
+            self._after_fork()
+        try:
+            if self._group is not None:
+                if self._forked_member:
+                    # The parent's member: no commit, no LeaveGroup, no listener calls.
+                    self._group.driver.stop(0)
+                else:
                     self._group.close(time.monotonic() + self._timeout(timeout))
-            finally:
-                self._closed = True
-                self.cluster.close()
+        finally:
+            self._closed = True
+            self.cluster.close()
 
     def __enter__(self) -> Consumer:
         return self

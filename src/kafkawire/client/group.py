@@ -22,6 +22,7 @@ import time
 from collections import deque
 from typing import Any, Callable
 
+from kafkawire.client import _fork
 from kafkawire.client.cluster import Cluster
 from kafkawire.client.config import Config
 from kafkawire.client.errors import KafkaConnectionError, KafkaTimeoutError
@@ -123,11 +124,27 @@ class GroupThread(GroupDriver):
         self._events_lock = threading.Lock()
         self._snapshot: dict[str, Any] = self.machine.snapshot(time.monotonic())
         self._waiting: list[_Waiting] = []
+        # Commits and offset fetches the machine holds while no coordinator is known:
+        # id(outgoing) -> (outgoing, since); see _expire_held.
+        self._held_since: dict[int, tuple[Outgoing, float]] = {}
         self._stop = False
+        self._stop_asked = False  # stop() was called: the thread closes its cluster as it ends
         #: Set by the caller's poll(): the machine's poll-interval clock reads it.
         self.last_poll = time.monotonic()
         self._thread = threading.Thread(target=self._run, name=f"kafkawire-group-{config.group_id}", daemon=True)
         self._thread.start()
+        _fork.register(self)
+
+    def _after_fork_in_child(self) -> None:
+        # kafkawire.client._fork: the thread did not come along, and its lock may have
+        # been held when the parent forked.  Calls fail from now on (ConsumerGroup.after_fork
+        # makes a new GroupThread where the child may go on); the Cluster's poller drops
+        # the coordinator connection by itself.
+        self._events_lock = threading.Lock()
+        self._commands = queue.SimpleQueue()
+        self._events = []
+        self._waiting = []
+        self._stop = True
 
     # -- the caller's side ----------------------------------------------------------------
 
@@ -163,11 +180,12 @@ class GroupThread(GroupDriver):
         return out.token
 
     def stop(self, timeout: float) -> None:
-        self._stop = True
+        self._stop = self._stop_asked = True
         self.cluster.poller.wakeup()
         self._thread.join(timeout)
         if not self._thread.is_alive():
             self.cluster.close()
+        # Else the thread closes it as it ends (a poll in progress ends within its wait).
 
     # -- the thread -----------------------------------------------------------------------
 
@@ -186,7 +204,9 @@ class GroupThread(GroupDriver):
                         fut.set_result(fn(m, now))
                     except BaseException as exc:  # noqa: BLE001 - handed to the caller
                         fut.set_exception(exc)
+                self._expire_held(now)
                 for out in m.poll(now):
+                    self._held_since.pop(id(out), None)
                     self._waiting.append(_Waiting(out, now))
                 self._send_waiting(now)
                 self._publish(now)
@@ -203,6 +223,35 @@ class GroupThread(GroupDriver):
         finally:
             self._stop = True
             self._fail_waiting(KafkaConnectionError("the consumer's group thread has stopped"))
+            if self._stop_asked:
+                self.cluster.close()
+
+    def _expire_held(self, now: float) -> None:
+        """Fail the commits and offset fetches held for want of a coordinator for longer
+        than their request timeout.  Without this, while the coordinator (or every
+        broker) is down, each commit_async() callback waits for ever, and every
+        auto-commit and timed-out commit() adds one more request held in memory, all
+        sent at once when a coordinator comes back."""
+        m = self.machine
+        held = m._pending  # the machine's queue (GroupMembership.commit / fetch_offsets)
+        if m.coordinator is not None or not held:
+            self._held_since.clear()
+            return
+        expired = []
+        for o in held:
+            since = self._held_since.setdefault(id(o), (o, now))[1]
+            if now - since > o.timeout and o.kind in ("commit", "fetch_offsets"):
+                expired.append(o)
+        if not expired:
+            return
+        m._pending = [o for o in held if o not in expired]
+        err = KafkaConnectionError(
+            f"no coordinator of group {m.group_id!r} found within request_timeout_ms="
+            f"{expired[0].timeout * 1000:.0f}: the offsets were not committed (or read); "
+            f"are the brokers up?")
+        for o in expired:
+            self._held_since.pop(id(o), None)
+            settle(o.token, exc=err)
 
     def _publish(self, now: float) -> None:
         ev = self.machine.events()
@@ -318,6 +367,23 @@ class ConsumerGroup:
     @property
     def subscribed(self) -> bool:
         return self.topics is not None
+
+    @property
+    def member(self) -> bool:
+        """True while this consumer is (or is becoming) a member of its group: it
+        subscribed, or holds a generation."""
+        return self.subscribed or self.generation >= 0
+
+    def after_fork(self) -> None:
+        """In a child process, for a consumer that is not a group member (it only commits
+        and reads offsets of assign()ed partitions): a new group thread, with its own
+        coordinator connection; the parent's thread did not come along."""
+        old = self.driver
+        self.driver = GroupThread(self.config, dict(self.consumer.cluster.brokers),
+                                  self.consumer.cluster.poller.wakeup)
+        old.cluster.close()  # its poller let go of the parent's descriptors already
+        self._committed_fut = None
+        self.done_commits.clear()  # the parent runs their callbacks
 
     # -- subscription ------------------------------------------------------------------
 
