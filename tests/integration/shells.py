@@ -70,6 +70,15 @@ class _RecordFutureShell:
 
         return self._run(asyncio.wait_for(metadata(), timeout))
 
+    def exception(self, timeout: float | None = None) -> Any:
+        try:
+            self.result(timeout)
+        except asyncio.TimeoutError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the record's failure is the answer
+            return exc
+        return None
+
 
 class AsyncProducerShell(_AsyncShell):
     client_class = AsyncProducer

@@ -29,7 +29,7 @@ import uuid
 
 import pytest
 
-from kafkawire.aio import AsyncConsumer
+from kafkawire.aio import AsyncConsumer, AsyncProducer
 from kafkawire.client import _fork
 from kafkawire.client._fork import ForkedClientError
 from kafkawire.client.admin import Admin
@@ -483,4 +483,82 @@ def test_asyncio_consumer_refuses_in_the_child(tansu_broker):
         assert [r.offset for r in got] == list(range(5))
     finally:
         loop.run_until_complete(c.close(5))
+        loop.close()
+
+
+def test_producer_parent_and_child_produce_independently(tansu_broker):
+    boot = tansu_broker.bootstrap
+    topic = _topic("fork-produce")
+    with Producer(bootstrap_servers=boot, linger_ms=200) as p:
+        p.send(topic, b"before", partition=0).result(20)
+        parent_pid = p.metrics()["producer_id"]
+        queued = p.send(topic, b"queued at the fork", partition=0)  # held by linger_ms
+
+        def child():
+            futs = [p.send(topic, b"child-%d" % i, partition=1) for i in range(10)]
+            # The first call let go of the parent's batches: the parent delivers them.
+            lost = type(queued.exception(5)).__name__
+            p.flush(20)
+            offsets = [f.result(0).offset for f in futs]
+            pid = p.metrics()["producer_id"]
+            p.close(5)
+            return lost, offsets, pid
+
+        lost, offsets, child_pid = Child(child).result()
+        assert lost == "ForkedClientError"
+        assert offsets == list(range(10))
+        assert child_pid >= 0 and child_pid != parent_pid  # an idempotent identity of its own
+        assert queued.result(20).offset == 1  # the parent's copy went out once
+        assert p.send(topic, b"after", partition=0).result(20).offset == 2
+    with Consumer(bootstrap_servers=boot, auto_offset_reset="earliest", fetch_max_wait_ms=100) as c:
+        c.assign([(topic, 0), (topic, 1)])
+        got = sorted((r.partition, r.value) for r in _drain(c, 13))
+    assert got == sorted([(0, b"before"), (0, b"queued at the fork"), (0, b"after")]
+                         + [(1, b"child-%d" % i) for i in range(10)])
+
+
+def test_transactional_producer_refuses_in_the_child(tansu_broker):
+    topic = _topic("fork-txn")
+    with Producer(bootstrap_servers=tansu_broker.bootstrap, transactional_id=f"fork-{topic}") as p:
+        p.init_transactions(20)
+
+        def child():
+            try:
+                p.begin_transaction()
+            except ForkedClientError as exc:
+                p.close(5)
+                return str(exc)
+            return "no error"
+
+        assert "transactional_id" in Child(child).result()
+        p.begin_transaction()  # the parent's is untouched
+        p.send(topic, b"x", partition=0)
+        p.commit_transaction(20)
+
+
+def test_asyncio_producer_refuses_in_the_child_and_closes_its_copy(tansu_broker):
+    topic = _topic("fork-aio-produce")
+    loop = asyncio.new_event_loop()
+    p = AsyncProducer(bootstrap_servers=tansu_broker.bootstrap, linger_ms=0)
+    try:
+        loop.run_until_complete(p.start(10))
+        first = loop.run_until_complete(p.send(topic, b"before", partition=0))
+        assert loop.run_until_complete(first).offset == 0
+
+        def child():
+            async def use():
+                try:
+                    await p.send(topic, b"from the child", partition=0)
+                except ForkedClientError as exc:
+                    await asyncio.wait_for(p.close(5), 5)  # lets go of the copy, never hangs
+                    return str(exc)
+                return None
+            return asyncio.run(use())
+
+        message = Child(child).result()
+        assert message is not None and "create a new client in the child" in message
+        fut = loop.run_until_complete(p.send(topic, b"after", partition=0))
+        assert loop.run_until_complete(fut).offset == 1  # the parent goes on
+    finally:
+        loop.run_until_complete(p.close(5))
         loop.close()

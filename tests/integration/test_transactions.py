@@ -18,6 +18,7 @@ from kafkawire.client.cluster import Cluster
 from kafkawire.client.config import Config
 from kafkawire.protocol import apis
 from kafkawire.protocol.transactions import TransactionAbortedError, TransactionStateError
+from shells import shell  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.broker
 
@@ -43,9 +44,9 @@ def log_of(bootstrap: str, topic: str, partition: int) -> list[tuple]:
     return out
 
 
-def test_commit_and_abort_write_transactional_batches_and_their_markers(tansu_broker):
+def test_commit_and_abort_write_transactional_batches_and_their_markers(tansu_broker, shell):
     topic = f"txn-{uuid.uuid4().hex[:8]}"
-    with Producer(bootstrap_servers=tansu_broker.bootstrap, transactional_id=f"t-{topic}") as p:
+    with shell.Producer(bootstrap_servers=tansu_broker.bootstrap, transactional_id=f"t-{topic}") as p:
         p.init_transactions(20)
         pid = p.metrics()["producer_id"]
         p.begin_transaction()
@@ -73,9 +74,9 @@ def test_commit_and_abort_write_transactional_batches_and_their_markers(tansu_br
     ]
 
 
-def test_calls_in_the_wrong_state_say_what_to_call(tansu_broker):
+def test_calls_in_the_wrong_state_say_what_to_call(tansu_broker, shell):
     topic = f"txn-{uuid.uuid4().hex[:8]}"
-    with Producer(bootstrap_servers=tansu_broker.bootstrap, transactional_id=f"s-{topic}") as p:
+    with shell.Producer(bootstrap_servers=tansu_broker.bootstrap, transactional_id=f"s-{topic}") as p:
         with pytest.raises(TransactionStateError, match="init_transactions"):
             p.begin_transaction()
         p.init_transactions(20)
@@ -87,7 +88,7 @@ def test_calls_in_the_wrong_state_say_what_to_call(tansu_broker):
         with pytest.raises(TransactionStateError, match="commit_transaction"):
             p.begin_transaction()
         p.abort_transaction(20)
-    with Producer(bootstrap_servers=tansu_broker.bootstrap) as p:
+    with shell.Producer(bootstrap_servers=tansu_broker.bootstrap) as p:
         with pytest.raises(Exception, match="transactional_id"):
             p.begin_transaction()
 
@@ -116,10 +117,10 @@ def test_a_second_producer_with_the_same_id_fences_the_first(tansu_broker):
         (0, pid, True, [b"zombie"]), (1, pid, True, "ABORT"), (2, pid, True, [b"fresh"]), (3, pid, True, "COMMIT")]
 
 
-def test_offsets_sent_to_the_transaction_commit_with_it(tansu_broker):
+def test_offsets_sent_to_the_transaction_commit_with_it(tansu_broker, shell):
     topic = f"txn-{uuid.uuid4().hex[:8]}"
     group = f"g-{topic}"
-    with Producer(bootstrap_servers=tansu_broker.bootstrap, transactional_id=f"o-{topic}") as p:
+    with shell.Producer(bootstrap_servers=tansu_broker.bootstrap, transactional_id=f"o-{topic}") as p:
         p.init_transactions(20)
         p.begin_transaction()
         p.send(topic, b"out", partition=0)

@@ -23,6 +23,15 @@ def manager():
     return TransactionManager(ProducerIdentity("tx", 60000, explicit=True), retry_backoff_ms=100)
 
 
+def begun():
+    """In a transaction: producer id 11, epoch 4, coordinator 3."""
+    txn = manager()
+    txn.identity.producer_id, txn.identity.epoch = 11, 4
+    txn.coordinator, txn.state = 3, READY
+    txn.begin()
+    return txn
+
+
 class Driver:
     """Feeds answers to a *_steps generator; records what it sent."""
 
@@ -66,10 +75,7 @@ def test_init_finds_the_coordinator_waits_out_a_concurrent_transaction_and_gets_
 
 
 def test_partitions_are_added_at_v3_and_a_moved_coordinator_is_found_again():
-    txn = manager()
-    txn.identity.producer_id, txn.identity.epoch = 11, 4
-    txn.coordinator, txn.state = 3, READY
-    txn.begin()
+    txn = begun()
     txn.partition_used(("t", 1))
     txn.partition_used(("t", 0))
     assert txn.wants_add() and not txn.may_send(("t", 0))
@@ -90,10 +96,7 @@ def test_partitions_are_added_at_v3_and_a_moved_coordinator_is_found_again():
 
 
 def test_a_failed_batch_allows_only_abort_and_abort_ends_the_transaction():
-    txn = manager()
-    txn.identity.producer_id, txn.identity.epoch = 11, 4
-    txn.coordinator, txn.state = 3, READY
-    txn.begin()
+    txn = begun()
     txn.added.add(("t", 0))
     txn.batch_failed(errors.broker_error(10, "producing"))
     assert txn.state == ABORTABLE
@@ -107,10 +110,7 @@ def test_a_failed_batch_allows_only_abort_and_abort_ends_the_transaction():
 
 
 def test_a_fenced_producer_fails_for_good():
-    txn = manager()
-    txn.identity.producer_id, txn.identity.epoch = 11, 4
-    txn.coordinator, txn.state = 3, READY
-    txn.begin()
+    txn = begun()
     txn.added.add(("t", 0))
     txn.commit_or_abort(True)
     d = Driver(txn.end_steps(True))

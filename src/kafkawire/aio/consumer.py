@@ -84,6 +84,10 @@ class AsyncConsumer:
         connections, within ``timeout`` seconds (default request_timeout_ms)."""
         if self._closed:
             return
+        if self.cluster.forked:  # a forked child's copy: the parent's loop owns the tasks
+            self._closed = True
+            await self.cluster.close()
+            return
         try:
             if self._group is not None:
                 await self._group.close_wait(self._now() + self._timeout(timeout))

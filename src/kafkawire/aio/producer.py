@@ -22,6 +22,7 @@ import time
 from typing import Any, Iterable
 
 from kafkawire.aio.cluster import AsyncCluster
+from kafkawire.client import _fork
 from kafkawire.client.config import Config
 from kafkawire.client.errors import (
     BufferExhaustedError,
@@ -35,6 +36,7 @@ from kafkawire.client.producer import RecordFuture, RecordMetadata
 from kafkawire.protocol import apis
 from kafkawire.protocol.accumulator import BATCH_OVERHEAD, RECORD_OVERHEAD, Accumulator, Batch, prepare_record
 from kafkawire.protocol.idempotence import INIT_PRODUCER_ID
+from kafkawire.protocol.transactions import TransactionAbortedError, TransactionManager
 
 __all__ = ["AsyncProducer", "AsyncRecordFuture"]
 
@@ -80,17 +82,21 @@ class AsyncProducer:
 
     def __init__(self, **config: Any):
         self.config = c = Config.producer(**config)
-        if c.transactional_id is not None:
-            raise ConfigError("transactional_id: transactions are in kafkawire.Producer only so far; "
-                              "use it (from a thread, e.g. loop.run_in_executor) for transactions")
         self.cluster = AsyncCluster(c)
         self._acc = Accumulator(c, self._new_future)
+        # Transactions: coordinator exchanges (protocol/transactions.py generators) run one
+        # at a time under _txn_lock, as tasks a caller's timeout does not cancel.
+        self._txn: TransactionManager | None = None
+        if c.transactional_id is not None:
+            self._txn = self._acc.txn = TransactionManager(self._acc.identity, c.retry_backoff_ms)
+        self._txn_lock: asyncio.Lock | None = None
+        self._txn_adding: asyncio.Task | None = None
         self._sticky = StickyPartitioner()
         self._max_record_size = c.max_request_size - BATCH_OVERHEAD - 64
         self._batch_size = self._acc.batch_size
         # send()'s hot path is allowed: no serializers, batches smaller than the largest
         # record, started and not closing.
-        self._fast = False
+        self._fast = False  # set by start()
         self._linger = c.linger_ms / 1000
         self._wake: asyncio.Event | None = None
         self._space: asyncio.Event | None = None
@@ -101,6 +107,12 @@ class AsyncProducer:
         self._flushing = 0
         self._closing = False
         self._closed = False
+        _fork.register(self)
+
+    def _after_fork_in_child(self) -> None:
+        # The child's copy cannot run the parent's event loop tasks: send() must take
+        # _send(), which raises ForkedClientError (aio/cluster.py).
+        self._fast = False
 
     @staticmethod
     def _new_future() -> asyncio.Future:
@@ -122,7 +134,7 @@ class AsyncProducer:
             self._wake = asyncio.Event()
             self._space = asyncio.Event()
             self._sender = asyncio.ensure_future(self._run())
-            self._fast = (c.key_serializer is None and c.value_serializer is None
+            self._fast = (c.key_serializer is None and c.value_serializer is None and self._txn is None
                           and self._batch_size <= self._max_record_size)
 
     async def __aenter__(self) -> AsyncProducer:
@@ -135,6 +147,7 @@ class AsyncProducer:
     async def flush(self, timeout: float | None = None) -> None:
         """Send everything queued now and wait until each record is acknowledged or has
         failed; KafkaTimeoutError after ``timeout`` seconds."""
+        self.cluster.check_fork()
         pending = [b.future for b in self._acc.incomplete]
         if not pending:
             return
@@ -157,6 +170,10 @@ class AsyncProducer:
         if self._closed:
             return
         self._fast = False
+        if self.cluster.forked:  # a forked child's copy: the parent's loop owns the tasks
+            self._closed = self._closing = True
+            await self.cluster.close()
+            return
         self._closing = True
         try:
             if self._sender is not None:
@@ -165,7 +182,8 @@ class AsyncProducer:
             pass
         finally:
             self._closed = True
-            tasks = [t for t in [self._sender, *self._requests, *self._connecting.values()] if t is not None]
+            tasks = [t for t in [self._sender, self._txn_adding, *self._requests, *self._connecting.values()]
+                     if t is not None]
             for t in tasks:
                 t.cancel()
             if tasks:
@@ -211,6 +229,7 @@ class AsyncProducer:
                     headers: Any) -> AsyncRecordFuture:
         if self._closing:
             raise ClientClosedError("send() after close(): the producer is closed")
+        self.cluster.check_fork()
         await self.start()
         c = self.config
         if c.key_serializer is not None:
@@ -230,6 +249,9 @@ class AsyncProducer:
         record = (key, value, timestamp, headers) if headers else (key, value, timestamp)
         tp = (topic, partition)
         acc = self._acc
+        if self._txn is not None:
+            self._txn.check_send()
+            self._txn.partition_used(tp)
         reserve = 0
         if acc.needs_new_batch(tp, size):
             reserve = acc.reservation(size)
@@ -264,6 +286,97 @@ class AsyncProducer:
             except asyncio.TimeoutError:
                 pass
 
+    # -- transactions -------------------------------------------------------------------
+
+    def _transactions(self, call: str) -> TransactionManager:
+        self.cluster.check_fork()
+        if self._txn is None:
+            raise ConfigError(f"{call} needs a transactional producer: set transactional_id")
+        return self._txn
+
+    async def _txn_steps(self, steps: Any) -> Any:
+        """Run a protocol/transactions.py generator to its end, one at a time."""
+        if self._txn_lock is None:
+            self._txn_lock = asyncio.Lock()
+        async with self._txn_lock:
+            value: Any = None
+            exc: BaseException | None = None
+            while True:
+                try:
+                    step = steps.throw(exc) if exc is not None else steps.send(value)
+                except StopIteration as stop:
+                    return stop.value
+                value, exc = None, None
+                if step[0] == "sleep":
+                    await asyncio.sleep(step[1])
+                    continue
+                node, api, build, max_version = step
+                deadline = self._now() + self.config.request_timeout_ms / 1000
+                try:
+                    conn = await (self.cluster.any_connection(deadline) if node is None
+                                  else self.cluster.connection(node, deadline))
+                    version = conn.protocol.version_for(api)
+                    if max_version is not None:
+                        version = min(version, max_version)
+                    value = await conn.request(api, build(version), version)
+                except Exception as err:  # noqa: BLE001 - thrown into the generator
+                    exc = err
+
+    async def _txn_call(self, steps: Any, timeout: float | None, call: str) -> Any:
+        task = asyncio.ensure_future(self._txn_steps(steps))
+        try:
+            return await asyncio.wait_for(asyncio.shield(task), self._block(timeout))
+        except asyncio.TimeoutError:
+            raise KafkaTimeoutError(f"{call} not done in time; it goes on in the background: "
+                                    f"call it again to wait for it") from None
+
+    def _block(self, timeout: float | None) -> float:
+        return self.config.max_block_ms / 1000 if timeout is None else timeout
+
+    async def init_transactions(self, timeout: float | None = None) -> None:
+        """As :meth:`kafkawire.Producer.init_transactions`."""
+        txn = self._transactions("init_transactions()")
+        await self.start()
+        await self._txn_call(txn.init_steps(), timeout, "init_transactions()")
+
+    def begin_transaction(self) -> None:
+        """As :meth:`kafkawire.Producer.begin_transaction`."""
+        self._transactions("begin_transaction()").begin()
+
+    async def send_offsets_to_transaction(self, offsets: dict[Any, Any], group: Any,
+                                          timeout: float | None = None) -> None:
+        """As :meth:`kafkawire.Producer.send_offsets_to_transaction`."""
+        txn = self._transactions("send_offsets_to_transaction()")
+        norm = {(tp[0], tp[1]): int(getattr(off, "offset", off)) for tp, off in offsets.items()}
+        await self._txn_call(txn.send_offsets_steps(norm, group), timeout, "send_offsets_to_transaction()")
+
+    async def commit_transaction(self, timeout: float | None = None) -> None:
+        """As :meth:`kafkawire.Producer.commit_transaction`."""
+        txn = self._transactions("commit_transaction()")
+        deadline = self._now() + self._block(timeout)
+        txn.commit_or_abort(True)
+        while True:  # flushed, or a failed record makes the commit impossible
+            try:
+                await self.flush(min(0.2, max(0.0, deadline - self._now())))
+                break
+            except KafkaTimeoutError:
+                if self._now() >= deadline:
+                    raise
+                if txn.state != "COMMITTING":
+                    break
+        await self._txn_call(txn.end_steps(True), max(0.0, deadline - self._now()), "commit_transaction()")
+
+    async def abort_transaction(self, timeout: float | None = None) -> None:
+        """As :meth:`kafkawire.Producer.abort_transaction`."""
+        txn = self._transactions("abort_transaction()")
+        deadline = self._now() + self._block(timeout)
+        txn.commit_or_abort(False)
+        err = TransactionAbortedError("the transaction was aborted before this record was sent")
+        for b in self._acc.drop_unsent():
+            self._complete(b, err)
+        await self.flush(max(0.0, deadline - self._now()))
+        await self._txn_call(txn.end_steps(False), max(0.0, deadline - self._now()), "abort_transaction()")
+
     def _kick(self) -> None:
         if self._wake is not None:
             self._wake.set()
@@ -279,6 +392,10 @@ class AsyncProducer:
             now = self._now()
             if acc.init_wanted(now):
                 self._spawn(self._init_producer_id())
+            if self._txn is not None and self._txn.wants_add() and (
+                    self._txn_adding is None or self._txn_adding.done()):
+                self._txn_adding = asyncio.ensure_future(self._txn_steps(self._txn.add_partitions_steps()))
+                self._txn_adding.add_done_callback(lambda t: (t.cancelled() or t.exception(), self._kick()))
             by_node, expired, wait, leaderless = acc.collect(
                 now, cluster.leader_for, self._flushing > 0 or self._closing)
             if leaderless:
@@ -388,6 +505,8 @@ class AsyncProducer:
 
     def _complete(self, b: Batch, result: Any) -> None:
         self._acc.release(b)
+        if self._txn is not None and isinstance(result, BaseException):
+            self._txn.batch_failed(result)
         if self._space is not None:
             self._space.set()
         if b.future.done():

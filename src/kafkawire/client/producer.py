@@ -11,6 +11,13 @@ record's future and its callback.
 
 Keyed records go to ``murmur2(key) % partitions`` exactly like the Java client; unkeyed
 records stick to one partition until its batch is sent (KIP-480).
+
+After ``os.fork()`` (see :mod:`kafkawire.client._fork`), the child's copy of a producer
+starts afresh on its first call: the records queued before the fork stay the parent's to
+deliver (their futures fail in the child with ForkedClientError), a new sender thread and
+its own connections start, and an idempotent producer asks for a producer id of its own.
+A transactional producer raises ForkedClientError instead (a second InitProducerId with
+its transactional_id would fence the parent); closing the copy is allowed.
 """
 
 from __future__ import annotations
@@ -23,6 +30,8 @@ from typing import Any, Callable, Iterable
 
 from kafkawire import codec, errors
 from kafkawire._columnar import Columns
+from kafkawire.client import _fork
+from kafkawire.client._fork import ForkedClientError
 from kafkawire.client.cluster import Cluster
 from kafkawire.client.config import Config
 from kafkawire.client.errors import (
@@ -186,12 +195,51 @@ class Producer:
         # Fail fast on a bad address: bootstrap before the caller's first send.
         self.cluster.bootstrap(c.max_block_ms / 1000.0)
         self._poller = self.cluster.poller
+        self._fork_generation = _fork.generation
+        _fork.register(self)
         self._thread = threading.Thread(target=self._run, name="kafkawire-producer", daemon=True)
         self._thread.start()
+
+    # -- fork ---------------------------------------------------------------------------
+
+    def _after_fork_in_child(self) -> None:
+        # Right after the fork, in the child: no I/O, no callbacks (kafkawire.client._fork).
+        # The sender thread did not come along, and a lock it held stays held.
+        self._lock = threading.Lock()
+        self._space = threading.Condition(self._lock)
+        self._meta_cond = threading.Condition()
+        self._fast = False  # send() must take _send(), which finishes the job
+
+    def _check_fork(self) -> None:
+        if self._fork_generation == _fork.generation:
+            return
+        if self._txn is not None:
+            raise ForkedClientError(
+                "this transactional producer was made before os.fork(): the parent owns its "
+                "transactional_id; make a new Producer with another transactional_id in the child")
+        self._fork_generation = _fork.generation
+        # The parent's requests in flight must not be retried here: the parent does.
+        self._poller.forget_orphans()
+        err = ForkedClientError("queued before os.fork(): the parent process delivers it")
+        for b in self._acc.drop_all():
+            b.future.set_exception(err)
+        if self._acc.identity is not None:
+            self._acc.identity.reset()
+        self._flushing = 0
+        self._fatal = None
+        self._sender_wakes_at = 0.0
+        self._txn_calls.clear()
+        self._txn_run = None
+        self._thread = threading.Thread(target=self._run, name="kafkawire-producer", daemon=True)
+        self._thread.start()
+        c = self.config
+        self._fast = (self._key_ser is None and self._value_ser is None and c.transactional_id is None
+                      and self._batch_size <= self._max_request - _BATCH_OVERHEAD - 64 and not self._closing)
 
     # -- the caller's side ----------------------------------------------------------------
 
     def _num_partitions(self, topic: str, deadline: float) -> int:
+        self._check_fork()
         n = self._partition_counts.get(topic)
         if n is not None:
             return n
@@ -268,6 +316,7 @@ class Producer:
               headers: Any, callback: Any) -> RecordFuture:
         if self._closing:
             raise ClientClosedError("send() after close(): the producer is closed")
+        self._check_fork()
         if self._key_ser is not None:
             key = self._key_ser(key)
         if self._value_ser is not None:
@@ -340,6 +389,7 @@ class Producer:
         """
         if self._closing:
             raise ClientClosedError("send_batch() after close(): the producer is closed")
+        self._check_fork()
         now_ms = int(time.time() * 1000)
         deadline = time.monotonic() + self.config.max_block_ms / 1000.0
         if partition is None:
@@ -463,6 +513,7 @@ class Producer:
     # -- transactions -------------------------------------------------------------------
 
     def _transactions(self, call: str) -> TransactionManager:
+        self._check_fork()
         if self._txn is None:
             raise errors.ConfigError(f"{call} needs a transactional producer: set transactional_id")
         return self._txn
@@ -537,6 +588,7 @@ class Producer:
     def flush(self, timeout: float | None = None) -> None:
         """Send everything queued now and wait until each record is acknowledged or has
         failed.  Raises KafkaTimeoutError if that takes longer than ``timeout`` seconds."""
+        self._check_fork()
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._lock:
             pending = list(self._incomplete)
@@ -560,6 +612,10 @@ class Producer:
         if self._closed:
             return
         self._fast = False
+        if self._fork_generation != _fork.generation and self._txn is not None:
+            self._closed = self._closing = True  # the parent's to close; let go of the copy
+            self.cluster.close()
+            return
         self._closing = True
         try:
             self.flush(timeout)

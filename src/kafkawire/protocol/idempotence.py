@@ -102,6 +102,15 @@ class ProducerIdentity:
         self.fatal: BaseException | None = None
         self.disabled = False
 
+    def reset(self) -> None:
+        """Forget the producer id (a forked child asks for its own)."""
+        self.producer_id = self.epoch = -1
+        self.next_sequence.clear()
+        self.requesting = False
+        self.retry_at = 0.0
+        self.bump_wanted = None
+        self.fatal = None
+
     @property
     def transactional(self) -> bool:
         return self.transactional_id is not None
