@@ -1154,3 +1154,18 @@ def test_a_whole_rebalance_through_the_machine_with_leader_assign():
     sync = round_trip(only(m.poll(0.0), "sync"), SG.max_version)
     sent = decoded({a.member_id: bytes(a.assignment) for a in sync.assignments})
     assert sent == {"a": {"t": [0, 2]}, "b": {"t": [1, 3]}}
+
+
+def test_commits_held_without_a_coordinator_expire_after_their_request_timeout():
+    m = machine()
+    m.commit({("t", 0): (5, None)}, token="c1")
+    m.fetch_offsets([("t", 0)], token="f1")
+    assert m.expire_held(0.0) == []  # the clock starts when they are first seen held
+    timeout = m.request_timeout
+    assert m.expire_held(timeout - 0.001) == []
+    expired = m.expire_held(timeout + 0.001)
+    assert sorted(o.token for o in expired) == ["c1", "f1"]
+    assert m.expire_held(2 * timeout) == []  # dequeued: never sent later
+    m.commit({("t", 0): (6, None)}, token="c2")
+    m.coordinator = (1, "h", 1)
+    assert m.expire_held(10 * timeout) == []  # a known coordinator sends them

@@ -124,9 +124,6 @@ class GroupThread(GroupDriver):
         self._events_lock = threading.Lock()
         self._snapshot: dict[str, Any] = self.machine.snapshot(time.monotonic())
         self._waiting: list[_Waiting] = []
-        # Commits and offset fetches the machine holds while no coordinator is known:
-        # id(outgoing) -> (outgoing, since); see _expire_held.
-        self._held_since: dict[int, tuple[Outgoing, float]] = {}
         self._stop = False
         self._stop_asked = False  # stop() was called: the thread closes its cluster as it ends
         #: Set by the caller's poll(): the machine's poll-interval clock reads it.
@@ -206,7 +203,6 @@ class GroupThread(GroupDriver):
                         fut.set_exception(exc)
                 self._expire_held(now)
                 for out in m.poll(now):
-                    self._held_since.pop(id(out), None)
                     self._waiting.append(_Waiting(out, now))
                 self._send_waiting(now)
                 self._publish(now)
@@ -227,30 +223,16 @@ class GroupThread(GroupDriver):
                 self.cluster.close()
 
     def _expire_held(self, now: float) -> None:
-        """Fail the commits and offset fetches held for want of a coordinator for longer
-        than their request timeout.  Without this, while the coordinator (or every
-        broker) is down, each commit_async() callback waits for ever, and every
-        auto-commit and timed-out commit() adds one more request held in memory, all
-        sent at once when a coordinator comes back."""
+        """Fail what the machine held too long for want of a coordinator (expire_held)."""
         m = self.machine
-        held = m._pending  # the machine's queue (GroupMembership.commit / fetch_offsets)
-        if m.coordinator is not None or not held:
-            self._held_since.clear()
-            return
-        expired = []
-        for o in held:
-            since = self._held_since.setdefault(id(o), (o, now))[1]
-            if now - since > o.timeout and o.kind in ("commit", "fetch_offsets"):
-                expired.append(o)
+        expired = m.expire_held(now)
         if not expired:
             return
-        m._pending = [o for o in held if o not in expired]
         err = KafkaConnectionError(
             f"no coordinator of group {m.group_id!r} found within request_timeout_ms="
             f"{expired[0].timeout * 1000:.0f}: the offsets were not committed (or read); "
             f"are the brokers up?")
         for o in expired:
-            self._held_since.pop(id(o), None)
             settle(o.token, exc=err)
 
     def _publish(self, now: float) -> None:

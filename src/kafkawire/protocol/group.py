@@ -199,6 +199,8 @@ class GroupMembership:
         self._last_poll: float | None = None
         self._sync_assignments: dict[str, bytes] = {}
         self._pending: list[Outgoing] = []  # commits / offset fetches waiting for a coordinator
+        # id(outgoing) -> (outgoing, since) of those held while no coordinator is known.
+        self._held_since: dict[int, tuple[Outgoing, float]] = {}
         self._events: list[Any] = []
 
     # -- what the consumer tells it -------------------------------------------------------
@@ -259,6 +261,25 @@ class GroupMembership:
         self._pending.append(Outgoing("commit", OFFSET_COMMIT, None, True, self.request_timeout,
                                       -1, dict(offsets), token))
         self._want_coordinator = True
+
+    def expire_held(self, now: float) -> list[Outgoing]:
+        """The commits and offset fetches held for want of a coordinator for longer than
+        their request timeout, dequeued: the caller fails them.  Without this, while the
+        coordinator (or every broker) is down, a commit_async() callback would wait for
+        ever and every auto-commit would add one more request, all sent at once later."""
+        if self.coordinator is not None or not self._pending:
+            self._held_since.clear()
+            return []
+        expired = []
+        for o in self._pending:
+            since = self._held_since.setdefault(id(o), (o, now))[1]
+            if now - since > o.timeout and o.kind in ("commit", "fetch_offsets"):
+                expired.append(o)
+        if expired:
+            self._pending = [o for o in self._pending if o not in expired]
+            for o in expired:
+                del self._held_since[id(o)]
+        return expired
 
     def fetch_offsets(self, partitions: Iterable[tuple[str, int]], token: Any = None) -> None:
         """Queue an OffsetFetch of the group's committed offsets for ``partitions``."""
