@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 export KAFKAWIRE_REQUIRE_EXTENSION := 1
 
-.PHONY: all venv build stunnel test test-cython test-python bench bench-check demo fuzz dist clean
+.PHONY: all venv build stunnel test test-cython test-python bench bench-check soak demo fuzz dist clean
 
 all: test
 
@@ -44,9 +44,10 @@ test: test-cython test-python
 test-cython: build stunnel
 	KAFKAWIRE_EXPECT_IMPLEMENTATION=cython $(PY) -m pytest -q -p no:cacheprovider tests
 
-# The Spark suite runs once, above: it tests the data source, not the codec beneath it.
+# The Spark, group and failover suites run once, above: they test the client and the
+# brokers, not the codec beneath them.
 test-python: build stunnel
-	KAFKAWIRE_PUREPYTHON=1 KAFKAWIRE_EXPECT_IMPLEMENTATION=python $(PY) -m pytest -q -p no:cacheprovider -m "not spark and not groups" tests
+	KAFKAWIRE_PUREPYTHON=1 KAFKAWIRE_EXPECT_IMPLEMENTATION=python $(PY) -m pytest -q -p no:cacheprovider -m "not spark and not groups and not failover" tests
 
 # Side-by-side benchmarks (kafkawire and its peers interleaved in one process); the
 # README's tables are their output. BENCH_ARGS=--quick for a shorter run.
@@ -66,6 +67,14 @@ bench: build
 # one line per run appended to bench/results/history.jsonl. Not part of `make test`.
 bench-check: build
 	$(PY) bench/check.py
+
+# A producer and a group consumer for SOAK_MINUTES against two Tansu brokers sharing a moto
+# S3 bucket, one broker restarted every 30 s; fails if an acknowledged record is lost.
+# Starts and stops everything itself. SOAK_ARGS for more (bench/soak.py --help). Not part
+# of `make test`.
+SOAK_MINUTES ?= 10
+soak: build
+	$(PY) bench/soak.py --minutes $(SOAK_MINUTES) $(SOAK_ARGS)
 
 demo: build
 	$(PY) -m kafkawire demo

@@ -107,6 +107,17 @@ class Cluster:
         self._record_failure(b, exc)
         self.meta.need_refresh = True  # the broker may have left the cluster
 
+    def _conn_at(self, key: Any, host: str, port: int, node_id: int | None) -> BrokerConnection:
+        """The (not ready) connection object for ``key`` at host:port: a new one when there
+        is none or the metadata moved the node id to another address (a broker restarted
+        elsewhere; Tansu brokers on shared storage all call themselves node 111)."""
+        conn = self._conns.get(key)
+        if conn is None or (conn.host, conn.port) != (host, port):
+            if conn is not None:
+                conn.close()
+            conn = self._conns[key] = self._new_conn(host, port, node_id)
+        return conn
+
     def _start(self, key: Any, host: str, port: int, node_id: int | None) -> BrokerConnection | None:
         """The connection for ``key`` if ready or connecting; else start connecting it,
         without waiting, if its backoff allows (None when it does not)."""
@@ -116,8 +127,7 @@ class Cluster:
         b = self._backoff.setdefault((host, port), Backoff())
         if b.next_attempt > time.monotonic():
             return None
-        if conn is None:
-            conn = self._conns[key] = self._new_conn(host, port, node_id)
+        conn = self._conn_at(key, host, port, node_id)
         setup = conn.start_connect(self.config.socket_connection_setup_timeout_ms / 1000.0)
         setup.add_done_callback(lambda f: self._on_setup(b, f))
         return conn
@@ -140,8 +150,7 @@ class Cluster:
         b = self._backoff.setdefault((host, port), Backoff())
         if b.next_attempt > now and b.last_error is not None:
             raise b.last_error
-        if conn is None:
-            conn = self._conns[key] = self._new_conn(host, port, node_id)
+        conn = self._conn_at(key, host, port, node_id)
         timeout = self.config.socket_connection_setup_timeout_ms / 1000.0
         if deadline is not None:
             timeout = min(timeout, deadline - now)

