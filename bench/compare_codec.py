@@ -30,6 +30,7 @@ try:
 except ImportError as exc:
     sys.exit(f"kafkawire._codec is not built ({exc}); run `make build` first")
 
+import columnar  # bench/columnar.py: decode_columnar against crc32c over the same bytes
 from aiokafka.record import _crecords as aio
 from kafka.record.default_records import DefaultRecordBatchBuilder as KpDefaultBuilder
 from kafka.record.legacy_records import LegacyRecordBatchBuilder as KpLegacyBuilder
@@ -292,6 +293,9 @@ def main() -> None:
     bench.add("copy/bytes", lambda: bytes(memoryview(big_bytes)))
     bench.add("copy/numpy", lambda: big.copy())
 
+    # decode_columnar against crc32c alone over the same 1 MiB sets (value sizes 10-1000)
+    columnar.add_cases(bench, kw)
+
     bench.run(rounds)
     lines = report(bench, aio_supports, rounds)
     text = "\n".join(lines) + "\n"
@@ -326,6 +330,7 @@ def ratios(bench: Bench, aio_supports) -> dict[str, float]:
         if (magic, codec) in aio_supports:
             put(f"columnar/{tag}/vs-aiokafka-objects", m(f"dec/aio/{tag}"), m(f"col/kw/{tag}"))
     put("crc32c/vs-aiokafka", m("crc/aio-crc32c"), m("crc/kw-crc32c"))
+    out.update(columnar.ratios(m))  # crc32c time / columnar time: >= 0.4 is the target
     return out
 
 
@@ -434,6 +439,7 @@ def report(bench: Bench, aio_supports, rounds: int) -> list[str]:
                 f"{fmt_ms(part, None)} | {fmt_ms(alone, None)} | {r:.2f}x | "
                 f"<= {TARGET_COMPRESSED:g}x | {verdict(r <= TARGET_COMPRESSED)} |"
             )
+    out += ["", *columnar.table(m)]
     return out
 
 

@@ -7,9 +7,10 @@ kafkawire.errors).  Import through kafkawire.codec, which picks the implementati
 Conventions
 -----------
 * Buffers are any object supporting the buffer protocol (bytes, bytearray, memoryview,
-  numpy uint8 arrays).  Decoders never copy the input as a whole; record keys and values
-  are copied out into new ``bytes`` objects (object decode) or into one contiguous
-  buffer (columnar decode).
+  numpy uint8 arrays).  The object decoders never copy the input as a whole; record keys
+  and values are copied out into new ``bytes`` objects.  The columnar decode copies no
+  record bytes: its Columns is a view of the input (and of the decompressed bytes of
+  compressed entries), which it keeps alive; a writable input is copied once first.
 * Readers take ``(buf, pos)`` and return ``(value, next_pos)``.  Writers append to a
   ``bytearray``.  A reader past the end raises TruncatedDataError; a writer given a value
   out of range raises EncodeError.
@@ -146,7 +147,11 @@ def decode_columnar(
     check_crcs: bool = True,
     max_depth: int = ...,
     max_decompressed_size: int = ...,
-) -> Columns: ...
+) -> Columns:
+    """Every record (control batches skipped) in one pass, as a Columns view of ``data``:
+    ``is_view`` is True until ``data`` or an ``*_offsets`` array is first used (see
+    kafkawire._columnar.Columns).  The extension's and the twin's views hold the same
+    arrays and records."""
 def encode_message_set(
     records: Iterable[RecordInput],
     *,

@@ -21,7 +21,7 @@ from cpython.unicode cimport PyUnicode_DecodeUTF8
 from cpython.tuple cimport PyTuple_GET_SIZE
 from libc.stdint cimport int8_t, int16_t, uint16_t, int32_t, uint32_t, int64_t, uint64_t
 from libc.stdint cimport INT64_MIN, INT64_MAX
-from libc.string cimport memcpy
+from libc.string cimport memcpy, memset
 from libc.stdlib cimport malloc, free
 
 cimport cython
@@ -742,12 +742,10 @@ cdef inline object _bytes_or_none(cptr p, Py_ssize_t n):
 
 DEF MODE_BATCHES = 0
 DEF MODE_RECORDS = 1
-DEF MODE_COUNT = 2   # columnar pass 1: validate, count, sum region sizes (no allocation)
-DEF MODE_FILL = 3    # columnar pass 2: copy into the columns (CRCs already checked)
+DEF MODE_VIEW = 2    # columnar: one pass writing arrays of where record fields start
 
 cdef str _KIND_MSG = "message"
 cdef str _KIND_BATCH = "record batch"
-cdef str _CHANGED = "columnar decode: the input buffer changed while it was being decoded"
 
 
 cdef inline int _rvar(cptr r, Py_ssize_t lim, Py_ssize_t* pos, uint64_t* out,
@@ -862,6 +860,202 @@ cdef object _span_corrupt(int64_t base_offset, int32_t k, int status, str what, 
     return _rec_error(base_offset, k, status, 5)
 
 
+# MODE_VIEW output: per kept record its offset, timestamp, timestamp type, and where its
+# key and value start (in the address space of the decoder's buffers) with their lengths;
+# per header the same for its key and value.  The loop over records of the common shape
+# (kw_v2_run) is plain C, written out below: a tight loop of its own (not inlined into
+# _Decoder.batch), its rare exits marked unlikely.  It is most of a columnar decode's time.
+cdef extern from *:
+    """
+    #include <stdint.h>
+    typedef struct {
+        int64_t *off; int64_t *ts; int8_t *tt; int32_t *kl; int32_t *vl; int32_t *hidx;
+        int64_t *ks; int64_t *vs; Py_ssize_t n; Py_ssize_t cap;
+        int64_t *hks; int32_t *hkl; int64_t *hvs; int32_t *hvl; Py_ssize_t nh; Py_ssize_t hcap;
+    } kw_vout;
+
+    /* kw_v2_run reads a few bytes past a field before checking it (at most 3 per varint,
+       and fields only move on by lengths checked against the record's end): it takes a
+       record only with this many readable bytes after the record's end. */
+    #define KW_SLACK 16
+
+    #if defined(__GNUC__) || defined(__clang__)
+    #define KW_NOINLINE __attribute__((noinline))
+    #define KW_UNLIKELY(x) __builtin_expect(!!(x), 0)
+    #else
+    #define KW_NOINLINE
+    #define KW_UNLIKELY(x) (x)
+    #endif
+
+    /* The varint at p if it takes 1 to 3 bytes (3 bytes are readable): its size, else 0. */
+    static inline int kw_v3(const unsigned char *p, uint64_t *u)
+    {
+        uint32_t b0 = p[0], b1, b2;
+        if (b0 < 0x80) { *u = b0; return 1; }
+        b1 = p[1];
+        if (b1 < 0x80) { *u = (b0 & 0x7F) | (b1 << 7); return 2; }
+        b2 = p[2];
+        if (b2 < 0x80) { *u = (b0 & 0x7F) | ((b1 & 0x7F) << 7) | (b2 << 14); return 3; }
+        return 0;
+    }
+
+    /* MODE_VIEW's loop over the records of a batch (see _v2_run in _codec.pyx). */
+    static KW_NOINLINE Py_ssize_t kw_v2_run(
+        const unsigned char *r, Py_ssize_t rn, Py_ssize_t rlim, Py_ssize_t rpos,
+        int32_t *kp, int32_t count, int64_t base_offset, int64_t base_ts, int64_t max_ts,
+        int lat, int emit, int64_t start, int64_t rbase, kw_vout *o)
+    {
+        Py_ssize_t i = o->n, i0 = o->n, q, rec_end, j, end;
+        int32_t k = *kp;
+        int32_t nh = (int32_t)o->nh, *hidx;
+        int64_t *c_off = o->off, *c_ts = o->ts, *c_ks = o->ks, *c_vs = o->vs;
+        int32_t *c_kl = o->kl, *c_vl = o->vl;
+        uint64_t ts_mask = lat ? 0 : ~(uint64_t)0;
+        if (lat)
+            base_ts = max_ts;
+        if (!emit)
+            start = INT64_MAX; /* a control batch: checked, nothing kept */
+        /* records must end by here: in the batch, with KW_SLACK readable bytes after them */
+        end = rlim - KW_SLACK < rn ? rlim - KW_SLACK : rn;
+        if (rpos >= end)
+            goto done;
+        while (k < count && rpos < rn) {
+            uint64_t u;
+            int64_t ts_delta, od, kl, vl, ks, vs, offset;
+            unsigned char last;
+            int w = kw_v3(r + rpos, &u);
+            if (KW_UNLIKELY(w == 0 || (u & 1))) /* longer, or a negative length */
+                break;
+            q = rpos + w;
+            rec_end = q + (Py_ssize_t)(u >> 1);
+            if (KW_UNLIKELY(rec_end > end))
+                break;
+            /* The header count, 0 in one byte, must be the record's last byte: read it
+               now, off the chain of fields that leads to it. */
+            last = r[rec_end - 1];
+            q += 1; /* attributes: unused (KIP-98) */
+            w = kw_v3(r + q, &u);
+            if (KW_UNLIKELY(w == 0))
+                break;
+            q += w;
+            ts_delta = (int64_t)((u >> 1) ^ (0 - (u & 1)));
+            w = kw_v3(r + q, &u);
+            if (KW_UNLIKELY(w == 0))
+                break;
+            q += w;
+            od = (int64_t)((u >> 1) ^ (0 - (u & 1)));
+            w = kw_v3(r + q, &u);
+            if (KW_UNLIKELY(w == 0))
+                break;
+            q += w;
+            ks = q;
+            if (!(u & 1)) {
+                kl = (int64_t)(u >> 1);
+                if (KW_UNLIKELY(kl > rec_end - q))
+                    break;
+                q += kl;
+            } else if (u == 1) {
+                kl = -1;
+            } else {
+                break; /* a negative length other than -1 (null) */
+            }
+            w = kw_v3(r + q, &u);
+            if (KW_UNLIKELY(w == 0))
+                break;
+            q += w;
+            vs = q;
+            if (!(u & 1)) {
+                vl = (int64_t)(u >> 1);
+                if (KW_UNLIKELY(vl > rec_end - q))
+                    break;
+                q += vl;
+            } else if (u == 1) {
+                vl = -1;
+            } else {
+                break;
+            }
+            /* no headers (a count of 0 in one byte), nothing after them */
+            if (KW_UNLIKELY(q + 1 != rec_end || last != 0))
+                break;
+            offset = base_offset + od;
+            if (offset >= start) {
+                c_off[i] = offset;
+                c_ts[i] = base_ts + (int64_t)((uint64_t)ts_delta & ts_mask);
+                c_ks[i] = rbase + ks;
+                c_kl[i] = (int32_t)kl;
+                c_vs[i] = rbase + vs;
+                c_vl[i] = (int32_t)vl;
+                i++;
+            }
+            rpos = rec_end;
+            k++;
+        }
+    done:
+        if (i > i0) {
+            memset(o->tt + i0, lat ? 1 : 0, (size_t)(i - i0));
+            hidx = o->hidx;
+            for (j = i0 + 1; j <= i; j++)
+                hidx[j] = nh;
+        }
+        o->n = i;
+        *kp = k;
+        return rpos;
+    }
+    """
+    ctypedef struct VOut "kw_vout":
+        int64_t* off
+        int64_t* ts
+        int8_t* tt
+        int32_t* kl
+        int32_t* vl
+        int32_t* hidx
+        int64_t* ks
+        int64_t* vs
+        Py_ssize_t n
+        Py_ssize_t cap
+        int64_t* hks
+        int32_t* hkl
+        int64_t* hvs
+        int32_t* hvl
+        Py_ssize_t nh
+        Py_ssize_t hcap
+    Py_ssize_t kw_v2_run(cptr r, Py_ssize_t rn, Py_ssize_t rlim, Py_ssize_t rpos, int32_t* kp,
+                         int32_t count, int64_t base_offset, int64_t base_ts, int64_t max_ts,
+                         bint lat, bint emit, int64_t start, int64_t rbase,
+                         VOut* o) noexcept nogil
+
+
+cdef inline bint _ascii(cptr p, Py_ssize_t n) noexcept nogil:
+    """All bytes below 0x80 (valid UTF-8 without decoding it)."""
+    cdef Py_ssize_t i
+    cdef unsigned char acc = 0
+    for i in range(n):
+        acc |= p[i]
+    return acc < 0x80
+
+
+# _v2_run (kw_v2_run) takes batches whose base offset and base timestamp are within this
+# of 0: adding a delta of at most 3 varint bytes cannot leave int64 then.
+cdef int64_t _FAST_BASE = 4611686018427387904
+
+
+cdef inline Py_ssize_t _v2_run(cptr r, Py_ssize_t rn, Py_ssize_t rlim, Py_ssize_t rpos,
+                               int32_t* kp, int32_t count, int64_t base_offset,
+                               int64_t base_ts, int64_t max_ts, bint lat, bint emit,
+                               int64_t start, int64_t rbase, VOut* o) noexcept nogil:
+    """MODE_VIEW's loop over the records of a batch: as many whole records as it can, from
+    ``rpos`` (record kp[0]); returns where it stopped.  r[:rlim] is readable.
+
+    It takes the common shape only: varints of at most 3 bytes, no headers, fields that
+    fill the record exactly, KW_SLACK readable bytes after it; the caller made room for
+    ``count`` records and checked the bases (_FAST_BASE).  At anything else it stops
+    before that record, and the general loop in _Decoder.batch decodes it or raises its
+    error.  The values it keeps are the general loop's.  (The loop is kw_v2_run, in C.)
+    """
+    return kw_v2_run(r, rn, rlim, rpos, kp, count, base_offset, base_ts, max_ts, lat, emit,
+                     start, rbase, o)
+
+
 @cython.final
 cdef class _Decoder:
     cdef int64_t start_offset
@@ -872,8 +1066,6 @@ cdef class _Decoder:
     cdef bint include_control
     cdef list out
     cdef list cur            # records of the top-level legacy message (MODE_BATCHES)
-    cdef list inflated       # decompressed sets in walk order (columnar pass 1 -> pass 2)
-    cdef Py_ssize_t inflated_pos
     # the top-level legacy entry being decoded: its kept offsets, an offset outside int64
     # (raised once the entry is decoded, as the twin checks its finished records), and
     # the last record's exact offset (KIP-31 shift of an enclosing wrapper)
@@ -882,60 +1074,116 @@ cdef class _Decoder:
     cdef object leg_overflow
     cdef Py_ssize_t leaves
     cdef I128 last_leaf
-    # columnar counts (pass 1) and cursors (pass 2)
-    cdef Py_ssize_t n, nh, key_bytes, value_bytes, hkey_bytes, hvalue_bytes
-    cdef unsigned char* data
-    cdef int64_t* c_offsets
-    cdef int64_t* c_timestamps
-    cdef int8_t* c_ttypes
-    cdef int32_t* c_koff
-    cdef int32_t* c_klen
-    cdef int32_t* c_voff
-    cdef int32_t* c_vlen
-    cdef int32_t* c_hidx
-    cdef int32_t* c_hkoff
-    cdef int32_t* c_hvoff
-    cdef int32_t* c_hvlen
-    cdef Py_ssize_t i, hi, kpos, vpos, hkpos, hvpos, hvpos_start, data_end
+    # MODE_VIEW: the arrays (in two bytearrays, grown as needed, pointers in ``o``), the buffers
+    # record fields are found in (the input, then each decompressed one) with where each
+    # starts in the one address space of the *_starts arrays, and the buffer being walked
+    cdef VOut o
+    cdef object block
+    cdef object hblock
+    cdef list segs
+    cdef list bases
+    cdef int64_t vtotal
+    cdef cptr seg_ptr
+    cdef int64_t seg_vbase
 
     cdef object inflate(self, object src, Py_ssize_t start, Py_ssize_t end, int codec,
                         bint legacy_lz4):
-        cdef object r
-        if self.mode == MODE_FILL:
-            r = self.inflated[self.inflated_pos]
-            self.inflated_pos += 1
-            return r
-        r = _compression.decompress(codec, memoryview(src).cast("B")[start:end], self.max_size,
-                                    legacy_lz4=legacy_lz4)
+        cdef object r = _compression.decompress(codec, memoryview(src).cast("B")[start:end],
+                                                self.max_size, legacy_lz4=legacy_lz4)
         if not PyBytes_CheckExact(r):
             r = bytes(r)
-        if self.mode == MODE_COUNT:
-            self.inflated.append(r)
+        if self.mode == MODE_VIEW:
+            # Records are read in place in the decompressed bytes (the one copy).
+            self.segs.append(memoryview(r))
+            self.bases.append(self.vtotal)
+            self.vtotal += PyBytes_GET_SIZE(r)
         return r
 
-    cdef inline bint fill_kv(self, int64_t offset, int64_t ts, int tt, cptr k, Py_ssize_t kl,
-                             cptr v, Py_ssize_t vl) noexcept:
-        # False: the record does not fit the buffers pass 1 sized (the input changed)
-        cdef Py_ssize_t i = self.i
-        if (i >= self.n or self.kpos + (kl if kl > 0 else 0) > self.key_bytes
-                or self.vpos + (vl if vl > 0 else 0) > self.key_bytes + self.value_bytes):
-            return False
-        self.c_offsets[i] = offset
-        self.c_timestamps[i] = ts
-        self.c_ttypes[i] = <int8_t>tt
-        self.c_koff[i] = <int32_t>self.kpos
-        self.c_klen[i] = <int32_t>kl
-        if kl > 0:
-            memcpy(self.data + self.kpos, k, kl)
-            self.kpos += kl
-        self.c_voff[i] = <int32_t>self.vpos
-        self.c_vlen[i] = <int32_t>vl
-        if vl > 0:
-            memcpy(self.data + self.vpos, v, vl)
-            self.vpos += vl
-        self.c_hidx[i + 1] = <int32_t>self.hi
-        self.i = i + 1
-        return True
+    cdef int grow(self, Py_ssize_t need) except -1:
+        """Room for ``need`` records in MODE_VIEW's record block (kept records move)."""
+        cdef Py_ssize_t cap = self.o.cap * 2
+        if need <= self.o.cap:
+            return 0
+        if cap < need:
+            cap = need
+        if cap < 64:
+            cap = 64
+        self.block = self.relayout(cap)
+        return 0
+
+    cdef object relayout(self, Py_ssize_t cap):
+        """A record block for ``cap`` records holding the ``o.n`` kept so far; sets the
+        pointers.  Layout: offsets, timestamps, key starts, value starts (int64), key
+        lengths, value lengths, header_index (cap + 1, int32), timestamp types (int8).
+        One block, not a buffer per array: freed, it stays with malloc for the next
+        decode, where separate buffers went back to the system and were page-faulted in
+        again (a third of the time for small records)."""
+        cdef Py_ssize_t n = self.o.n
+        cdef object block = PyByteArray_FromStringAndSize(NULL, 45 * cap + 4)
+        cdef unsigned char* b = <unsigned char*>PyByteArray_AS_STRING(block)
+        cdef int64_t* off = <int64_t*>b
+        cdef int64_t* ts = <int64_t*>(b + 8 * cap)
+        cdef int64_t* ks = <int64_t*>(b + 16 * cap)
+        cdef int64_t* vs = <int64_t*>(b + 24 * cap)
+        cdef int32_t* kl = <int32_t*>(b + 32 * cap)
+        cdef int32_t* vl = <int32_t*>(b + 36 * cap)
+        cdef int32_t* hidx = <int32_t*>(b + 40 * cap)
+        cdef int8_t* tt = <int8_t*>(b + 44 * cap + 4)
+        if self.o.cap > 0:
+            memcpy(off, self.o.off, 8 * n)
+            memcpy(ts, self.o.ts, 8 * n)
+            memcpy(ks, self.o.ks, 8 * n)
+            memcpy(vs, self.o.vs, 8 * n)
+            memcpy(kl, self.o.kl, 4 * n)
+            memcpy(vl, self.o.vl, 4 * n)
+            memcpy(hidx, self.o.hidx, 4 * (n + 1))
+            memcpy(tt, self.o.tt, n)
+        else:
+            hidx[0] = 0
+        self.o.off, self.o.ts, self.o.ks, self.o.vs = off, ts, ks, vs
+        self.o.kl, self.o.vl, self.o.hidx, self.o.tt = kl, vl, hidx, tt
+        self.o.cap = cap
+        return block
+
+    cdef int hgrow(self) except -1:
+        """Room for one more header in MODE_VIEW's header block (layout: starts of keys,
+        starts of values, key lengths, value lengths)."""
+        cdef Py_ssize_t cap, nh = self.o.nh
+        cdef object block
+        cdef unsigned char* b
+        if nh < self.o.hcap:
+            return 0
+        cap = self.o.hcap * 2 if self.o.hcap >= 32 else 64
+        block = PyByteArray_FromStringAndSize(NULL, 24 * cap)
+        b = <unsigned char*>PyByteArray_AS_STRING(block)
+        if nh:
+            memcpy(b, self.o.hks, 8 * nh)
+            memcpy(b + 8 * cap, self.o.hvs, 8 * nh)
+            memcpy(b + 16 * cap, self.o.hkl, 4 * nh)
+            memcpy(b + 20 * cap, self.o.hvl, 4 * nh)
+        self.o.hks = <int64_t*>b
+        self.o.hvs = <int64_t*>(b + 8 * cap)
+        self.o.hkl = <int32_t*>(b + 16 * cap)
+        self.o.hvl = <int32_t*>(b + 20 * cap)
+        self.o.hcap = cap
+        self.hblock = block
+        return 0
+
+    cdef inline int keep_record(self, int64_t offset, int64_t ts, int tt, int64_t ks,
+                                Py_ssize_t kl, int64_t vs, Py_ssize_t vl) except -1:
+        cdef Py_ssize_t i = self.o.n
+        if i >= self.o.cap:
+            self.grow(i + 1)
+        self.o.off[i] = offset
+        self.o.ts[i] = ts
+        self.o.tt[i] = <int8_t>tt
+        self.o.ks[i] = ks
+        self.o.kl[i] = <int32_t>kl
+        self.o.vs[i] = vs
+        self.o.vl[i] = <int32_t>vl
+        self.o.hidx[i + 1] = <int32_t>self.o.nh
+        self.o.n = i + 1
+        return 0
 
     # ---- the top level: entries of offset int64, size int32, <size bytes> ----
     cdef int top(self, object src, cptr p, Py_ssize_t n) except -1:
@@ -1053,13 +1301,15 @@ cdef class _Decoder:
         cdef int64_t absolute
         cdef I128 exact, last_inner
         cdef int32_t isize
+        cdef cptr outer_ptr
+        cdef int64_t outer_vbase
         cdef int last_codec
         cdef _Decoder sub
         if magic == 1 and size < 22:
             raise _errors.corrupt(_KIND_MSG, offset,
                                   f"size {size} is below the 22-byte minimum for magic 1")
         stored = _be32(m)
-        if self.check_crcs and self.mode != MODE_FILL:
+        if self.check_crcs:
             computed = _crc32(m + 4, size - 4)
             if computed != stored:
                 raise _errors.crc_mismatch(_KIND_MSG, offset, stored, computed)
@@ -1115,15 +1365,9 @@ cdef class _Decoder:
             elif self.mode == MODE_BATCHES:
                 self.cur.append(_new_record(absolute, ts, tt, _bytes_or_none(k, kl),
                                             _bytes_or_none(v, vl), _EMPTY))
-            elif self.mode == MODE_COUNT:
-                self.n += 1
-                if kl > 0:
-                    self.key_bytes += kl
-                if vl > 0:
-                    self.value_bytes += vl
             else:
-                if not self.fill_kv(absolute, ts, tt, k, kl, v, vl):
-                    raise _errors.CodecError(_CHANGED)
+                self.keep_record(absolute, ts, tt, self.seg_vbase + (k - self.seg_ptr), kl,
+                                 self.seg_vbase + (v - self.seg_ptr), vl)
             return 0
         # A compressed wrapper: its value is a whole message set.
         if vl < 0:
@@ -1161,7 +1405,19 @@ cdef class _Decoder:
                 lat = True
                 lat_ts = ts
             delta = _i128_sub(exact, last_inner)
-        self.inner_set(inner, ip, iend, depth + 1, offset, delta, lat, lat_ts)
+        if self.mode != MODE_VIEW:
+            self.inner_set(inner, ip, iend, depth + 1, offset, delta, lat, lat_ts)
+            return 0
+        # The inner records are in the buffer inflate() just added, at the last base.
+        outer_ptr = self.seg_ptr
+        outer_vbase = self.seg_vbase
+        self.seg_ptr = ip
+        self.seg_vbase = <int64_t>self.bases[len(self.bases) - 1]
+        try:
+            self.inner_set(inner, ip, iend, depth + 1, offset, delta, lat, lat_ts)
+        finally:
+            self.seg_ptr = outer_ptr
+            self.seg_vbase = outer_vbase
         return 0
 
     # ---- one magic 2 RecordBatch at base[pos:pos+total]; base holds n bytes ----
@@ -1197,14 +1453,17 @@ cdef class _Decoder:
         cdef list hlist
         cdef object hkey = None
         cdef list records = None
-        if self.check_crcs and self.mode != MODE_FILL:
+        cdef bint fast = False
+        cdef int64_t rbase = 0
+        cdef Py_ssize_t room
+        if self.check_crcs:
             # KIP-98: CRC32C covers everything from the attributes to the end of the batch
             computed = _crc32c(p + 21, total - 21)
             if computed != stored:
                 raise _errors.crc_mismatch(_KIND_BATCH, base_offset, stored, computed)
         if count < 0:
             raise _errors.corrupt(_KIND_BATCH, base_offset, f"negative record count {count}")
-        if control and (self.mode >= MODE_COUNT or
+        if control and (self.mode == MODE_VIEW or
                         (self.mode == MODE_RECORDS and not self.include_control)):
             emit = False  # still decoded, so bad control batches fail as in the twin
         if codec:
@@ -1218,9 +1477,26 @@ cdef class _Decoder:
             rlim = n - pos - 61  # field reads may run into the next entry; lengths catch it
         if self.mode == MODE_BATCHES:
             records = []
+        elif self.mode == MODE_VIEW:
+            # where r[0] is in the address space of the view's starts
+            if codec:
+                rbase = <int64_t>self.bases[len(self.bases) - 1]
+            else:
+                rbase = self.seg_vbase + (r - self.seg_ptr)
+            # A kept record takes 7 bytes at least: room for all of them up front, and
+            # _v2_run's offsets (base + an int32 delta) cannot leave int64.
+            room = rn // 7 + 1
+            self.grow(self.o.n + (count if count < room else room))
+            fast = (-_FAST_BASE <= base_offset <= _FAST_BASE
+                    and -_FAST_BASE <= base_ts <= _FAST_BASE)
         rpos = 0
         k = 0
         while k < count:
+            if fast:
+                rpos = _v2_run(r, rn, rlim, rpos, &k, count, base_offset, base_ts, max_ts,
+                               lat, emit, self.start_offset, rbase, &self.o)
+                if k >= count:
+                    break
             if rpos >= rn:
                 break
             q = rpos
@@ -1264,35 +1540,26 @@ cdef class _Decoder:
                     st = _rspan(r, rlim, &q, rec_end, False, &hk, &hkl)
                     if st:
                         raise _span_corrupt(base_offset, k, st, "header key", hkl)
-                    if self.mode != MODE_FILL:
+                    if not _ascii(hk, hkl):
                         try:
                             hkey = PyUnicode_DecodeUTF8(<const char*>hk, hkl, NULL)
                         except UnicodeDecodeError:
                             raise _rec_corrupt(base_offset, k, "header key is not valid UTF-8") from None
+                    elif hlist is not None:
+                        hkey = PyUnicode_DecodeUTF8(<const char*>hk, hkl, NULL)
                     st = _rspan(r, rlim, &q, rec_end, True, &hv, &hvl)
                     if st:
                         raise _span_corrupt(base_offset, k, st, "header value", hvl)
                     if keep:
                         if hlist is not None:
                             hlist.append((hkey, _bytes_or_none(hv, hvl)))
-                        elif self.mode == MODE_COUNT:
-                            self.nh += 1
-                            self.hkey_bytes += hkl
-                            if hvl > 0:
-                                self.hvalue_bytes += hvl
                         else:
-                            if (self.hi >= self.nh or self.hkpos + hkl > self.hvpos_start
-                                    or self.hvpos + (hvl if hvl > 0 else 0) > self.data_end):
-                                raise _errors.CodecError(_CHANGED)
-                            self.c_hkoff[self.hi] = <int32_t>self.hkpos
-                            memcpy(self.data + self.hkpos, hk, hkl)
-                            self.hkpos += hkl
-                            self.c_hvoff[self.hi] = <int32_t>self.hvpos
-                            self.c_hvlen[self.hi] = <int32_t>hvl
-                            if hvl > 0:
-                                memcpy(self.data + self.hvpos, hv, hvl)
-                                self.hvpos += hvl
-                            self.hi += 1
+                            self.hgrow()
+                            self.o.hks[self.o.nh] = rbase + (hk - r)
+                            self.o.hkl[self.o.nh] = <int32_t>hkl
+                            self.o.hvs[self.o.nh] = rbase + (hv - r)
+                            self.o.hvl[self.o.nh] = <int32_t>hvl
+                            self.o.nh += 1
                     h += 1
                 if hlist is not None:
                     headers = tuple(hlist)
@@ -1317,15 +1584,8 @@ cdef class _Decoder:
             elif self.mode == MODE_BATCHES:
                 records.append(_new_record(offset, ts, tt, _bytes_or_none(kp, kl),
                                            _bytes_or_none(vp, vl), headers))
-            elif self.mode == MODE_COUNT:
-                self.n += 1
-                if kl > 0:
-                    self.key_bytes += kl
-                if vl > 0:
-                    self.value_bytes += vl
             else:
-                if not self.fill_kv(offset, ts, tt, kp, kl, vp, vl):
-                    raise _errors.CodecError(_CHANGED)
+                self.keep_record(offset, ts, tt, rbase + (kp - r), kl, rbase + (vp - r), vl)
         if k < count:
             raise _errors.corrupt(_KIND_BATCH, base_offset,
                                   f"holds {k} records, fewer than its record count {count}")
@@ -1378,7 +1638,6 @@ cdef _Decoder _decoder(int mode, start_offset, check_crcs, max_depth, max_decomp
     d.max_size = max_decompressed_size
     d.include_control = include_control
     d.out = []
-    d.inflated = []
     return d
 
 
@@ -1416,70 +1675,197 @@ _Columns = None
 _data_too_large = None
 
 
+cdef int64_t _payload(VOut* o) noexcept nogil:
+    """Bytes of the kept keys, values, header keys and header values."""
+    cdef int64_t total = 0
+    cdef Py_ssize_t i
+    for i in range(o.n):
+        if o.kl[i] > 0:
+            total += o.kl[i]
+        if o.vl[i] > 0:
+            total += o.vl[i]
+    for i in range(o.nh):
+        total += o.hkl[i]
+        if o.hvl[i] > 0:
+            total += o.hvl[i]
+    return total
+
+
+cdef Py_ssize_t _record_bound(cptr p, Py_ssize_t n) noexcept nogil:
+    """Room to start MODE_VIEW's arrays with: at most this many records are kept from the
+    complete top-level entries of p[:n] that are uncompressed batches (a record takes 7
+    bytes at least), plus a guess for the others; the arrays grow if it is short."""
+    cdef Py_ssize_t pos = 0, total = 0, bound
+    cdef int32_t size, count
+    while n - pos >= 12:
+        size = <int32_t>_be32(p + pos + 8)
+        if size < 14 or size > n - pos - 12:
+            break
+        if size >= 49 and p[pos + 16] == 2:
+            count = <int32_t>_be32(p + pos + 57)
+            bound = (size - 49) // 7 + 1 if (p[pos + 22] & 7) == 0 else 64
+            if count > 0:
+                total += count if count < bound else bound
+        else:
+            total += 1
+        pos += 12 + size
+    return total
+
+
 cdef inline object _alloc(Py_ssize_t nbytes):
     return PyByteArray_FromStringAndSize(NULL, nbytes)
 
 
 def decode_columnar(data, *, start_offset=0, check_crcs=True, max_depth=DEFAULT_MAX_DEPTH,
                     max_decompressed_size=DEFAULT_MAX_DECOMPRESSED_SIZE):
-    """Every record in ``data`` (control batches skipped) as one Columns."""
+    """Every record in ``data`` (control batches skipped) as one Columns.
+
+    One pass, no record bytes copied: the Columns is a view of ``data`` (copied first if
+    it is writable) and of the decompressed bytes of compressed batches.
+    """
     global _Columns, _data_too_large
     _check_start(start_offset)
-    cdef _Decoder d = _decoder(MODE_COUNT, start_offset, check_crcs, max_depth,
+    cdef _Decoder d = _decoder(MODE_VIEW, start_offset, check_crcs, max_depth,
                                max_decompressed_size, False)
-    cdef Py_ssize_t n, nh, total
+    cdef Py_buffer view
+    cdef Py_ssize_t n, nh, cap, hcap
     if _Columns is None:
         from kafkawire._columnar import Columns, data_too_large
         _Columns = Columns
         _data_too_large = data_too_large
-    _run(d, data)  # pass 1: validate, count, sum the region sizes
-    n = d.n
-    nh = d.nh
-    total = d.key_bytes + d.value_bytes + d.hkey_bytes + d.hvalue_bytes
-    if total > 2147483647:
-        raise _data_too_large(total)
-    buf = _alloc(total)
-    offsets = _alloc(8 * n)
-    timestamps = _alloc(8 * n)
-    ttypes = _alloc(n)
-    koff = _alloc(4 * (n + 1))
-    klen = _alloc(4 * n)
-    voff = _alloc(4 * (n + 1))
-    vlen = _alloc(4 * n)
-    hidx = _alloc(4 * (n + 1))
-    hkoff = _alloc(4 * (nh + 1))
-    hvoff = _alloc(4 * (nh + 1))
-    hvlen = _alloc(4 * nh)
-    d.data = <unsigned char*>PyByteArray_AS_STRING(buf)
-    d.c_offsets = <int64_t*>PyByteArray_AS_STRING(offsets)
-    d.c_timestamps = <int64_t*>PyByteArray_AS_STRING(timestamps)
-    d.c_ttypes = <int8_t*>PyByteArray_AS_STRING(ttypes)
-    d.c_koff = <int32_t*>PyByteArray_AS_STRING(koff)
-    d.c_klen = <int32_t*>PyByteArray_AS_STRING(klen)
-    d.c_voff = <int32_t*>PyByteArray_AS_STRING(voff)
-    d.c_vlen = <int32_t*>PyByteArray_AS_STRING(vlen)
-    d.c_hidx = <int32_t*>PyByteArray_AS_STRING(hidx)
-    d.c_hkoff = <int32_t*>PyByteArray_AS_STRING(hkoff)
-    d.c_hvoff = <int32_t*>PyByteArray_AS_STRING(hvoff)
-    d.c_hvlen = <int32_t*>PyByteArray_AS_STRING(hvlen)
-    d.kpos = 0
-    d.vpos = d.key_bytes
-    d.hkpos = d.key_bytes + d.value_bytes
-    d.hvpos = d.hkpos + d.hkey_bytes
-    d.hvpos_start = d.hvpos
-    d.data_end = total
-    d.c_hidx[0] = 0
-    if n:
-        d.mode = MODE_FILL
-        _run(d, data)  # pass 2: the same walk, copying into the columns
-    if d.i != n or d.hi != nh:  # the two passes walk the same bytes; never expected
-        raise _errors.CodecError(_CHANGED)
-    d.c_koff[n] = <int32_t>d.kpos
-    d.c_voff[n] = <int32_t>d.vpos
-    d.c_hkoff[nh] = <int32_t>d.hkpos
-    d.c_hvoff[nh] = <int32_t>d.hvpos
-    return _Columns._from_decoder(buf, offsets, timestamps, ttypes, koff, klen, voff, vlen,
-                                  hidx, hkoff, hvoff, hvlen)
+    _getbuf(data, &view)
+    if not view.readonly:
+        # The Columns points into its input: a buffer someone may still write to is copied
+        # once, so decoded records never change (and a bytearray stays resizable).
+        try:
+            data = PyBytes_FromStringAndSize(<const char*>view.buf, view.len)
+        finally:
+            PyBuffer_Release(&view)
+        _getbuf(data, &view)
+    try:
+        seg = memoryview(data)
+        if seg.ndim != 1 or seg.format != "B":
+            seg = seg.cast("B")
+        d.o.cap = 0
+        d.block = d.relayout(_record_bound(<cptr>view.buf, view.len))
+        d.hblock = _alloc(0)
+        d.segs = [seg]
+        d.bases = [0]
+        d.vtotal = view.len
+        d.seg_ptr = <cptr>view.buf
+        d.seg_vbase = 0
+        d.top(data, <cptr>view.buf, view.len)
+    finally:
+        PyBuffer_Release(&view)
+    if d.vtotal > 2147483647:
+        # Kept fields are disjoint pieces of the decoded buffers, so only then can they
+        # add up to more than int32 offsets in ``data`` can address.
+        total = _payload(&d.o)
+        if total > 2147483647:
+            raise _data_too_large(total)
+    n = d.o.n
+    nh = d.o.nh
+    if d.o.cap > 2 * n + 64:
+        d.block = d.relayout(n)  # most of the room went unused (start_offset, control)
+    cap = d.o.cap
+    hcap = d.o.hcap
+    rec = d.block
+    hdr = d.hblock
+    return _Columns._from_view(d.segs, d.bases, {
+        "offsets": (rec, 0, n),
+        "timestamps": (rec, 8 * cap, n),
+        "_key_starts": (rec, 16 * cap, n),
+        "_value_starts": (rec, 24 * cap, n),
+        "key_lengths": (rec, 32 * cap, n),
+        "value_lengths": (rec, 36 * cap, n),
+        "header_index": (rec, 40 * cap, n + 1),
+        "timestamp_types": (rec, 44 * cap + 4, n),
+        "_header_key_starts": (hdr, 0, nh),
+        "_header_value_starts": (hdr, 8 * hcap, nh),
+        "_header_key_lengths": (hdr, 16 * hcap, nh),
+        "header_value_lengths": (hdr, 20 * hcap, nh),
+    }, _gather_spans)
+
+
+def _gather_spans(segments, bases, starts, lengths, out, Py_ssize_t pos, offsets):
+    """Columns' ``gather`` (see kafkawire._columnar.gather_spans) for the extension's views:
+    copy each span's bytes into ``out`` from ``pos`` on, offsets into ``offsets``."""
+    cdef Py_ssize_t nseg = len(segments), n, i, j, lo, hi
+    cdef Py_buffer sb, lb, ob, fb
+    cdef Py_buffer* segbufs
+    cdef int64_t* segbase
+    cdef int64_t s
+    cdef int32_t length
+    cdef const int64_t* st
+    cdef const int32_t* ln
+    cdef int32_t* offs
+    cdef unsigned char* o
+    cdef Py_ssize_t got = 0
+    if nseg < 1 or len(bases) != nseg:
+        raise _errors.CodecError("gather: one base per segment, at least one segment")
+    segbufs = <Py_buffer*>malloc(nseg * sizeof(Py_buffer))
+    segbase = <int64_t*>malloc(nseg * sizeof(int64_t))
+    if segbufs == NULL or segbase == NULL:
+        free(segbufs)
+        free(segbase)
+        raise MemoryError()
+    _getbuf(starts, &sb)
+    try:
+        _getbuf(lengths, &lb)
+        try:
+            _getbuf(out, &ob)
+            try:
+                _getbuf(offsets, &fb)
+                try:
+                    for j in range(nseg):
+                        _getbuf(segments[j], &segbufs[j])
+                        got += 1
+                        segbase[j] = bases[j]
+                    n = lb.len // 4
+                    if sb.len != 8 * n or fb.len != 4 * (n + 1) or fb.readonly or ob.readonly:
+                        raise _errors.CodecError("gather: starts, lengths and offsets disagree")
+                    st = <const int64_t*>sb.buf
+                    ln = <const int32_t*>lb.buf
+                    offs = <int32_t*>fb.buf
+                    o = <unsigned char*>ob.buf
+                    j = 0
+                    for i in range(n):
+                        offs[i] = <int32_t>pos
+                        length = ln[i]
+                        if length <= 0:
+                            continue
+                        s = st[i]
+                        if not (segbase[j] <= s and s + length <= segbase[j] + segbufs[j].len):
+                            lo = 0
+                            hi = nseg - 1
+                            while lo < hi:  # the last segment starting at or before s
+                                j = (lo + hi + 1) // 2
+                                if segbase[j] <= s:
+                                    lo = j
+                                else:
+                                    hi = j - 1
+                            j = lo
+                            if not (segbase[j] <= s and s + length <= segbase[j] + segbufs[j].len):
+                                raise _errors.CodecError(
+                                    f"gather: span {s}+{length} is outside the decoded buffers")
+                        if pos + length > ob.len:
+                            raise _errors.CodecError("gather: the output buffer is too small")
+                        memcpy(o + pos, <cptr>segbufs[j].buf + (s - segbase[j]), length)
+                        pos += length
+                    offs[n] = <int32_t>pos
+                finally:
+                    for j in range(got):
+                        PyBuffer_Release(&segbufs[j])
+                    PyBuffer_Release(&fb)
+            finally:
+                PyBuffer_Release(&ob)
+        finally:
+            PyBuffer_Release(&lb)
+    finally:
+        PyBuffer_Release(&sb)
+        free(segbufs)
+        free(segbase)
+    return pos
 
 
 # ---------------------------------------------------------------------------------------

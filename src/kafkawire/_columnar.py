@@ -1,7 +1,9 @@
 """The columnar shape of decoded records: flat numpy arrays over one contiguous buffer.
 
-:func:`kafkawire.codec.decode_columnar` returns a :class:`Columns`; ``to_arrow`` turns it
-into a pyarrow RecordBatch with Spark's Kafka schema without copying record bytes, and
+:func:`kafkawire.codec.decode_columnar` returns a :class:`Columns` that is still a view of
+the fetched bytes (nothing copied: arrays of where each key and value starts there);
+``data`` and the offsets arrays are built from it on first use.  ``to_arrow`` turns a
+Columns into a pyarrow RecordBatch with Spark's Kafka schema sharing ``data``, and
 :func:`kafkawire.codec.encode_columnar` encodes one.  Both codec implementations build
 this same class.
 
@@ -10,6 +12,8 @@ This module does no I/O; numpy is imported at module level, pyarrow only when us
 
 from __future__ import annotations
 
+from bisect import bisect_right
+
 import numpy as np
 
 from kafkawire import errors
@@ -17,6 +21,24 @@ from kafkawire import errors
 __all__ = ["Columns"]
 
 _INT32_MAX = 2**31 - 1
+# The buffer and offset arrays a decoder may leave unbuilt (see Columns, "views").
+_LAZY = ("data", "key_offsets", "value_offsets", "header_key_offsets", "header_value_offsets")
+# A view's arrays (see Columns._from_view): its public ones, then where keys, values and
+# header keys and values start in the view's buffers, and header key lengths.
+_VIEW_ARRAYS = {
+    "offsets": np.int64,
+    "timestamps": np.int64,
+    "timestamp_types": np.int8,
+    "key_lengths": np.int32,
+    "value_lengths": np.int32,
+    "header_index": np.int32,
+    "header_value_lengths": np.int32,
+    "_key_starts": np.int64,
+    "_value_starts": np.int64,
+    "_header_key_starts": np.int64,
+    "_header_key_lengths": np.int32,
+    "_header_value_starts": np.int64,
+}
 _FIELDS = (
     ("data", np.uint8),
     ("offsets", np.int64),
@@ -143,6 +165,26 @@ def record_fields(i: int, rec, timestamp: int):
     return key, value, ts, headers
 
 
+def gather_spans(segments, bases, starts, lengths, out, pos, offsets) -> int:
+    """Copy spans (``starts``/``lengths``, -1 = null) of a view's buffers into ``out``
+    from ``pos`` on; ``offsets[i]`` gets where span ``i`` landed, ``offsets[n]`` the end.
+    Returns the end.  The extension passes its own loop with the same contract."""
+    mv = memoryview(out)
+    one = segments[0] if len(segments) == 1 else None
+    for i, (start, n) in enumerate(zip(starts.tolist(), lengths.tolist())):
+        offsets[i] = pos
+        if n > 0:
+            if one is not None:
+                mv[pos : pos + n] = one[start : start + n]
+            else:
+                j = bisect_right(bases, start) - 1
+                b = start - bases[j]
+                mv[pos : pos + n] = segments[j][b : b + n]
+            pos += n
+    offsets[len(lengths)] = pos
+    return pos
+
+
 class Columns:
     """Decoded records as flat arrays over one buffer (see ``to_arrow`` for Spark's schema).
 
@@ -151,9 +193,35 @@ class Columns:
     (likewise values and header keys/values); a null key or value has length -1 in
     ``key_lengths``/``value_lengths`` and an empty span.  The headers of record ``i`` are
     header slots ``header_index[i]`` to ``header_index[i+1]``.
+
+    Views: ``decode_columnar`` copies no record bytes.  Its Columns keeps the fetched
+    buffer (and the decompressed buffer of each compressed entry) and, per key, value and
+    header, where its bytes start there; ``key``/``value``/``headers``/``record``/
+    ``to_records``, ``payload_size`` and the numeric arrays read them in place.  ``data``
+    and the four ``*_offsets`` arrays are built on first use (``to_arrow`` and
+    ``encode_columnar`` use them): one copy of the record bytes, after which the buffers
+    are let go and ``is_view`` is False.  A writable input (a bytearray, say) is copied
+    once when decoded, so changing it later never changes decoded records; pass bytes or
+    a read-only memoryview to avoid that copy.  While a view, the Columns keeps the whole
+    input alive (buffers no kept record points into are let go at once).
     """
 
-    __slots__ = tuple(name for name, _ in _FIELDS) + ("_view",)
+    __slots__ = tuple(
+        ("_" + name) if name in _LAZY else name for name, _ in _FIELDS
+    ) + (
+        "_view",
+        # a view's buffers: memoryviews (format "B") and where each starts in the one
+        # address space the starts below count in; None once ``data`` is built
+        "_segments",
+        "_bases",
+        "_gather",
+        "_key_starts",
+        "_value_starts",
+        "_header_key_starts",
+        "_header_key_lengths",
+        "_header_value_starts",
+        "_raw",  # a view's arrays not yet wrapped: see _from_view
+    )
 
     def __init__(
         self,
@@ -184,14 +252,21 @@ class Columns:
             header_value_offsets,
             header_value_lengths,
         )
+        arrays = {}
         for (name, dtype), arg in zip(_FIELDS, args):
             try:
-                arr = np.frombuffer(arg, dtype=dtype)
+                arrays[name] = np.frombuffer(arg, dtype=dtype)
             except (TypeError, ValueError) as exc:
                 raise _bad(f"{name} is not a buffer of {np.dtype(dtype).name} ({exc})") from None
-            setattr(self, name, arr)
-        self._view = memoryview(self.data)
+        self._set_arrays(arrays)
         self._validate()
+
+    def _set_arrays(self, arrays) -> None:
+        for name, _ in _FIELDS:
+            setattr(self, "_" + name if name in _LAZY else name, arrays[name])
+        self._view = memoryview(self._data)
+        self._segments = None
+        self._raw = None
 
     @classmethod
     def _from_decoder(cls, *buffers) -> Columns:
@@ -201,10 +276,163 @@ class Columns:
         limit themselves); skipping the numpy checks is a fifth of a columnar decode.
         """
         self = cls.__new__(cls)
-        for (name, dtype), arg in zip(_FIELDS, buffers):
-            setattr(self, name, np.frombuffer(arg, dtype=dtype))
-        self._view = memoryview(self.data)
+        self._set_arrays(
+            {name: np.frombuffer(arg, dtype=dtype) for (name, dtype), arg in zip(_FIELDS, buffers)}
+        )
         return self
+
+    @classmethod
+    def _from_view(cls, segments, bases, raw, gather=None) -> Columns:
+        """A view (see the class): record fields in place in ``segments``, not copied.
+
+        ``segments`` are "B" memoryviews; segment ``j`` covers ``bases[j]`` up to
+        ``bases[j + 1]`` of the address space that the int64 starts count in (the fetched
+        buffer first, then each decompressed one in decoding order).  ``raw`` maps each
+        name in _VIEW_ARRAYS to (buffer, byte offset, item count) of its array: the
+        decoders' results, wrapped as numpy arrays on first use (a decode wraps none).
+        Starts of null entries are where their bytes would have been.  ``gather`` copies
+        spans into ``data`` (the extension passes its C loop; default: ``gather_spans``).
+        Both codecs build views with identical arrays; decoders checked them: no _validate.
+        """
+        self = cls.__new__(cls)
+        self._raw = raw
+        for name in _LAZY:
+            setattr(self, "_" + name, None)
+        self._view = None
+        self._gather = gather_spans if gather is None else gather
+        self._bases = bases = tuple(bases)
+        if len(segments) > 1:
+            # Let go of buffers no kept record points into (batches before start_offset,
+            # control batches): an empty stand-in keeps every other base where it is.
+            used = np.zeros(len(segments), dtype=bool)
+            edges = np.asarray(bases, dtype=np.int64)
+            for starts, lengths in (
+                (self._key_starts, self.key_lengths),
+                (self._value_starts, self.value_lengths),
+                (self._header_key_starts, self._header_key_lengths),
+                (self._header_value_starts, self.header_value_lengths),
+            ):
+                if len(starts):
+                    used[np.searchsorted(edges, starts[lengths > 0], side="right") - 1] = True
+            segments = [s if used[j] else memoryview(b"") for j, s in enumerate(segments)]
+        self._segments = tuple(segments)
+        return self
+
+    def __getattr__(self, name):
+        # Only for attributes not set yet: a view's arrays, wrapped on first use.
+        try:
+            buf, offset, count = object.__getattribute__(self, "_raw")[name]
+        except (KeyError, AttributeError, TypeError):
+            raise AttributeError(
+                f"{type(self).__name__!r} object has no attribute {name!r}"
+            ) from None
+        arr = np.frombuffer(buf, dtype=_VIEW_ARRAYS[name], count=count, offset=offset)
+        setattr(self, name, arr)
+        return arr
+
+    # ---- the buffer and offsets of a view, built on first use ---------------------------
+    def _build_data(self) -> None:
+        """Copy a view's record bytes into ``data`` (keys, values, header keys, header
+        values) and set the ``*_offsets`` arrays; then let go of the fetched buffers."""
+        spans = (
+            (self._key_starts, self.key_lengths),
+            (self._value_starts, self.value_lengths),
+            (self._header_key_starts, self._header_key_lengths),
+            (self._header_value_starts, self.header_value_lengths),
+        )
+        total = sum(int(np.maximum(lengths, 0).sum(dtype=np.int64)) for _, lengths in spans)
+        if total > _INT32_MAX:  # pragma: no cover - the decoders refuse such views
+            raise data_too_large(total)
+        data = bytearray(total)
+        built = []
+        pos = 0
+        for starts, lengths in spans:
+            offs = np.empty(len(lengths) + 1, dtype=np.int32)
+            pos = self._gather(self._segments, self._bases, starts, lengths, data, pos, offs)
+            built.append(offs)
+        if self._segments is None:  # another thread built them meanwhile: keep those
+            return
+        arr = np.frombuffer(data, dtype=np.uint8)
+        (self._key_offsets, self._value_offsets, self._header_key_offsets,
+         self._header_value_offsets) = built
+        self._data = arr
+        self._view = memoryview(arr)
+        self._segments = self._bases = None
+        self._key_starts = self._value_starts = None
+        self._header_key_starts = self._header_key_lengths = self._header_value_starts = None
+
+    @property
+    def data(self) -> np.ndarray:
+        """Every key, then every value, header key and header value (uint8)."""
+        if self._segments is not None:
+            self._build_data()
+        return self._data
+
+    @property
+    def key_offsets(self) -> np.ndarray:
+        if self._segments is not None:
+            self._build_data()
+        return self._key_offsets
+
+    @property
+    def value_offsets(self) -> np.ndarray:
+        if self._segments is not None:
+            self._build_data()
+        return self._value_offsets
+
+    @property
+    def header_key_offsets(self) -> np.ndarray:
+        if self._segments is not None:
+            self._build_data()
+        return self._header_key_offsets
+
+    @property
+    def header_value_offsets(self) -> np.ndarray:
+        if self._segments is not None:
+            self._build_data()
+        return self._header_value_offsets
+
+    @property
+    def is_view(self) -> bool:
+        """True while the record bytes are read in place from the decoded buffers (until
+        ``data`` or an ``*_offsets`` array is first used)."""
+        return self._segments is not None
+
+    @property
+    def payload_size(self) -> int:
+        """Bytes of keys, values, header keys and header values: ``len(data)``, without
+        building ``data`` for a view."""
+        if self._segments is None:
+            return len(self._data)
+        return sum(
+            int(np.maximum(lengths, 0).sum(dtype=np.int64))
+            for lengths in (self.key_lengths, self.value_lengths, self._header_key_lengths,
+                            self.header_value_lengths)
+        )
+
+    def _bytes_at(self, start: int, n: int) -> bytes:
+        """A view's ``n`` bytes at ``start`` of its address space."""
+        segs = self._segments
+        if len(segs) == 1:
+            return segs[0][start : start + n].tobytes()
+        j = bisect_right(self._bases, start) - 1
+        b = start - self._bases[j]
+        return segs[j][b : b + n].tobytes()
+
+    def _slicer(self):
+        """A function (start, n) -> bytes over a view's buffers."""
+        segs = self._segments
+        if len(segs) == 1:
+            seg = segs[0]
+            return lambda start, n: seg[start : start + n].tobytes()
+        bases = self._bases
+
+        def take(start, n):
+            j = bisect_right(bases, start) - 1
+            b = start - bases[j]
+            return segs[j][b : b + n].tobytes()
+
+        return take
 
     def _validate(self) -> None:
         n = len(self.offsets)
@@ -255,39 +483,83 @@ class Columns:
     def __repr__(self) -> str:
         return (
             f"Columns({len(self.offsets)} records, {len(self.header_value_lengths)} headers, "
-            f"{len(self.data)} bytes of data)"
+            f"{self.payload_size} bytes of data)"
         )
 
+    def _index(self, i: int) -> int:
+        n = len(self.offsets)
+        i = int(i)
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError(f"record index {i} out of range for {n} records")
+        return i
+
     def key(self, i: int) -> bytes | None:
-        if self.key_lengths[i] < 0:
+        i = self._index(i)
+        n = int(self.key_lengths[i])
+        if n < 0:
             return None
-        return self._view[self.key_offsets[i] : self.key_offsets[i + 1]].tobytes()
+        if self._segments is not None:
+            return self._bytes_at(int(self._key_starts[i]), n)
+        start = int(self._key_offsets[i])
+        return self._view[start : start + n].tobytes()
 
     def value(self, i: int) -> bytes | None:
-        if self.value_lengths[i] < 0:
+        i = self._index(i)
+        n = int(self.value_lengths[i])
+        if n < 0:
             return None
-        return self._view[self.value_offsets[i] : self.value_offsets[i + 1]].tobytes()
+        if self._segments is not None:
+            return self._bytes_at(int(self._value_starts[i]), n)
+        start = int(self._value_offsets[i])
+        return self._view[start : start + n].tobytes()
+
+    def _header_spans(self):
+        """(take, header key starts, their lengths, header value starts) as lists, for
+        a view or a built Columns alike; take(start, n) gives the bytes."""
+        if self._segments is not None:
+            return (
+                self._slicer(),
+                self._header_key_starts.tolist(),
+                self._header_key_lengths.tolist(),
+                self._header_value_starts.tolist(),
+            )
+        view = self._view
+        hko = self._header_key_offsets
+        return (
+            lambda start, n: view[start : start + n].tobytes(),
+            hko[:-1].tolist(),
+            np.diff(hko).tolist(),
+            self._header_value_offsets[:-1].tolist(),
+        )
 
     def headers(self, i: int) -> tuple[tuple[str, bytes | None], ...]:
-        view = self._view
-        hko = self.header_key_offsets
-        hvo = self.header_value_offsets
+        i = self._index(i)
+        first, end = int(self.header_index[i]), int(self.header_index[i + 1])
+        if first == end:
+            return ()
+        if self._segments is not None:
+            take = self._slicer()
+            hks, hkl, hvs = self._header_key_starts, self._header_key_lengths, self._header_value_starts
+        else:
+            view = self._view
+            take = lambda start, n: view[start : start + n].tobytes()  # noqa: E731
+            hko = self._header_key_offsets
+            hks, hkl = hko[:-1], np.diff(hko)
+            hvs = self._header_value_offsets
         hvl = self.header_value_lengths
         out = []
-        for j in range(int(self.header_index[i]), int(self.header_index[i + 1])):
-            k = str(view[hko[j] : hko[j + 1]], "utf-8")
-            v = None if hvl[j] < 0 else view[hvo[j] : hvo[j + 1]].tobytes()
-            out.append((k, v))
+        for j in range(first, end):
+            k = str(take(int(hks[j]), int(hkl[j])), "utf-8")
+            n = int(hvl[j])
+            out.append((k, None if n < 0 else take(int(hvs[j]), n)))
         return tuple(out)
 
     def record(self, i: int):
         from kafkawire import codec  # lazily: codec imports this module
 
-        n = len(self.offsets)
-        if i < 0:
-            i += n
-        if not 0 <= i < n:
-            raise IndexError(f"record index {i} out of range for {n} records")
+        i = self._index(i)
         return codec.Record(
             int(self.offsets[i]),
             int(self.timestamps[i]),
@@ -302,28 +574,35 @@ class Columns:
         from kafkawire import codec
 
         Record = codec.Record
-        view = self._view
-        ko = self.key_offsets.tolist()
+        if self._segments is not None:
+            take = self._slicer()
+            ks = self._key_starts.tolist()
+            vs = self._value_starts.tolist()
+        else:
+            view = self._view
+            take = lambda start, n: view[start : start + n].tobytes()  # noqa: E731
+            ks = self._key_offsets.tolist()
+            vs = self._value_offsets.tolist()
         kl = self.key_lengths.tolist()
-        vo = self.value_offsets.tolist()
         vl = self.value_lengths.tolist()
         hi = self.header_index.tolist()
-        hko = self.header_key_offsets.tolist()
-        hvo = self.header_value_offsets.tolist()
         hvl = self.header_value_lengths.tolist()
+        hks = hkl = hvs = None
         out = []
         for i, (off, ts, tt) in enumerate(
             zip(self.offsets.tolist(), self.timestamps.tolist(), self.timestamp_types.tolist())
         ):
-            key = None if kl[i] < 0 else view[ko[i] : ko[i + 1]].tobytes()
-            value = None if vl[i] < 0 else view[vo[i] : vo[i + 1]].tobytes()
+            key = None if kl[i] < 0 else take(ks[i], kl[i])
+            value = None if vl[i] < 0 else take(vs[i], vl[i])
             if hi[i] == hi[i + 1]:
                 headers = ()
             else:
+                if hks is None:
+                    _, hks, hkl, hvs = self._header_spans()
                 headers = tuple(
                     (
-                        str(view[hko[j] : hko[j + 1]], "utf-8"),
-                        None if hvl[j] < 0 else view[hvo[j] : hvo[j + 1]].tobytes(),
+                        str(take(hks[j], hkl[j]), "utf-8"),
+                        None if hvl[j] < 0 else take(hvs[j], hvl[j]),
                     )
                     for j in range(hi[i], hi[i + 1])
                 )
@@ -337,7 +616,8 @@ class Columns:
         Columns: key binary, value binary, [topic string, partition int32 when given],
         offset int64, timestamp timestamp[ms, UTC], timestampType int32,
         headers list<struct<key: string, value: binary>>.  Key, value and header bytes and
-        the offset/timestamp arrays are not copied.
+        the offset/timestamp arrays are not copied (a view builds ``data`` first: Arrow's
+        binary arrays need each column's bytes in one piece).
         """
         try:
             import pyarrow as pa

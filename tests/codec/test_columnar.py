@@ -301,3 +301,112 @@ def test_constructor_rejects_inconsistent_arrays(field, bad):
     parts[field] = bad
     with pytest.raises(errors.CodecError, match="Columns"):
         Columns(*parts.values())
+
+
+# ---- views: decode_columnar copies no record bytes ------------------------------------------
+
+
+def test_decode_returns_a_view_that_builds_data_on_first_use():
+    data = C.encode_record_batch(RECORDS, base_offset=40)
+    cols = C.decode_columnar(data)
+    assert cols.is_view
+    # record access reads the fields in place and leaves the view as it is
+    assert [cols.key(i) for i in range(4)] == [b"k0", None, b"k2", b""]
+    assert [cols.value(i) for i in range(-4, 0)] == [b"value-0", b"value-1", None, b""]
+    assert cols.headers(0) == (("h1", b"a"), ("h2", None))
+    assert cols.headers(2) == (("h3", b"ccc"),)
+    assert cols.record(-1) == expected_records(40)[3]
+    assert cols.to_records() == expected_records(40)
+    assert cols.payload_size == 28
+    assert repr(cols) == "Columns(4 records, 3 headers, 28 bytes of data)"
+    assert cols.offsets.tolist() == [40, 41, 42, 43]
+    assert cols.key_lengths.tolist() == [2, -1, 2, 0]
+    assert cols.header_index.tolist() == [0, 2, 2, 3, 3]
+    with pytest.raises(IndexError):
+        cols.key(4)
+    with pytest.raises(AttributeError, match="no_such_field"):
+        cols.no_such_field  # noqa: B018
+    assert cols.is_view
+    # the first use of data or of an offsets array builds them all, once
+    offsets = cols.value_offsets
+    assert not cols.is_view
+    assert offsets.tolist() == [4, 11, 18, 18, 18]
+    assert bytes(cols.data) == b"k0k2value-0value-1h1h2h3accc"
+    assert cols.value_offsets is offsets
+    assert cols.to_records() == expected_records(40)
+    assert cols.payload_size == 28
+
+
+@pytest.mark.parametrize(
+    "make", [bytearray, lambda b: memoryview(bytearray(b)), lambda b: np.frombuffer(b, np.uint8).copy()]
+)
+def test_a_writable_input_is_copied_before_it_is_viewed(make):
+    data = make(C.encode_record_batch(RECORDS, base_offset=40))
+    cols = C.decode_columnar(data)
+    with memoryview(data) as whole, whole.cast("B") as view:
+        view[:] = bytes(len(view))  # whoever owns the buffer reuses it
+    assert cols.to_records() == expected_records(40)
+    if isinstance(data, bytearray):
+        data.extend(b"more")  # and it stays resizable: the Columns holds no export of it
+        data.clear()
+    assert cols.to_records() == expected_records(40)
+
+
+def test_a_read_only_view_of_a_bytearray_is_used_in_place():
+    frame = bytearray(C.encode_record_batch(RECORDS, base_offset=40))
+    cols = C.decode_columnar(memoryview(frame).toreadonly())  # as the connection hands it
+    assert cols.is_view
+    assert cols.to_records() == expected_records(40)
+
+
+def _mixed_set():
+    """Uncompressed and compressed batches, legacy entries, a control batch, headers."""
+    many = [(b"k%d" % i, b"v" * (i % 7) if i % 5 else None, 1000 + i,
+             [("h", b"x")] if i % 11 == 0 else []) for i in range(300)]
+    return (
+        C.encode_message_set([(b"a", b"0", 5)], magic=1, base_offset=0)
+        + C.encode_record_batch(many[:100], base_offset=1)
+        + C.encode_record_batch(many[100:200], base_offset=101, compression=1)
+        + C.encode_record_batch([(b"\x00\x00\x00\x00", b"\x00" * 6)], base_offset=201, is_control=True)
+        + C.encode_message_set([(b"b", b"1", 6), (b"c", None, 7)], magic=1, base_offset=202, compression=1)
+        + C.encode_record_batch(many[200:], base_offset=204, compression=3, log_append_time=True)
+        + C.encode_record_batch(RECORDS, base_offset=304)
+    )
+
+
+@pytest.mark.parametrize("start", [0, 1, 150, 203, 250, 306, 400])
+def test_views_of_mixed_sets_hold_the_records_decode_records_finds(start):
+    data = _mixed_set()
+    cols = C.decode_columnar(data, start_offset=start)
+    expected = C.decode_records(data, start_offset=start)
+    assert cols.is_view
+    assert cols.to_records() == expected
+    assert [cols.record(i) for i in range(len(cols))] == expected
+    assert cols.payload_size == sum(
+        len(r.key or b"") + len(r.value or b"") + sum(len(k.encode()) + len(v or b"") for k, v in r.headers)
+        for r in expected
+    )
+    built = C.decode_columnar(data, start_offset=start)
+    assert len(built.data) == cols.payload_size
+    assert built.to_records() == expected
+    assert Columns.from_arrow(built.to_arrow()).to_records() == expected
+
+
+def test_uncommon_records_inside_a_batch_of_common_ones():
+    # The decoder reads records of the usual shape in a tight loop and hands the others
+    # (headers, long varints, null fields) to its general loop, then carries on.
+    rng = np.random.default_rng(5)
+    records = []
+    for i in range(2000):
+        size = int(rng.choice([0, 5, 100, 70_000, 2_100_000])) if i % 97 == 0 else 10
+        key = None if i % 13 == 0 else b"key-%d" % i
+        value = None if i % 17 == 0 else bytes(rng.integers(0, 256, size, dtype=np.uint8))
+        headers = [("trace", b"t%d" % i), ("n", None)] if i % 29 == 0 else []
+        records.append((key, value, 1_700_000_000_000 + (i * 7919) % 200_000, headers))
+    data = C.encode_record_batch(records, base_offset=10**12)
+    data += C.encode_record_batch(records[:50], base_offset=10**12 + 2000, log_append_time=True,
+                                  timestamp=123)
+    cols = C.decode_columnar(data)
+    assert cols.to_records() == C.decode_records(data)
+    assert cols.timestamp_types.tolist() == [0] * 2000 + [1] * 50
+    assert len(cols.data) == cols.payload_size

@@ -576,3 +576,73 @@ def test_non_contiguous_input_is_the_same_type_error(name) -> None:
     # numpy's strided arrays too
     result = assert_same(name, np.frombuffer(bytes(strided.obj), dtype=np.uint8)[::2])
     assert result[:2] == ("raised", TypeError)
+
+
+# ---------------------------------------------------------------------------------------
+# Columnar views: both implementations return the same view
+# ---------------------------------------------------------------------------------------
+
+
+def _view_state(cols) -> tuple:
+    """What a view shows before its data is built (reading it keeps it a view)."""
+    n = len(cols)
+    state = (
+        cols.is_view,
+        cols.payload_size,
+        repr(cols),
+        tuple(norm(r) for r in cols.to_records()),
+        tuple((cols.key(i), cols.value(i), cols.headers(i)) for i in range(n)),
+        tuple(
+            (str(a.dtype), a.tobytes())
+            for a in (cols.offsets, cols.timestamps, cols.timestamp_types, cols.key_lengths,
+                      cols.value_lengths, cols.header_index, cols.header_value_lengths)
+        ),
+    )
+    assert cols.is_view
+    return state
+
+
+def _view_sets() -> list[bytes]:
+    headers = [("h", b"1"), ("\u00e9t\u00e9", None)]
+    plain = [(b"k%d" % i, bytes(i % 300), 1000 + i, headers if i % 9 == 0 else [])
+             for i in range(600)]
+    return [
+        b"",
+        py.encode_record_batch(plain),
+        py.encode_record_batch(plain, compression=3, log_append_time=True, timestamp=99),
+        py.encode_record_batch([(None, None), (b"", b"")] * 40, base_offset=2**40),
+        py.encode_message_set([(b"a", b"b", 5), (None, b"c", 6)], magic=1, compression=1)
+        + py.encode_record_batch(plain[:50], base_offset=2)
+        + py.encode_record_batch([(b"\x00\x00\x00\x00", b"\x00" * 6)], base_offset=52, is_control=True)
+        + py.encode_record_batch(plain[50:90], base_offset=53, compression=4)
+        + py.encode_record_batch(plain[90:99], base_offset=93)[:-3],  # a partial entry at the end
+    ]
+
+
+@pytest.mark.parametrize("index", range(5))
+@pytest.mark.parametrize("start", [0, 3, 60])
+def test_columnar_views_are_the_same(index, start):
+    data = _view_sets()[index]
+    for buf in (data, bytearray(data), memoryview(data)):
+        a = py.decode_columnar(buf, start_offset=start)
+        b = cy.decode_columnar(buf, start_offset=start)
+        assert _view_state(b) == _view_state(a)
+        assert norm(b) == norm(a)  # builds data and the offsets arrays
+        assert not a.is_view and not b.is_view
+        assert b.to_records() == a.to_records() == py.decode_records(buf, start_offset=start)
+
+
+def test_the_extension_view_points_into_the_input():
+    data = _view_sets()[4]
+    cols = cy.decode_columnar(data)
+    start = np.frombuffer(data, np.uint8).ctypes.data
+    first = cols._segments[0]
+    assert np.frombuffer(first, np.uint8).ctypes.data == start and len(first) == len(data)
+    # every uncompressed value starts inside the fetched bytes, where its bytes are
+    for i in range(len(cols)):
+        s, n = int(cols._value_starts[i]), int(cols.value_lengths[i])
+        if s + max(n, 0) <= len(data) and n > 0:
+            assert data[s : s + n] == cols.value(i)
+    # the two decompressed sets are buffers of their own, after the input's bytes
+    assert len(cols._segments) == 3 and cols._bases[0] == 0 and cols._bases[1] == len(data)
+    assert cols.to_records() == py.decode_records(data)
