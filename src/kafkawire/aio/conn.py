@@ -4,7 +4,10 @@ negotiation), which the sync shell's connection drives the same way.
 
 With a SASL mechanism, :meth:`AsyncBrokerConnection.connect` logs in after the
 negotiation: :class:`~kafkawire.protocol.sasl.SaslExchange` plans the conversation, as for
-the sync shell, and this module only sends its steps and feeds back the answers.
+the sync shell, and this module only sends its steps and feeds back the answers.  When the
+broker limits the session (KIP-368), the first request after the re-login time waits for
+the requests in flight, logs in again on the same connection, and then goes out; requests
+made meanwhile wait for that login too.
 
 A request's bytes go to the transport in one write, so a cancelled caller never leaves
 a request half-sent; its answer is still read (answers come in order) and dropped.  A
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import random
 import socket
 import ssl
 from collections import deque
@@ -60,6 +64,8 @@ class AsyncBrokerConnection:
         # SASL: each login uses a fresh() copy of this mechanism.
         self.sasl = sasl
         self.sasl_result: SaslResult | None = None
+        self._reauth_at: float | None = None  # loop time the next re-login is due (KIP-368)
+        self._reauth: asyncio.Task | None = None
 
     @property
     def name(self) -> str:
@@ -172,6 +178,9 @@ class AsyncBrokerConnection:
                             exchange.receive(events[0])
                             break
             self.sasl_result = exchange.result
+            now = loop.time()
+            at_ms = exchange.result.reauthenticate_at_ms(round(now * 1000), random.random())
+            self._reauth_at = None if at_ms is None else at_ms / 1000.0
         except BrokerConnectTimeoutError as exc:
             self.close(exc)
             raise
@@ -190,6 +199,9 @@ class AsyncBrokerConnection:
                       timeout: float | None = None, expects_response: bool = True) -> Any:
         """Send ``request`` and return the decoded response (None when
         ``expects_response`` is False), due within ``timeout`` (default request_timeout_ms)."""
+        if self._reauth is not None or (
+                self._reauth_at is not None and asyncio.get_running_loop().time() >= self._reauth_at):
+            await self._reauthenticate()
         if not self.ready or self.protocol is None:
             raise self.last_error if isinstance(self.last_error, KafkaConnectionError) else \
                 ConnectionClosedError(f"{self.name} is not connected", host=self.host, port=self.port)
@@ -198,6 +210,26 @@ class AsyncBrokerConnection:
             self._write(frame[1])
             return None
         return await self._exchange(frame, self.request_timeout if timeout is None else timeout)
+
+    async def _reauthenticate(self) -> None:
+        """KIP-368: log in again once the requests in flight are answered (one login for
+        every request that finds it due; they all wait for it)."""
+        if self._reauth is None:
+            self._reauth_at = None
+
+            async def login() -> None:
+                loop = asyncio.get_running_loop()
+                deadline = loop.time() + self.request_timeout
+                while self._futures and self.ready:  # answers come in order: wait for the last
+                    await asyncio.wait([self._futures[-1]], timeout=max(0.0, deadline - loop.time()))
+                    if loop.time() >= deadline:
+                        break
+                if self.ready:
+                    await self._authenticate(deadline)
+
+            self._reauth = asyncio.ensure_future(login())
+            self._reauth.add_done_callback(lambda t: setattr(self, "_reauth", None))
+        await asyncio.shield(self._reauth)
 
     def _write(self, chunks: list[Any]) -> None:
         assert self._writer is not None
