@@ -869,13 +869,7 @@ class BrokerConnection:
         orphans = list(self._futures) + [h[3] for h in self._held]
         self._futures, self._held = deque(), deque()
         self._deadlines.clear()
-        self._out.clear()
-        self._addrs = []
-        self.protocol = None
-        self._sasl_exchange = None
-        self._raw_reader = None
-        self._reauth = None
-        self._reauth_at = None
+        self._forget_session()
         # A setup under way at the fork is the parent's: nobody in the child waits on it,
         # and failing it would count against the broker's reconnect backoff.
         self.setup = None
@@ -886,6 +880,17 @@ class BrokerConnection:
             fut._cond = None
         return [(fut, error) for fut in orphans]
 
+    def _forget_session(self) -> None:
+        """Drop what belonged to the connection's session: unsent bytes, the addresses
+        left to try, the negotiated versions, the SASL login and its re-login time."""
+        self._out.clear()
+        self._addrs = []
+        self.protocol = None
+        self._sasl_exchange = None
+        self._raw_reader = None
+        self._reauth = None
+        self._reauth_at = None
+
     def close(self, error: BaseException | None = None) -> None:
         """Close the socket; every request in flight fails with ``error``."""
         if error is None:
@@ -895,13 +900,7 @@ class BrokerConnection:
         self.state = CLOSED
         self._drop_socket()
         self.poller.connections.discard(self)
-        self._out.clear()
-        self._addrs = []
-        self.protocol = None
-        self._sasl_exchange = None
-        self._raw_reader = None
-        self._reauth = None
-        self._reauth_at = None
+        self._forget_session()
         futures, self._futures = self._futures, deque()
         held, self._held = self._held, deque()
         futures.extend(h[3] for h in held)
