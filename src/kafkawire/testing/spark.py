@@ -24,7 +24,6 @@ Quirks (one line each):
 
 from __future__ import annotations
 
-import atexit
 import json
 import os
 import re
@@ -35,9 +34,17 @@ import sys
 import tempfile
 import time
 import urllib.request
-import weakref
 
-from kafkawire.testing.brokers import LOOPBACK, free_port
+from kafkawire.testing._process import (
+    LOOPBACK,
+    Lifecycle,
+    free_port,
+    spawn,
+    tail,
+    track,
+    untrack,
+    wait_or_kill,
+)
 
 __all__ = ["SparkClusterError", "SparkStandaloneCluster", "pyspark_home"]
 
@@ -71,17 +78,6 @@ def pyspark_home() -> str:
     return home
 
 
-def _tail(path: str, limit: int = 4000) -> str:
-    try:
-        with open(path, "rb") as f:
-            f.seek(0, os.SEEK_END)
-            f.seek(max(0, f.tell() - limit))
-            text = f.read().decode("utf-8", "replace").strip()
-    except OSError:
-        return "(no output)"
-    return text or "(no output)"
-
-
 def _read(path: str) -> str:
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
@@ -105,11 +101,7 @@ class _Daemon:
     def wait(self, timeout: float) -> None:
         """Wait for the daemon to exit (SIGKILL after ``timeout``), then sweep its group."""
         proc = self.proc
-        try:
-            proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=timeout)
+        wait_or_kill(proc, timeout)
         # The daemon led its own process group (start_new_session): executors and their
         # Python workers it started are in it and must not outlive it.
         try:
@@ -118,7 +110,7 @@ class _Daemon:
             pass
 
 
-class SparkStandaloneCluster:
+class SparkStandaloneCluster(Lifecycle):
     """A Spark master and ``workers`` workers on 127.0.0.1, run as child processes.
 
     ::
@@ -198,7 +190,7 @@ class SparkStandaloneCluster:
         if not daemons:
             return "(not started)"
         return "\n".join(
-            f"--- {d.name} ({d.log_path}):\n{_tail(d.log_path, limit)}" for d in daemons
+            f"--- {d.name} ({d.log_path}):\n{tail(d.log_path, limit)}" for d in daemons
         )
 
     def driver_env(self) -> dict[str, str]:
@@ -250,19 +242,8 @@ class SparkStandaloneCluster:
         assert self._dir is not None
         log_path = os.path.join(self._dir, f"{name}.log")
         with open(log_path, "wb") as log:
-            try:
-                proc = subprocess.Popen(
-                    args,
-                    stdin=subprocess.DEVNULL,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    env=env,
-                    # Its own process group: a Ctrl-C reaches pytest only (which stops the
-                    # cluster in order), and the executors it starts can be swept by group.
-                    start_new_session=True,
-                )
-            except OSError as exc:
-                raise SparkClusterError(f"cannot run {args[0]}: {exc}") from exc
+            # In its own process group, so the executors it starts can be swept by group.
+            proc = spawn(args, log, env, SparkClusterError)
         return _Daemon(name, log_path, proc)
 
     def start(self) -> SparkStandaloneCluster:
@@ -270,7 +251,7 @@ class SparkStandaloneCluster:
             raise SparkClusterError(f"{self!r} is already started")
         home = pyspark_home()
         self._dir = tempfile.mkdtemp(prefix="kafkawire-spark-")
-        _RUNNING.add(self)
+        track(self)
         try:
             self._start(home)
         except BaseException:
@@ -355,7 +336,7 @@ class SparkStandaloneCluster:
         """Stop the workers (and so their executors), then the master; idempotent."""
         workers, self._workers = self._workers, []
         master, self._master = self._master, None
-        _RUNNING.discard(self)
+        untrack(self)
         # Workers first, all at once: a master stopped first leaves them retrying it.
         for stage in (workers, [master] if master is not None else []):
             for daemon in stage:
@@ -371,24 +352,6 @@ class SparkStandaloneCluster:
             self._dir = None
         self._master_url = self._webui_port = None
 
-    def __enter__(self) -> SparkStandaloneCluster:
-        if not self.running:
-            self.start()
-        return self
+    def _started(self) -> bool:
+        return self.running
 
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-
-# Clusters still running when the interpreter exits (a run interrupted between start and
-# stop) are stopped then, so no JVM outlives the process that started it.
-_RUNNING: weakref.WeakSet[SparkStandaloneCluster] = weakref.WeakSet()
-
-
-@atexit.register
-def _stop_all() -> None:
-    for cluster in list(_RUNNING):
-        try:
-            cluster.stop()
-        except Exception:  # noqa: BLE001 - best effort at exit
-            pass

@@ -23,27 +23,16 @@ A missing stunnel is an error that says how to install it, never a skip.
 
 from __future__ import annotations
 
-import atexit
 import datetime
 import ipaddress
 import os
 import shutil
-import signal
-import subprocess
 import tempfile
-import time
-import weakref
 from dataclasses import dataclass
-from typing import IO, Callable, Iterator
+from typing import Callable, Iterator
 
-from kafkawire.testing.brokers import (
-    LOOPBACK,
-    BrokerStartError,
-    TansuBroker,
-    _tail,
-    free_port,
-    port_accepts,
-)
+from kafkawire.testing._process import LOOPBACK, ChildProcess, Lifecycle, free_port, port_accepts
+from kafkawire.testing.brokers import BrokerStartError, TansuBroker
 
 __all__ = [
     "CertFiles",
@@ -256,34 +245,25 @@ class TLSService:
     client_cafile: str | None = None
 
 
-class Stunnel:
+class Stunnel(ChildProcess):
     """One stunnel process serving ``services`` on loopback, run as a child process.
 
     :meth:`start` returns once every port accepts connections; :meth:`stop` ends the
     process by its own pid.  stunnel's log goes to a temporary file (:meth:`output`)."""
+
+    name = "stunnel"
+    error = StunnelError
 
     def __init__(self, services: list[TLSService], *, start_timeout: float = 10.0,
                  stop_timeout: float = 5.0, binary: str | None = None):
         names = [s.name for s in services]
         if not services or len(set(names)) != len(names):
             raise ValueError(f"Stunnel needs services with distinct names, got {names}")
-        self.host = LOOPBACK
+        super().__init__(start_timeout=start_timeout, stop_timeout=stop_timeout)
         self.services = services
-        self.start_timeout = start_timeout
-        self.stop_timeout = stop_timeout
         self._binary = binary
         self._fixed = {s.name for s in services if s.port}
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._log: IO[bytes] | None = None
         self._dir: str | None = None
-
-    @property
-    def pid(self) -> int | None:
-        return self._proc.pid if self._proc is not None else None
-
-    @property
-    def running(self) -> bool:
-        return self._proc is not None and self._proc.poll() is None
 
     def port(self, name: str) -> int:
         for s in self.services:
@@ -291,12 +271,8 @@ class Stunnel:
                 return s.port
         raise KeyError(f"no stunnel service {name!r}; there are {[s.name for s in self.services]}")
 
-    def output(self, limit: int = 4000) -> str:
-        return _tail(self._log, limit) if self._log is not None else "(not started)"
-
-    def __repr__(self) -> str:
-        ports = ", ".join(f"{s.name}={s.port or '?'}" for s in self.services)
-        return f"<Stunnel {ports} {'pid %d' % self.pid if self.running else 'stopped'}>"
+    def _address(self) -> str:
+        return f"{self.host} " + ", ".join(f"{s.name}={s.port or '?'}" for s in self.services)
 
     def config_text(self) -> str:
         lines = [
@@ -318,108 +294,30 @@ class Stunnel:
                 lines += [f"CAfile = {s.client_cafile}", "verifyChain = yes", "requireCert = yes"]
         return "\n".join(lines) + "\n"
 
-    def start(self) -> Stunnel:
-        if self.running:
-            raise StunnelError(f"{self!r} is already running")
-        binary = self._binary or stunnel_binary()
-        # A free port can be taken by someone else before stunnel binds it: retry on new ones.
-        for attempt in range(3):
-            for s in self.services:
-                if s.name not in self._fixed:
-                    s.port = free_port(self.host)
-            try:
-                self._start_once(binary)
-                return self
-            except _PortTaken:
-                if attempt == 2 or self._fixed:
-                    raise StunnelError(f"stunnel could not bind its ports:\n{self.output()}") from None
-        return self  # pragma: no cover
+    def _choose_ports(self) -> bool:
+        for s in self.services:
+            if s.name not in self._fixed:
+                s.port = free_port(self.host)
+        return bool(self._fixed)
 
-    def _start_once(self, binary: str) -> None:
+    def command(self) -> list[str]:
+        # Written afresh for each start: the ports may have changed.
         if self._dir is None:
             self._dir = tempfile.mkdtemp(prefix="kafkawire-stunnel-")
         conf = os.path.join(self._dir, "stunnel.conf")
         with open(conf, "w") as f:
             f.write(self.config_text())
-        if self._log is not None:
-            self._log.close()
-        self._log = tempfile.TemporaryFile(prefix="kafkawire-stunnel-")
-        try:
-            self._proc = subprocess.Popen(
-                [binary, conf], stdin=subprocess.DEVNULL, stdout=self._log,
-                stderr=subprocess.STDOUT, start_new_session=True,
-            )
-        except OSError as exc:
-            raise StunnelError(f"cannot run {binary}: {exc}") from exc
-        _RUNNING.add(self)
-        deadline = time.monotonic() + self.start_timeout
-        while True:
-            if self._proc.poll() is not None:
-                code = self._proc.returncode
-                self._proc = None
-                _RUNNING.discard(self)
-                text = self.output()
-                if "address already in use" in text.lower():
-                    raise _PortTaken()
-                raise StunnelError(f"stunnel exited with status {code} while starting; its "
-                                   f"output ends with:\n{text}")
-            # "Configuration successful" is printed once every accept socket is bound.
-            if "configuration successful" in self.output(1 << 16).lower() and all(
-                    port_accepts(self.host, s.port, timeout=0.2) for s in self.services):
-                return
-            if time.monotonic() >= deadline:
-                self.stop()
-                raise StunnelError(f"stunnel did not accept connections within "
-                                   f"{self.start_timeout}s; its output ends with:\n{self.output()}")
-            time.sleep(0.02)
+        return [self._binary or stunnel_binary(), conf]
 
-    def stop(self) -> int | None:
-        """Terminate stunnel (SIGTERM, then SIGKILL after ``stop_timeout``); idempotent."""
-        proc, self._proc = self._proc, None
-        _RUNNING.discard(self)
-        if proc is None:
-            return None
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=self.stop_timeout)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=self.stop_timeout)
-        return proc.returncode
+    def _ready(self) -> bool:
+        # "Configuration successful" is printed once every accept socket is bound.
+        return "configuration successful" in self.output(1 << 16).lower() and all(
+            port_accepts(self.host, s.port, timeout=0.2) for s in self.services)
 
-    def close(self) -> None:
-        self.stop()
-        if self._log is not None:
-            self._log.close()
-            self._log = None
+    def _cleanup(self) -> None:
         if self._dir is not None:
             shutil.rmtree(self._dir, ignore_errors=True)
             self._dir = None
-
-    def __enter__(self) -> Stunnel:
-        if not self.running:
-            self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-class _PortTaken(Exception):
-    pass
-
-
-_RUNNING: weakref.WeakSet[Stunnel] = weakref.WeakSet()
-
-
-@atexit.register
-def _stop_all() -> None:
-    for proc in list(_RUNNING):
-        try:
-            proc.stop()
-        except Exception:  # noqa: BLE001 - best effort at exit
-            pass
 
 
 # -- a Tansu broker reachable only through TLS ----------------------------------------------
@@ -438,7 +336,7 @@ class _AdvertisingTansu(TansuBroker):
         return cmd
 
 
-class TLSTansuBroker:
+class TLSTansuBroker(Lifecycle):
     """A Tansu broker behind stunnel: every client connection goes through TLS.
 
     ``bootstrap`` is the TLS port, which the broker advertises (its certificate is
@@ -503,6 +401,11 @@ class TLSTansuBroker:
         return {"tansu": self.tansu.pid if self.tansu else None,
                 "stunnel": self.stunnel.pid if self.stunnel else None}
 
+    @property
+    def running(self) -> bool:
+        """Both stunnel and the broker run."""
+        return bool(self.stunnel and self.stunnel.running and self.tansu and self.tansu.running)
+
     def __repr__(self) -> str:
         return f"<TLSTansuBroker tansu={self.tansu!r} stunnel={self.stunnel!r}>"
 
@@ -539,11 +442,8 @@ class TLSTansuBroker:
 
     close = stop
 
-    def __enter__(self) -> TLSTansuBroker:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+    def _started(self) -> bool:
+        return self.stunnel is not None
 
 
 # -- pytest fixtures -------------------------------------------------------------------
