@@ -131,7 +131,8 @@ dist: $(STAMP)
 	mkdir -p $(DIST_WORK)/pure-src && tar -xzf dist/*.tar.gz -C $(DIST_WORK)/pure-src
 	KAFKAWIRE_NO_EXTENSION=1 KAFKAWIRE_REQUIRE_EXTENSION=0 $(PY) -m build --wheel --outdir dist $(DIST_WORK)/pure-src/*/
 	ls dist/*-manylinux*.whl && ls dist/*-py3-none-any.whl
-	$(PY) -m zipfile -l dist/*-manylinux*.whl | grep -q '_codec.*\.so' || { echo "dist: no extension in the manylinux wheel" >&2; exit 1; }
+	$(PY) -m zipfile -l dist/*-manylinux*.whl | grep -q '_codec.*\.so' || { echo "dist: no codec extension in the manylinux wheel" >&2; exit 1; }
+	$(PY) -m zipfile -l dist/*-manylinux*.whl | grep -q '_accumulate.*\.so' || { echo "dist: no accumulator extension in the manylinux wheel" >&2; exit 1; }
 	! $(PY) -m zipfile -l dist/*-py3-none-any.whl | grep -E '\.(so|pyd|c) ' || { echo "dist: compiled files in the pure wheel" >&2; exit 1; }
 	@echo "== proof: the manylinux wheel, Cython codec"
 	$(call dist_prove,dist/*-manylinux*.whl,cython,$(DIST_WORK)/cython)
@@ -140,4 +141,4 @@ dist: $(STAMP)
 	@ls -l dist
 
 clean:
-	rm -rf build dist src/kafkawire/_codec.c src/kafkawire/*.so
+	rm -rf build dist src/kafkawire/_codec.c src/kafkawire/_accumulate.c src/kafkawire/*.so

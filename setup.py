@@ -1,7 +1,9 @@
-"""Build the one compiled extension, kafkawire._codec.
+"""Build the compiled extensions: kafkawire._codec (the codec) and kafkawire._accumulate
+(the producer's per-record append).
 
 If Cython or a compiler is missing the package still installs: kafkawire.codec then
-falls back to the pure-Python twin (kafkawire._pycodec), which gives the same results.
+falls back to the pure-Python twin (kafkawire._pycodec), and the producer's accumulator
+to kafkawire.protocol._accumulate_py; both give the same results.
 Set KAFKAWIRE_REQUIRE_EXTENSION=1 to make a failed build an error (CI and wheels do).
 Set KAFKAWIRE_NO_EXTENSION=1 to build no extension at all: the pure-Python
 `py3-none-any` wheel (`make dist` builds and tests one); it wins over REQUIRE.
@@ -31,14 +33,17 @@ def extensions():
         args = ["/O2"]
     else:
         args = ["-O3", "-fno-strict-aliasing"]
-    ext = Extension(
-        "kafkawire._codec",
-        ["src/kafkawire/_codec.pyx"],
-        include_dirs=["src/kafkawire"],
-        extra_compile_args=args,
-    )
+    exts = [
+        Extension(
+            f"kafkawire.{name}",
+            [f"src/kafkawire/{name}.pyx"],
+            include_dirs=["src/kafkawire"],
+            extra_compile_args=args,
+        )
+        for name in ("_codec", "_accumulate")
+    ]
     return cythonize(
-        [ext],
+        exts,
         language_level=3,
         compiler_directives={
             "boundscheck": False,

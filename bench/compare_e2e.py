@@ -6,7 +6,10 @@ machine hits every client alike; the tables show medians over the rounds.  Run w
 
     .venv/bin/python bench/compare_e2e.py [--quick] [--records N] [--rounds R]
         [--clients kafkawire,confluent,aiokafka,kafka-python] [--compression none,lz4]
-        [--markdown PATH]
+        [--cases send,produce] [--markdown PATH]
+
+``--cases`` keeps only the named cases (e.g. ``--cases send,produce``: kafkawire's
+per-record send against confluent-kafka's produce, the topics read back untimed).
 
 Workload: N records (default 1,000,000) of 16-byte keys and 100-byte values, produced to
 a fresh 4-partition topic per client, case and round, record i to partition i % 4
@@ -591,6 +594,9 @@ def run(args: argparse.Namespace) -> dict[tuple[str, str, str], list[Outcome]]:
                     topics: list[str] = []
                     for client in order:
                         for case, _label, produce, consumers in CASES[client]:
+                            if args.cases and case not in args.cases:
+                                continue
+                            consumers = [c for c in consumers if not args.cases or c[0] in args.cases]
                             topic = f"e2e-{client}-{case}-{uuid.uuid4().hex[:8]}"
                             admin.create(topic)
                             topics.append(topic)
@@ -741,6 +747,8 @@ def main() -> None:
     parser.add_argument("--clients", default=",".join(ALL_CLIENTS),
                         help=f"comma-separated subset of {','.join(ALL_CLIENTS)}")
     parser.add_argument("--compression", default="none", help="comma-separated: none,lz4,...")
+    parser.add_argument("--cases", default="",
+                        help="comma-separated case names to run (e.g. send,produce); default all")
     parser.add_argument("--markdown", metavar="PATH", help="also write the tables to PATH")
     parser.add_argument("--json", metavar="PATH",
                         help="also write {case: ratio} (kafkawire rate / peer rate) to PATH")
@@ -751,6 +759,11 @@ def main() -> None:
     bad = [c for c in args.clients if c not in ALL_CLIENTS]
     if bad:
         parser.error(f"unknown client(s) {bad}; choose from {', '.join(ALL_CLIENTS)}")
+    args.cases = {c.strip() for c in args.cases.split(",") if c.strip()}
+    known = {case for cases in CASES.values() for case, _l, _f, cons in cases} | CONSUME_KINDS
+    bad = sorted(args.cases - known)
+    if bad:
+        parser.error(f"unknown case(s) {bad}; choose from {', '.join(sorted(known))}")
     args.compression = [c.strip() for c in args.compression.split(",") if c.strip()]
     bad = [c for c in args.compression if c not in CODEC_NAMES]
     if bad:

@@ -26,13 +26,16 @@ def pytest_sessionstart(session: pytest.Session) -> None:
             f"KAFKAWIRE_EXPECT_IMPLEMENTATION={expected!r} but kafkawire.codec does not "
             f"import: {exc!r}"
         ) from exc
-    if codec.IMPLEMENTATION != expected:
-        hint = (
-            "build the extension with `python setup.py build_ext --inplace` (or `make build`)"
-            if expected == "cython"
-            else "unset KAFKAWIRE_PUREPYTHON / check the environment"
-        )
-        raise pytest.UsageError(
-            f"KAFKAWIRE_EXPECT_IMPLEMENTATION={expected!r} but kafkawire.codec loaded the "
-            f"{codec.IMPLEMENTATION!r} implementation; {hint}"
-        )
+    from kafkawire.protocol import accumulator
+
+    for name, module in (("kafkawire.codec", codec), ("kafkawire.protocol.accumulator", accumulator)):
+        if module.IMPLEMENTATION != expected:
+            hint = (
+                "build the extensions with `python setup.py build_ext --inplace` (or `make build`)"
+                if expected == "cython"
+                else "unset KAFKAWIRE_PUREPYTHON / check the environment"
+            )
+            raise pytest.UsageError(
+                f"KAFKAWIRE_EXPECT_IMPLEMENTATION={expected!r} but {name} loaded the "
+                f"{module.IMPLEMENTATION!r} implementation; {hint}"
+            )

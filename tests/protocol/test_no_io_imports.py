@@ -22,6 +22,8 @@ import sys
 import sysconfig
 from pathlib import Path
 
+import pytest
+
 import kafkawire
 
 FORBIDDEN = {"socket", "ssl", "selectors", "asyncio", "threading", "time"}
@@ -91,15 +93,16 @@ def test_source_has_no_io_imports() -> None:
     assert not offenders, f"sans-IO modules importing I/O modules: {offenders}"
 
 
-def test_cython_source_has_no_io_imports() -> None:
-    pyx = PACKAGE_DIR / "_codec.pyx"
-    assert pyx.exists(), "the Cython codec source _codec.pyx is missing"
+@pytest.mark.parametrize("name", ["_codec.pyx", "_accumulate.pyx"])
+def test_cython_source_has_no_io_imports(name: str) -> None:
+    pyx = PACKAGE_DIR / name
+    assert pyx.exists(), f"the Cython source {name} is missing"
     imports = re.findall(
         r"^\s*(?:c?import|from)\s+([A-Za-z_][\w.]*)", pyx.read_text(encoding="utf-8"), re.MULTILINE
     )
-    assert imports, "expected to find some import statements in _codec.pyx"
+    assert imports, f"expected to find some import statements in {name}"
     bad = sorted(n for n in imports if n.split(".")[0] in FORBIDDEN)
-    assert not bad, f"_codec.pyx imports I/O modules: {bad}"
+    assert not bad, f"{name} imports I/O modules: {bad}"
 
 
 def test_import_scanner_sees_lazy_and_relative_imports(tmp_path: Path) -> None:

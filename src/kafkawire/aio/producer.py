@@ -34,7 +34,7 @@ from kafkawire.client.errors import (
 from kafkawire.client.partitioner import StickyPartitioner, check_partition, choose_partition
 from kafkawire.client.producer import RecordFuture, RecordMetadata
 from kafkawire.protocol import apis
-from kafkawire.protocol.accumulator import BATCH_OVERHEAD, RECORD_OVERHEAD, Accumulator, Batch, prepare_record
+from kafkawire.protocol.accumulator import BATCH_OVERHEAD, Accumulator, Appender, Batch, prepare_record
 from kafkawire.protocol.idempotence import INIT_PRODUCER_ID
 from kafkawire.protocol.transactions import TransactionAbortedError, TransactionManager
 
@@ -94,6 +94,8 @@ class AsyncProducer:
         self._sticky = StickyPartitioner()
         self._max_record_size = c.max_request_size - BATCH_OVERHEAD - 64
         self._batch_size = self._acc.batch_size
+        # send()'s one call (Appender.append); no lock: one event loop thread.
+        self._append = Appender(self._acc.open, self._batch_size, None, AsyncRecordFuture, time.time_ns).append
         # send()'s hot path is allowed: no serializers, batches smaller than the largest
         # record, started and not closing.
         self._fast = False  # set by start()
@@ -210,19 +212,13 @@ class AsyncProducer:
                    ) -> AsyncRecordFuture:
         """Queue one record; returns a future to ``await`` for its RecordMetadata once
         the broker acknowledges it (per ``acks``)."""
-        # The hot path, as the sync producer's: bytes, no headers, an explicit partition
-        # whose open batch has room, no serializers.  Everything else takes _send().
-        if (self._fast and headers is None and type(value) is bytes and type(partition) is int
-                and (key is None or type(key) is bytes) and partition >= 0):
-            b = self._acc.open.get((topic, partition))
-            size = RECORD_OVERHEAD + len(value) + (0 if key is None else len(key))
-            if b is not None and b.size + size < self._batch_size:
-                if timestamp is None:
-                    timestamp = time.time_ns() // 1_000_000
-                index = len(b.records)
-                b.records.append((key, value, timestamp))
-                b.size += size
-                return AsyncRecordFuture((b, index, timestamp))
+        # The hot path, as the sync producer's (one call into the accumulator): bytes, no
+        # headers, an explicit partition whose open batch has room, no serializers.
+        # Everything else takes _send().
+        if self._fast:
+            fut = self._append(topic, partition, key, value, timestamp, headers)
+            if fut is not None:
+                return fut
         return await self._send(topic, value, key, partition, timestamp, headers)
 
     async def _send(self, topic: str, value: Any, key: Any, partition: int | None, timestamp: int | None,

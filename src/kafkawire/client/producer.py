@@ -44,7 +44,14 @@ from kafkawire.client.errors import (
 from kafkawire.client.future import Future
 from kafkawire.client.partitioner import StickyPartitioner, check_partition, choose_partition
 from kafkawire.protocol import apis
-from kafkawire.protocol.accumulator import BATCH_OVERHEAD, RECORD_OVERHEAD, Accumulator, Batch, prepare_record
+from kafkawire.protocol.accumulator import (
+    BATCH_OVERHEAD,
+    RECORD_OVERHEAD,
+    Accumulator,
+    Appender,
+    Batch,
+    prepare_record,
+)
 from kafkawire.protocol.idempotence import INIT_PRODUCER_ID
 from kafkawire.protocol.transactions import TransactionAbortedError, TransactionManager
 
@@ -169,6 +176,12 @@ class Producer:
         self._batches = acc.batches
         self._open = acc.open
         self._incomplete = acc.incomplete
+        # send()'s one call (Appender.send), bound as this instance's send unless a
+        # subclass overrides send().
+        self._appender = Appender(acc.open, acc.batch_size, self._lock, RecordFuture, _time_ns,
+                                  self._send, None if self._partitioner is not None else self._sticky_partition)
+        if type(self).send is Producer.send:
+            self.send = self._appender.send  # type: ignore[method-assign]
         # send()'s hot path is allowed: no serializers, batches smaller than the largest
         # record (so a record that fits a batch fits a request), not closing.
         self._fast = (self._key_ser is None and self._value_ser is None and c.transactional_id is None
@@ -208,6 +221,7 @@ class Producer:
         self._lock = threading.Lock()
         self._space = threading.Condition(self._lock)
         self._meta_cond = threading.Condition()
+        self._appender.lock = self._lock
         self._fast = False  # send() must take _send(), which finishes the job
 
     def _check_fork(self) -> None:
@@ -281,36 +295,26 @@ class Producer:
     ) -> RecordFuture:
         """Queue one record; the returned future resolves once the broker acknowledges it
         (per ``acks``).  Blocks up to ``max_block_ms`` for metadata or buffer space."""
-        # The hot path: bytes (or None), no headers, an explicit partition (or an unkeyed
-        # record's sticky one) whose open batch has room, no serializers.  Everything
-        # else, and the record that fills or opens a batch, takes _send() below.
-        p = partition
-        if p is None and key is None and self._partitioner is None:
-            n = self._partition_counts.get(topic)
-            if n:
-                p = self._sticky.partition(topic, n)
-        if (self._fast and headers is None and type(value) is bytes and type(p) is int
-                and (key is None or type(key) is bytes) and p >= 0):
-            size = _RECORD_OVERHEAD + len(value) + (0 if key is None else len(key))
-            if timestamp is None:
-                timestamp = _time_ns() // 1_000_000
-            fut = None
-            lock = self._lock
-            lock.acquire()  # acquire/release costs half of `with` here
-            try:
-                b = self._open.get((topic, p))
-                if b is not None and b.size + size < self._batch_size:
-                    records = b.records
-                    fut = RecordFuture((b, len(records), timestamp))
-                    records.append((key, value, timestamp))
-                    b.size += size
-            finally:
-                lock.release()
-            if fut is not None:
-                if callback is not None:
-                    fut.add_callback(callback)
-                return fut
-        return self._send(topic, value, key, partition, timestamp, headers, callback)
+        # One call: the accumulator's Appender.send (compiled when the codec is) appends a
+        # plain record (bytes or None, no headers, an explicit partition or an unkeyed
+        # record's sticky one, no serializers) to its partition's open batch if that has
+        # room, and hands everything else, and the record that fills or opens a batch, to
+        # _send() below.  __init__ makes it this producer's own send, skipping this frame.
+        return self._appender.send(topic, value, key, partition, timestamp, headers, callback)
+
+    @property
+    def _fast(self) -> bool:
+        """send()'s hot path is allowed (Appender.enabled)."""
+        return self._appender.enabled
+
+    @_fast.setter
+    def _fast(self, on: bool) -> None:
+        self._appender.enabled = on
+
+    def _sticky_partition(self, topic: str) -> int | None:
+        # An unkeyed record's partition on the hot path (KIP-480), once the count is known.
+        n = self._partition_counts.get(topic)
+        return self._sticky.partition(topic, n) if n else None
 
     def _send(self, topic: str, value: Any, key: Any, partition: int | None, timestamp: int | None,
               headers: Any, callback: Any) -> RecordFuture:
@@ -415,7 +419,7 @@ class Producer:
             if encoded is not None:
                 size = len(encoded)
             else:
-                size = int(piece.data.nbytes) + _RECORD_OVERHEAD * len(piece) + _BATCH_OVERHEAD
+                size = piece.payload_size + _RECORD_OVERHEAD * len(piece) + _BATCH_OVERHEAD
             if size > self._max_request:
                 raise RecordTooLargeError(
                     f"send_batch: {len(piece)} records of {size} bytes exceed max_request_size="

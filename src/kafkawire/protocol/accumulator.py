@@ -7,6 +7,14 @@ is kept here; waiting for room is the shell's.
 The sync producer (a sender thread, a lock around this state) and the asyncio producer
 drive the same :class:`Accumulator`.  Time is passed in (monotonic seconds); each batch's
 future comes from the shell's ``new_future`` and is resolved by the shell.
+
+A record appended one by one is encoded into its batch right away (RecordBatch v2
+framing), so sending a batch costs its header and CRC only.  send()'s common case is one
+call: ``Appender.send`` (the sync producer's send() itself) or ``Appender.append`` (the
+asyncio one's), which appends to the open batch if it has room and leaves every decision
+here to the full path.  ``Batch`` and ``Appender`` are compiled (kafkawire._accumulate)
+when the codec is, else the pure-Python twin (kafkawire.protocol._accumulate_py);
+``IMPLEMENTATION`` says which ("cython" or "python").
 """
 
 from __future__ import annotations
@@ -14,7 +22,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Any, Callable
 
-from kafkawire import codec
+from kafkawire import codec, errors
 from kafkawire.errors import (
     REFRESH_METADATA_CODES,
     ConfigError,
@@ -27,7 +35,21 @@ from kafkawire.errors import (
 from kafkawire.protocol import apis
 from kafkawire.protocol.idempotence import DUPLICATE_SEQUENCE_NUMBER, ProducerIdentity, restamp
 
-__all__ = ["Accumulator", "Batch", "RECORD_OVERHEAD", "BATCH_OVERHEAD", "prepare_record"]
+# The twin goes with the codec: KAFKAWIRE_PUREPYTHON=1 (or no compiled codec) picks both.
+if codec.IMPLEMENTATION == "python":
+    from kafkawire.protocol import _accumulate_py as _impl
+else:
+    try:
+        from kafkawire import _accumulate as _impl  # type: ignore[no-redef]
+    except ImportError:  # built before the extension existed: the twin is complete, only slower
+        from kafkawire.protocol import _accumulate_py as _impl  # type: ignore[no-redef]
+
+IMPLEMENTATION: str = _impl.IMPLEMENTATION
+Batch = _impl.Batch
+Appender = _impl.Appender
+
+__all__ = ["Accumulator", "Appender", "Batch", "IMPLEMENTATION", "RECORD_OVERHEAD", "BATCH_OVERHEAD",
+           "prepare_record"]
 
 PRODUCE = apis.get("Produce")
 _TopicData = PRODUCE.Request.TopicProduceData
@@ -56,6 +78,13 @@ def as_bytes(what: str, value: Any) -> Any:
                         f"set {what}_serializer to convert it") from None
 
 
+def record_tuples(b: Any) -> list[tuple]:
+    """The records appended to ``b`` one by one, as (key, value, timestamp, headers)
+    tuples: for a broker too old for RecordBatch (magic 0/1 message sets)."""
+    (batch,) = codec.decode_batches(b.encode_v2(0, None, -1, -1, -1, False))
+    return [(r.key, r.value, r.timestamp, tuple(r.headers)) for r in batch.records]
+
+
 def prepare_record(key: Any, value: Any, headers: Any, max_record_size: int, max_request: int
                    ) -> tuple[Any, Any, Any, int]:
     """(key, value, headers, size counted against batch_size and buffer_memory) of one
@@ -81,42 +110,60 @@ def prepare_record(key: Any, value: Any, headers: Any, max_record_size: int, max
     return key, value, headers, size
 
 
-class Batch:
-    __slots__ = (
-        "topic", "partition", "records", "columns", "size", "created", "future", "attempts",
-        "deadline", "retry_at", "encoded", "reserved", "full", "in_flight", "default_ts",
-        "pid", "epoch", "sequence", "unknown",
-    )
+_INT64_MIN = -(1 << 63)
+_INT64_MAX = (1 << 63) - 1
 
-    def __init__(self, topic: str, partition: int, now: float, deadline: float, future: Any):
-        self.topic = topic
-        self.partition = partition
-        self.records: list[tuple] = []
-        self.columns: Any = None
-        self.size = BATCH_OVERHEAD
-        self.created = now
-        # Resolves to (base_offset, log_append_time_ms) for the whole batch.
-        self.future = future
-        self.attempts = 0
-        self.deadline = deadline
-        self.retry_at = 0.0
-        # (magic, codec, bytes, (producer id, epoch, base sequence) in those bytes)
-        self.encoded: tuple[int, int, bytes, tuple[int, int, int]] | None = None
-        # buffer_memory bytes this batch holds (taken when it is made).
-        self.reserved = 0
-        self.full = False
-        self.in_flight = False
-        # Timestamp for records that carry none (send_batch sequences), -1: the encoder's.
-        self.default_ts = -1
-        # The idempotent producer's stamp (protocol/idempotence.py); -1 until first sent.
-        self.pid = -1
-        self.epoch = -1
-        self.sequence = -1
-        # Whether the last attempt's outcome is unknown (no answer: it may be written).
-        self.unknown = False
 
-    def count(self) -> int:
-        return len(self.columns) if self.columns is not None else len(self.records)
+def _header_pairs(headers: Any) -> tuple[tuple[bytes, Any], ...] | None:
+    """A record's headers as (UTF-8 key bytes, value bytes-like or None) pairs; None if none."""
+    if not headers:
+        return None
+    out = []
+    for h in headers:
+        try:
+            hk, hv = h
+        except (TypeError, ValueError):
+            raise errors.encode_error(f"a header is a (key, value) pair, not {h!r:.60}") from None
+        if type(hk) is str:
+            try:
+                hk = hk.encode("utf-8")
+            except UnicodeEncodeError:
+                raise errors.encode_error(f"header key {hk!r:.60} is not valid Unicode") from None
+        elif isinstance(hk, (bytes, bytearray, memoryview)):
+            hk = bytes(hk)
+            try:
+                hk.decode("utf-8")
+            except UnicodeDecodeError:
+                raise errors.encode_error(f"header key {hk!r:.60} is not valid UTF-8") from None
+        else:
+            raise errors.encode_error(f"header key must be str or bytes, not {type(hk).__name__}")
+        if hv is not None and type(hv) is not bytes:
+            try:
+                hv = memoryview(hv).tobytes()
+            except TypeError:
+                raise errors.encode_error(
+                    f"header value must be bytes-like or None, not {type(hv).__name__}") from None
+        out.append((hk, hv))
+    return tuple(out)
+
+
+def _record_parts(record: tuple) -> tuple[Any, Any, int, Any]:
+    """(key, value, timestamp, headers) of a record tuple (key, value, timestamp[, headers])
+    as Batch.add takes them; a record the encoder would refuse is refused here, before
+    anything is queued."""
+    key, value, ts = record[0], record[1], record[2]
+    headers = _header_pairs(record[3]) if len(record) > 3 else None
+    if key is not None and type(key) is not bytes:
+        key = memoryview(as_bytes("key", key)).tobytes()
+    if value is not None and type(value) is not bytes:
+        value = memoryview(as_bytes("value", value)).tobytes()
+    if type(ts) is not int:
+        if isinstance(ts, bool) or not isinstance(ts, int):
+            raise errors.encode_error(f"timestamp must be an int or None, not {type(ts).__name__}")
+        ts = int(ts)
+    if not _INT64_MIN <= ts <= _INT64_MAX:
+        raise errors.encode_error(f"timestamp {ts} out of range for int64")
+    return key, value, ts, headers
 
 
 class Accumulator:
@@ -158,16 +205,20 @@ class Accumulator:
 
     def needs_new_batch(self, tp: tuple[str, int], size: int) -> bool:
         batch = self.open.get(tp)
-        return batch is None or (batch.size + size > self.batch_size and bool(batch.records))
+        return batch is None or (batch.size + size > self.batch_size and batch.count() > 0)
 
     def append(self, tp: tuple[str, int], record: tuple, size: int, reserve: int, now: float
                ) -> tuple[Batch, int, bool, bool]:
         """Append ``record`` to its partition's open batch (a new one, taking ``reserve``
         bytes, when :meth:`needs_new_batch`).  Returns (batch, index in it, whether a
         batch was made, whether a batch was closed for sending)."""
+        key, value, ts, headers = _record_parts(record)
         made = closed = False
         batch = self.open.get(tp)
-        if batch is None or (batch.size + size > self.batch_size and batch.records):
+        if batch is None or (batch.size + size > self.batch_size and batch.count()):
+            # A send() on another thread filled the batch since needs_new_batch() said it
+            # had room (the compiled hot path appends without the lock): take the memory.
+            reserve = reserve or self.reservation(size)
             self.used_memory += reserve
             if batch is not None:
                 self.close_open(batch)
@@ -175,8 +226,7 @@ class Accumulator:
             batch = self.new_batch(tp[0], tp[1], now)
             batch.reserved = reserve
             made = True
-        index = len(batch.records)
-        batch.records.append(record)
+        index = batch.add(key, value, ts, headers)
         batch.size += size
         if batch.size >= self.batch_size:
             self.close_open(batch)
@@ -185,6 +235,9 @@ class Accumulator:
 
     def new_batch(self, topic: str, partition: int, now: float) -> Batch:
         batch = Batch(topic, partition, now, now + self.delivery_timeout, self.new_future())
+        # Room for the records up front, as the Java client's BufferPool gives a batch
+        # batch_size bytes (beyond 1 MiB the buffer grows as records come).
+        batch.allocate(min(self.batch_size, 1 << 20))
         q = self.batches.get((topic, partition))
         if q is None:
             q = self.batches[(topic, partition)] = deque()
@@ -292,18 +345,21 @@ class Accumulator:
             data = codec.encode_columnar(b.columns, magic=magic, compression=self.compression,
                                          compression_level=level, producer_id=b.pid, producer_epoch=b.epoch,
                                          base_sequence=b.sequence, is_transactional=transactional)
+        elif magic == 2 and b.records is None:  # appended one by one: encoded already
+            data = b.encode_v2(self.compression, level, b.pid, b.epoch, b.sequence, transactional)
         elif magic == 2:
             data = codec.encode_record_batch(b.records, compression=self.compression,
                                              compression_level=level, timestamp=b.default_ts,
                                              producer_id=b.pid, producer_epoch=b.epoch,
                                              base_sequence=b.sequence, is_transactional=transactional)
         else:
-            if any(len(r) > 3 and r[3] for r in b.records):
+            records = b.records if b.records is not None else record_tuples(b)
+            if any(len(r) > 3 and r[3] for r in records):
                 raise ConfigError(
                     f"records with headers need Produce v3+ (magic 2); the broker for "
                     f"{b.topic}[{b.partition}] speaks an older version"
                 )
-            recs = [r[:3] for r in b.records] if magic == 1 else [r[:2] for r in b.records]
+            recs = [r[:3] for r in records] if magic == 1 else [r[:2] for r in records]
             data = codec.encode_message_set(recs, magic=magic, compression=self.compression,
                                             compression_level=level, timestamp=b.default_ts)
         b.encoded = (magic, self.compression, data, stamp)
@@ -418,6 +474,7 @@ class Accumulator:
         self.incomplete.discard(b)
         self.used_memory -= b.reserved
         b.reserved = 0
+        b.free()  # its encoded records (record futures may keep the batch a while)
 
     def metrics(self) -> dict[str, Any]:
         out: dict[str, Any] = {"buffered_bytes": self.used_memory, "incomplete_batches": len(self.incomplete)}
@@ -440,6 +497,8 @@ class Accumulator:
     def drop_all(self) -> list[Batch]:
         """Forget every batch (the producer is closing); the ones still incomplete."""
         left = list(self.incomplete)
+        for b in self.open.values():
+            b.full = True  # closed: the hot path no longer appends to it (Appender)
         self.incomplete.clear()
         self.batches.clear()
         self.open.clear()
