@@ -21,7 +21,7 @@ Conventions
 * Buffers must be C-contiguous (TypeError otherwise).
 """
 
-from collections.abc import Buffer, Iterable, Sequence
+from collections.abc import Buffer, Callable, Iterable, Sequence
 from typing import Any, Final
 
 from kafkawire._columnar import Columns
@@ -117,6 +117,39 @@ class Batch:
     base_sequence: int
     records: list[Record]
 
+class ConsumerRecord:
+    """One consumed record, as kafkawire's Consumer.poll() hands it out (all fields
+    read-only; equality and hash are identity)."""
+
+    @property
+    def topic(self) -> str: ...
+    @property
+    def partition(self) -> int: ...
+    @property
+    def offset(self) -> int: ...
+    @property
+    def timestamp(self) -> int: ...  # milliseconds since the epoch, -1 when absent
+    @property
+    def timestamp_type(self) -> int: ...  # 0 CreateTime, 1 LogAppendTime, -1 magic 0
+    @property
+    def key(self) -> Any: ...  # bytes | None, or what a key deserializer made of it
+    @property
+    def value(self) -> Any: ...  # bytes | None, or what a value deserializer made of it
+    @property
+    def headers(self) -> tuple[tuple[str, bytes | None], ...]: ...
+    def __init__(
+        self,
+        topic: str,
+        partition: int,
+        offset: int,
+        timestamp: int,
+        timestamp_type: int,
+        key: Any,
+        value: Any,
+        headers: Iterable[tuple[str, bytes | None]] = (),
+    ) -> None: ...
+    def __repr__(self) -> str: ...
+
 # Record input for encoders: a Record, or a tuple (key, value), (key, value, timestamp)
 # or (key, value, timestamp, headers).  key/value: bytes-like or None.  timestamp None or
 # absent: the encoder's ``timestamp`` argument.  headers: iterable of (str or bytes key,
@@ -140,6 +173,22 @@ def decode_records(
     max_decompressed_size: int = ...,
     include_control: bool = False,
 ) -> list[Record]: ...
+def decode_consumer_records(
+    data: Buffer,
+    topic: str,
+    partition: int,
+    *,
+    start_offset: int = 0,
+    check_crcs: bool = True,
+    max_depth: int = ...,
+    max_decompressed_size: int = ...,
+    key_deserializer: Callable[[bytes | None], Any] | None = None,
+    value_deserializer: Callable[[bytes | None], Any] | None = None,
+) -> tuple[list[ConsumerRecord], int | None]:
+    """(records, next_offset): the records of the non-control batches as ConsumerRecords
+    of ``topic``/``partition``, and the offset after the last batch (or legacy message)
+    holding records at or past ``start_offset``, control batches included; None when
+    there is none.  Deserializers run once everything is decoded, in record order."""
 def decode_columnar(
     data: Buffer,
     *,

@@ -23,12 +23,14 @@ __all__ = [
     "DEFAULT_MAX_DECOMPRESSED_SIZE",
     "Record",
     "Batch",
+    "ConsumerRecord",
     "crc32",
     "crc32c",
     "crc32c_implementation",
     "decode_batches",
     "decode_records",
     "decode_columnar",
+    "decode_consumer_records",
     "encode_message_set",
     "encode_record_batch",
     "encode_columnar",
@@ -695,6 +697,59 @@ class Batch:
         )
 
 
+_CONSUMER_FIELDS = (
+    "topic",
+    "partition",
+    "offset",
+    "timestamp",
+    "timestamp_type",
+    "key",
+    "value",
+    "headers",
+)
+
+
+class ConsumerRecord:
+    """One consumed record: ``topic``, ``partition``, ``offset``, ``timestamp``,
+    ``timestamp_type``, ``key``, ``value``, ``headers`` (a tuple of (str, bytes or None)),
+    all read-only."""
+
+    __slots__ = _CONSUMER_FIELDS
+
+    def __init__(
+        self, topic, partition, offset, timestamp, timestamp_type, key, value, headers=()
+    ):
+        _fill(self, topic, partition, offset, timestamp, timestamp_type, key, value,
+              tuple(headers))
+
+    def __setattr__(self, name, value):
+        raise AttributeError("readonly attribute")
+
+    def __delattr__(self, name):
+        raise AttributeError("readonly attribute")
+
+    def __repr__(self):
+        return (
+            f"ConsumerRecord(topic={self.topic!r}, partition={self.partition}, "
+            f"offset={self.offset}, timestamp={self.timestamp}, key={self.key!r}, "
+            f"value={self.value!r})"
+        )
+
+    def __reduce__(self):
+        return (ConsumerRecord, tuple(getattr(self, f) for f in _CONSUMER_FIELDS))
+
+
+# Read-only from outside: the decoder and the constructor set fields through the slots'
+# own descriptors, which __setattr__ does not stand in front of.
+_SETTERS = tuple(getattr(ConsumerRecord, f).__set__ for f in _CONSUMER_FIELDS)
+_SET_KEY, _SET_VALUE = _SETTERS[5], _SETTERS[6]
+
+
+def _fill(r, *fields):
+    for put, value in zip(_SETTERS, fields):
+        put(r, value)
+
+
 # ---------------------------------------------------------------------------------------
 # decoding
 # ---------------------------------------------------------------------------------------
@@ -1155,6 +1210,46 @@ def decode_records(
             continue
         out.extend([Record(*r) for r in records])
     return out
+
+
+def decode_consumer_records(
+    data,
+    topic,
+    partition,
+    *,
+    start_offset: int = 0,
+    check_crcs: bool = True,
+    max_depth: int = DEFAULT_MAX_DEPTH,
+    max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
+    key_deserializer=None,
+    value_deserializer=None,
+) -> tuple:
+    """``(records, next_offset)``: every record in ``data`` (control batches skipped) as a
+    ConsumerRecord of ``topic`` and ``partition``, and the offset after the last batch (or
+    legacy message) with records at or past ``start_offset``, control batches included
+    (None when there is none).  Deserializers, if given, replace keys and values once
+    every batch is decoded, in record order, keys first."""
+    opts = _options(start_offset, check_crcs, max_depth, max_decompressed_size)
+    out = []
+    end = None
+    new = ConsumerRecord.__new__
+    for header, records in _entries(data, opts):
+        if not records:
+            continue
+        end = header[0] + header[9] + 1  # base offset + last offset delta + 1
+        if header[7]:  # a control batch
+            continue
+        for offset, ts, tt, key, value, headers in records:
+            r = new(ConsumerRecord)
+            _fill(r, topic, partition, offset, ts, tt, key, value, headers)
+            out.append(r)
+    if key_deserializer is not None or value_deserializer is not None:
+        for r in out:
+            if key_deserializer is not None:
+                _SET_KEY(r, key_deserializer(r.key))
+            if value_deserializer is not None:
+                _SET_VALUE(r, value_deserializer(r.value))
+    return out, end
 
 
 def decode_columnar(

@@ -133,3 +133,9 @@ write_compact_array_length = _impl.write_compact_array_length
 write_tagged_fields = _impl.write_tagged_fields
 size_of_uvarint = _impl.size_of_uvarint
 size_of_varint = _impl.size_of_varint
+
+# For kafkawire's own consumer (kafkawire.protocol.fetcher), not part of the codec API:
+# the records poll() hands out, made straight from the fetched batches by the
+# implementation loaded above.
+_ConsumerRecord = _impl.ConsumerRecord
+_decode_consumer_records = _impl.decode_consumer_records

@@ -21,10 +21,10 @@ from __future__ import annotations
 import gc
 import struct
 from collections import deque
-from operator import attrgetter
 from typing import Any, Iterator, Mapping
 
 from kafkawire import codec, errors
+from kafkawire.codec import _decode_consumer_records
 from kafkawire.errors import REFRESH_METADATA_CODES, OffsetOutOfRangeError, RecordTooLargeError, broker_error
 from kafkawire.protocol import apis
 
@@ -58,56 +58,13 @@ class TopicPartition(tuple):
         return f"TopicPartition({self[0]!r}, {self[1]})"
 
 
-class ConsumerRecord:
-    """One record: ``topic``, ``partition``, ``offset``, ``timestamp``, ``timestamp_type``,
-    ``key``, ``value``, ``headers``.
-
-    A thin view over the codec's decoded record: poll() makes one per record, and
-    copying eight fields into it would cost more than the decoding; the fields are read
-    from the decoded record when asked for.
-    """
-
-    __slots__ = ("topic", "partition", "_record")
-
-    def __init__(self, topic: str, partition: int, offset: int, timestamp: int, timestamp_type: int,
-                 key: Any, value: Any, headers: tuple = ()):
-        self.topic = topic
-        self.partition = partition
-        self._record = codec.Record(offset, timestamp, timestamp_type, key, value, tuple(headers))
-
-    # attrgetter with a dotted name reads through _record in C, without a Python frame.
-    offset = property(attrgetter("_record.offset"))
-    timestamp = property(attrgetter("_record.timestamp"))
-    timestamp_type = property(attrgetter("_record.timestamp_type"))
-    key = property(attrgetter("_record.key"))
-    value = property(attrgetter("_record.value"))
-    headers = property(attrgetter("_record.headers"))
-
-    def __repr__(self) -> str:
-        return (f"ConsumerRecord(topic={self.topic!r}, partition={self.partition}, offset={self.offset}, "
-                f"timestamp={self.timestamp}, key={self.key!r}, value={self.value!r})")
-
-
-class _RecordView(ConsumerRecord):
-    # How poll() makes a ConsumerRecord: around the decoded record as it is.
-    __slots__ = ()
-
-    def __init__(self, topic: str, partition: int, record: Any):  # noqa: D107
-        self.topic = topic
-        self.partition = partition
-        self._record = record
-
-
-class _DeserializedRecord(ConsumerRecord):
-    # With key_deserializer / value_deserializer: their results replace key and value.
-    __slots__ = ("key", "value")
-
-    def __init__(self, topic: str, partition: int, record: Any, key: Any, value: Any):  # noqa: D107
-        self.topic = topic
-        self.partition = partition
-        self._record = record
-        self.key = key
-        self.value = value
+#: One record: ``topic``, ``partition``, ``offset``, ``timestamp``, ``timestamp_type``,
+#: ``key``, ``value``, ``headers`` (a tuple of (str, bytes or None)), all read-only;
+#: ``ConsumerRecord(topic, partition, offset, timestamp, timestamp_type, key, value,
+#: headers=())`` makes one.  The codec's class: poll()'s records are made by the decoder
+#: straight from the fetched batches, one object per record (a Python object wrapping a
+#: decoded record cost more than the decoding).
+ConsumerRecord = codec._ConsumerRecord
 
 
 class FetchedBatch:
@@ -549,10 +506,10 @@ class Fetcher:
             if not st.pending or (len(out) >= max_records and not columnar):
                 continue
             # One response per partition and poll: poll_batch returns one FetchedBatch each.
-            # Decoding makes two objects per record, and they live until the caller is
-            # done with them: the collector, run every 700 allocations, would scan and
-            # promote them again and again (a third of poll()'s time at 100-byte
-            # values).  They cannot form cycles, so it waits until they are all made.
+            # Each record counts as a GC allocation (untracked unless deserializers ran):
+            # the collector would run every 700 of them and scan whatever else is young
+            # again and again.  Deserialized records cannot form cycles before poll()
+            # returns them, so it waits until they are all made.
             pause_gc = not columnar and gc.isenabled()
             if pause_gc:
                 gc.disable()
@@ -597,7 +554,7 @@ class Fetcher:
         if not columnar:
             # Decode only the batches this poll hands out; the rest stays raw, first in
             # line.  A large fetch answer then never turns into a crowd of live record
-            # objects at once (which the garbage collector would scan again and again).
+            # objects at once.
             cut = _split_point(data, max_records - len(out))
             if cut:
                 st.pending.appendleft(data[cut:])
@@ -609,8 +566,16 @@ class Fetcher:
             kept, end = _drop_aborted(data, txns, check)
             if kept is not data:
                 data, dropped_to = kept, end
-        batches = codec.decode_batches(data, start_offset=start, check_crcs=check)
-        if not batches:
+        if columnar:
+            # Not whole magic-2 batches (see _next_offset): decode_batches says what is
+            # wrong, or finds the legacy messages' end, and the columns follow.
+            batches = codec.decode_batches(data, start_offset=start, check_crcs=check)
+            end = batches[-1].base_offset + batches[-1].last_offset_delta + 1 if batches else None
+        else:
+            recs, end = _decode_consumer_records(
+                data, tp.topic, tp.partition, start_offset=start, check_crcs=check,
+                key_deserializer=self.kdes, value_deserializer=self.vdes)
+        if end is None:
             if dropped_to is not None:
                 st.position = max(dropped_to, start)
             elif len(data) >= self.config.max_partition_fetch_bytes and not self._has_complete_entry(data):
@@ -618,8 +583,7 @@ class Fetcher:
                     f"{tp} at offset {start}: the next batch is larger than "
                     f"max_partition_fetch_bytes={self.config.max_partition_fetch_bytes}; raise it")
             return
-        last = batches[-1]
-        next_pos = max(last.base_offset + last.last_offset_delta + 1, start, dropped_to or 0)
+        next_pos = max(end, start, dropped_to or 0)
         if columnar:
             cols = codec.decode_columnar(data, start_offset=start, check_crcs=check)
             st.position = next_pos
@@ -627,22 +591,6 @@ class Fetcher:
                 out.append(FetchedBatch(tp.topic, tp.partition, cols, st.high_watermark,
                                         st.last_stable_offset))
             return
-        topic, partition = tp
-        kdes, vdes = self.kdes, self.vdes
-        recs: list[ConsumerRecord] = []
-        for b in batches:
-            if b.is_control:
-                continue
-            if kdes is None and vdes is None:
-                recs.extend([_RecordView(topic, partition, r) for r in b.records])
-                continue
-            for r in b.records:
-                k, v = r.key, r.value
-                if kdes is not None:
-                    k = kdes(k)
-                if vdes is not None:
-                    v = vdes(v)
-                recs.append(_DeserializedRecord(topic, partition, r, k, v))
         room = max_records - len(out)
         if len(recs) > room:
             out.extend(recs[:room])
