@@ -449,7 +449,8 @@ def _roundtrip(bootstrap: str, topic: str, count: int, size: int, partitions: in
 
     with Producer(bootstrap_servers=bootstrap, linger_ms=5, batch_size=512 * 1024,
                   compression_type=compression) as p:
-        parts = p.cluster.partitions_for(topic, 30)[:partitions]
+        # Through the producer: its sender thread owns p.cluster and its connections.
+        parts = p.partitions_for(topic, 30)[:partitions]
         nparts = len(parts)
         progress = Progress("produce", count)
         send = p.send
