@@ -2,6 +2,6 @@
 
 import sys
 
-from kafkawire.cli import main
+from kafkawire.cli import run
 
-sys.exit(main())
+sys.exit(run())

@@ -705,10 +705,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def run() -> int:
+    """The ``kafkawire`` command's entry point (console script and ``python -m kafkawire``)."""
+    if hasattr(signal, "SIGPIPE"):
+        # `kafkawire consume | head` ends quietly.  Only for the command's own process:
+        # main() called from a program (or a test run) must leave the program's
+        # disposition alone, or a write to a closed socket would kill it.
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    return main()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if hasattr(signal, "SIGPIPE"):
-        signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `kafkawire consume | head` ends quietly
     from kafkawire.errors import KafkaWireError
 
     try:

@@ -54,3 +54,13 @@ def test_parser_knows_every_command():
     for cmd in ("produce", "consume", "metadata", "offsets", "broker", "bench", "demo"):
         assert parser.parse_args([cmd] + (["-b", "h:1", "-t", "t"] if cmd in ("produce", "consume", "offsets") else
                                           ["-b", "h:1"] if cmd == "metadata" else [])).command == cmd
+
+
+def test_main_leaves_the_callers_sigpipe_disposition_alone():
+    # Only the command's own process (run()) dies quietly on a closed pipe; a program
+    # calling main() would otherwise be killed by its next write to a closed socket.
+    import signal
+
+    before = signal.getsignal(signal.SIGPIPE)
+    assert main(["topics", "list", "-b", "127.0.0.1:1"]) == 2  # nothing listens on port 1
+    assert signal.getsignal(signal.SIGPIPE) == before
