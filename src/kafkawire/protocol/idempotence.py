@@ -53,11 +53,12 @@ _TRANSACTIONAL = 0x10
 _PRODUCER = struct.Struct(">qhi")
 
 
-def restamp(data: Any, producer_id: int, epoch: int, base_sequence: int, transactional: bool) -> bytes:
+def restamp(data: Any, producer_id: int, epoch: int, base_sequence: int, transactional: bool) -> bytearray:
     """``data`` (whole magic-2 record batches, as encoded) with the producer id, epoch and
     sequences (each batch's first following the one before) and the transactional flag
     replaced, and each CRC computed again: a batch encoded before its sequence was known
-    (send_batch) or resent under a new epoch is not encoded twice."""
+    (send_batch) or resent under a new epoch is not encoded twice.  One copy of the
+    bytes: the patched buffer itself is returned."""
     buf = bytearray(data)
     pos, end, seq = 0, len(buf), base_sequence
     while pos + 61 <= end:
@@ -75,7 +76,7 @@ def restamp(data: Any, producer_id: int, epoch: int, base_sequence: int, transac
         pos = stop
     if pos != end:
         raise ValueError("restamp: trailing bytes after the record batches")
-    return bytes(buf)
+    return buf
 
 
 class ProducerIdentity:
