@@ -334,12 +334,11 @@ def topic_end_offsets(bootstrap: str, topic: str) -> list[int]:
     latest can be short)."""
     from kafkawire import Consumer
     from kafkawire.client.consumer import TopicPartition
-    from kafkawire.spark._io import end_offsets
 
     c = Consumer(bootstrap_servers=bootstrap)
     try:
         tps = [TopicPartition(topic, p) for p in c.cluster.partitions_for(topic, 15)]
-        ends = end_offsets(c, tps)
+        ends = c.high_watermarks(tps, 15)
         return [ends[tp] for tp in tps]
     finally:
         c.close()
