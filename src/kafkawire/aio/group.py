@@ -16,6 +16,7 @@ from kafkawire.client.config import Config
 from kafkawire.client.errors import KafkaConnectionError, KafkaTimeoutError
 from kafkawire.client.group import ConsumerGroup, GroupDriver, settle
 from kafkawire.protocol.group import GroupMembership, Outgoing
+from kafkawire.protocol.steps import drive_async
 
 __all__ = ["AsyncGroupDriver", "AsyncConsumerGroup"]
 
@@ -141,24 +142,18 @@ class AsyncConsumerGroup(ConsumerGroup):
     async def run_async(self, steps: Any, deadline: float) -> Any:
         """Run a *_steps generator (see ConsumerGroup) by awaiting, by ``deadline``."""
         loop = asyncio.get_running_loop()
-        value: Any = None
-        exc: BaseException | None = None
-        while True:
-            try:
-                step = steps.throw(exc) if exc is not None else steps.send(value)
-            except StopIteration as stop:
-                return stop.value
-            value, exc = None, None
+
+        async def do_step(step: tuple[str, Any]) -> Any:
             kind, arg = step
             if kind == "sleep":
                 await asyncio.sleep(arg)
-                continue
+                return None
             try:
-                value = await asyncio.wait_for(asyncio.shield(arg), max(0.0, deadline - _mono(loop)))
+                return await asyncio.wait_for(asyncio.shield(arg), max(0.0, deadline - _mono(loop)))
             except asyncio.TimeoutError:
-                exc = KafkaTimeoutError("no answer from the group coordinator in time")
-            except Exception as err:  # noqa: BLE001 - thrown into the generator
-                exc = err
+                raise KafkaTimeoutError("no answer from the group coordinator in time") from None
+
+        return await drive_async(steps, do_step)
 
     async def commit_wait(self, offsets: dict[Any, int] | None, deadline: float) -> None:
         await self.run_async(self.commit_steps(offsets, deadline), deadline)

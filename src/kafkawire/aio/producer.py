@@ -36,6 +36,7 @@ from kafkawire.client.producer import RecordFuture, RecordMetadata
 from kafkawire.protocol import apis
 from kafkawire.protocol.accumulator import BATCH_OVERHEAD, Accumulator, Appender, Batch, prepare_record
 from kafkawire.protocol.idempotence import INIT_PRODUCER_ID
+from kafkawire.protocol.steps import drive_async
 from kafkawire.protocol.transactions import TransactionAbortedError, TransactionManager
 
 __all__ = ["AsyncProducer", "AsyncRecordFuture"]
@@ -295,28 +296,21 @@ class AsyncProducer:
         if self._txn_lock is None:
             self._txn_lock = asyncio.Lock()
         async with self._txn_lock:
-            value: Any = None
-            exc: BaseException | None = None
-            while True:
-                try:
-                    step = steps.throw(exc) if exc is not None else steps.send(value)
-                except StopIteration as stop:
-                    return stop.value
-                value, exc = None, None
-                if step[0] == "sleep":
-                    await asyncio.sleep(step[1])
-                    continue
-                node, api, build, max_version = step
-                deadline = self._now() + self.config.request_timeout_ms / 1000
-                try:
-                    conn = await (self.cluster.any_connection(deadline) if node is None
-                                  else self.cluster.connection(node, deadline))
-                    version = conn.protocol.version_for(api)
-                    if max_version is not None:
-                        version = min(version, max_version)
-                    value = await conn.request(api, build(version), version)
-                except Exception as err:  # noqa: BLE001 - thrown into the generator
-                    exc = err
+            return await drive_async(steps, self._txn_step)
+
+    async def _txn_step(self, step: Any) -> Any:
+        """One step of a transactions.py generator: a sleep, or a request and its answer."""
+        if step[0] == "sleep":
+            await asyncio.sleep(step[1])
+            return None
+        node, api, build, max_version = step
+        deadline = self._now() + self.config.request_timeout_ms / 1000
+        conn = await (self.cluster.any_connection(deadline) if node is None
+                      else self.cluster.connection(node, deadline))
+        version = conn.protocol.version_for(api)
+        if max_version is not None:
+            version = min(version, max_version)
+        return await conn.request(api, build(version), version)
 
     async def _txn_call(self, steps: Any, timeout: float | None, call: str) -> Any:
         task = asyncio.ensure_future(self._txn_steps(steps))

@@ -48,6 +48,7 @@ from kafkawire.protocol.group import (
     Outgoing,
     RejoinNeeded,
 )
+from kafkawire.protocol.steps import drive
 
 __all__ = ["GroupThread", "ConsumerGroup", "ConsumerRebalanceListener"]
 
@@ -692,24 +693,17 @@ class ConsumerGroup:
     @staticmethod
     def run_steps(steps: Any, deadline: float) -> Any:
         """Run a *_steps generator here, blocking, by ``deadline``."""
-        value: Any = None
-        exc: BaseException | None = None
-        while True:
-            try:
-                step = steps.throw(exc) if exc is not None else steps.send(value)
-            except StopIteration as stop:
-                return stop.value
-            value, exc = None, None
+
+        def do_step(step: tuple[str, Any]) -> Any:
             kind, arg = step
             if kind == "sleep":
                 time.sleep(arg)
-                continue
-            try:
-                if not arg.wait(max(0.0, deadline - time.monotonic())):
-                    raise KafkaTimeoutError("no answer from the group coordinator in time")
-                value = arg.result(0)
-            except Exception as err:  # noqa: BLE001 - thrown into the generator
-                exc = err
+                return None
+            if not arg.wait(max(0.0, deadline - time.monotonic())):
+                raise KafkaTimeoutError("no answer from the group coordinator in time")
+            return arg.result(0)
+
+        return drive(steps, do_step)
 
     def commit(self, offsets: dict[Any, int] | None, deadline: float) -> None:
         self.run_steps(self.commit_steps(offsets, deadline), deadline)
