@@ -621,6 +621,7 @@ class Producer:
             self.cluster.close()
             return
         self._closing = True
+        deadline = None if timeout is None else time.monotonic() + timeout
         try:
             self.flush(timeout)
         except KafkaTimeoutError:
@@ -628,14 +629,14 @@ class Producer:
         finally:
             self._closed = True
             self._poller.wakeup()
-            self._thread.join(None if timeout is None else max(timeout, 1.0))
+            # The sender thread closes the connections as it stops (it owns them); it is
+            # waited for only as long as the timeout allows.
+            self._thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
             err = ClientClosedError("the producer was closed before this record was delivered")
             with self._lock:
                 leftovers = self._acc.drop_all()
             for b in leftovers:
                 b.future.set_exception(err)
-            if not self._thread.is_alive():
-                self.cluster.close()
             with self._meta_cond:
                 self._meta_cond.notify_all()
 
@@ -665,6 +666,8 @@ class Producer:
             for b in leftovers:
                 b.future.set_exception(exc)
             raise
+        finally:
+            self.cluster.close()
 
     def _update_metadata_waiters(self) -> None:
         cluster = self.cluster
