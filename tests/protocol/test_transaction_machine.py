@@ -120,3 +120,35 @@ def test_a_fenced_producer_fails_for_good():
     with pytest.raises(TransactionStateError, match="close it"):
         txn.begin()
     assert txn.state != IN_TRANSACTION
+
+
+def test_a_partition_that_could_not_be_added_makes_the_transaction_abortable():
+    txn = begun()
+    txn.partition_used(("t", 0))
+    txn.partition_used(("t", 1))
+    d = Driver(txn.add_partitions_steps())
+    result = ADD.Response.AddPartitionsToTxnTopicResult
+    part = result.AddPartitionsToTxnPartitionResult
+    # partition 0 failed (KAFKA_STORAGE_ERROR, 56); 1 not attempted because of it (55)
+    d.answer(ADD.Response(results_by_topic_v3_and_below=[result(name="t", results_by_partition=[
+        part(partition_index=0, partition_error_code=56), part(partition_index=1, partition_error_code=55)])]))
+    assert d.step is None and txn.state == ABORTABLE
+    assert "KAFKA_STORAGE_ERROR" in str(txn.error)
+    assert not txn.added
+
+
+def test_offsets_sent_with_the_transaction_fail_with_the_partition_error():
+    offsets_api = apis.get("AddOffsetsToTxn")
+    commit_api = apis.get("TxnOffsetCommit")
+    txn = begun()
+    d = Driver(txn.send_offsets_steps({("t", 0): 5, ("t", 1): 7}, "g"))
+    d.answer(offsets_api.Response(error_code=0))
+    d.answer(found(4))  # the group's coordinator
+    topic = commit_api.Response.TxnOffsetCommitResponseTopic
+    part = topic.TxnOffsetCommitResponsePartition
+    with pytest.raises(errors.BrokerError, match="UNKNOWN_MEMBER_ID"):
+        d.answer(commit_api.Response(topics=[topic(name="t", partitions=[
+            part(partition_index=0, error_code=0), part(partition_index=1, error_code=25)])]))
+    assert [(n, a) for n, a, _ in d.sent] == [(3, "AddOffsetsToTxn"), (None, "FindCoordinator"),
+                                              (4, "TxnOffsetCommit")]
+    assert [(p.partition_index, p.committed_offset) for p in d.sent[2][2].topics[0].partitions] == [(0, 5), (1, 7)]

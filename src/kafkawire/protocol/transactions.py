@@ -21,7 +21,7 @@ its batches until then (:meth:`TransactionManager.may_send`).
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from kafkawire import errors
 from kafkawire.errors import KafkaConnectionError, KafkaTimeoutError, KafkaWireError
@@ -75,6 +75,17 @@ def _coordinator_of(resp: Any) -> tuple[int, int]:
         c = resp.coordinators[0]
         return c.error_code, c.node_id
     return resp.error_code, resp.node_id
+
+
+def _error_code(resp: Any) -> int:
+    return resp.error_code
+
+
+def _first_error(codes: Iterable[int]) -> int:
+    """The lowest error code of a per-partition answer, 0 if none failed; a partition
+    the broker did not try because another failed (55, OPERATION_NOT_ATTEMPTED) is not
+    an error of its own."""
+    return min(set(codes) - {0, 55}, default=0)
 
 
 class TransactionManager:
@@ -159,7 +170,8 @@ class TransactionManager:
     def _ask(self, what: str, api: Any, build: Callable[[int], Any], code_of: Callable[[Any], int],
              max_version: int | None = None, group: str | None = None) -> Any:
         """Send to the transaction coordinator (or ``group``'s) until an answer other
-        than "later" or "elsewhere" comes; returns it (its code may be an error)."""
+        than "later" or "elsewhere" comes; returns it and its code (which may be an
+        error's)."""
         node = None
         while True:
             if group is None and self.coordinator is None:
@@ -185,7 +197,7 @@ class TransactionManager:
                 continue
             if code in _FATAL:
                 raise self._fatal(errors.broker_error(code, f"{what} for transactional_id {self.transactional_id!r}"))
-            return resp
+            return resp, code
 
     def init_steps(self) -> Any:
         """init_transactions(): a producer id and epoch from the coordinator, fencing any
@@ -200,7 +212,7 @@ class TransactionManager:
 
     def _new_epoch(self, what: str) -> Any:
         ident = self.identity
-        resp = yield from self._ask(what, INIT_PRODUCER_ID, ident.init_request, lambda r: r.error_code)
+        resp, _ = yield from self._ask(what, INIT_PRODUCER_ID, ident.init_request, _error_code)
         ident.apply_init(resp, None, 0.0, f"the coordinator of {self.transactional_id!r}")
         if ident.fatal is not None:
             raise self._fatal(ident.fatal)
@@ -223,13 +235,11 @@ class TransactionManager:
                 v3_and_below_topics=[req_topic(name=t, partitions=ps) for t, ps in topics.items()])
 
         def code_of(resp: Any) -> int:
-            codes = {r.partition_error_code for t in resp.results_by_topic_v3_and_below
-                     for r in t.results_by_partition} - {0, 55}  # 55: OPERATION_NOT_ATTEMPTED
-            return min(codes) if codes else 0
+            return _first_error(r.partition_error_code for t in resp.results_by_topic_v3_and_below
+                                for r in t.results_by_partition)
 
-        resp = yield from self._ask("AddPartitionsToTxn", ADD_PARTITIONS_TO_TXN, build, code_of,
-                                    _MAX_ADD_PARTITIONS_VERSION)
-        code = code_of(resp)
+        _, code = yield from self._ask("AddPartitionsToTxn", ADD_PARTITIONS_TO_TXN, build, code_of,
+                                       _MAX_ADD_PARTITIONS_VERSION)
         if code:
             self.batch_failed(errors.broker_error(code, f"AddPartitionsToTxn of {tps}"))
             return None
@@ -242,13 +252,13 @@ class TransactionManager:
         self._require("send_offsets_to_transaction()", IN_TRANSACTION)
         ident = self.identity
         group_id = group if isinstance(group, str) else group.group_id
-        resp = yield from self._ask(
+        _, code = yield from self._ask(
             "AddOffsetsToTxn", ADD_OFFSETS_TO_TXN,
             lambda v: ADD_OFFSETS_TO_TXN.Request(transactional_id=self.transactional_id, producer_id=ident.producer_id,
                                                  producer_epoch=ident.epoch, group_id=group_id),
-            lambda r: r.error_code)
-        if resp.error_code:
-            raise errors.broker_error(resp.error_code, f"AddOffsetsToTxn for group {group_id!r}")
+            _error_code)
+        if code:
+            raise errors.broker_error(code, f"AddOffsetsToTxn for group {group_id!r}")
         self.offsets_added = True
         topics: dict[str, list[Any]] = {}
         part = TXN_OFFSET_COMMIT.Request.TxnOffsetCommitRequestTopic.TxnOffsetCommitRequestPartition
@@ -263,12 +273,9 @@ class TransactionManager:
                 member_id=getattr(group, "member_id", ""), group_instance_id=getattr(group, "group_instance_id", None),
                 topics=[topic(name=t, partitions=ps) for t, ps in topics.items()])
 
-        def code_of(resp: Any) -> int:
-            codes = {p.error_code for t in resp.topics for p in t.partitions} - {0}
-            return min(codes) if codes else 0
-
-        resp = yield from self._ask("TxnOffsetCommit", TXN_OFFSET_COMMIT, build, code_of, group=group_id)
-        code = code_of(resp)
+        _, code = yield from self._ask(
+            "TxnOffsetCommit", TXN_OFFSET_COMMIT, build,
+            lambda r: _first_error(p.error_code for t in r.topics for p in t.partitions), group=group_id)
         if code:
             raise errors.broker_error(code, f"TxnOffsetCommit for group {group_id!r}")
         return None
@@ -290,13 +297,13 @@ class TransactionManager:
             self._require("commit_transaction()", COMMITTING)
         ident = self.identity
         if self.added or self.offsets_added:  # an empty transaction has nothing to end
-            resp = yield from self._ask(
+            resp, code = yield from self._ask(
                 "EndTxn", END_TXN,
                 lambda v: END_TXN.Request(transactional_id=self.transactional_id, producer_id=ident.producer_id,
                                           producer_epoch=ident.epoch, committed=commit),
-                lambda r: r.error_code)
-            if resp.error_code:
-                err = errors.broker_error(resp.error_code, f"EndTxn({'commit' if commit else 'abort'}) for "
+                _error_code)
+            if code:
+                err = errors.broker_error(code, f"EndTxn({'commit' if commit else 'abort'}) for "
                                                            f"transactional_id {self.transactional_id!r}")
                 self.state = ABORTABLE
                 self.error = err
