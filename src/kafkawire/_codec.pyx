@@ -125,6 +125,14 @@ def crc32c_implementation():
     return _CRC_NAMES[_CRC_IMPL]
 
 
+def alloc_buffer(Py_ssize_t size):
+    """A bytearray of ``size`` bytes, not zeroed: for a buffer the caller fills whole (a
+    response frame read from the socket), where zeroing it first is wasted work."""
+    if size < 0:
+        raise ValueError(f"alloc_buffer: size must be >= 0, got {size}")
+    return PyByteArray_FromStringAndSize(NULL, size)
+
+
 # ---------------------------------------------------------------------------------------
 # big-endian loads/stores and varints (no bounds checks: callers check first)
 # ---------------------------------------------------------------------------------------

@@ -204,6 +204,14 @@ def crc32c_implementation() -> str:
     return "python"
 
 
+def alloc_buffer(size: int) -> bytearray:
+    """A bytearray of ``size`` bytes for the caller to fill whole (zeroed here: Python
+    has no other way to make one)."""
+    if size < 0:
+        raise ValueError(f"alloc_buffer: size must be >= 0, got {size}")
+    return bytearray(size)
+
+
 # ---------------------------------------------------------------------------------------
 # primitives: readers
 # ---------------------------------------------------------------------------------------

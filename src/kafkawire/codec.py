@@ -46,6 +46,7 @@ __all__ = [
     "crc32",
     "crc32c",
     "crc32c_implementation",
+    "alloc_buffer",
     "decode_batches",
     "decode_records",
     "decode_columnar",
@@ -95,6 +96,7 @@ Batch = _impl.Batch
 crc32 = _impl.crc32
 crc32c = _impl.crc32c
 crc32c_implementation = _impl.crc32c_implementation
+alloc_buffer = _impl.alloc_buffer
 decode_batches = _impl.decode_batches
 decode_records = _impl.decode_records
 decode_columnar = _impl.decode_columnar

@@ -61,7 +61,10 @@ from kafkawire.protocol.sasl import (
 
 __all__ = ["Poller", "BrokerConnection"]
 
-_RECV_SIZE = 1 << 20
+# Reads between frames, and of a frame's last few bytes, take up to this much (several
+# small responses at once); the rest of a frame at least this large is read straight
+# into the frame's buffer instead (recv_into: one copy, not two).
+_RECV_SIZE = 1 << 16
 _MAX_IOV = 512
 
 DISCONNECTED, CONNECTING, HANDSHAKING, NEGOTIATING, AUTHENTICATING, READY, CLOSED = (
@@ -760,18 +763,33 @@ class BrokerConnection:
         proto = self.protocol
         if sock is None or proto is None:
             return
+        plain = not isinstance(sock, ssl.SSLSocket)
         try:
             while True:
+                # The bulk of a large frame goes straight from the kernel into the frame.
+                # Not while raw SASL tokens are read: those bypass the protocol's framing.
+                view = proto.receive_buffer() if self._raw_reader is None else None
+                if view is not None and len(view) >= _RECV_SIZE:
+                    n = sock.recv_into(view)
+                    if not n:
+                        self._on_closed_by_broker()
+                        return
+                    try:
+                        events = proto.received_into(n)
+                    except ProtocolError as exc:
+                        self._on_protocol_error(exc)
+                        return
+                    if events:
+                        self._dispatch(events)
+                        if self.sock is None:
+                            return
+                    # As below: a short read drains a plain socket.
+                    if n < len(view) and plain:
+                        return
+                    continue
                 data = sock.recv(_RECV_SIZE)
                 if not data:
-                    if self._sasl_exchange is not None:
-                        self._sasl_failed(self._sasl_exchange.connection_closed(), closed=True)
-                        return
-                    self.close(self._setup_closed_error(None) or ConnectionClosedError(
-                        f"{self.name} closed the connection"
-                        + (f" with {len(self._futures)} request(s) in flight" if self._futures else ""),
-                        host=self.host, port=self.port,
-                    ))
+                    self._on_closed_by_broker()
                     return
                 if not self._received_any:
                     self._received_any = True
@@ -787,18 +805,14 @@ class BrokerConnection:
                 try:
                     events = proto.receive_data(data)
                 except ProtocolError as exc:
-                    self._dispatch(exc.events)
-                    self.close(ConnectionClosedError(
-                        f"{self.name} sent bytes kafkawire cannot follow: {exc}",
-                        host=self.host, port=self.port,
-                    ))
+                    self._on_protocol_error(exc)
                     return
                 self._dispatch(events)
                 if self.sock is None:
                     return
                 # A short read drains a plain socket; TLS hands over one record (16 KB at
                 # most) per call, so read on until it wants more from the kernel.
-                if len(data) < _RECV_SIZE and not isinstance(sock, ssl.SSLSocket):
+                if len(data) < _RECV_SIZE and plain:
                     return
         except (BlockingIOError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
             return
@@ -809,6 +823,24 @@ class BrokerConnection:
             self.close(self._setup_closed_error(exc) or ConnectionClosedError(
                 f"reading from {self.name} failed: {exc}", host=self.host, port=self.port
             ))
+
+    def _on_closed_by_broker(self) -> None:
+        """The read returned no bytes: the broker closed the connection."""
+        if self._sasl_exchange is not None:
+            self._sasl_failed(self._sasl_exchange.connection_closed(), closed=True)
+            return
+        self.close(self._setup_closed_error(None) or ConnectionClosedError(
+            f"{self.name} closed the connection"
+            + (f" with {len(self._futures)} request(s) in flight" if self._futures else ""),
+            host=self.host, port=self.port,
+        ))
+
+    def _on_protocol_error(self, exc: ProtocolError) -> None:
+        self._dispatch(exc.events)
+        self.close(ConnectionClosedError(
+            f"{self.name} sent bytes kafkawire cannot follow: {exc}",
+            host=self.host, port=self.port,
+        ))
 
     def _setup_closed_error(self, exc: BaseException | None) -> KafkaConnectionError | None:
         """The error for a connection that broke after connecting (or the TLS handshake)

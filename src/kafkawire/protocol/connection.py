@@ -24,6 +24,24 @@ connection is then poisoned: every later call raises the same error.
 Produce with ``acks=0`` gets no response from the broker: send it with
 ``expects_response=False``, or the next response would be matched against it.
 
+Reading straight into the frame: ``receive_data`` copies the bytes it is given into a
+buffer of the frame's own.  An I/O shell that reads into buffers (``socket.recv_into``)
+can spare that copy for the bulk of a large frame: :meth:`Connection.receive_buffer`
+gives the unfilled rest of the frame being received (None between frames, while its
+4-byte size prefix is not complete), the shell reads into its start, then reports how
+many bytes it wrote with :meth:`Connection.received_into`, which returns the responses
+completed like ``receive_data`` does.  The two ways may be mixed freely::
+
+    view = conn.receive_buffer()
+    if view is not None and len(view) >= 65536:
+        n = sock.recv_into(view)          # 0: the broker closed the connection
+        events = conn.received_into(n)
+    else:
+        events = conn.receive_data(sock.recv(65536))
+
+A frame's buffer is allocated (not zeroed, kafkawire.codec.alloc_buffer) only once its
+size prefix has been checked against ``max_frame_size``.
+
 This module does no I/O.
 """
 
@@ -34,6 +52,7 @@ from collections import deque
 from typing import Any, Union
 
 from kafkawire import errors
+from kafkawire.codec import alloc_buffer
 from kafkawire.protocol import apis
 from kafkawire.protocol.api import Api, ApiVersionError
 from kafkawire.protocol.headers import decode_response_header, encode_request_header
@@ -64,8 +83,9 @@ ApiRef = Union[Api, int, str]
 class ProtocolError(errors.KafkaWireError):
     """The bytes from the broker do not follow the protocol; the connection is unusable.
 
-    ``events`` holds the responses decoded from the same ``receive_data`` call before the
-    problem was found.  Close the socket and open a new connection.
+    ``events`` holds the responses decoded from the same ``receive_data`` (or
+    ``received_into``) call before the problem was found.  Close the socket and open a new
+    connection.
     """
 
     def __init__(self, message: str, events: list[Response] | None = None):
@@ -151,6 +171,9 @@ class Connection:
         self._prefix = bytearray()
         self._frame: bytearray | None = None
         self._filled = 0
+        # Where the view receive_buffer() last gave starts in _frame (-1: none given, or
+        # outdated by a later receive_data/received_into).
+        self._lent = -1
         self._error: ProtocolError | None = None
         #: api key -> (min_version, max_version) from the broker's ApiVersions answer.
         self.broker_versions: dict[int, tuple[int, int]] | None = None
@@ -334,6 +357,7 @@ class Connection:
         copied once, into a buffer of its own; decoded ``records`` are views of it.
         """
         self._check_usable()
+        self._lent = -1
         events: list[Response] = []
         view = memoryview(data).cast("B")
         pos = 0
@@ -349,7 +373,7 @@ class Connection:
                     size = _I32.unpack(self._prefix)[0]
                     self._check_size(size, bytes(self._prefix))
                     self._prefix.clear()
-                    self._frame = bytearray(size)
+                    self._frame = alloc_buffer(size)
                     self._filled = 0
                 frame = self._frame
                 take = min(len(frame) - self._filled, end - pos)
@@ -366,6 +390,48 @@ class Connection:
             self._error = exc
             raise
         return events
+
+    def receive_buffer(self) -> memoryview | None:
+        """The unfilled rest of the frame being received, to read bytes into, or None.
+
+        None between frames (the 4-byte size prefix is not complete yet: use
+        :meth:`receive_data`).  Write the next bytes of the stream at the start of the
+        view, then call :meth:`received_into` with their count before any other receive
+        call; the view is not to be written after that.
+        """
+        self._check_usable()
+        frame = self._frame
+        if frame is None:
+            return None
+        self._lent = self._filled
+        return memoryview(frame)[self._filled :]
+
+    def received_into(self, n: int) -> list[Response]:
+        """``n`` bytes were written at the start of the view :meth:`receive_buffer` gave
+        last; returns the responses they complete (none, or the one of the frame)."""
+        self._check_usable()
+        frame = self._frame
+        filled = self._filled
+        if frame is None or self._lent != filled or not 0 <= n <= len(frame) - filled:
+            raise ValueError(
+                f"received_into({n}) needs the count of bytes written into the view the last "
+                f"receive_buffer() call gave, with no receive call in between"
+                + ("" if frame is None or self._lent != filled else
+                   f" (0 to {len(frame) - filled})")
+            )
+        self._lent = -1
+        filled += n
+        self._filled = filled
+        if filled < len(frame):
+            return []
+        self._frame = None
+        try:
+            event = self._decode(frame)
+        except ProtocolError as exc:
+            exc.events = []
+            self._error = exc
+            raise
+        return [] if event is None else [event]
 
     def _check_size(self, size: int, prefix: bytes) -> None:
         if 4 <= size <= self.max_frame_size:
