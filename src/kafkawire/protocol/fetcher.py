@@ -380,9 +380,10 @@ class Fetcher:
         positions = {tp: offsets[tp] for tp in tps}
         # A long poll holds the connection (answers come in order), so it must not
         # delay the fetch of a partition whose buffered records poll() is still
-        # handing out: while any are buffered, the broker answers at once.
+        # handing out: while any are buffered, the broker answers (almost) at once.
+        # 1 ms, not 0: Tansu answers a Fetch with max_wait_ms=0 with no partitions at all.
         req = FETCH.Request(
-            replica_id=-1, max_wait_ms=0 if buffered else cfg.fetch_max_wait_ms,
+            replica_id=-1, max_wait_ms=1 if buffered else cfg.fetch_max_wait_ms,
             min_bytes=cfg.fetch_min_bytes, max_bytes=cfg.fetch_max_bytes,
             isolation_level=self.isolation, session_id=0, session_epoch=-1,
             topics=self.fetch_topics(positions, cfg.max_partition_fetch_bytes, topics))

@@ -1,0 +1,54 @@
+"""The fetch a consumer sends while it still has records buffered (the prefetch) brings
+records on Tansu too, so fetching overlaps the caller's work there."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from kafkawire.client.consumer import Consumer
+from kafkawire.client.producer import Producer
+from kafkawire.protocol.fetcher import Fetcher
+
+pytestmark = pytest.mark.broker
+
+RECORDS = [(f"k{i}".encode(), i.to_bytes(4, "big") * 250) for i in range(3000)]
+
+
+def test_prefetch_brings_records_on_tansu(tansu_broker, monkeypatch):
+    topic = f"prefetch-{uuid.uuid4().hex[:8]}"
+    with Producer(bootstrap_servers=tansu_broker.bootstrap, linger_ms=5, batch_size=16 * 1024) as p:
+        p.send_batch(topic, 0, RECORDS).result(30)
+        p.flush(30)
+    answers: list[tuple[bool, int]] = []  # (sent with records buffered, record bytes in it)
+    sent: dict[int, tuple[dict, bool]] = {}
+    request, on_response = Fetcher.request, Fetcher.on_response
+
+    def noting_request(self, tps, offsets, buffered, topics):
+        req, positions = request(self, tps, offsets, buffered, topics)
+        sent[id(positions)] = (positions, buffered)
+        return req, positions
+
+    def noting_response(self, resp, positions, topics, node):
+        size = sum(len(part.records or b"") for t in resp.responses for part in t.partitions)
+        answers.append((sent.pop(id(positions))[1], size))
+        return on_response(self, resp, positions, topics, node)
+
+    monkeypatch.setattr(Fetcher, "request", noting_request)
+    monkeypatch.setattr(Fetcher, "on_response", noting_response)
+    got = []
+    # Small polls and small answers: many fetches, most of them sent with records buffered.
+    with Consumer(bootstrap_servers=tansu_broker.bootstrap, auto_offset_reset="earliest",
+                  max_poll_records=50, fetch_max_bytes=128 * 1024,
+                  max_partition_fetch_bytes=64 * 1024) as c:
+        c.assign([(topic, 0)])
+        for _ in range(500):
+            got += c.poll(1.0)
+            if len(got) >= len(RECORDS):
+                break
+    assert [(r.key, r.value) for r in got] == RECORDS
+    prefetched = [size for buffered, size in answers if buffered]
+    assert prefetched, answers
+    # Tansu answers max_wait_ms=0 with no partitions at all; the prefetch asks for 1 ms.
+    assert sum(1 for size in prefetched if size > 0) >= len(prefetched) // 2, answers
