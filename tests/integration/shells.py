@@ -1,11 +1,17 @@
 """The client suites run against both shells: the ``shell`` fixture gives kafkawire's
 sync Producer and Consumer, or its asyncio AsyncProducer and AsyncConsumer behind the
-same (blocking) interface on an event loop of their own, so one test body checks both
-over the same I/O-free core."""
+same (blocking) interface, so one test body checks both over the same I/O-free core.
+
+The asyncio clients of a test process share one event loop, run while any of them is
+called: as in an application, one consumer's group task goes on while another's poll()
+runs.  (With a loop each, a group member idle between calls answered its JoinGroup only
+at its next call; the librdkafka mock refuses a follower's SyncGroup that comes after the
+leader's with INVALID_REQUEST, where Kafka answers it.)"""
 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import inspect
 from types import SimpleNamespace
 from typing import Any
@@ -17,13 +23,25 @@ from kafkawire.client.consumer import Consumer
 from kafkawire.client.producer import Producer
 
 
+_loop: asyncio.AbstractEventLoop | None = None
+
+
+def _shared_loop() -> asyncio.AbstractEventLoop:
+    global _loop
+    if _loop is None or _loop.is_closed():
+        _loop = asyncio.new_event_loop()
+        atexit.register(_loop.close)
+    return _loop
+
+
 class _AsyncShell:
-    """An asyncio client whose coroutines are run to completion on a private loop."""
+    """An asyncio client whose coroutines are run to completion on the shared loop."""
 
     client_class: Any = None
 
     def __init__(self, **config: Any):
-        self._loop = asyncio.new_event_loop()
+        self._loop = _shared_loop()
+        self._closed = False
         self._client = self.client_class(**config)
         try:
             self._run(self._client.start())
@@ -41,9 +59,9 @@ class _AsyncShell:
         return attr
 
     def close(self, *args: Any) -> None:
-        if not self._loop.is_closed():
+        if not self._closed:
+            self._closed = True
             self._run(self._client.close(*args))
-            self._loop.close()
 
     def __enter__(self) -> Any:
         return self

@@ -477,6 +477,31 @@ def test_sync_connection_failure_finds_the_coordinator_and_rejoins():
     only(m.poll(0.2), "join")
 
 
+def test_sync_refused_as_invalid_joins_again_a_few_times_then_fails():
+    # The librdkafka mock refuses a follower's SyncGroup that comes after the leader's.
+    m = machine()
+    m.start_join([(consumer.RANGE, sub(["t"]))], 0.0)
+    find_coordinator(m, 0.0)
+    now = 0.0
+    for gen in range(1, 5):
+        m.on_response(only(m.poll(now), "join"), join_resp(gen=gen, member="m2", leader="m1"), now)
+        m.on_response(only(m.poll(now), "sync"), sync_resp(code=42), now + 0.1)
+        now += 1.0
+        if gen <= 3:
+            assert m.state == JOINING and m.member_id == "m2" and m.generation == -1
+            assert Failed not in kinds(m.events())
+    ev = m.events()
+    assert Failed in kinds(ev) and ev[-1].error.code == 42
+    # a sync that succeeds in between starts the count again
+    m2 = machine()
+    m2.start_join([(consumer.RANGE, sub(["t"]))], 0.0)
+    find_coordinator(m2, 0.0)
+    for gen, code in enumerate([42, 42, 42, 0], start=1):
+        m2.on_response(only(m2.poll(0.0), "join"), join_resp(gen=gen, member="m2", leader="m1"), 0.0)
+        m2.on_response(only(m2.poll(0.0), "sync"), sync_resp(code=code), 0.1)
+    assert m2.state == STABLE and m2._sync_refused == 0
+
+
 def test_sync_fenced_instance_id_fails():
     m = machine(group_instance_id="i1")
     m.start_join([(consumer.RANGE, sub(["t"]))], 0.0)

@@ -66,6 +66,11 @@ UNKNOWN_MEMBER_ID = 25
 ILLEGAL_GENERATION = 22
 REBALANCE_IN_PROGRESS = 27
 FENCED_INSTANCE_ID = 82
+INVALID_REQUEST = 42
+# The librdkafka mock answers a follower's SyncGroup that arrives after the leader's (which
+# carried every assignment) with INVALID_REQUEST, where Kafka gives the assignment: the
+# member joins again, this many times in a row before the error is taken as it stands.
+_SYNC_REFUSALS = 3
 
 _JOIN_PROTOCOL = JOIN_GROUP.Request.JoinGroupRequestProtocol
 _SYNC_ASSIGNMENT = SYNC_GROUP.Request.SyncGroupRequestAssignment
@@ -189,6 +194,7 @@ class GroupMembership:
         self.last_heartbeat_time: float | None = None  # when the last heartbeat was answered
         self.last_heartbeat_result = ""
         self.last_error: BaseException | None = None
+        self._sync_refused = 0  # SyncGroups in a row answered INVALID_REQUEST
 
         self._protocols: list[tuple[str, bytes]] = []
         self._want_coordinator = False
@@ -494,6 +500,13 @@ class GroupMembership:
         if self.state != SYNCING or o.generation != self.generation:
             return
         code = resp.error_code
+        if code == INVALID_REQUEST and self._sync_refused < _SYNC_REFUSALS:
+            self._sync_refused += 1
+            self.last_error = errors.broker_error(code, f"SyncGroup of group {self.group_id!r}")
+            self._reset(reset_member=False)
+            self.state = JOINING
+            return
+        self._sync_refused = 0
         if code == 0:
             self.state = STABLE
             self.assignment = bytes(resp.assignment)
