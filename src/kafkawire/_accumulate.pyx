@@ -94,6 +94,29 @@ cdef inline unsigned char* _put_uvarint(unsigned char* o, uint64_t v) noexcept n
     return o + 1
 
 
+cdef inline unsigned char* _put_span(unsigned char* o, const unsigned char* p,
+                                     Py_ssize_t n) noexcept nogil:
+    """A record field: its length as a zigzag varint, then its bytes; null (-1) alone."""
+    if n < 0:
+        o[0] = 1  # zigzag(-1)
+        return o + 1
+    o = _put_uvarint(o, <uint64_t>n << 1)
+    memcpy(o, p, n)
+    return o + n
+
+
+cdef unsigned char* _put_object(unsigned char* o, object obj) except NULL:
+    """_put_span of a header key or value: a bytes-like object, or None (null)."""
+    cdef Py_buffer b
+    if obj is None:
+        return _put_span(o, NULL, -1)
+    PyObject_GetBuffer(obj, &b, PyBUF_SIMPLE)
+    try:
+        return _put_span(o, <const unsigned char*>b.buf, b.len)
+    finally:
+        PyBuffer_Release(&b)
+
+
 cdef inline uint64_t _zz64(int64_t v) noexcept nogil:
     return (<uint64_t>v << 1) ^ <uint64_t>(v >> 63)
 
@@ -196,7 +219,6 @@ cdef class Batch:
         cdef Py_ssize_t body, need, i, nh = 0, hk, hv
         cdef unsigned char* o
         cdef unsigned char* grown
-        cdef Py_buffer hb
         if self.n == 0:
             delta = 0
         elif kw_sub_overflow(ts, self.base_ts, &delta):
@@ -231,41 +253,13 @@ cdef class Batch:
         o[0] = 0  # record attributes: unused, always 0
         o = _put_uvarint(o + 1, _zz64(delta))
         o = _put_uvarint(o, <uint64_t>self.n << 1)
-        if kn < 0:
-            o[0] = 1  # zigzag(-1): null
-            o += 1
-        else:
-            o = _put_uvarint(o, <uint64_t>kn << 1)
-            memcpy(o, k, kn)
-            o += kn
-        if vn < 0:
-            o[0] = 1
-            o += 1
-        else:
-            o = _put_uvarint(o, <uint64_t>vn << 1)
-            memcpy(o, v, vn)
-            o += vn
+        o = _put_span(o, k, kn)
+        o = _put_span(o, v, vn)
         o = _put_uvarint(o, <uint64_t>nh << 1)
         if nh:
             for h in headers:
-                PyObject_GetBuffer(h[0], &hb, PyBUF_SIMPLE)
-                try:
-                    o = _put_uvarint(o, <uint64_t>hb.len << 1)
-                    memcpy(o, hb.buf, hb.len)
-                    o += hb.len
-                finally:
-                    PyBuffer_Release(&hb)
-                if h[1] is None:
-                    o[0] = 1
-                    o += 1
-                else:
-                    PyObject_GetBuffer(h[1], &hb, PyBUF_SIMPLE)
-                    try:
-                        o = _put_uvarint(o, <uint64_t>hb.len << 1)
-                        memcpy(o, hb.buf, hb.len)
-                        o += hb.len
-                    finally:
-                        PyBuffer_Release(&hb)
+                o = _put_object(o, h[0])
+                o = _put_object(o, h[1])
         self.used = o - self.buf
         if self.n == 0:
             self.base_ts = self.max_ts = ts

@@ -11,6 +11,7 @@ import struct
 from typing import Any, Callable
 
 from kafkawire import codec, compression as _compression, errors
+from kafkawire._pycodec import _uv_bytes as _uvarint
 
 IMPLEMENTATION = "python"
 
@@ -18,15 +19,6 @@ _RECORD_OVERHEAD = 21  # accumulator.RECORD_OVERHEAD
 _INT64_MIN = -(1 << 63)
 _INT64_MAX = (1 << 63) - 1
 _HEADER = struct.Struct(">qiibIhiqqqhii")  # RecordBatch v2 header, 61 bytes
-
-
-def _uvarint(v: int) -> bytes:
-    out = bytearray()
-    while v >= 0x80:
-        out.append((v & 0x7F) | 0x80)
-        v >>= 7
-    out.append(v)
-    return bytes(out)
 
 
 # Zigzag varints of small lengths and offset deltas, the common case, precomputed.
