@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import os
 import platform
 import random
 import statistics
 import sys
 import time
+
+from report import write_json, write_markdown
 
 VALUE_SIZES = (10, 100, 1000)
 KEY_SIZE = 16
@@ -159,13 +160,9 @@ def main() -> None:
     ]
     text = "\n".join(lines) + "\n"
     print(text)
-    if args.markdown:
-        with open(args.markdown, "w") as fh:
-            fh.write(text)
+    write_markdown(args.markdown, text)
     if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(ratios(bench.median), fh, indent=1, sort_keys=True)
-            fh.write("\n")
+        write_json(args.json, ratios(bench.median))
 
 
 if __name__ == "__main__":

@@ -24,6 +24,8 @@ import sys
 import time
 import uuid
 
+from report import write_markdown
+
 import compare_e2e as e2e
 
 from kafkawire import codec
@@ -188,10 +190,7 @@ def main() -> None:
     text = "\n".join(report(results, args)) + "\n"
     print(text)
     print(f"(took {time.monotonic() - started:.0f}s)", file=sys.stderr)
-    if args.markdown:
-        os.makedirs(os.path.dirname(os.path.abspath(args.markdown)), exist_ok=True)
-        with open(args.markdown, "w") as fh:
-            fh.write(text)
+    write_markdown(args.markdown, text)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import os
 import platform
 import random
@@ -22,6 +21,8 @@ import statistics
 import sys
 import time
 import zlib
+
+from report import write_json, write_markdown
 
 import numpy as np
 
@@ -300,10 +301,7 @@ def main() -> None:
     lines = report(bench, aio_supports, rounds)
     text = "\n".join(lines) + "\n"
     print(text)
-    if args.markdown:
-        os.makedirs(os.path.dirname(os.path.abspath(args.markdown)), exist_ok=True)
-        with open(args.markdown, "w") as fh:
-            fh.write(text)
+    write_markdown(args.markdown, text)
     if args.json:
         write_json(args.json, ratios(bench, aio_supports))
 
@@ -332,13 +330,6 @@ def ratios(bench: Bench, aio_supports) -> dict[str, float]:
     put("crc32c/vs-aiokafka", m("crc/aio-crc32c"), m("crc/kw-crc32c"))
     out.update(columnar.ratios(m))  # crc32c time / columnar time: >= 0.4 is the target
     return out
-
-
-def write_json(path: str, data: dict) -> None:
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path, "w") as fh:
-        json.dump(data, fh, indent=1, sort_keys=True)
-        fh.write("\n")
 
 
 def report(bench: Bench, aio_supports, rounds: int) -> list[str]:

@@ -31,6 +31,8 @@ from typing import Callable, NamedTuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+from report import write_markdown  # noqa: E402
+
 import compare_e2e as e2e  # noqa: E402 - the shared workload, topics and kafka-python cases
 
 from kafkawire import codec  # noqa: E402
@@ -176,10 +178,7 @@ def main() -> None:
     text = "\n".join(report(run(args), args)) + "\n"
     print(text)
     print(f"(took {time.monotonic() - started:.0f}s)", file=sys.stderr)
-    if args.markdown:
-        os.makedirs(os.path.dirname(os.path.abspath(args.markdown)), exist_ok=True)
-        with open(args.markdown, "w") as fh:
-            fh.write(text)
+    write_markdown(args.markdown, text)
 
 
 if __name__ == "__main__":

@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
-import json
 import os
 import platform
 import random
@@ -34,6 +33,8 @@ import sys
 import time
 import uuid
 from typing import Any, Callable
+
+from report import write_json, write_markdown
 
 from kafkawire import codec
 from kafkawire.client.cluster import Cluster
@@ -781,15 +782,9 @@ def main() -> None:
     text = "\n".join(report(results, args)) + "\n"
     print(text)
     print(f"(took {time.monotonic() - started:.0f}s)", file=sys.stderr)
-    if args.markdown:
-        os.makedirs(os.path.dirname(os.path.abspath(args.markdown)), exist_ok=True)
-        with open(args.markdown, "w") as fh:
-            fh.write(text)
+    write_markdown(args.markdown, text)
     if args.json:
-        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-        with open(args.json, "w") as fh:
-            json.dump(ratios(results, args), fh, indent=1, sort_keys=True)
-            fh.write("\n")
+        write_json(args.json, ratios(results, args))
 
 
 def ratios(results: dict, args: argparse.Namespace) -> dict[str, float]:

@@ -70,6 +70,8 @@ import traceback
 import uuid
 from typing import Any, Callable
 
+from report import write_markdown
+
 KEY_SIZE = 16
 VALUE_SIZE = 100
 POOL = 4096  # distinct keys/values, cycled
@@ -1107,10 +1109,7 @@ def main() -> int:
     text = "\n".join(report(results, args)) + "\n"
     print(text)
     print(f"(took {time.monotonic() - started:.0f}s)", file=sys.stderr)
-    if args.markdown:
-        os.makedirs(os.path.dirname(os.path.abspath(args.markdown)), exist_ok=True)
-        with open(args.markdown, "w") as fh:
-            fh.write(text)
+    write_markdown(args.markdown, text)
     if args.problems:
         print("compare_groups: FAILED: a group member failed or misbehaved (details above):\n  "
               + "\n  ".join(args.problems), file=sys.stderr)

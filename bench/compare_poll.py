@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import cProfile
 import gc
-import json
 import os
 import platform
 import statistics
@@ -28,6 +27,8 @@ import time
 import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from report import write_json, write_markdown  # noqa: E402
 
 from compare_e2e import (  # noqa: E402 - the bench directory is on the path now
     CODEC_NAMES,
@@ -127,15 +128,9 @@ def main() -> None:
     text = "\n".join(lines) + "\n"
     print(text)
     print(f"(took {time.monotonic() - started:.0f}s)", file=sys.stderr)
-    if args.markdown:
-        os.makedirs(os.path.dirname(os.path.abspath(args.markdown)), exist_ok=True)
-        with open(args.markdown, "w") as fh:
-            fh.write(text)
+    write_markdown(args.markdown, text)
     if args.json:
-        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-        with open(args.json, "w") as fh:
-            json.dump({f"{args.compression}/poll/vs-confluent-consume": ratio}, fh, indent=1)
-            fh.write("\n")
+        write_json(args.json, {f"{args.compression}/poll/vs-confluent-consume": ratio})
 
 
 if __name__ == "__main__":

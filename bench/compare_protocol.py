@@ -26,6 +26,8 @@ import tracemalloc
 import uuid
 import warnings
 
+from report import write_json, write_markdown
+
 from kafkawire import codec
 from kafkawire.protocol import apis
 from kafkawire.protocol.headers import (
@@ -44,7 +46,7 @@ with warnings.catch_warnings():
     # kafka-python 3.0 loads its schemas with importlib.resources calls Python deprecates.
     warnings.simplefilter("ignore", DeprecationWarning)
     from compare_codec import (KEY_SIZE, N_RECORDS, VALUE_SIZE, Bench, aio_read_records,
-                               kp_read_records, make_records, write_json)
+                               kp_read_records, make_records)
     from kafka.protocol.consumer.fetch import FetchResponse as KpFetchResponse
     from kafka.protocol.metadata.metadata import MetadataRequest as KpMetadataRequest
     from kafka.protocol.metadata.metadata import MetadataResponse as KpMetadataResponse
@@ -509,10 +511,7 @@ def main() -> None:
     bench.run(rounds)
     text = "\n".join(report(bench, info, rounds)) + "\n"
     print(text)
-    if args.markdown:
-        os.makedirs(os.path.dirname(os.path.abspath(args.markdown)), exist_ok=True)
-        with open(args.markdown, "w") as fh:
-            fh.write(text)
+    write_markdown(args.markdown, text)
     if args.json:
         write_json(args.json, ratios(bench))
 

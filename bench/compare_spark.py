@@ -57,6 +57,8 @@ import time
 import uuid
 from typing import Any, Callable, Iterator
 
+from report import write_markdown
+
 KEY_SIZE = 16
 VALUE_SIZE = 100
 POOL = 4096  # distinct keys/values, cycled
@@ -802,10 +804,7 @@ def main() -> None:
     text = "\n".join(report(results, info, args)) + "\n"
     print(text)
     print(f"(took {time.monotonic() - started:.0f}s)", file=sys.stderr)
-    if args.markdown:
-        os.makedirs(os.path.dirname(os.path.abspath(args.markdown)), exist_ok=True)
-        with open(args.markdown, "w") as fh:
-            fh.write(text)
+    write_markdown(args.markdown, text)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,29 @@
+"""Where a benchmark script writes what it measured: the --markdown table and the --json
+ratios that bench/check.py and bench/readme_tables.py read.  One writer, so every script
+creates missing directories and formats its JSON the same way."""
+
+from __future__ import annotations
+
+import json
+import os
+
+
+def _open(path: str):
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    return open(path, "w")
+
+
+def write_markdown(path: str | None, text: str) -> None:
+    """Write ``text`` to ``path``; nothing when ``path`` is None (the option not given)."""
+    if path:
+        with _open(path) as fh:
+            fh.write(text)
+
+
+def write_json(path: str | None, data: dict) -> None:
+    """Write ``data`` (ratios by name) to ``path`` as sorted, indented JSON; nothing when
+    ``path`` is None."""
+    if path:
+        with _open(path) as fh:
+            json.dump(data, fh, indent=1, sort_keys=True)
+            fh.write("\n")
