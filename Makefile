@@ -44,10 +44,10 @@ test: test-cython test-python
 test-cython: build stunnel
 	KAFKAWIRE_EXPECT_IMPLEMENTATION=cython $(PY) -m pytest -q -p no:cacheprovider tests
 
-# The Spark, group and failover suites run once, above: they test the client and the
-# brokers, not the codec beneath them.
+# The Spark, group, failover and deadline suites run once, above: they test the client and
+# the brokers, not the codec beneath them.
 test-python: build stunnel
-	KAFKAWIRE_PUREPYTHON=1 KAFKAWIRE_EXPECT_IMPLEMENTATION=python $(PY) -m pytest -q -p no:cacheprovider -m "not spark and not groups and not failover" tests
+	KAFKAWIRE_PUREPYTHON=1 KAFKAWIRE_EXPECT_IMPLEMENTATION=python $(PY) -m pytest -q -p no:cacheprovider -m "not spark and not groups and not failover and not deadlines" tests
 
 # Side-by-side benchmarks (kafkawire and its peers interleaved in one process); the
 # README's tables are their output. BENCH_ARGS=--quick for a shorter run.

@@ -15,6 +15,8 @@ from kafkawire.client.errors import (
 )
 from kafkawire.client.producer import Producer
 
+pytestmark = pytest.mark.deadlines
+
 
 class _Clock:
     def __enter__(self):
