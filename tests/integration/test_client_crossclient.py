@@ -4,6 +4,7 @@ import time
 import uuid
 
 import pytest
+from shells import shell  # noqa: F401 - the fixture
 
 from kafkawire.client.consumer import Consumer
 from kafkawire.client.partitioner import partition_for_key
@@ -26,26 +27,49 @@ def _kafkawire_produce(bootstrap, topic, compression="none"):
         p.flush(20)
 
 
-@pytest.mark.broker
-@pytest.mark.parametrize("compression", ["none", "gzip", "snappy", "lz4", "zstd"])
-def test_confluent_reads_kafkawire(tansu_broker, compression):
-    topic = _topic(f"to-ck-{compression}")
-    _kafkawire_produce(tansu_broker.bootstrap, topic, compression)
-    c = confluent_kafka.Consumer({"bootstrap.servers": tansu_broker.bootstrap, "group.id": "x",
+def _confluent_read(bootstrap, topic, n):
+    """The first ``n`` messages of ``topic`` partition 0 as confluent-kafka reads them
+    (fewer if they do not come within 20 s)."""
+    c = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": "x",
                                   "enable.auto.commit": False, "log_level": 3})
     try:
         c.assign([confluent_kafka.TopicPartition(topic, 0, 0)])
         got = []
         deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and len(got) < n:
             m = c.poll(0.5)
             if m is not None and not m.error():
-                got.append((m.key(), m.value(), m.timestamp()[1], m.headers()))
-            if len(got) == len(RECORDS):
-                break
+                got.append(m)
+        return got
     finally:
         c.close()
+
+
+@pytest.mark.broker
+@pytest.mark.parametrize("compression", ["none", "gzip", "snappy", "lz4", "zstd"])
+def test_confluent_reads_kafkawire(tansu_broker, compression):
+    topic = _topic(f"to-ck-{compression}")
+    _kafkawire_produce(tansu_broker.bootstrap, topic, compression)
+    got = [(m.key(), m.value(), m.timestamp()[1], m.headers())
+           for m in _confluent_read(tansu_broker.bootstrap, topic, len(RECORDS))]
     assert got == [(k, v, ts, [(hk, hv) for hk, hv in h]) for k, v, ts, h in RECORDS]
+
+
+@pytest.mark.broker
+def test_confluent_reads_a_pipelined_partition_in_send_order(tansu_broker, shell):
+    # Without idempotence several batches of a partition are in flight at once (one per
+    # request, up to max_in_flight_requests_per_connection); none is retried here, so
+    # they must land in the order they were sent.
+    topic = _topic("pipelined")
+    n = 3000
+    with shell.Producer(bootstrap_servers=tansu_broker.bootstrap, acks=1, linger_ms=0,
+                        batch_size=512, max_in_flight_requests_per_connection=5) as p:
+        futures = [p.send(topic, b"%06d" % i, partition=0) for i in range(n)]
+        p.flush(30)
+        offsets = [f.result(10).offset for f in futures]
+    assert offsets == list(range(n))
+    assert [m.value() for m in _confluent_read(tansu_broker.bootstrap, topic, n)] == [
+        b"%06d" % i for i in range(n)]
 
 
 @pytest.mark.broker

@@ -279,35 +279,44 @@ class Accumulator:
                     self.close_open(b)
                 q.clear()
             return by_node, expired, wait, leaderless
+        # How many batches of a partition may be in flight together.  The idempotent and
+        # transactional producers send one at a time: their sequence bookkeeping counts on
+        # it.  Others pipeline up to max_in_flight_requests_per_connection, as the Java
+        # client does; a retried batch may then land after the one behind it.
+        depth = 1 if ident is not None or self.txn is not None else self.config.max_in_flight_requests_per_connection
         for (topic, partition), q in self.batches.items():
-            if not q:
-                continue
-            b = q[0]
-            if b.in_flight:
-                continue
-            if now >= b.deadline:
+            # Each batch goes only when every batch before it is in flight.
+            j = 0
+            while j < len(q) and j < depth:
+                b = q[j]
+                if b.in_flight:
+                    j += 1
+                    continue
+                if now >= b.deadline:
+                    if j == 0:  # a later batch waits its turn to expire
+                        self.close_open(b)
+                        expired.append(q.popleft())
+                        if ident is not None:
+                            ident.failed(b)
+                    break
+                if ident is not None and not ident.may_send(b):
+                    break  # waiting for a producer id (the InitProducerId answer wakes the sender)
+                if self.txn is not None and not self.txn.may_send((topic, partition)):
+                    break  # not in the transaction yet (AddPartitionsToTxn)
+                if b.retry_at > now:
+                    wait = min(wait, b.retry_at - now)
+                    break
+                if not (b.full or len(q) > j + 1 or flushing or now - b.created >= self.linger):
+                    wait = min(wait, b.created + self.linger - now)
+                    break
+                leader = leader_for(topic, partition)
+                if leader is None:
+                    leaderless.add(topic)
+                    wait = min(wait, b.deadline - now)
+                    break
                 self.close_open(b)
-                expired.append(q.popleft())
-                if ident is not None:
-                    ident.failed(b)
-                continue
-            if ident is not None and not ident.may_send(b):
-                continue  # waiting for a producer id (the InitProducerId answer wakes the sender)
-            if self.txn is not None and not self.txn.may_send((topic, partition)):
-                continue  # not in the transaction yet (AddPartitionsToTxn)
-            if b.retry_at > now:
-                wait = min(wait, b.retry_at - now)
-                continue
-            if not (b.full or len(q) > 1 or flushing or now - b.created >= self.linger):
-                wait = min(wait, b.created + self.linger - now)
-                continue
-            leader = leader_for(topic, partition)
-            if leader is None:
-                leaderless.add(topic)
-                wait = min(wait, b.deadline - now)
-                continue
-            self.close_open(b)
-            by_node.setdefault(leader, []).append(b)
+                by_node.setdefault(leader, []).append(b)
+                j += 1
         return by_node, expired, wait, leaderless
 
     def init_wanted(self, now: float) -> bool:
@@ -383,7 +392,15 @@ class Accumulator:
             if ident.fatal is not None:
                 return None, sent, rest, [(b, ident.fatal) for b in batches]
         stamping = ident is not None and ident.active
+        # One batch per partition in a request (a broker takes a partition once); a
+        # partition's later batches wait for later requests, in their order.
+        held: set[tuple[str, int]] = set()
         for b in batches:
+            tp = (b.topic, b.partition)
+            if tp in held:
+                rest.append(b)
+                continue
+            held.add(tp)
             if stamping:
                 ident.stamp(b)
             try:
