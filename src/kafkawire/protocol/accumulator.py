@@ -283,7 +283,9 @@ class Accumulator:
         # transactional producers send one at a time: their sequence bookkeeping counts on
         # it.  Others pipeline up to max_in_flight_requests_per_connection, as the Java
         # client does; a retried batch may then land after the one behind it.
-        depth = 1 if ident is not None or self.txn is not None else self.config.max_in_flight_requests_per_connection
+        depth = self.config.max_in_flight_requests_per_connection
+        if ident is not None or self.txn is not None:
+            depth = 1
         for (topic, partition), q in self.batches.items():
             # Each batch goes only when every batch before it is in flight.
             j = 0
