@@ -766,53 +766,47 @@ class BrokerConnection:
         plain = not isinstance(sock, ssl.SSLSocket)
         try:
             while True:
-                # The bulk of a large frame goes straight from the kernel into the frame.
-                # Not while raw SASL tokens are read: those bypass the protocol's framing.
+                # The bulk of a large frame goes straight from the kernel into the frame
+                # (data None); anything else is read into a new bytes.  Not while raw SASL
+                # tokens are read: those bypass the protocol's framing.
                 view = proto.receive_buffer() if self._raw_reader is None else None
                 if view is not None and len(view) >= _RECV_SIZE:
+                    data, asked = None, len(view)
                     n = sock.recv_into(view)
-                    if not n:
-                        self._on_closed_by_broker()
-                        return
-                    try:
-                        events = proto.received_into(n)
-                    except ProtocolError as exc:
-                        self._on_protocol_error(exc)
-                        return
-                    if events:
-                        self._dispatch(events)
-                        if self.sock is None:
-                            return
-                    # As below: a short read drains a plain socket.
-                    if n < len(view) and plain:
-                        return
-                    continue
-                data = sock.recv(_RECV_SIZE)
-                if not data:
+                else:
+                    data, asked = sock.recv(_RECV_SIZE), _RECV_SIZE
+                    n = len(data)
+                if not n:
                     self._on_closed_by_broker()
                     return
-                if not self._received_any:
-                    self._received_any = True
-                    if self.state == NEGOTIATING and self.ssl_context is None and tls.looks_like_tls(data):
-                        self.close(tls.plaintext_dropped_error(
-                            name=self.name, host=self.host, port=self.port, tls_seen=True))
-                        return
-                if self._raw_reader is not None:
-                    self._on_raw_data(data)
-                    if self.sock is None:
-                        return
-                    continue
+                if data is not None:
+                    if not self._received_any:
+                        self._received_any = True
+                        if (self.state == NEGOTIATING and self.ssl_context is None
+                                and tls.looks_like_tls(data)):
+                            self.close(tls.plaintext_dropped_error(
+                                name=self.name, host=self.host, port=self.port, tls_seen=True))
+                            return
+                    if self._raw_reader is not None:
+                        self._on_raw_data(data)
+                        if self.sock is None:
+                            return
+                        continue
                 try:
-                    events = proto.receive_data(data)
+                    events = proto.receive_data(data) if data is not None else proto.received_into(n)
                 except ProtocolError as exc:
-                    self._on_protocol_error(exc)
+                    self._dispatch(exc.events)
+                    self.close(ConnectionClosedError(
+                        f"{self.name} sent bytes kafkawire cannot follow: {exc}",
+                        host=self.host, port=self.port,
+                    ))
                     return
                 self._dispatch(events)
                 if self.sock is None:
                     return
                 # A short read drains a plain socket; TLS hands over one record (16 KB at
                 # most) per call, so read on until it wants more from the kernel.
-                if len(data) < _RECV_SIZE and plain:
+                if n < asked and plain:
                     return
         except (BlockingIOError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
             return
@@ -832,13 +826,6 @@ class BrokerConnection:
         self.close(self._setup_closed_error(None) or ConnectionClosedError(
             f"{self.name} closed the connection"
             + (f" with {len(self._futures)} request(s) in flight" if self._futures else ""),
-            host=self.host, port=self.port,
-        ))
-
-    def _on_protocol_error(self, exc: ProtocolError) -> None:
-        self._dispatch(exc.events)
-        self.close(ConnectionClosedError(
-            f"{self.name} sent bytes kafkawire cannot follow: {exc}",
             host=self.host, port=self.port,
         ))
 
