@@ -24,7 +24,7 @@ def test_nothing_buffered_is_a_long_poll() -> None:
 
 def test_a_prefetch_waits_one_millisecond() -> None:
     # Not 0: Tansu answers a Fetch with max_wait_ms=0 with no partitions at all, so the
-    # prefetch would never bring records there (tests/integration/test_conn_receive_into.py).
+    # prefetch would never bring records there (tests/integration/test_prefetch.py).
     req = _request(True, fetch_max_wait_ms=321)
     assert req.max_wait_ms == 1
     (topic,) = req.topics
