@@ -1020,7 +1020,7 @@ cdef extern from *:
     } kw_vout;
 
     /* kw_v2_run reads a few bytes past a field before checking it (at most 3 per varint,
-       and fields only move on by lengths checked against the record's end): it takes a
+       and it reads only where lengths checked against the record's end led): it takes a
        record only with this many readable bytes after the record's end. */
     #define KW_SLACK 16
 
@@ -1032,109 +1032,117 @@ cdef extern from *:
     #define KW_UNLIKELY(x) (x)
     #endif
 
-    /* The varint at p if it takes 1 to 3 bytes (3 bytes are readable): its size, else 0. */
-    static inline int kw_v3(const unsigned char *p, uint64_t *u)
-    {
-        uint32_t b0 = p[0], b1, b2;
-        if (b0 < 0x80) { *u = b0; return 1; }
-        b1 = p[1];
-        if (b1 < 0x80) { *u = (b0 & 0x7F) | (b1 << 7); return 2; }
-        b2 = p[2];
-        if (b2 < 0x80) { *u = (b0 & 0x7F) | ((b1 & 0x7F) << 7) | (b2 << 14); return 3; }
-        return 0;
-    }
+    /* The varint at p[x] if it takes 1 to 3 bytes (3 are readable): into u, x moved past
+       it; else FAIL.  Each size adds its own constant, so no size is carried around. */
+    #define KW_VAR3(p, x, u, FAIL)                                                 \
+        do {                                                                       \
+            uint32_t b0_ = (p)[x], b1_, b2_;                                       \
+            if (b0_ < 0x80) {                                                      \
+                (u) = b0_;                                                         \
+                (x) += 1;                                                          \
+            } else if ((b1_ = (p)[(x) + 1]) < 0x80) {                              \
+                (u) = (b0_ & 0x7F) | (b1_ << 7);                                   \
+                (x) += 2;                                                          \
+            } else if ((b2_ = (p)[(x) + 2]) < 0x80) {                              \
+                (u) = (b0_ & 0x7F) | ((b1_ & 0x7F) << 7) | (b2_ << 14);            \
+                (x) += 3;                                                          \
+            } else {                                                               \
+                FAIL;                                                              \
+            }                                                                      \
+        } while (0)
 
-    /* MODE_VIEW's loop over the records of a batch (see _v2_run in _codec.pyx). */
+    /* MODE_VIEW's loop over the records of a batch (see _v2_run in _codec.pyx).  It runs
+       at ~5 instructions per cycle, so every instruction counts: positions are kept in
+       the view's address space (rv[rbase + x] is r[x], no add per stored start), the
+       records left count down, and a value length is checked by the record's end check
+       alone (q moves by at most 2^21 there, and nothing is read at it). */
     static KW_NOINLINE Py_ssize_t kw_v2_run(
         const unsigned char *r, Py_ssize_t rn, Py_ssize_t rlim, Py_ssize_t rpos,
         int32_t *kp, int32_t count, int64_t base_offset, int64_t base_ts, int64_t max_ts,
         int lat, int emit, int64_t start, int64_t rbase, kw_vout *o)
     {
         Py_ssize_t i = o->n, i0 = o->n, q, rec_end, j, end;
-        int32_t k = *kp;
+        int32_t k = *kp, left;
         int32_t nh = (int32_t)o->nh, *hidx;
         int64_t *c_off = o->off, *c_ts = o->ts, *c_ks = o->ks, *c_vs = o->vs;
         int32_t *c_kl = o->kl, *c_vl = o->vl;
         uint64_t ts_mask = lat ? 0 : ~(uint64_t)0;
+        const unsigned char *rv = (const unsigned char *)((uintptr_t)r - (uintptr_t)rbase);
         if (lat)
             base_ts = max_ts;
         if (!emit)
             start = INT64_MAX; /* a control batch: checked, nothing kept */
-        /* records must end by here: in the batch, with KW_SLACK readable bytes after them */
+        /* records must end by here: in the batch, with KW_SLACK readable bytes after them
+           (so a record starting at the batch's end is refused by its length: no check of
+           rpos against rn per record) */
         end = rlim - KW_SLACK < rn ? rlim - KW_SLACK : rn;
-        if (rpos >= end)
+        if (rpos >= end || k >= count)
             goto done;
-        while (k < count && rpos < rn) {
-            uint64_t u;
-            int64_t ts_delta, od, kl, vl, ks, vs, offset;
+        end += rbase;
+        rpos += rbase;
+        left = count - k;
+        for (;;) {
+            uint32_t u, ut, uo, uk, uv;
+            int64_t kl, vl, ks, vs, offset;
             unsigned char last;
-            int w = kw_v3(r + rpos, &u);
-            if (KW_UNLIKELY(w == 0 || (u & 1))) /* longer, or a negative length */
+            q = rpos;
+            KW_VAR3(rv, q, u, goto stop);
+            if (KW_UNLIKELY(u & 1)) /* a negative length */
                 break;
-            q = rpos + w;
             rec_end = q + (Py_ssize_t)(u >> 1);
             if (KW_UNLIKELY(rec_end > end))
                 break;
             /* The header count, 0 in one byte, must be the record's last byte: read it
                now, off the chain of fields that leads to it. */
-            last = r[rec_end - 1];
+            last = rv[rec_end - 1];
             q += 1; /* attributes: unused (KIP-98) */
-            w = kw_v3(r + q, &u);
-            if (KW_UNLIKELY(w == 0))
+            KW_VAR3(rv, q, ut, goto stop);
+            KW_VAR3(rv, q, uo, goto stop);
+            if (KW_UNLIKELY(uo & 1)) /* a negative offset delta: the general loop's */
                 break;
-            q += w;
-            ts_delta = (int64_t)((u >> 1) ^ (0 - (u & 1)));
-            w = kw_v3(r + q, &u);
-            if (KW_UNLIKELY(w == 0))
-                break;
-            q += w;
-            od = (int64_t)((u >> 1) ^ (0 - (u & 1)));
-            w = kw_v3(r + q, &u);
-            if (KW_UNLIKELY(w == 0))
-                break;
-            q += w;
+            KW_VAR3(rv, q, uk, goto stop);
             ks = q;
-            if (!(u & 1)) {
-                kl = (int64_t)(u >> 1);
-                if (KW_UNLIKELY(kl > rec_end - q))
+            if (!(uk & 1)) {
+                kl = (int64_t)(uk >> 1);
+                if (KW_UNLIKELY(q + kl > rec_end))
                     break;
                 q += kl;
-            } else if (u == 1) {
+            } else if (uk == 1) {
                 kl = -1;
             } else {
                 break; /* a negative length other than -1 (null) */
             }
-            w = kw_v3(r + q, &u);
-            if (KW_UNLIKELY(w == 0))
-                break;
-            q += w;
+            KW_VAR3(rv, q, uv, goto stop);
             vs = q;
-            if (!(u & 1)) {
-                vl = (int64_t)(u >> 1);
-                if (KW_UNLIKELY(vl > rec_end - q))
-                    break;
+            if (!(uv & 1)) {
+                vl = (int64_t)(uv >> 1);
                 q += vl;
-            } else if (u == 1) {
+            } else if (uv == 1) {
                 vl = -1;
             } else {
                 break;
             }
             /* no headers (a count of 0 in one byte), nothing after them */
-            if (KW_UNLIKELY(q + 1 != rec_end || last != 0))
+            if (KW_UNLIKELY(((q + 1) ^ rec_end) | last))
                 break;
-            offset = base_offset + od;
+            offset = base_offset + (int64_t)(uo >> 1);
             if (offset >= start) {
                 c_off[i] = offset;
-                c_ts[i] = base_ts + (int64_t)((uint64_t)ts_delta & ts_mask);
-                c_ks[i] = rbase + ks;
+                c_ts[i] = base_ts + (int64_t)((uint64_t)(int64_t)(int32_t)
+                                              ((ut >> 1) ^ (0 - (ut & 1))) & ts_mask);
+                c_ks[i] = ks;
                 c_kl[i] = (int32_t)kl;
-                c_vs[i] = rbase + vs;
+                c_vs[i] = vs;
                 c_vl[i] = (int32_t)vl;
                 i++;
             }
             rpos = rec_end;
-            k++;
+            if (--left == 0)
+                break;
         }
+    stop:
+        rpos -= rbase;
+        k = count - left;
     done:
         if (i > i0) {
             memset(o->tt + i0, lat ? 1 : 0, (size_t)(i - i0));
