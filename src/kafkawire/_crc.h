@@ -157,9 +157,11 @@ static uint32_t kw_crc32(uint32_t crc, const unsigned char *p, size_t n)
 #define KW_LONG 8192  /* bytes per stream, long blocks */
 #define KW_MID 2048   /* bytes per stream: a 16 KiB batch (the Java producer's default) */
 #define KW_SHORT 256  /* bytes per stream, short blocks */
+#define KW_TINY 64    /* bytes per stream: the last bytes of a buffer, not one chain */
 static uint32_t kw_shift_long[4][256];
 static uint32_t kw_shift_mid[4][256];
 static uint32_t kw_shift_short[4][256];
+static uint32_t kw_shift_tiny[4][256];
 
 static void kw_make_shift(uint32_t shift[4][256], size_t len)
 {
@@ -242,6 +244,7 @@ static int kw_cpu_has_sse42(void)
 KW_DEFINE_BLOCKS3(kw_sse42_long, KW_LONG, kw_shift_long)
 KW_DEFINE_BLOCKS3(kw_sse42_mid, KW_MID, kw_shift_mid)
 KW_DEFINE_BLOCKS3(kw_sse42_short, KW_SHORT, kw_shift_short)
+KW_DEFINE_BLOCKS3(kw_sse42_tiny, KW_TINY, kw_shift_tiny)
 
 static KW_TARGET_SSE42 uint32_t kw_crc32c_sse42(uint32_t crc, const unsigned char *p, size_t n)
 {
@@ -253,6 +256,7 @@ static KW_TARGET_SSE42 uint32_t kw_crc32c_sse42(uint32_t crc, const unsigned cha
     crc = kw_sse42_long(crc, &p, &n);
     crc = kw_sse42_mid(crc, &p, &n);
     crc = kw_sse42_short(crc, &p, &n);
+    crc = kw_sse42_tiny(crc, &p, &n);
     while (n >= 8) {
         crc = KW_CRC64(crc, kw_load64le(p));
         p += 8;
@@ -338,6 +342,7 @@ static int kw_crc_init(int force_table)
     kw_make_shift(kw_shift_long, KW_LONG);
     kw_make_shift(kw_shift_mid, KW_MID);
     kw_make_shift(kw_shift_short, KW_SHORT);
+    kw_make_shift(kw_shift_tiny, KW_TINY);
     kw_crc_impl = KW_CRC_TABLE;
 #ifdef KW_HAVE_PCLMUL_PATH
     kw_crc32_fold = !force_table && kw_cpu_has_pclmul();

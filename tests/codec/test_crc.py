@@ -79,6 +79,10 @@ def test_every_small_length(n):
         3 * 256 - 1,  # around the short three-stream block (3 x 256 bytes)
         3 * 256,
         3 * 256 + 7,
+        3 * 2048 - 1,  # around the mid block (3 x 2 KiB)
+        3 * 2048,
+        3 * 2048 + 3 * 256 + 3 * 64 + 13,  # one block of each size below long, and a tail
+        16 * 1024 - 21,  # the CRC'd part of a 16 KiB record batch
         3 * 8192 - 1,  # around the long three-stream block (3 x 8 KiB)
         3 * 8192,
         3 * 8192 + 1,
