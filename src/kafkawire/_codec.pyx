@@ -1026,9 +1026,11 @@ cdef extern from *:
 
     #if defined(__GNUC__) || defined(__clang__)
     #define KW_NOINLINE __attribute__((noinline))
+    #define KW_INLINE static inline __attribute__((always_inline))
     #define KW_UNLIKELY(x) __builtin_expect(!!(x), 0)
     #else
     #define KW_NOINLINE
+    #define KW_INLINE static __forceinline
     #define KW_UNLIKELY(x) (x)
     #endif
 
@@ -1055,11 +1057,12 @@ cdef extern from *:
        at ~5 instructions per cycle, so every instruction counts: positions are kept in
        the view's address space (rv[rbase + x] is r[x], no add per stored start), the
        records left count down, and a value length is checked by the record's end check
-       alone (q moves by at most 2^21 there, and nothing is read at it). */
-    static KW_NOINLINE Py_ssize_t kw_v2_run(
+       alone (q moves by at most 2^21 there, and nothing is read at it).  kw_v2_run
+       below makes a copy of it for the usual batch (CreateTime, every record kept). */
+    KW_INLINE Py_ssize_t kw_v2_body(
         const unsigned char *r, Py_ssize_t rn, Py_ssize_t rlim, Py_ssize_t rpos,
         int32_t *kp, int32_t count, int64_t base_offset, int64_t base_ts, int64_t max_ts,
-        int lat, int emit, int64_t start, int64_t rbase, kw_vout *o)
+        int lat, int emit, int64_t start, int64_t rbase, kw_vout *o, const int keep_all)
     {
         Py_ssize_t i = o->n, i0 = o->n, q, rec_end, j, end;
         int32_t k = *kp, left;
@@ -1126,7 +1129,7 @@ cdef extern from *:
             if (KW_UNLIKELY(((q + 1) ^ rec_end) | last))
                 break;
             offset = base_offset + (int64_t)(uo >> 1);
-            if (offset >= start) {
+            if (keep_all || offset >= start) {
                 c_off[i] = offset;
                 c_ts[i] = base_ts + (int64_t)((uint64_t)(int64_t)(int32_t)
                                               ((ut >> 1) ^ (0 - (ut & 1))) & ts_mask);
@@ -1153,6 +1156,19 @@ cdef extern from *:
         o->n = i;
         *kp = k;
         return rpos;
+    }
+
+    static KW_NOINLINE Py_ssize_t kw_v2_run(
+        const unsigned char *r, Py_ssize_t rn, Py_ssize_t rlim, Py_ssize_t rpos,
+        int32_t *kp, int32_t count, int64_t base_offset, int64_t base_ts, int64_t max_ts,
+        int lat, int emit, int64_t start, int64_t rbase, kw_vout *o)
+    {
+        /* offset deltas are >= 0 in the loop, so no record is below start here */
+        if (!lat && emit && start <= base_offset)
+            return kw_v2_body(r, rn, rlim, rpos, kp, count, base_offset, base_ts, max_ts,
+                              0, 1, start, rbase, o, 1);
+        return kw_v2_body(r, rn, rlim, rpos, kp, count, base_offset, base_ts, max_ts,
+                          lat, emit, start, rbase, o, 0);
     }
     """
     ctypedef struct VOut "kw_vout":
