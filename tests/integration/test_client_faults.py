@@ -66,8 +66,10 @@ def _make_topic(cluster, topic: str, leaders: dict[int, int]) -> None:
 
 
 def _producer(cluster, **options) -> Producer:
+    # The mock checks no sequences: it would write the batches in flight behind one it
+    # answered with an error (a broker that checks refuses them), so one at a time here.
     config = dict(FAST, linger_ms=2, request_timeout_ms=2000, delivery_timeout_ms=15000,
-                  max_block_ms=5000)
+                  max_block_ms=5000, max_in_flight_requests_per_connection=1)
     config.update(options)
     return Producer(bootstrap_servers=cluster.bootstrap, **config)
 

@@ -4,8 +4,9 @@ and leader moves write every record exactly once, in order.
 Tansu checks sequences (DUPLICATE_SEQUENCE_NUMBER, OUT_OF_ORDER_SEQUENCE_NUMBER), so the
 lost-answer tests run there, through a relay that drops one Produce answer after Tansu
 wrote the batch.  librdkafka's mock hands out producer ids but checks no sequences (it
-writes a resent batch twice); it is used for the errors it can inject, which it answers
-without writing anything.
+writes a resent batch twice, and writes the batches in flight behind a refused one, which
+a broker that checks refuses); it is used for the errors it can inject, which it answers
+without writing anything, with one batch of a partition in flight at a time.
 """
 
 from __future__ import annotations
@@ -104,30 +105,62 @@ def test_a_lost_produce_answer_is_retried_without_writing_twice(relayed_tansu, i
         assert list(dict.fromkeys(values)) == [b"first", b"answer lost", b"after-0", b"after-1", b"after-2"]
 
 
-def test_idempotent_batches_carry_the_producer_id_and_consecutive_sequences(tansu_broker):
+def fetch_batches(bootstrap: str, topic: str, partition: int) -> list:
+    """The record batches of one partition as the broker stores them (producer ids and
+    sequences included), with one Fetch v4."""
     from kafkawire import codec
     from kafkawire.client.cluster import Cluster
     from kafkawire.client.config import Config
     from kafkawire.protocol import apis
 
+    fetch = apis.get("Fetch")
+    req = fetch.Request(replica_id=-1, max_wait_ms=100, min_bytes=1, max_bytes=1 << 20, isolation_level=0,
+                        topics=[fetch.Request.FetchTopic(topic=topic, partitions=[
+                            fetch.Request.FetchTopic.FetchPartition(partition=partition, fetch_offset=0,
+                                                                    partition_max_bytes=1 << 20)])])
+    with Cluster(Config.consumer(bootstrap_servers=bootstrap)) as cluster:
+        cluster.bootstrap(10)
+        resp = cluster.request(None, fetch, req, 10, version=4)
+    return codec.decode_batches(resp.responses[0].partitions[0].records)
+
+
+def test_idempotent_batches_carry_the_producer_id_and_consecutive_sequences(tansu_broker):
     topic = f"seq-{uuid.uuid4().hex[:8]}"
     with Producer(bootstrap_servers=tansu_broker.bootstrap, linger_ms=0) as p:
         for i in range(4):
             p.send(topic, b"v%d" % i, partition=1).result(20)
         pid = p.metrics()["producer_id"]
-    fetch = apis.get("Fetch")
-    req = fetch.Request(replica_id=-1, max_wait_ms=100, min_bytes=1, max_bytes=1 << 20, isolation_level=0,
-                        topics=[fetch.Request.FetchTopic(topic=topic, partitions=[
-                            fetch.Request.FetchTopic.FetchPartition(partition=1, fetch_offset=0,
-                                                                    partition_max_bytes=1 << 20)])])
-    with Cluster(Config.consumer(bootstrap_servers=tansu_broker.bootstrap)) as cluster:
-        cluster.bootstrap(10)
-        resp = cluster.request(None, fetch, req, 10, version=4)
-    data = resp.responses[0].partitions[0].records
-    batches = codec.decode_batches(data)
+    batches = fetch_batches(tansu_broker.bootstrap, topic, 1)
     assert pid >= 0
     assert [(b.producer_id, b.producer_epoch, b.base_sequence) for b in batches] == [
         (pid, 0, i) for i in range(4)]
+
+
+@pytest.mark.parametrize("in_flight", [5, 1])
+def test_idempotent_batches_in_flight_together_land_in_sequence_order(relayed_tansu, in_flight, shell):
+    # Small batches sent without waiting: up to five of a partition are in flight on one
+    # connection (the relay counts them), and Tansu, which checks every sequence, writes
+    # them all, in order, once.
+    broker, proxy = relayed_tansu
+    topic = f"pipe-{uuid.uuid4().hex[:8]}"
+    bootstrap = f"127.0.0.1:{proxy.port}"
+    n = 400
+    with shell.Producer(bootstrap_servers=bootstrap, linger_ms=0, batch_size=150,
+                        max_in_flight_requests_per_connection=in_flight) as p:
+        p.send(topic, b"warm", partition=0).result(20)
+        futs = [p.send(topic, b"%05d" % i, partition=0) for i in range(n)]
+        p.flush(30)
+        assert all(f.exception() is None for f in futs)
+        pid = p.metrics()["producer_id"]
+    peak = proxy.peak[PRODUCE]
+    assert 1 < peak <= 5 if in_flight == 5 else peak == 1, peak
+    batches = fetch_batches(bootstrap, topic, 0)
+    assert len(batches) > 10
+    seq = 0
+    for b in batches:
+        assert (b.producer_id, b.producer_epoch, b.base_sequence) == (pid, 0, seq)
+        seq += len(b.records)
+    assert read_values(bootstrap, topic, [0], n + 1)[0] == [b"warm"] + [b"%05d" % i for i in range(n)]
 
 
 @pytest.mark.parametrize("codes", [
@@ -140,7 +173,8 @@ def test_injected_sequence_errors_deliver_every_record_once_in_order(mock_cluste
     cluster.create_topic(topic, 3)
     per = 200
     with Producer(bootstrap_servers=cluster.bootstrap, linger_ms=2, batch_size=2000,
-                  retry_backoff_ms=10, retry_backoff_max_ms=50) as p:
+                  retry_backoff_ms=10, retry_backoff_max_ms=50,
+                  max_in_flight_requests_per_connection=1) as p:  # the mock checks no sequences
         p.send(topic, b"warm", partition=0).result(20)
         for _ in range(3):
             cluster.push_request_errors(PRODUCE, codes)
@@ -162,7 +196,8 @@ def test_leader_moves_and_an_outage_mid_produce_lose_nothing_and_reorder_nothing
     cluster.create_topic(topic, 2)
     sent = {0: 0, 1: 0}
     with Producer(bootstrap_servers=cluster.bootstrap, linger_ms=1, retry_backoff_ms=10,
-                  retry_backoff_max_ms=100, metadata_max_age_ms=500) as p:
+                  retry_backoff_max_ms=100, metadata_max_age_ms=500,
+                  max_in_flight_requests_per_connection=1) as p:  # the mock checks no sequences
         futs = []
         for round_ in range(6):
             for _ in range(100):

@@ -33,7 +33,12 @@ from kafkawire.errors import (
     broker_error,
 )
 from kafkawire.protocol import apis
-from kafkawire.protocol.idempotence import DUPLICATE_SEQUENCE_NUMBER, ProducerIdentity, restamp
+from kafkawire.protocol.idempotence import (
+    DUPLICATE_SEQUENCE_NUMBER,
+    OUT_OF_ORDER_SEQUENCE_NUMBER,
+    ProducerIdentity,
+    restamp,
+)
 
 # The twin goes with the codec: KAFKAWIRE_PUREPYTHON=1 (or no compiled codec) picks both.
 if codec.IMPLEMENTATION == "python":
@@ -279,13 +284,18 @@ class Accumulator:
                     self.close_open(b)
                 q.clear()
             return by_node, expired, wait, leaderless
-        # How many batches of a partition may be in flight together.  The idempotent and
-        # transactional producers send one at a time: their sequence bookkeeping counts on
-        # it.  Others pipeline up to max_in_flight_requests_per_connection, as the Java
-        # client does; a retried batch may then land after the one behind it.
+        # How many batches of a partition may be in flight together:
+        # max_in_flight_requests_per_connection (at most 5 with idempotence: the broker
+        # remembers a producer's last five batches per partition, to know a resent one).
+        # Without idempotence a retried batch may land after the one behind it.  With it,
+        # the broker refuses a batch whose sequence does not follow the last it wrote, so
+        # the batches behind a failed one come back refused and are resent after it, in
+        # sequence order: a retried batch goes only at the head of its queue.  The
+        # transactional producer sends one at a time.
         depth = self.config.max_in_flight_requests_per_connection
-        if ident is not None or self.txn is not None:
+        if self.txn is not None:
             depth = 1
+        in_order = ident is not None and ident.active
         for (topic, partition), q in self.batches.items():
             # Each batch goes only when every batch before it is in flight.
             j = 0
@@ -294,6 +304,8 @@ class Accumulator:
                 if b.in_flight:
                     j += 1
                     continue
+                if in_order and j and b.attempts:
+                    break  # resent only once every batch before it is acknowledged
                 if now >= b.deadline:
                     if j == 0:  # a later batch waits its turn to expire
                         self.close_open(b)
@@ -329,9 +341,25 @@ class Accumulator:
             return False
         if ident.producer_id < 0:
             return True
-        if any(q and (q[0].in_flight or ident.unresolved(q[0])) for q in self.batches.values()):
+        if any(self._holds_bump(q) for q in self.batches.values()):
             return False
         return not ident.bump_locally()
+
+    def _holds_bump(self, q: deque[Batch]) -> bool:
+        """A batch of this partition is in flight, or may have been written under the
+        current epoch (to be resolved under it first).  Behind a batch the broker refused,
+        none of the same epoch can have been written: each sequence must follow the last
+        written one."""
+        ident = self.identity
+        refused = False
+        for b in q:
+            if b.in_flight:
+                return True
+            if ident.unresolved(b) and not refused:
+                return True
+            if b.attempts and not b.unknown and (b.pid, b.epoch) == (ident.producer_id, ident.epoch):
+                refused = True
+        return False
 
     def expired_error(self, b: Batch) -> BaseException:
         if self.identity is not None and self.identity.fatal is not None:
@@ -460,10 +488,28 @@ class Accumulator:
             err = broker_error(code, f"producing {b.count()} record(s) to {b.topic}[{b.partition}] "
                                      f"on {broker}", getattr(p, "error_message", None))
             retriable = err.retriable
-            if self.identity is not None and self.identity.produce_error(b, code):
+            if code == OUT_OF_ORDER_SEQUENCE_NUMBER and self._behind_unacknowledged(b):
+                # Refused because a batch before it is not written yet (it failed, or is
+                # being resent): not a gap in the sequences, so resent after that one.
+                b.unknown = False
+                retriable = True
+            elif self.identity is not None and self.identity.produce_error(b, code):
                 retriable = True
             out.append((b, err, retriable))
         return out, refresh
+
+    def _behind_unacknowledged(self, b: Batch) -> bool:
+        """An idempotent batch of ``b``'s partition, sent before it under the same
+        producer id and epoch, is not acknowledged yet (the queue keeps a partition's
+        unacknowledged batches in send order)."""
+        ident = self.identity
+        if ident is None or not ident.active:
+            return False
+        q = self.batches.get((b.topic, b.partition))
+        if not q or q[0] is b:
+            return False
+        head = q[0]
+        return head.sequence >= 0 and (head.pid, head.epoch) == (b.pid, b.epoch)
 
     def retry(self, b: Batch, exc: BaseException, retriable: bool, now: float, closed: bool) -> bool:
         """Schedule ``b`` again after its backoff if it may be retried (True); else the

@@ -7,15 +7,19 @@ it already wrote as a duplicate (with its offset), so a retry can never write a 
 twice, and refuses a batch whose sequence is not the next one (OUT_OF_ORDER_SEQUENCE_NUMBER),
 so a retry can never reorder.
 
-The producer keeps one batch per partition in flight (the accumulator sends a partition's
-next batch only when the one before it is acknowledged or failed), so a sequence gap can
-only come from a batch that failed, or from a broker that lost its producer state.  Then,
-as the Java client and librdkafka do since KIP-360, the producer bumps its epoch itself
-(brokers take a higher epoch starting at sequence 0 from an idempotent producer; a new id
-from InitProducerId once the epoch would overflow), and every partition counts from 0
-again.  Before the bump, every batch whose last attempt's outcome is unknown (no
-answer, REQUEST_TIMED_OUT) is resolved under the old epoch, where the broker can still
-recognize it as written; otherwise resending it under the new epoch could write it twice.
+Up to five batches of a partition are in flight (the accumulator sends them in sequence
+order, and resends a refused or failed one only once every batch before it is
+acknowledged).  OUT_OF_ORDER_SEQUENCE_NUMBER for a batch with an unacknowledged one before
+it only says that one is not written yet: it is resent after it, with its sequence.  A
+real sequence gap can only come from a batch that failed, or from a broker that lost its
+producer state.  Then, as the Java client and librdkafka do since KIP-360, the producer
+bumps its epoch itself (brokers take a higher epoch starting at sequence 0 from an
+idempotent producer; a new id from InitProducerId once the epoch would overflow), and
+every partition counts from 0 again.  Before the bump, no batch may be in flight, and
+every batch whose last attempt's outcome is unknown (no answer, REQUEST_TIMED_OUT) is
+resolved under the old epoch, where the broker can still recognize it as written;
+otherwise resending it under the new epoch could write it twice.  (One behind a batch the
+broker refused cannot have been written: its sequence did not follow the last written.)
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 It passes bytes through unchanged; it reads only the frame sizes and the request header
 (api key, correlation id) so that :meth:`FaultProxy.lose_answer` can drop the answer to
 the next request of one API and cut the client's connection there, after the broker has
-acted on the request.  That is the failure a retry cannot see through without idempotence:
+acted on the request, and so that :attr:`FaultProxy.peak` shows how many requests of an
+API a client had in flight at once on one connection.  That is the failure a retry cannot see through without idempotence:
 was the record written or not?  The broker must advertise the relay's address (see
 :meth:`FaultProxy.port`, chosen before the broker starts) so every connection passes it.
 """
@@ -31,6 +32,8 @@ class FaultProxy:
         self._lock = threading.Lock()
         self._lose_api: int | None = None
         self.lost = 0  # answers dropped so far
+        # api key -> the most of its requests awaiting answers on one connection at once
+        self.peak: dict[int, int] = {}
         self._server: socket.socket | None = None
         self._socks: list[socket.socket] = []
         self._closed = False
@@ -76,8 +79,11 @@ class FaultProxy:
             broker.settimeout(None)
             self._socks += [client, broker]
             doomed: set[int] = set()  # correlation ids whose answers are to be lost
-            threading.Thread(target=self._requests, args=(client, broker, doomed), daemon=True).start()
-            threading.Thread(target=self._answers, args=(broker, client, doomed), daemon=True).start()
+            waiting: dict[int, int] = {}  # correlation id -> api key, until answered
+            threading.Thread(target=self._requests, args=(client, broker, doomed, waiting),
+                             daemon=True).start()
+            threading.Thread(target=self._answers, args=(broker, client, doomed, waiting),
+                             daemon=True).start()
 
     @staticmethod
     def _frames(src: socket.socket):
@@ -97,22 +103,29 @@ class FaultProxy:
                 yield buf[:4 + size]
                 buf = buf[4 + size:]
 
-    def _requests(self, client: socket.socket, broker: socket.socket, doomed: set[int]) -> None:
+    def _requests(self, client: socket.socket, broker: socket.socket, doomed: set[int],
+                  waiting: dict[int, int]) -> None:
         for frame in self._frames(client):
             api_key, _version, correlation = _HEADER.unpack_from(frame, 4)
             with self._lock:
                 if api_key == self._lose_api:
                     self._lose_api = None
                     doomed.add(correlation)
+                waiting[correlation] = api_key
+                n = sum(1 for a in waiting.values() if a == api_key)
+                self.peak[api_key] = max(self.peak.get(api_key, 0), n)
             try:
                 broker.sendall(frame)
             except OSError:
                 break
         self._shut(client, broker)
 
-    def _answers(self, broker: socket.socket, client: socket.socket, doomed: set[int]) -> None:
+    def _answers(self, broker: socket.socket, client: socket.socket, doomed: set[int],
+                 waiting: dict[int, int]) -> None:
         for frame in self._frames(broker):
             (correlation,) = _SIZE.unpack_from(frame, 4)
+            with self._lock:
+                waiting.pop(correlation, None)
             if correlation in doomed:
                 self.lost += 1
                 break  # the broker acted; the client never hears of it
