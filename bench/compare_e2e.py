@@ -49,8 +49,10 @@ VALUE_SIZE = 100
 PARTITIONS = 4
 POOL = 4096  # distinct keys/values, cycled: every client gets the very same objects
 # Producer settings shared by every client (acks=1; Java/aiokafka/kafka-python batch
-# size; librdkafka's batch.size is in bytes too).
-ACKS = 1
+# size; librdkafka's batch.size is in bytes too).  --idempotent: acks=all and every
+# producer idempotent (kafkawire's default).
+ACKS: int | str = 1
+IDEMPOTENT = False
 LINGER_MS = 5
 BATCH_BYTES = 256 * 1024
 BULK_BATCH_BYTES = 1_000_000  # the bulk paths: one batch per Produce request, up to 1 MB
@@ -180,7 +182,8 @@ def _check_consumed(n: int, counts: list[int], nbytes: int) -> str | None:
 
 
 def kw_producer(bootstrap: str, w: Workload, bulk: bool) -> KwProducer:
-    return KwProducer(bootstrap_servers=bootstrap, acks=ACKS, linger_ms=LINGER_MS,
+    return KwProducer(bootstrap_servers=bootstrap, acks=ACKS, enable_idempotence=IDEMPOTENT,
+                      linger_ms=LINGER_MS,
                       batch_size=BULK_BATCH_BYTES if bulk else BATCH_BYTES,
                       max_request_size=MAX_REQUEST, compression_type=w.compression,
                       send_buffer_bytes=-1, receive_buffer_bytes=-1)  # OS defaults, as the peers
@@ -296,7 +299,8 @@ def ck_send(bootstrap: str, topic: str, w: Workload) -> Outcome:
 
     errors: list[Any] = []
     p = confluent_kafka.Producer({
-        "bootstrap.servers": bootstrap, "acks": ACKS, "linger.ms": LINGER_MS,
+        "bootstrap.servers": bootstrap, "acks": ACKS, "enable.idempotence": IDEMPOTENT,
+        "linger.ms": LINGER_MS,
         "batch.size": BATCH_BYTES, "message.max.bytes": MAX_REQUEST,
         "compression.type": w.compression,
         # The local queue: librdkafka's defaults (100k messages, 1 GiB); produce() raising
@@ -384,7 +388,8 @@ def aio_send(bootstrap: str, topic: str, w: Workload) -> Outcome:
     from aiokafka import AIOKafkaProducer
 
     async def run() -> Outcome:
-        p = AIOKafkaProducer(bootstrap_servers=bootstrap, acks=ACKS, linger_ms=LINGER_MS,
+        p = AIOKafkaProducer(bootstrap_servers=bootstrap, acks=ACKS, enable_idempotence=IDEMPOTENT,
+                             linger_ms=LINGER_MS,
                              max_batch_size=BATCH_BYTES, max_request_size=MAX_REQUEST,
                              compression_type=None if w.compression == "none" else w.compression)
         await p.start()
@@ -413,7 +418,8 @@ def aio_send_batch(bootstrap: str, topic: str, w: Workload) -> Outcome:
     from aiokafka import AIOKafkaProducer
 
     async def run() -> Outcome:
-        p = AIOKafkaProducer(bootstrap_servers=bootstrap, acks=ACKS, linger_ms=LINGER_MS,
+        p = AIOKafkaProducer(bootstrap_servers=bootstrap, acks=ACKS, enable_idempotence=IDEMPOTENT,
+                             linger_ms=LINGER_MS,
                              max_batch_size=BULK_BATCH_BYTES, max_request_size=MAX_REQUEST,
                              compression_type=None if w.compression == "none" else w.compression)
         await p.start()
@@ -488,7 +494,8 @@ def aio_consume(bootstrap: str, topic: str, w: Workload) -> Outcome:
 def kp_send(bootstrap: str, topic: str, w: Workload) -> Outcome:
     import kafka
 
-    p = kafka.KafkaProducer(bootstrap_servers=bootstrap, acks=ACKS, linger_ms=LINGER_MS,
+    p = kafka.KafkaProducer(bootstrap_servers=bootstrap, acks=ACKS, enable_idempotence=IDEMPOTENT,
+                            linger_ms=LINGER_MS,
                             batch_size=BATCH_BYTES, max_request_size=MAX_REQUEST,
                             compression_type=None if w.compression == "none" else w.compression)
     try:
@@ -675,7 +682,8 @@ def report(results: dict, args: argparse.Namespace) -> list[str]:
         f"{KEY_SIZE}-byte keys and {VALUE_SIZE}-byte values per case, record i to partition "
         f"i % {PARTITIONS} of a fresh {PARTITIONS}-partition topic.",
         "",
-        "Settings shared by every client: acks=1, linger 5 ms, batch size 256 KiB for per-record "
+        f"Settings shared by every client: acks={ACKS}"
+        f"{', idempotent producers' if IDEMPOTENT else ''}, linger 5 ms, batch size 256 KiB for per-record "
         "sends (1 MB for the bulk paths), max request 1 MiB; consumers read from offset 0 with "
         "fetch max 50 MiB, 1 MiB per partition, up to 10,000 records per call, and sum the value "
         "lengths of every record. Socket buffers: the OS defaults for every client (kafkawire is "
@@ -756,10 +764,15 @@ def main() -> None:
     parser.add_argument("--compression", default="none", help="comma-separated: none,lz4,...")
     parser.add_argument("--cases", default="",
                         help="comma-separated case names to run (e.g. send,produce); default all")
+    parser.add_argument("--idempotent", action="store_true",
+                        help="acks=all and idempotent producers (kafkawire's default) for every client")
     parser.add_argument("--markdown", metavar="PATH", help="also write the tables to PATH")
     parser.add_argument("--json", metavar="PATH",
                         help="also write {case: ratio} (kafkawire rate / peer rate) to PATH")
     args = parser.parse_args()
+    if args.idempotent:
+        global ACKS, IDEMPOTENT
+        ACKS, IDEMPOTENT = "all", True
     args.records = args.records or (200_000 if args.quick else 1_000_000)
     args.rounds = args.rounds or 3
     args.clients = [c.strip() for c in args.clients.split(",") if c.strip()]
