@@ -16,8 +16,10 @@ producer state.  Then, as the Java client and librdkafka do since KIP-360, the p
 bumps its epoch itself (brokers take a higher epoch starting at sequence 0 from an
 idempotent producer; a new id from InitProducerId once the epoch would overflow), and
 every partition counts from 0 again.  Before the bump, no batch may be in flight, and
-every batch whose last attempt's outcome is unknown (no answer, REQUEST_TIMED_OUT) is
-resolved under the old epoch, where the broker can still recognize it as written;
+every batch an attempt of which may have been written (no answer, REQUEST_TIMED_OUT, and
+no answer since that says it was not: a refusal of a later attempt, such as
+NOT_LEADER_OR_FOLLOWER, does not) is resolved under the old epoch, where the broker can
+still recognize it as written;
 otherwise resending it under the new epoch could write it twice.  (One behind a batch the
 broker refused cannot have been written: its sequence did not follow the last written.)
 """
@@ -222,12 +224,17 @@ class ProducerIdentity:
         tp = (b.topic, b.partition)
         seq = self.next_sequence.get(tp, 0)
         b.pid, b.epoch, b.sequence = self.producer_id, self.epoch, seq
+        b.unknown = False  # what an attempt under an older stamp left unknown was settled
         self.next_sequence[tp] = (seq + b.count()) & _SEQUENCE_MASK
 
     def produce_error(self, b: Any, code: int) -> bool:
         """A Produce answer's error for ``b``: True when it is retriable here because
         the epoch will be bumped first (the batch was not written)."""
-        b.unknown = code in _UNKNOWN_OUTCOME_CODES
+        if code == OUT_OF_ORDER_SEQUENCE_NUMBER:
+            b.unknown = False  # not written (a batch the broker wrote is a duplicate)
+        elif code in _UNKNOWN_OUTCOME_CODES:
+            b.unknown = True
+        # Other errors refuse this attempt only: an earlier one may still have been written.
         if self.disabled or b.pid != self.producer_id or b.epoch != self.epoch:
             return False
         if code in (OUT_OF_ORDER_SEQUENCE_NUMBER, UNKNOWN_PRODUCER_ID) or (
