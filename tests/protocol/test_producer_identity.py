@@ -151,31 +151,15 @@ def test_no_bump_while_a_batch_of_unknown_outcome_can_still_be_resolved_under_th
     # Only t[1] may go, with its old stamp, where the broker can still recognise it.
     request, sent = send(acc, now=10.0)
     assert sent == [b1] and stamps(request) == {("t", 1): (5, 2, 0, False)}
-    settle(acc, sent, answer(sent, [46]), now=10.0)  # it was written
-    assert not acc.init_wanted(20.0)  # bumped locally
+    # A refusal of this attempt says nothing of the first one: still held back.
+    settle(acc, sent, answer(sent, [6]), now=10.0)  # NOT_LEADER_OR_FOLLOWER
+    assert b1.unknown and not acc.init_wanted(20.0) and acc.identity.epoch == 2
     request, sent = send(acc, now=20.0)
+    assert sent == [b1] and stamps(request) == {("t", 1): (5, 2, 0, False)}
+    settle(acc, sent, answer(sent, [46]), now=20.0)  # it was written
+    assert not acc.init_wanted(30.0)  # bumped locally
+    request, sent = send(acc, now=30.0)
     assert sent == [b0] and stamps(request) == {("t", 0): (5, 3, 0, False)}
-
-
-def test_a_refused_retry_does_not_settle_an_earlier_attempt_of_unknown_outcome():
-    acc = accumulator()
-    given_id(acc, pid=5, epoch=0)
-    add(acc, ("t", 0), 2)
-    add(acc, ("t", 1), 2)
-    request, sent = send(acc)
-    b0, b1 = sent
-    acc.retry(b1, KafkaConnectionError("broken"), True, 0.0, closed=False)  # may be written
-    settle(acc, [b0], answer([b0], [45]))  # refused with nothing before it: bump wanted
-    request, sent = send(acc, now=10.0)
-    assert sent == [b1]  # resent under the old epoch, to learn its fate
-    settle(acc, sent, answer(sent, [6]), now=10.0)  # NOT_LEADER_OR_FOLLOWER: this attempt only
-    assert b1.unknown
-    assert not acc.init_wanted(20.0) and acc.identity.epoch == 0  # still held back by t[1]
-    request, sent = send(acc, now=20.0)
-    assert sent == [b1] and stamps(request) == {("t", 1): (5, 0, 0, False)}
-    settle(acc, sent, answer(sent, [46]), now=20.0)  # the first attempt had written it
-    assert b1.future.result(0) == (-1, -1)
-    assert not acc.init_wanted(30.0) and acc.identity.epoch == 1
 
 
 def test_a_batch_certainly_not_written_gives_its_sequence_back_one_of_unknown_fate_bumps():
