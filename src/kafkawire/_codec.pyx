@@ -1215,11 +1215,12 @@ cdef inline Py_ssize_t _v2_run(cptr r, Py_ssize_t rn, Py_ssize_t rlim, Py_ssize_
     """MODE_VIEW's loop over the records of a batch: as many whole records as it can, from
     ``rpos`` (record kp[0]); returns where it stopped.  r[:rlim] is readable.
 
-    It takes the common shape only: varints of at most 3 bytes, no headers, fields that
-    fill the record exactly, KW_SLACK readable bytes after it; the caller made room for
-    ``count`` records and checked the bases (_FAST_BASE).  At anything else it stops
-    before that record, and the general loop in _Decoder.batch decodes it or raises its
-    error.  The values it keeps are the general loop's.  (The loop is kw_v2_run, in C.)
+    It takes the common shape only: varints of at most 3 bytes, an offset delta >= 0, no
+    headers, fields that fill the record exactly, KW_SLACK readable bytes after it; the
+    caller made room for ``count`` records and checked the bases (_FAST_BASE).  At
+    anything else it stops before that record, and the general loop in _Decoder.batch
+    decodes it or raises its error.  The values it keeps are the general loop's.  (The
+    loop is kw_v2_run, in C.)
     """
     return kw_v2_run(r, rn, rlim, rpos, kp, count, base_offset, base_ts, max_ts, lat, emit,
                      start, rbase, o)
