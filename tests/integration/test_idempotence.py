@@ -136,8 +136,10 @@ def test_idempotent_batches_carry_the_producer_id_and_consecutive_sequences(tans
         (pid, 0, i) for i in range(4)]
 
 
-@pytest.mark.parametrize("in_flight", [5, 1])
-def test_idempotent_batches_in_flight_together_land_in_sequence_order(relayed_tansu, in_flight, shell):
+@pytest.mark.parametrize("in_flight, transactional", [(5, False), (1, False), (5, True)],
+                         ids=["5", "1", "5-transactional"])
+def test_idempotent_batches_in_flight_together_land_in_sequence_order(relayed_tansu, in_flight,
+                                                                      transactional, shell):
     # Small batches sent without waiting: up to five of a partition are in flight on one
     # connection (the relay counts them), and Tansu, which checks every sequence, writes
     # them all, in order, once.
@@ -145,20 +147,30 @@ def test_idempotent_batches_in_flight_together_land_in_sequence_order(relayed_ta
     topic = f"pipe-{uuid.uuid4().hex[:8]}"
     bootstrap = f"127.0.0.1:{proxy.port}"
     n = 400
+    options = {"transactional_id": f"tx-{topic}"} if transactional else {}
     with shell.Producer(bootstrap_servers=bootstrap, linger_ms=0, batch_size=150,
-                        max_in_flight_requests_per_connection=in_flight) as p:
+                        max_in_flight_requests_per_connection=in_flight, **options) as p:
+        if transactional:
+            p.init_transactions(20)
+            p.begin_transaction()
         p.send(topic, b"warm", partition=0).result(20)
         futs = [p.send(topic, b"%05d" % i, partition=0) for i in range(n)]
+        if transactional:
+            p.commit_transaction(30)
         p.flush(30)
         assert all(f.exception() is None for f in futs)
         pid = p.metrics()["producer_id"]
     peak = proxy.peak[PRODUCE]
     assert 1 < peak <= 5 if in_flight == 5 else peak == 1, peak
     batches = fetch_batches(bootstrap, topic, 0)
+    if transactional:
+        assert batches[-1].is_control and not any(b.is_control for b in batches[:-1])
+        batches = batches[:-1]
     assert len(batches) > 10
     seq = 0
     for b in batches:
-        assert (b.producer_id, b.producer_epoch, b.base_sequence) == (pid, 0, seq)
+        assert (b.producer_id, b.producer_epoch, b.base_sequence, b.is_transactional) == (
+            pid, 0, seq, transactional)
         seq += len(b.records)
     assert read_values(bootstrap, topic, [0], n + 1)[0] == [b"warm"] + [b"%05d" % i for i in range(n)]
 

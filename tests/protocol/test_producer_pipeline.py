@@ -1,8 +1,8 @@
 """Several batches of one partition in flight at once, driven through the accumulator with
 no I/O: a producer that is neither idempotent nor transactional sends up to
 max_in_flight_requests_per_connection of a partition's batches before the first is
-answered, one per Produce request and in queue order; so does an idempotent one (at most
-5), resending in sequence order; a transactional one sends one."""
+answered, one per Produce request and in queue order; so do idempotent and transactional
+ones (at most 5), resending in sequence order."""
 
 from __future__ import annotations
 
@@ -164,18 +164,19 @@ def test_an_unknown_outcome_behind_a_refused_batch_does_not_hold_the_bump():
     assert st == {TP: (7, 1, 0, False)}
 
 
-def test_a_transactional_producer_keeps_one_batch_of_a_partition_in_flight():
+def test_a_transactional_producer_pipelines_the_partitions_in_its_transaction():
     acc = idempotent()
-    acc.txn = _AnyPartition()
+    acc.txn = _Added({TP})
     add(acc, TP, 3)
-    (head,) = collected(acc)
-    assert head is acc.batches[TP][0]
-    requests(acc, [head])
-    assert collected(acc) == []  # the next waits for the answer, whatever the limit
+    add(acc, ("t", 1), 2)
+    assert collected(acc) == list(acc.batches[TP])  # ("t", 1) waits for AddPartitionsToTxn
 
 
-class _AnyPartition:
-    """A transaction every partition has been added to."""
+class _Added:
+    """A transaction these partitions have been added to."""
+
+    def __init__(self, partitions):
+        self.partitions = partitions
 
     def may_send(self, tp):
-        return True
+        return tp in self.partitions

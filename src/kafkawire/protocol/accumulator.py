@@ -290,11 +290,9 @@ class Accumulator:
         # Without idempotence a retried batch may land after the one behind it.  With it,
         # the broker refuses a batch whose sequence does not follow the last it wrote, so
         # the batches behind a failed one come back refused and are resent after it, in
-        # sequence order: a retried batch goes only at the head of its queue.  The
-        # transactional producer sends one at a time.
+        # sequence order: a retried batch goes only at the head of its queue (the
+        # transactional producer too: its batches are idempotent ones).
         depth = self.config.max_in_flight_requests_per_connection
-        if self.txn is not None:
-            depth = 1
         in_order = ident is not None and ident.active
         for (topic, partition), q in self.batches.items():
             # Each batch goes only when every batch before it is in flight.
