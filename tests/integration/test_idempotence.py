@@ -175,6 +175,36 @@ def test_idempotent_batches_in_flight_together_land_in_sequence_order(relayed_ta
     assert read_values(bootstrap, topic, [0], n + 1)[0] == [b"warm"] + [b"%05d" % i for i in range(n)]
 
 
+@pytest.mark.parametrize("code", [6, 7], ids=["NOT_LEADER_OR_FOLLOWER", "REQUEST_TIMED_OUT"])
+def test_batches_in_flight_behind_a_refused_one_are_resent_after_it(relayed_tansu, code, shell):
+    # The relay answers one Produce request with a retriable error without passing it on,
+    # once two more are in flight behind it; those reach Tansu, which refuses them (their
+    # sequences do not follow), and the producer resends them after the refused one:
+    # every record once, in order, with no epoch bump.
+    broker, proxy = relayed_tansu
+    topic = f"refuse-{uuid.uuid4().hex[:8]}"
+    bootstrap = f"127.0.0.1:{proxy.port}"
+    n = 400
+    with shell.Producer(bootstrap_servers=bootstrap, linger_ms=0, batch_size=150,
+                        retry_backoff_ms=20) as p:
+        p.send(topic, b"warm", partition=0).result(20)
+        futs = [p.send(topic, b"%05d" % i, partition=0) for i in range(n // 2)]
+        proxy.refuse(code, hold=2)  # answered once two more batches are on their way
+        futs += [p.send(topic, b"%05d" % i, partition=0) for i in range(n // 2, n)]
+        p.flush(30)
+        assert all(f.exception() is None for f in futs)
+        m = p.metrics()
+    assert proxy.refused == 1
+    assert proxy.produce_errors[45] >= 2  # OUT_OF_ORDER_SEQUENCE_NUMBER for those behind it
+    assert m["epoch_bumps"] == 0
+    batches = fetch_batches(bootstrap, topic, 0)
+    seq = 0
+    for b in batches:
+        assert (b.producer_id, b.producer_epoch, b.base_sequence) == (m["producer_id"], 0, seq)
+        seq += len(b.records)
+    assert read_values(bootstrap, topic, [0], n + 1)[0] == [b"warm"] + [b"%05d" % i for i in range(n)]
+
+
 @pytest.mark.parametrize("codes", [
     [45],              # OUT_OF_ORDER_SEQUENCE_NUMBER: the epoch is bumped, the batch resent
     [59, 6, 7],        # UNKNOWN_PRODUCER_ID, then NOT_LEADER_OR_FOLLOWER, REQUEST_TIMED_OUT

@@ -1,26 +1,69 @@
-"""A TCP relay on 127.0.0.1 in front of a real broker that can lose one answer.
+"""A TCP relay on 127.0.0.1 in front of a real broker, for the failures a test needs.
 
-It passes bytes through unchanged; it reads only the frame sizes and the request header
-(api key, correlation id) so that :meth:`FaultProxy.lose_answer` can drop the answer to
-the next request of one API and cut the client's connection there, after the broker has
-acted on the request, and so that :attr:`FaultProxy.peak` shows how many requests of an
-API a client had in flight at once on one connection.  That is the failure a retry cannot see through without idempotence:
-was the record written or not?  The broker must advertise the relay's address (see
+It passes bytes through unchanged and reads only frame sizes and request headers (api
+key, correlation id), except where a fault is asked for:
+
+- :meth:`FaultProxy.lose_answer` drops the answer to the next request of one API and cuts
+  the client's connection there, after the broker acted on the request: was the record
+  written or not?  The failure a retry cannot see through without idempotence.
+- :meth:`FaultProxy.refuse` keeps the next Produce request from the broker and answers it
+  with an error for each of its partitions, in its turn among the connection's answers
+  and only once ``hold`` more Produce requests followed it: a batch that was not written,
+  with the batches sent after it reaching the broker.
+
+:attr:`FaultProxy.peak` shows how many requests of an API a client had in flight at once
+on one connection, :attr:`FaultProxy.produce_errors` the error codes in the broker's
+Produce answers.  The broker must advertise the relay's address (see
 :meth:`FaultProxy.port`, chosen before the broker starts) so every connection passes it.
 """
 
 from __future__ import annotations
 
+import collections
 import socket
 import struct
 import threading
 
+from kafkawire.protocol import apis
+from kafkawire.protocol.headers import (
+    decode_request_header,
+    decode_response_header,
+    encode_response_header,
+)
 from kafkawire.testing.brokers import LOOPBACK, free_port
 
 __all__ = ["FaultProxy"]
 
 _SIZE = struct.Struct(">i")
 _HEADER = struct.Struct(">hhi")  # api key, api version, correlation id
+_PRODUCE = apis.get("Produce")
+
+
+class _Awaited:
+    """A request's answer, awaited by the client: the broker's, or the relay's own after
+    ``hold`` more requests of the same API."""
+
+    __slots__ = ("correlation", "api_key", "version", "own", "frame", "hold")
+
+    def __init__(self, correlation: int, api_key: int, version: int, own: bytes | None, hold: int):
+        self.correlation, self.api_key, self.version = correlation, api_key, version
+        self.own, self.frame, self.hold = own, own, hold
+
+
+class _Link:
+    """One client connection: its two sockets and the answers it awaits, in order."""
+
+    def __init__(self, client: socket.socket, broker: socket.socket):
+        self.client = client
+        self.broker = broker
+        self.lock = threading.Lock()
+        self.awaited: collections.deque[_Awaited] = collections.deque()
+        self.doomed: set[int] = set()  # correlation ids whose answers are to be lost
+
+    def flush(self) -> None:
+        """Send the answers that are next in turn and ready (the lock is held)."""
+        while self.awaited and self.awaited[0].frame is not None and self.awaited[0].hold <= 0:
+            self.client.sendall(self.awaited.popleft().frame)
 
 
 class FaultProxy:
@@ -31,7 +74,11 @@ class FaultProxy:
         self.target_port = target_port
         self._lock = threading.Lock()
         self._lose_api: int | None = None
+        self._refuse_code: int | None = None
+        self._refuse_hold = 0
         self.lost = 0  # answers dropped so far
+        self.refused = 0  # Produce requests answered with an error instead of relayed
+        self.produce_errors: collections.Counter[int] = collections.Counter()  # in the broker's answers
         # api key -> the most of its requests awaiting answers on one connection at once
         self.peak: dict[int, int] = {}
         self._server: socket.socket | None = None
@@ -50,6 +97,14 @@ class FaultProxy:
         connection (the request itself reaches the broker)."""
         with self._lock:
             self._lose_api = api_key
+
+    def refuse(self, error_code: int, hold: int = 0) -> None:
+        """Answer the next Produce request (one with acks) with ``error_code`` for every
+        partition in it, once ``hold`` more Produce requests followed it on its
+        connection; the broker never sees it."""
+        with self._lock:
+            self._refuse_code = error_code
+            self._refuse_hold = hold
 
     def close(self) -> None:
         self._closed = True
@@ -78,12 +133,9 @@ class FaultProxy:
                 return
             broker.settimeout(None)
             self._socks += [client, broker]
-            doomed: set[int] = set()  # correlation ids whose answers are to be lost
-            waiting: dict[int, int] = {}  # correlation id -> api key, until answered
-            threading.Thread(target=self._requests, args=(client, broker, doomed, waiting),
-                             daemon=True).start()
-            threading.Thread(target=self._answers, args=(broker, client, doomed, waiting),
-                             daemon=True).start()
+            link = _Link(client, broker)
+            threading.Thread(target=self._requests, args=(link,), daemon=True).start()
+            threading.Thread(target=self._answers, args=(link,), daemon=True).start()
 
     @staticmethod
     def _frames(src: socket.socket):
@@ -103,37 +155,87 @@ class FaultProxy:
                 yield buf[:4 + size]
                 buf = buf[4 + size:]
 
-    def _requests(self, client: socket.socket, broker: socket.socket, doomed: set[int],
-                  waiting: dict[int, int]) -> None:
-        for frame in self._frames(client):
-            api_key, _version, correlation = _HEADER.unpack_from(frame, 4)
-            with self._lock:
-                if api_key == self._lose_api:
-                    self._lose_api = None
-                    doomed.add(correlation)
-                waiting[correlation] = api_key
-                n = sum(1 for a in waiting.values() if a == api_key)
-                self.peak[api_key] = max(self.peak.get(api_key, 0), n)
+    def _requests(self, link: _Link) -> None:
+        for frame in self._frames(link.client):
+            api_key, version, correlation = _HEADER.unpack_from(frame, 4)
+            own, hold, answered = None, 0, True
+            if api_key == _PRODUCE.key:
+                own, hold, answered = self._produce(frame, version, correlation)
             try:
-                broker.sendall(frame)
+                with link.lock:
+                    with self._lock:
+                        if api_key == self._lose_api:
+                            self._lose_api = None
+                            link.doomed.add(correlation)
+                        if answered:
+                            n = 1 + sum(1 for a in link.awaited if a.api_key == api_key)
+                            self.peak[api_key] = max(self.peak.get(api_key, 0), n)
+                    for a in link.awaited:
+                        if a.own is not None and a.api_key == api_key:
+                            a.hold -= 1
+                    if answered:
+                        link.awaited.append(_Awaited(correlation, api_key, version, own, hold))
+                    if own is None:
+                        link.broker.sendall(frame)
+                    link.flush()
             except OSError:
                 break
-        self._shut(client, broker)
+        self._shut(link.client, link.broker)
 
-    def _answers(self, broker: socket.socket, client: socket.socket, doomed: set[int],
-                 waiting: dict[int, int]) -> None:
-        for frame in self._frames(broker):
+    def _produce(self, frame: bytes, version: int, correlation: int) -> tuple[bytes | None, int, bool]:
+        """For a Produce request: the relay's own error answer if it is to be refused
+        (and how many requests it waits for), and whether any answer is due (acks=0 gets
+        none)."""
+        _key, _v, _c, _client, pos = decode_request_header(
+            memoryview(frame)[4:], _PRODUCE.request_header_version(version))
+        request = _PRODUCE.decode_request(memoryview(frame)[4 + pos:], version)
+        if request.acks == 0:
+            return None, 0, False
+        with self._lock:
+            code, self._refuse_code = self._refuse_code, None
+            hold = self._refuse_hold
+            if code is not None:
+                self.refused += 1
+        if code is None:
+            return None, 0, True
+        tpr = _PRODUCE.Response.TopicProduceResponse
+        ppr = tpr.PartitionProduceResponse
+        response = _PRODUCE.Response(responses=[
+            tpr(name=t.name, partition_responses=[
+                ppr(index=p.index, error_code=code, base_offset=-1) for p in t.partition_data])
+            for t in request.topic_data])
+        body = (encode_response_header(correlation, _PRODUCE.response_header_version(version))
+                + _PRODUCE.encode_response(response, version).getvalue())
+        return _SIZE.pack(len(body)) + body, hold, True
+
+    def _answers(self, link: _Link) -> None:
+        for frame in self._frames(link.broker):
             (correlation,) = _SIZE.unpack_from(frame, 4)
-            with self._lock:
-                waiting.pop(correlation, None)
-            if correlation in doomed:
-                self.lost += 1
-                break  # the broker acted; the client never hears of it
             try:
-                client.sendall(frame)
+                with link.lock:
+                    if correlation in link.doomed:
+                        self.lost += 1
+                        break  # the broker acted; the client never hears of it
+                    for a in link.awaited:
+                        if a.correlation == correlation:
+                            a.frame = frame
+                            if a.api_key == _PRODUCE.key:
+                                self._count_errors(frame, a.version)
+                            break
+                    link.flush()
             except OSError:
                 break
-        self._shut(client, broker)
+        self._shut(link.client, link.broker)
+
+    def _count_errors(self, frame: bytes, version: int) -> None:
+        body = memoryview(frame)[4:]
+        _correlation, pos = decode_response_header(body, _PRODUCE.response_header_version(version))
+        response = _PRODUCE.decode_response(body[pos:], version)
+        with self._lock:
+            for t in response.responses:
+                for p in t.partition_responses:
+                    if p.error_code:
+                        self.produce_errors[p.error_code] += 1
 
     @staticmethod
     def _shut(*socks: socket.socket) -> None:
