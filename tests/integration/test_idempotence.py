@@ -1,9 +1,11 @@
-"""The idempotent producer against real brokers: a lost answer, injected sequence errors
-and leader moves write every record exactly once, in order.
+"""The idempotent producer against real brokers: a lost answer, a refused batch with
+more in flight behind it, injected sequence errors and leader moves write every record
+exactly once, in order.
 
 Tansu checks sequences (DUPLICATE_SEQUENCE_NUMBER, OUT_OF_ORDER_SEQUENCE_NUMBER), so the
-lost-answer tests run there, through a relay that drops one Produce answer after Tansu
-wrote the batch.  librdkafka's mock hands out producer ids but checks no sequences (it
+lost-answer and pipelining tests run there, through a relay that drops one Produce
+answer after Tansu wrote the batch, or answers one Produce request with an error itself
+(the batches behind it still reach Tansu).  librdkafka's mock hands out producer ids but checks no sequences (it
 writes a resent batch twice, and writes the batches in flight behind a refused one, which
 a broker that checks refuses); it is used for the errors it can inject, which it answers
 without writing anything, with one batch of a partition in flight at a time.
