@@ -74,18 +74,17 @@ def test_every_small_length(n):
 @pytest.mark.parametrize(
     "n",
     [
+        95,  # around the shortest three-stream pass (KW_STREAMS_MIN) of the sse4.2 path
+        96,
+        119,
+        120,
         4095,
         4096,
-        3 * 256 - 1,  # around the short three-stream block (3 x 256 bytes)
-        3 * 256,
-        3 * 256 + 7,
-        3 * 2048 - 1,  # around the mid block (3 x 2 KiB)
-        3 * 2048,
-        3 * 2048 + 3 * 256 + 3 * 64 + 13,  # one block of each size below long, and a tail
         16 * 1024 - 21,  # the CRC'd part of a 16 KiB record batch
-        3 * 8192 - 1,  # around the long three-stream block (3 x 8 KiB)
+        3 * 8192 - 1,  # the longest three-stream pass; then around the long block (3 x 8 KiB)
         3 * 8192,
         3 * 8192 + 1,
+        6 * 8192 - 1,  # one long block, then the longest pass
         65535,  # around the GIL-release threshold
         65536,
         1_000_003,
@@ -96,6 +95,17 @@ def test_large_random_buffers(n):
     data = os.urandom(n)
     assert codec.crc32(data) == zlib.crc32(data)
     assert codec.crc32c(data) == ref_c(data)
+
+
+def test_every_length_and_alignment_up_to_a_few_kib():
+    # the sse4.2 path aligns in 1, 2 and 4-byte steps, splits the rest into three streams of
+    # any multiple of 8 bytes and ends in 8, 4, 2 and 1-byte steps: every combination
+    base = random.Random(3).randbytes(3000)
+    view = memoryview(base)
+    for n in range(0, 2990):
+        for start in range(0, 8) if n < 400 or n % 8 == 0 else (n % 8,):
+            piece = view[start:start + n]
+            assert codec.crc32c(piece) == ref_c(piece), (start, n)
 
 
 def test_chaining_with_value():
