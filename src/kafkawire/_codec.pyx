@@ -1013,6 +1013,9 @@ cdef object _span_corrupt(int64_t base_offset, int32_t k, int status, str what, 
 cdef extern from *:
     """
     #include <stdint.h>
+    /* One block (see _Decoder.relayout) with cap records' room per array, at fixed places
+       kw_v2_body relies on: off 0, ts 8*cap, ks 16*cap, kl 24*cap, vl 28*cap, vs 32*cap
+       (bytes), then hidx and tt. */
     typedef struct {
         int64_t *off; int64_t *ts; int8_t *tt; int32_t *kl; int32_t *vl; int32_t *hidx;
         int64_t *ks; int64_t *vs; Py_ssize_t n; Py_ssize_t cap;
@@ -1028,7 +1031,9 @@ cdef extern from *:
     #define KW_NOINLINE __attribute__((noinline))
     #define KW_INLINE static inline __attribute__((always_inline))
     #define KW_UNLIKELY(x) __builtin_expect(!!(x), 0)
+    #define KW_OPAQUE(x) __asm__("" : "+r"(x))
     #else
+    #define KW_OPAQUE(x) ((void)0)
     #define KW_NOINLINE
     #define KW_INLINE static __forceinline
     #define KW_UNLIKELY(x) (x)
@@ -1057,18 +1062,22 @@ cdef extern from *:
        at ~5 instructions per cycle, so every instruction counts: positions are kept in
        the view's address space (rv[rbase + x] is r[x], no add per stored start), the
        records left count down, and a value length is checked by the record's end check
-       alone (q moves by at most 2^21 there, and nothing is read at it).  kw_v2_run
+       alone (q moves by at most 2^21 there, and nothing is read at it).  The six
+       arrays are written through two pointers walking the block (po: int64 columns, pl:
+       int32 ones) and the distance h = 4*cap, as [po], [po+2h], [po+4h], [po+8h], [pl],
+       [pl+h]: three registers, not six pointers and an index, so the loop's values stay
+       in registers (six pointers were reloaded from the stack per record).  kw_v2_run
        below makes a copy of it for the usual batch (CreateTime, every record kept). */
     KW_INLINE Py_ssize_t kw_v2_body(
         const unsigned char *r, Py_ssize_t rn, Py_ssize_t rlim, Py_ssize_t rpos,
         int32_t *kp, int32_t count, int64_t base_offset, int64_t base_ts, int64_t max_ts,
         int lat, int emit, int64_t start, int64_t rbase, kw_vout *o, const int keep_all)
     {
-        Py_ssize_t i = o->n, i0 = o->n, q, rec_end, j, end;
+        Py_ssize_t i, i0 = o->n, q, rec_end, j, end;
         int32_t k = *kp, left;
         int32_t nh = (int32_t)o->nh, *hidx;
-        int64_t *c_off = o->off, *c_ts = o->ts, *c_ks = o->ks, *c_vs = o->vs;
-        int32_t *c_kl = o->kl, *c_vl = o->vl;
+        unsigned char *po = (unsigned char *)(o->off + i0), *pl = (unsigned char *)(o->kl + i0);
+        Py_ssize_t h = 4 * o->cap;
         uint64_t ts_mask = lat ? 0 : ~(uint64_t)0;
         const unsigned char *rv = (const unsigned char *)((uintptr_t)r - (uintptr_t)rbase);
         if (lat)
@@ -1130,14 +1139,16 @@ cdef extern from *:
                 break;
             offset = base_offset + (int64_t)(uo >> 1);
             if (keep_all || offset >= start) {
-                c_off[i] = offset;
-                c_ts[i] = base_ts + (int64_t)((uint64_t)(int64_t)(int32_t)
+                KW_OPAQUE(h); /* keeps h a register: no pointer per array derived from it */
+                *(int64_t *)po = offset;
+                *(int64_t *)(po + 2 * h) = base_ts + (int64_t)((uint64_t)(int64_t)(int32_t)
                                               ((ut >> 1) ^ (0 - (ut & 1))) & ts_mask);
-                c_ks[i] = ks;
-                c_kl[i] = (int32_t)kl;
-                c_vs[i] = vs;
-                c_vl[i] = (int32_t)vl;
-                i++;
+                *(int64_t *)(po + 4 * h) = ks;
+                *(int64_t *)(po + 8 * h) = vs;
+                *(int32_t *)pl = (int32_t)kl;
+                *(int32_t *)(pl + h) = (int32_t)vl;
+                po += 8;
+                pl += 4;
             }
             rpos = rec_end;
             if (--left == 0)
@@ -1147,6 +1158,7 @@ cdef extern from *:
         rpos -= rbase;
         k = count - left;
     done:
+        i = i0 + (po - (unsigned char *)(o->off + i0)) / 8;
         if (i > i0) {
             memset(o->tt + i0, lat ? 1 : 0, (size_t)(i - i0));
             hidx = o->hidx;
@@ -1290,8 +1302,9 @@ cdef class _Decoder:
 
     cdef object relayout(self, Py_ssize_t cap):
         """A record block for ``cap`` records holding the ``o.n`` kept so far; sets the
-        pointers.  Layout: offsets, timestamps, key starts, value starts (int64), key
-        lengths, value lengths, header_index (cap + 1, int32), timestamp types (int8).
+        pointers.  Layout (kw_v2_body writes by it): offsets, timestamps, key starts
+        (int64), key lengths, value lengths (int32), value starts (int64), header_index
+        (cap + 1, int32), timestamp types (int8).
         One block, not a buffer per array: freed, it stays with malloc for the next
         decode, where separate buffers went back to the system and were page-faulted in
         again (a third of the time for small records)."""
@@ -1301,9 +1314,9 @@ cdef class _Decoder:
         cdef int64_t* off = <int64_t*>b
         cdef int64_t* ts = <int64_t*>(b + 8 * cap)
         cdef int64_t* ks = <int64_t*>(b + 16 * cap)
-        cdef int64_t* vs = <int64_t*>(b + 24 * cap)
-        cdef int32_t* kl = <int32_t*>(b + 32 * cap)
-        cdef int32_t* vl = <int32_t*>(b + 36 * cap)
+        cdef int32_t* kl = <int32_t*>(b + 24 * cap)
+        cdef int32_t* vl = <int32_t*>(b + 28 * cap)
+        cdef int64_t* vs = <int64_t*>(b + 32 * cap)
         cdef int32_t* hidx = <int32_t*>(b + 40 * cap)
         cdef int8_t* tt = <int8_t*>(b + 44 * cap + 4)
         if self.o.cap > 0:
@@ -2052,9 +2065,9 @@ def decode_columnar(data, *, start_offset=0, check_crcs=True, max_depth=DEFAULT_
         "offsets": (rec, 0, n),
         "timestamps": (rec, 8 * cap, n),
         "_key_starts": (rec, 16 * cap, n),
-        "_value_starts": (rec, 24 * cap, n),
-        "key_lengths": (rec, 32 * cap, n),
-        "value_lengths": (rec, 36 * cap, n),
+        "key_lengths": (rec, 24 * cap, n),
+        "value_lengths": (rec, 28 * cap, n),
+        "_value_starts": (rec, 32 * cap, n),
         "header_index": (rec, 40 * cap, n + 1),
         "timestamp_types": (rec, 44 * cap + 4, n),
         "_header_key_starts": (hdr, 0, nh),
