@@ -283,6 +283,21 @@ static KW_TARGET_SSE42 inline uint32_t kw_shift_clmul(uint32_t c, uint32_t k)
     return KW_CRC64(0, (uint64_t)_mm_cvtsi128_si64(prod));
 }
 
+/* 2 and 4 bytes in one crc32 instruction (x86 is little-endian, as the CRC reads them) */
+static KW_TARGET_SSE42 inline uint32_t kw_crc2(uint32_t crc, const unsigned char *p)
+{
+    uint16_t h;
+    memcpy(&h, p, 2);
+    return KW_CRC16(crc, h);
+}
+
+static KW_TARGET_SSE42 inline uint32_t kw_crc4(uint32_t crc, const unsigned char *p)
+{
+    uint32_t w;
+    memcpy(&w, p, 4);
+    return KW_CRC32(crc, w);
+}
+
 static KW_TARGET_SSE42 uint32_t kw_crc32c_sse42(uint32_t crc, const unsigned char *p, size_t n)
 {
     crc = ~crc;
@@ -293,16 +308,12 @@ static KW_TARGET_SSE42 uint32_t kw_crc32c_sse42(uint32_t crc, const unsigned cha
             n -= 1;
         }
         if ((uintptr_t)p & 2) {
-            uint16_t h;
-            memcpy(&h, p, 2);
-            crc = KW_CRC16(crc, h);
+            crc = kw_crc2(crc, p);
             p += 2;
             n -= 2;
         }
         if ((uintptr_t)p & 4) {
-            uint32_t w;
-            memcpy(&w, p, 4);
-            crc = KW_CRC32(crc, w);
+            crc = kw_crc4(crc, p);
             p += 4;
             n -= 4;
         }
@@ -330,15 +341,11 @@ static KW_TARGET_SSE42 uint32_t kw_crc32c_sse42(uint32_t crc, const unsigned cha
         n -= 8;
     }
     if (n & 4) {
-        uint32_t w;
-        memcpy(&w, p, 4);
-        crc = KW_CRC32(crc, w);
+        crc = kw_crc4(crc, p);
         p += 4;
     }
     if (n & 2) {
-        uint16_t h;
-        memcpy(&h, p, 2);
-        crc = KW_CRC16(crc, h);
+        crc = kw_crc2(crc, p);
         p += 2;
     }
     if (n & 1)
