@@ -24,13 +24,12 @@ from libc.stdint cimport int16_t, int32_t, int64_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcpy
 from libc.stdlib cimport realloc, free
 
-import os as _os
 
 from kafkawire import compression as _compression
 from kafkawire import errors as _errors
 
 cdef extern from "_crc.h" nogil:
-    int kw_crc_init(int force_table)
+    int kw_crc_init_from_env()
     uint32_t kw_crc32c(uint32_t crc, const unsigned char *p, size_t n)
 
 cdef extern from "Python.h":
@@ -67,7 +66,7 @@ cdef extern from *:
     bint kw_sub_overflow(int64_t a, int64_t b, int64_t* out) nogil
     int KW_NEEDS_LOCK
 
-cdef int _CRC = kw_crc_init(_os.environ.get("KAFKAWIRE_CRC32C", "") == "table")
+cdef int _CRC = kw_crc_init_from_env()  # KAFKAWIRE_CRC32C, as in _codec
 
 IMPLEMENTATION = "cython"
 

@@ -24,6 +24,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define KW_CRC_TABLE 0
@@ -420,9 +421,12 @@ static uint32_t kw_crc32c(uint32_t crc, const unsigned char *p, size_t n)
     return ~kw_sb8(kw_tab_c, ~crc, p, n);
 }
 
-/* Build the tables and pick the CRC32C path; force_table selects the portable path. */
-static int kw_crc_init(int force_table)
+/* Build the tables and pick the CRC32C path.  mode: 0 the fastest the CPU has, 1 the
+   portable path, 2 the sse4.2 path without its PCLMULQDQ stream merge (what a CPU with
+   SSE4.2 but no PCLMULQDQ runs; for tests). */
+static int kw_crc_init(int mode)
 {
+    int force_table = mode == 1;
     kw_make_tables(kw_tab_ieee, KW_POLY_IEEE);
     kw_make_tables(kw_tab_c, KW_POLY_CASTAGNOLI);
     kw_make_shift(kw_shift_long, KW_LONG);
@@ -437,7 +441,7 @@ static int kw_crc_init(int force_table)
 #ifdef KW_HAVE_SSE42_PATH
         if (kw_cpu_has_sse42()) {
             kw_crc_impl = KW_CRC_SSE42;
-            kw_sse42_clmul = kw_cpu_has_clmul();
+            kw_sse42_clmul = mode != 2 && kw_cpu_has_clmul();
         }
 #endif
 #ifdef KW_HAVE_ARMV8_PATH
@@ -446,6 +450,18 @@ static int kw_crc_init(int force_table)
 #endif
     }
     return kw_crc_impl;
+}
+
+/* kw_crc_init as KAFKAWIRE_CRC32C says: "table" mode 1, "no-clmul" mode 2, else 0.  Read
+   once per module at import, so tests can cover every path on one machine. */
+static int kw_crc_init_from_env(void)
+{
+    const char *v = getenv("KAFKAWIRE_CRC32C");
+    if (v && strcmp(v, "table") == 0)
+        return kw_crc_init(1);
+    if (v && strcmp(v, "no-clmul") == 0)
+        return kw_crc_init(2);
+    return kw_crc_init(0);
 }
 
 #endif /* KAFKAWIRE_CRC_H */

@@ -1,8 +1,9 @@
 """CRC32 (IEEE) and CRC32C (Castagnoli) through kafkawire.codec.
 
 References: zlib.crc32 for IEEE, the ``crc32c`` package for Castagnoli (an independent
-implementation).  The portable table path of the compiled extension is covered in a
-subprocess with KAFKAWIRE_CRC32C=table, since the path is chosen once at import.
+implementation).  The portable table path of the compiled extension and its sse4.2 path
+without the PCLMULQDQ merge are covered in subprocesses with KAFKAWIRE_CRC32C=table and
+=no-clmul, since the path is chosen once at import.
 """
 
 import os
@@ -170,11 +171,14 @@ _CHILD = textwrap.dedent(
     import crc32c as ref
     from kafkawire import codec
     assert codec.IMPLEMENTATION == "cython", codec.IMPLEMENTATION
-    assert codec.crc32c_implementation() == "table", codec.crc32c_implementation()
+    expected = sys.argv[1]
+    assert expected in ("", codec.crc32c_implementation()), codec.crc32c_implementation()
     assert codec.crc32c(b"123456789") == 0xE3069283
     assert codec.crc32(b"123456789") == 0xCBF43926
     rng = random.Random(1)
-    for n in list(range(0, 301)) + [3 * 8192 + 5, 65536, 1_000_003]:
+    lengths = list(range(0, 301)) + [4000, 16 * 1024 - 21, 3 * 8192 - 1, 3 * 8192 + 5,
+                                     65536, 1_000_003]
+    for n in lengths:
         data = rng.randbytes(n)
         for start in (0, 1, 3):
             piece = memoryview(data)[start:]
@@ -182,21 +186,31 @@ _CHILD = textwrap.dedent(
             assert codec.crc32(piece) == zlib.crc32(piece), (n, start)
     data = rng.randbytes(100_000)
     assert codec.crc32c(data[777:], codec.crc32c(data[:777])) == ref.crc32c(data)
-    print("table-ok")
+    print("paths-ok")
     """
 )
 
 
-def test_forced_table_path_in_subprocess():
-    compiled()  # KAFKAWIRE_CRC32C selects a path of the compiled extension
-    env = dict(os.environ, KAFKAWIRE_CRC32C="table")
+@pytest.mark.parametrize("mode", ["table", "no-clmul"])
+def test_forced_paths_in_subprocess(mode):
+    # "no-clmul": the sse4.2 path as a CPU with SSE4.2 but no PCLMULQDQ runs it (one crc32
+    # chain where the stream pass would be); elsewhere the machine's own path
+    ext = compiled()  # KAFKAWIRE_CRC32C selects a path of the compiled extension
+    if mode == "table":
+        expected = "table"
+    elif os.environ.get("KAFKAWIRE_CRC32C") in (None, ""):
+        expected = ext.crc32c_implementation()
+    else:
+        expected = ""  # this process was forced too: the child's path is not known here
+    env = dict(os.environ, KAFKAWIRE_CRC32C=mode)
     env.pop("KAFKAWIRE_PUREPYTHON", None)
     env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
     out = subprocess.run(
-        [sys.executable, "-c", _CHILD], env=env, capture_output=True, text=True, timeout=120
+        [sys.executable, "-c", _CHILD, expected], env=env, capture_output=True, text=True,
+        timeout=120,
     )
     assert out.returncode == 0, out.stderr
-    assert "table-ok" in out.stdout
+    assert "paths-ok" in out.stdout
 
 
 def test_default_path_is_hardware_when_the_cpu_has_it():
