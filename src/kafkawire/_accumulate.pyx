@@ -24,7 +24,6 @@ from libc.stdint cimport int16_t, int32_t, int64_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcpy
 from libc.stdlib cimport realloc, free
 
-
 from kafkawire import compression as _compression
 from kafkawire import errors as _errors
 

@@ -26,7 +26,6 @@ from libc.stdlib cimport malloc, free
 
 cimport cython
 
-
 from kafkawire import errors as _errors
 from kafkawire import compression as _compression
 

@@ -226,6 +226,25 @@ static int kw_cpu_has_clmul(void)
 }
 #endif
 
+/* Three streams of m bytes each (m a multiple of 8) at p, p + m and p + 2m: one crc32
+   instruction per stream per 8 bytes, so the instruction's 3-cycle latency is hidden.
+   c[i] holds stream i's register, in and out. */
+static KW_TARGET_SSE42 inline void kw_sse42_streams3(uint64_t c[3], const unsigned char *p,
+                                                     size_t m)
+{
+    uint64_t c0 = c[0], c1 = c[1], c2 = c[2];
+    const unsigned char *end = p + m;
+    do {
+        c0 = KW_CRC64((uint32_t)c0, kw_load64le(p));
+        c1 = KW_CRC64((uint32_t)c1, kw_load64le(p + m));
+        c2 = KW_CRC64((uint32_t)c2, kw_load64le(p + 2 * m));
+        p += 8;
+    } while (p < end);
+    c[0] = c0;
+    c[1] = c1;
+    c[2] = c2;
+}
+
 /* Whole blocks of three KW_LONG streams.  Every stream starts from 0 and the running CRC
    is merged in after them, so the three crc32 chains of the next block do not wait for
    the table lookups of this one. */
@@ -235,18 +254,12 @@ static KW_TARGET_SSE42 uint32_t kw_sse42_long(uint32_t crc, const unsigned char 
     const unsigned char *p = *pp;
     size_t n = *pn;
     while (n >= 3 * KW_LONG) {
-        uint64_t c0 = 0, c1 = 0, c2 = 0;
-        const unsigned char *end = p + KW_LONG;
-        do {
-            c0 = KW_CRC64((uint32_t)c0, kw_load64le(p));
-            c1 = KW_CRC64((uint32_t)c1, kw_load64le(p + KW_LONG));
-            c2 = KW_CRC64((uint32_t)c2, kw_load64le(p + 2 * KW_LONG));
-            p += 8;
-        } while (p < end);
-        crc = kw_shift(kw_shift_long, crc) ^ (uint32_t)c0;
-        crc = kw_shift(kw_shift_long, crc) ^ (uint32_t)c1;
-        crc = kw_shift(kw_shift_long, crc) ^ (uint32_t)c2;
-        p += 2 * KW_LONG;
+        uint64_t c[3] = {0, 0, 0};
+        kw_sse42_streams3(c, p, KW_LONG);
+        crc = kw_shift(kw_shift_long, crc) ^ (uint32_t)c[0];
+        crc = kw_shift(kw_shift_long, crc) ^ (uint32_t)c[1];
+        crc = kw_shift(kw_shift_long, crc) ^ (uint32_t)c[2];
+        p += 3 * KW_LONG;
         n -= 3 * KW_LONG;
     }
     *pp = p;
@@ -322,18 +335,12 @@ static KW_TARGET_SSE42 uint32_t kw_crc32c_sse42(uint32_t crc, const unsigned cha
     crc = kw_sse42_long(crc, &p, &n);
     if (kw_sse42_clmul && n >= KW_STREAMS_MIN) { /* n < 3 * KW_LONG here */
         size_t m = (n / 24) * 8;
-        uint64_t c0 = crc, c1 = 0, c2 = 0;
-        const unsigned char *end = p + m;
+        uint64_t c[3] = {crc, 0, 0};
         uint32_t k = kw_kstream[m / 8];
-        do {
-            c0 = KW_CRC64((uint32_t)c0, kw_load64le(p));
-            c1 = KW_CRC64((uint32_t)c1, kw_load64le(p + m));
-            c2 = KW_CRC64((uint32_t)c2, kw_load64le(p + 2 * m));
-            p += 8;
-        } while (p < end);
-        crc = kw_shift_clmul((uint32_t)c0, k) ^ (uint32_t)c1;
-        crc = kw_shift_clmul(crc, k) ^ (uint32_t)c2;
-        p += 2 * m;
+        kw_sse42_streams3(c, p, m);
+        crc = kw_shift_clmul((uint32_t)c[0], k) ^ (uint32_t)c[1];
+        crc = kw_shift_clmul(crc, k) ^ (uint32_t)c[2];
+        p += 3 * m;
         n -= 3 * m;
     }
     while (n >= 8) {
