@@ -34,7 +34,7 @@ DEFAULT_MAX_DECOMPRESSED_SIZE: Final[int]  # 64 MiB per compressed set
 # ---- checksums -----------------------------------------------------------------------
 def crc32(data: Buffer, value: int = 0) -> int: ...  # IEEE, as zlib.crc32
 def crc32c(data: Buffer, value: int = 0) -> int: ...  # Castagnoli, hardware when present
-def crc32c_implementation() -> str: ...  # "sse4.2", "armv8", "table", or "python"
+def crc32c_implementation() -> str: ...  # "sse4.2", "sse4.2-no-clmul", "armv8", "table", or "python"
 def alloc_buffer(size: int) -> bytearray: ...  # not zeroed (zeroed in the twin)
 
 # ---- primitives ----------------------------------------------------------------------

@@ -30,6 +30,7 @@
 #define KW_CRC_TABLE 0
 #define KW_CRC_SSE42 1
 #define KW_CRC_ARMV8 2
+#define KW_CRC_SSE42_NO_CLMUL 3 /* reported by kw_crc_init only: runs as KW_CRC_SSE42 */
 
 #define KW_POLY_IEEE 0xedb88320u   /* reflected 0x04C11DB7 */
 #define KW_POLY_CASTAGNOLI 0x82f63b78u /* reflected 0x1EDC6F41 */
@@ -428,9 +429,10 @@ static uint32_t kw_crc32c(uint32_t crc, const unsigned char *p, size_t n)
     return ~kw_sb8(kw_tab_c, ~crc, p, n);
 }
 
-/* Build the tables and pick the CRC32C path.  mode: 0 the fastest the CPU has, 1 the
-   portable path, 2 the sse4.2 path without its PCLMULQDQ stream merge (what a CPU with
-   SSE4.2 but no PCLMULQDQ runs; for tests). */
+/* Build the tables and pick the CRC32C path; returns which (KW_CRC_*, the sse4.2 path
+   without its stream merge told apart).  mode: 0 the fastest the CPU has, 1 the portable
+   path, 2 the sse4.2 path without its PCLMULQDQ stream merge (what a CPU with SSE4.2 but
+   no PCLMULQDQ runs; for tests). */
 static int kw_crc_init(int mode)
 {
     int force_table = mode == 1;
@@ -456,6 +458,10 @@ static int kw_crc_init(int mode)
             kw_crc_impl = KW_CRC_ARMV8;
 #endif
     }
+#ifdef KW_HAVE_SSE42_PATH
+    if (kw_crc_impl == KW_CRC_SSE42 && !kw_sse42_clmul)
+        return KW_CRC_SSE42_NO_CLMUL;
+#endif
     return kw_crc_impl;
 }
 

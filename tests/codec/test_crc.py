@@ -160,9 +160,27 @@ def test_implementation_name():
     if codec.IMPLEMENTATION == "python":
         assert name == "python"
     else:
-        assert name in ("sse4.2", "armv8", "table")
+        assert name in ("sse4.2", "sse4.2-no-clmul", "armv8", "table")
         if os.environ.get("KAFKAWIRE_CRC32C") == "table":
             assert name == "table"
+
+
+def _expected_path(mode):
+    """The CRC32C path the compiled extension picks under KAFKAWIRE_CRC32C=mode, from the
+    CPU's flags; None where /proc/cpuinfo cannot say."""
+    if mode == "table":
+        return "table"
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = set(f.read().split())
+    except OSError:
+        return None
+    machine = os.uname().machine
+    if machine in ("x86_64", "AMD64") and "sse4_2" in flags:
+        return "sse4.2" if mode != "no-clmul" and "pclmulqdq" in flags else "sse4.2-no-clmul"
+    if machine in ("aarch64", "arm64") and "crc32" in flags:
+        return "armv8"
+    return "table"
 
 
 _CHILD = textwrap.dedent(
@@ -195,13 +213,8 @@ _CHILD = textwrap.dedent(
 def test_forced_paths_in_subprocess(mode):
     # "no-clmul": the sse4.2 path as a CPU with SSE4.2 but no PCLMULQDQ runs it (one crc32
     # chain where the stream pass would be); elsewhere the machine's own path
-    ext = compiled()  # KAFKAWIRE_CRC32C selects a path of the compiled extension
-    if mode == "table":
-        expected = "table"
-    elif os.environ.get("KAFKAWIRE_CRC32C") in (None, ""):
-        expected = ext.crc32c_implementation()
-    else:
-        expected = ""  # this process was forced too: the child's path is not known here
+    compiled()  # KAFKAWIRE_CRC32C selects a path of the compiled extension
+    expected = _expected_path(mode) or ""  # "": the CPU's flags are unknown here
     env = dict(os.environ, KAFKAWIRE_CRC32C=mode)
     env.pop("KAFKAWIRE_PUREPYTHON", None)
     env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
@@ -214,23 +227,11 @@ def test_forced_paths_in_subprocess(mode):
 
 
 def test_default_path_is_hardware_when_the_cpu_has_it():
+    # on x86_64 with PCLMULQDQ, also that the sse4.2 path merges its streams with it
     ext = compiled()
-    if os.environ.get("KAFKAWIRE_CRC32C") == "table":
-        assert ext.crc32c_implementation() == "table"
-        return
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpuinfo = f.read()
-    except OSError:
+    expected = _expected_path(os.environ.get("KAFKAWIRE_CRC32C", ""))
+    if expected is None:
         pytest.skip("no /proc/cpuinfo to read the CPU's features from")
-    flags = set(cpuinfo.split())
-    machine = os.uname().machine
-    if machine in ("x86_64", "AMD64"):
-        expected = "sse4.2" if "sse4_2" in flags else "table"
-    elif machine in ("aarch64", "arm64"):
-        expected = "armv8" if "crc32" in flags else "table"
-    else:
-        expected = "table"
     assert ext.crc32c_implementation() == expected
     # whichever path is active, it agrees with the reference
     data = os.urandom(100_000)
