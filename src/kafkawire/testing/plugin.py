@@ -3,6 +3,10 @@
 Enable them with ``pytest_plugins = ["kafkawire.testing.plugin"]`` in a top-level
 conftest.py (or ``pytest -p kafkawire.testing.plugin``).
 
+* ``kafka_broker``: one single-node Apache Kafka (:class:`~kafkawire.testing.KafkaCluster`,
+  KRaft, PLAINTEXT) for the whole session: the reference broker.
+  ``kafka_cluster_factory(size=1, **KafkaCluster options)``: a fresh cluster for a test
+  that needs its own (3 nodes, SASL/SSL listeners, features, nodes to kill).
 * ``tansu_broker``: one :class:`~kafkawire.testing.TansuBroker` for the whole session.
 * ``mock_cluster``: one 3-broker :class:`~kafkawire.testing.MockCluster` for the session.
 * ``tansu_broker_factory`` / ``mock_cluster_factory``: call them to get fresh brokers for
@@ -10,6 +14,9 @@ conftest.py (or ``pytest -p kafkawire.testing.plugin``).
 * ``moto_s3``: one moto S3 server (:class:`~kafkawire.testing.s3.MotoS3Server`) for the
   session; ``tansu_cluster_factory(size=2)``: Tansu brokers sharing a fresh bucket on it
   (:class:`~kafkawire.testing.brokers.TansuCluster`), for failover tests.
+
+Tests are marked by the brokers they use (``kafka``, ``tansu``, ``mock``), from their
+fixtures, so ``pytest -m kafka`` runs what needs Apache Kafka and ``-m "not kafka"`` the rest.
 
 Session brokers are shared: a test that takes brokers down or narrows versions should use
 a factory, or put things back before it returns.  A missing broker makes the fixture
@@ -23,11 +30,57 @@ from typing import Callable, Iterator
 import pytest
 
 from kafkawire.testing.brokers import TansuBroker, TansuCluster
+from kafkawire.testing.kafka import KafkaCluster
 from kafkawire.testing.mock import MockCluster
 from kafkawire.testing.s3 import MotoS3Server
 
-__all__ = ["tansu_broker", "mock_cluster", "tansu_broker_factory", "mock_cluster_factory",
+__all__ = ["kafka_broker", "kafka_cluster_factory", "tansu_broker", "mock_cluster", "tansu_broker_factory", "mock_cluster_factory",
            "moto_s3", "tansu_cluster_factory"]
+
+
+# Which fixtures mean which broker, for the markers.
+_BROKER_FIXTURES = {
+    "kafka": ("kafka_broker", "kafka_cluster_factory"),
+    "tansu": ("tansu_broker", "tansu_broker_factory", "tansu_cluster_factory", "tls_broker",
+              "tls_broker_factory"),
+    "mock": ("mock_cluster", "mock_cluster_factory"),
+}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for marker in _BROKER_FIXTURES:
+        config.addinivalue_line("markers", f"{marker}: uses the {marker} test broker (from its fixtures)")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        used = set(getattr(item, "fixturenames", ()))
+        for marker, fixtures in _BROKER_FIXTURES.items():
+            if used.intersection(fixtures):
+                item.add_marker(getattr(pytest.mark, marker))
+
+
+@pytest.fixture(scope="session")
+def kafka_broker() -> Iterator[KafkaCluster]:
+    """One Apache Kafka node (KRaft, PLAINTEXT), shared by the session."""
+    with KafkaCluster(1) as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def kafka_cluster_factory() -> Iterator[Callable[..., KafkaCluster]]:
+    """``factory(size=1, **KafkaCluster options)`` starts a fresh Apache Kafka cluster for
+    this test; it is stopped when the test ends."""
+    started: list[KafkaCluster] = []
+
+    def factory(size: int = 1, **options: object) -> KafkaCluster:
+        cluster = KafkaCluster(size, **options)  # type: ignore[arg-type]
+        started.append(cluster)
+        return cluster.start()
+
+    yield factory
+    for cluster in reversed(started):
+        cluster.close()
 
 
 @pytest.fixture(scope="session")
