@@ -706,6 +706,35 @@ def _sasl_authenticate(t: Target, v: int) -> None:
     assert resp.error_code == ILLEGAL_SASL_STATE, resp
 
 
+def _scram_upsert(t: Target, v: int, user: str) -> None:
+    from kafkawire.protocol.sasl import scram_credential
+
+    au = apis.get("AlterUserScramCredentials")
+    R = au.Request
+    cred = scram_credential("SCRAM-SHA-512", "raw-secret", iterations=4096)
+    req = R(deletions=[], upsertions=[R.ScramCredentialUpsertion(
+        name=user, mechanism=cred.mechanism_type, iterations=cred.iterations, salt=cred.salt,
+        salted_password=cred.salted_password)])
+    resp = t.call(au, req, v)
+    assert [(r.user, r.error_code) for r in resp.results] == [(user, 0)], resp
+
+
+@exchange("AlterUserScramCredentials")
+def _alter_user_scram_credentials(t: Target, v: int) -> None:
+    _scram_upsert(t, v, f"raw-scram-v{v}-{_uid()}")
+
+
+@exchange("DescribeUserScramCredentials")
+def _describe_user_scram_credentials(t: Target, v: int) -> None:
+    du = apis.get("DescribeUserScramCredentials")
+    user = f"raw-scram-d{v}-{_uid()}"
+    _scram_upsert(t, t.highest("AlterUserScramCredentials"), user)
+    resp = t.call(du, du.Request(users=[du.Request.UserName(name=user)]), v)
+    assert resp.error_code == 0, resp
+    assert [(r.user, r.error_code, [(c.mechanism, c.iterations) for c in r.credential_infos])
+            for r in resp.results] == [(user, 0, [(2, 4096)])], resp
+
+
 # ---------------------------------------------------------------------------------------
 
 

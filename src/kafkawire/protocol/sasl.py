@@ -9,6 +9,10 @@ one with the same credentials, for re-authentication):
 * :class:`OAuthBearerMechanism`, OAUTHBEARER (RFC 7628 as Kafka uses it, KIP-255, with
   KIP-342 extensions), fed by a token provider.
 
+:func:`scram_credential` makes what a broker stores for a SCRAM user (salt, iterations and
+the salted password, with the same SASLprep and Hi() as the login), for
+AlterUserScramCredentials (KIP-554).
+
 :class:`SaslExchange` plans the conversation with the broker as data: it says which request
 to send next (SaslHandshake, then SaslAuthenticate requests, or raw size-prefixed tokens
 after a SaslHandshake v0) and turns each answer into the next step or a typed error.  A
@@ -66,6 +70,10 @@ __all__ = [
     "saslprep",
     "scram_escape_username",
     "SCRAM_MIN_ITERATIONS",
+    # SCRAM credentials (KIP-554)
+    "ScramCredential",
+    "scram_credential",
+    "SCRAM_MECHANISM_TYPES",
     # the handshake plan
     "SaslExchange",
     "SaslStep",
@@ -379,6 +387,70 @@ def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 
 
+def _salted_password(hash_name: str, prepped_password: str, salt: bytes, iterations: int) -> bytes:
+    # RFC 5802 section 2.2: Hi(str, salt, i) is PBKDF2 with HMAC as the PRF and one block of
+    # output (dkLen = the hash's size), which is what pbkdf2_hmac returns by default.
+    return hashlib.pbkdf2_hmac(hash_name, prepped_password.encode("utf-8"), salt, iterations)
+
+
+#: KIP-554's numbers for the SCRAM mechanisms in DescribeUserScramCredentials and
+#: AlterUserScramCredentials (0 is "unknown").
+SCRAM_MECHANISM_TYPES = {"SCRAM-SHA-256": 1, "SCRAM-SHA-512": 2}
+
+
+class ScramCredential:
+    """What a broker stores to check a SCRAM login, as AlterUserScramCredentials carries it
+    (KIP-554): ``mechanism``, ``iterations``, ``salt`` and ``salted_password`` =
+    Hi(Normalize(password), salt, iterations) (RFC 5802); the password itself is not kept."""
+
+    __slots__ = ("mechanism", "iterations", "salt", "salted_password")
+
+    def __init__(self, mechanism: str, iterations: int, salt: bytes, salted_password: bytes):
+        self.mechanism = mechanism
+        self.iterations = iterations
+        self.salt = salt
+        self.salted_password = salted_password
+
+    @property
+    def mechanism_type(self) -> int:
+        """KIP-554's number for the mechanism (1 SCRAM-SHA-256, 2 SCRAM-SHA-512)."""
+        return SCRAM_MECHANISM_TYPES[self.mechanism]
+
+    def __repr__(self) -> str:  # the salted password is as good as the password: not shown
+        return f"ScramCredential({self.mechanism}, iterations={self.iterations})"
+
+
+def scram_credential(mechanism: str, password: str, *, iterations: int = SCRAM_MIN_ITERATIONS,
+                     salt: bytes | None = None) -> ScramCredential:
+    """The :class:`ScramCredential` for ``password`` under ``mechanism`` (SCRAM-SHA-256 or
+    SCRAM-SHA-512): a fresh 32-byte random salt unless ``salt`` is given, and the password
+    SASLprepped (RFC 4013) exactly as :class:`ScramMechanism` preps it at login, so that
+    kafkawire logs in with it.  (Java's and librdkafka's clients send the password unprepped:
+    a password SASLprep changes, e.g. one with a non-ASCII space or a compatibility form
+    such as U+FB01, logs in from kafkawire only.)  ``iterations`` must be at least 4096
+    (RFC 7677; Kafka also refuses more than 16384)."""
+    name = mechanism.upper() if isinstance(mechanism, str) else mechanism
+    hash_name = _SCRAM_HASHES.get(name)  # type: ignore[arg-type]
+    if hash_name is None:
+        raise ValueError(
+            f"unknown SCRAM mechanism {mechanism!r}: a SCRAM credential is for one of "
+            f"{', '.join(_SCRAM_HASHES)}"
+        )
+    if not isinstance(iterations, int) or isinstance(iterations, bool) or iterations < SCRAM_MIN_ITERATIONS:
+        raise ValueError(
+            f"SCRAM iterations must be an int of at least {SCRAM_MIN_ITERATIONS} (RFC 7677; "
+            f"Kafka refuses fewer), got {iterations!r}"
+        )
+    if salt is None:
+        salt = secrets.token_bytes(32)
+    elif not isinstance(salt, (bytes, bytearray)) or not salt:
+        raise ValueError(f"a SCRAM salt must be non-empty bytes, got {salt!r}")
+    prepped = saslprep(password, what="SCRAM password")
+    if not prepped:
+        raise SaslPrepError("SCRAM password is empty after SASLprep")
+    return ScramCredential(name, iterations, bytes(salt), _salted_password(hash_name, prepped, bytes(salt), iterations))
+
+
 def _xor(a: bytes, b: bytes) -> bytes:
     return bytes(x ^ y for x, y in zip(a, b))
 
@@ -540,7 +612,7 @@ class ScramMechanism(SaslMechanism):
                 f"{self.name}: the broker asked for {iterations} iterations, more than "
                 f"max_iterations={self.max_iterations}; raise max_iterations if this is intended"
             )
-        salted = hashlib.pbkdf2_hmac(self._hash, self._prepped_password.encode("utf-8"), salt, iterations)
+        salted = _salted_password(self._hash, self._prepped_password, salt, iterations)
         client_key = hmac.new(salted, b"Client Key", self._hash).digest()
         stored_key = hashlib.new(self._hash, client_key).digest()
         server_key = hmac.new(salted, b"Server Key", self._hash).digest()

@@ -1,5 +1,6 @@
 """CreateTopics (19), DeleteTopics (20), DeleteRecords (21), InitProducerId (22), DescribeConfigs
-(32), AlterConfigs (33), CreatePartitions (37) and IncrementalAlterConfigs (44)."""
+(32), AlterConfigs (33), CreatePartitions (37), IncrementalAlterConfigs (44),
+DescribeUserScramCredentials (50) and AlterUserScramCredentials (51)."""
 
 from kafkawire.protocol.api import Api
 from kafkawire.protocol.schema import Field as F
@@ -222,4 +223,57 @@ INCREMENTAL_ALTER_CONFIGS = Api(
         F("validate_only", "bool"),
     ],
     response=_ALTER_CONFIGS_RESPONSE,
+)
+
+# KIP-554: SCRAM credentials over the wire instead of in ZooKeeper.  ``mechanism`` is 1 for
+# SCRAM-SHA-256 and 2 for SCRAM-SHA-512 (0: unknown); the client salts the password itself
+# (RFC 5802 Hi()), so the password never travels.  Both are flexible from v0.
+DESCRIBE_USER_SCRAM_CREDENTIALS = Api(
+    50, "DescribeUserScramCredentials", (0, 0), flexible_from=0,
+    request=[
+        # null (or empty) describes every user with a credential.
+        F("users", array=True, nullable_since=0, default=None, struct_name="UserName", fields=[
+            F("name", "string"),
+        ]),
+    ],
+    response=[
+        F("throttle_time_ms", "int32"),
+        F("error_code", "int16"),
+        F("error_message", "string", nullable_since=0, default=None),
+        F("results", array=True, struct_name="DescribeUserScramCredentialsResult", fields=[
+            F("user", "string"),
+            F("error_code", "int16"),
+            F("error_message", "string", nullable_since=0, default=None),
+            F("credential_infos", array=True, struct_name="CredentialInfo", fields=[
+                F("mechanism", "int8"),
+                F("iterations", "int32"),
+            ]),
+        ]),
+    ],
+)
+
+ALTER_USER_SCRAM_CREDENTIALS = Api(
+    51, "AlterUserScramCredentials", (0, 0), flexible_from=0,
+    request=[
+        F("deletions", array=True, struct_name="ScramCredentialDeletion", fields=[
+            F("name", "string"),
+            F("mechanism", "int8"),
+        ]),
+        F("upsertions", array=True, struct_name="ScramCredentialUpsertion", fields=[
+            F("name", "string"),
+            F("mechanism", "int8"),
+            F("iterations", "int32"),
+            F("salt", "bytes"),
+            F("salted_password", "bytes"),
+        ]),
+    ],
+    response=[
+        F("throttle_time_ms", "int32"),
+        # One result per user named in the request, deletions and upsertions together.
+        F("results", array=True, struct_name="AlterUserScramCredentialsResult", fields=[
+            F("user", "string"),
+            F("error_code", "int16"),
+            F("error_message", "string", nullable_since=0, default=None),
+        ]),
+    ],
 )
