@@ -43,7 +43,6 @@ stunnel:
 # jars on Maven Central: Maven and Java are installed here when missing, and the jars of
 # the default release and of the 3.9 line (the broker matrix) fetched into the user cache
 # (~/.cache/kafkawire; KAFKAWIRE_CACHE moves it, KAFKA_HOME uses a distribution instead).
-KAFKA_MATRIX_VERSION ?= 3.9.1
 kafka: $(STAMP)
 	@command -v java >/dev/null 2>&1 && command -v mvn >/dev/null 2>&1 || { \
 	  if command -v apt-get >/dev/null 2>&1; then \
@@ -54,7 +53,7 @@ kafka: $(STAMP)
 	    echo "warning: mvn or java is missing and apt-get is not available: install Maven and Java 17+, or set KAFKA_HOME" >&2; \
 	  fi; }
 	$(PY) -c "from kafkawire.testing.kafka import kafka_jars, KAFKA_VERSION as v; print('kafka', v, kafka_jars(v))"
-	$(PY) -c "from kafkawire.testing.kafka import kafka_jars; print('kafka $(KAFKA_MATRIX_VERSION)', kafka_jars('$(KAFKA_MATRIX_VERSION)'))"
+	$(PY) -c "from kafkawire.testing.kafka import kafka_jars, KAFKA_MATRIX_VERSION as v; print('kafka', v, kafka_jars(v))"
 
 test: test-cython test-python
 

@@ -25,12 +25,12 @@ def _fill(bootstrap: str, n: int) -> str:
     return topic
 
 
-def test_async_for_reads_everything(tansu_broker):
-    topic = _fill(tansu_broker.bootstrap, 300)
+def test_async_for_reads_everything(kafka_broker):
+    topic = _fill(kafka_broker.bootstrap, 300)
 
     async def main():
         seen = []
-        async with AsyncConsumer(bootstrap_servers=tansu_broker.bootstrap, auto_offset_reset="earliest") as c:
+        async with AsyncConsumer(bootstrap_servers=kafka_broker.bootstrap, auto_offset_reset="earliest") as c:
             c.assign([(topic, 0)])
             async for record in c:
                 seen.append((record.offset, record.value))
@@ -41,12 +41,12 @@ def test_async_for_reads_everything(tansu_broker):
     assert asyncio.run(asyncio.wait_for(main(), 30)) == [(i, b"v%d" % i) for i in range(300)]
 
 
-def test_a_cancelled_poll_leaves_the_consumer_working_and_no_task_behind(tansu_broker):
-    topic = _fill(tansu_broker.bootstrap, 50)
+def test_a_cancelled_poll_leaves_the_consumer_working_and_no_task_behind(kafka_broker):
+    topic = _fill(kafka_broker.bootstrap, 50)
 
     async def main():
         before = asyncio.all_tasks()
-        c = AsyncConsumer(bootstrap_servers=tansu_broker.bootstrap, fetch_max_wait_ms=2000)
+        c = AsyncConsumer(bootstrap_servers=kafka_broker.bootstrap, fetch_max_wait_ms=2000)
         c.assign([(topic, 0)])
         c.seek((topic, 0), 50)
         poll = asyncio.ensure_future(c.poll(10))  # at the end of the log: a long poll in flight
@@ -105,7 +105,7 @@ def test_group_calls_need_a_group_and_a_start():
         g.subscribe(["t"])
 
 
-def test_async_producer_keys_callbacks_and_send_and_wait(tansu_broker):
+def test_async_producer_keys_callbacks_and_send_and_wait(kafka_broker):
     from kafkawire.aio import AsyncProducer
     from kafkawire.client.partitioner import partition_for_key
 
@@ -113,7 +113,7 @@ def test_async_producer_keys_callbacks_and_send_and_wait(tansu_broker):
 
     async def main():
         seen = []
-        async with AsyncProducer(bootstrap_servers=tansu_broker.bootstrap, linger_ms=2) as p:
+        async with AsyncProducer(bootstrap_servers=kafka_broker.bootstrap, linger_ms=2) as p:
             futures = []
             for i in range(40):
                 f = await p.send(topic, b"v%d" % i, key=b"k%d" % (i % 5))

@@ -22,6 +22,7 @@ import tracemalloc
 import uuid
 
 import pytest
+from topics import ensure_topic
 
 from kafkawire.client.consumer import Consumer
 from kafkawire.client.errors import BufferExhaustedError
@@ -51,17 +52,19 @@ def _fill(bootstrap: str, topic: str) -> int:
     return n
 
 
-@pytest.mark.parametrize("which", ["mock", "tansu"])
+@pytest.mark.parametrize("which", [pytest.param("kafka", marks=pytest.mark.kafka),
+                                   pytest.param("mock", marks=pytest.mark.mock),
+                                   pytest.param("tansu", marks=pytest.mark.tansu)])
 def test_slow_consumer_buffers_at_most_two_fetches_per_partition(which, request):
     # Tansu ignores max_partition_fetch_bytes: one partition's answer runs up to
     # fetch_max_bytes (and past it by the batch that crosses it), so there each answer is
-    # bounded by that instead; the librdkafka mock keeps both limits.
+    # bounded by that instead; Kafka and the librdkafka mock keep both limits.
     topic = f"mem-c-{uuid.uuid4().hex[:6]}"
+    broker = request.getfixturevalue(f"{which}_broker" if which != "mock" else "mock_cluster")
     if which == "mock":
-        broker = request.getfixturevalue("mock_cluster")
         broker.create_topic(topic, PARTITIONS)
-    else:
-        broker = request.getfixturevalue("tansu_broker")
+    elif which == "kafka":
+        ensure_topic(broker.bootstrap, topic, PARTITIONS)
     n = _fill(broker.bootstrap, topic)
     c = Consumer(bootstrap_servers=broker.bootstrap, auto_offset_reset="earliest",
                  max_poll_records=10, max_partition_fetch_bytes=MAX_PARTITION_FETCH,
@@ -110,11 +113,11 @@ def test_slow_consumer_buffers_at_most_two_fetches_per_partition(which, request)
     # Two undecoded answers per partition, each <= max_partition_fetch_bytes (Tansu: the
     # fetch_max_bytes and a batch over), plus the decoded rest of one record batch (<= 16 KB
     # here) per partition.
-    answer = MAX_PARTITION_FETCH if which == "mock" else FETCH_MAX + 16 * 1024
+    answer = MAX_PARTITION_FETCH if which != "tansu" else FETCH_MAX + 16 * 1024
     assert peak["buffered_bytes"] <= PARTITIONS * (2 * answer + 16 * 1024)
     # The answers that data keeps alive: each <= fetch_max_bytes (Tansu: and a batch over),
     # at most two per partition.
-    assert peak["retained_bytes"] <= 2 * PARTITIONS * (FETCH_MAX + (0 if which == "mock" else 16 * 1024))
+    assert peak["retained_bytes"] <= 2 * PARTITIONS * (FETCH_MAX + (0 if which != "tansu" else 16 * 1024))
     assert peak["buffered_records"] <= PARTITIONS * 16  # one batch's rest: 16 records of 1 KB
     # What Python allocated on top, at its peak: the retained answers, one answer being
     # read (and a 64 KB receive buffer) and the records of one poll, with 2 MB of slack;

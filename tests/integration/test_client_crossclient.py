@@ -47,37 +47,37 @@ def _confluent_read(bootstrap, topic, n):
 
 @pytest.mark.broker
 @pytest.mark.parametrize("compression", ["none", "gzip", "snappy", "lz4", "zstd"])
-def test_confluent_reads_kafkawire(tansu_broker, compression):
+def test_confluent_reads_kafkawire(modern_broker, compression):
     topic = _topic(f"to-ck-{compression}")
-    _kafkawire_produce(tansu_broker.bootstrap, topic, compression)
+    _kafkawire_produce(modern_broker.bootstrap, topic, compression)
     got = [(m.key(), m.value(), m.timestamp()[1], m.headers())
-           for m in _confluent_read(tansu_broker.bootstrap, topic, len(RECORDS))]
+           for m in _confluent_read(modern_broker.bootstrap, topic, len(RECORDS))]
     assert got == [(k, v, ts, [(hk, hv) for hk, hv in h]) for k, v, ts, h in RECORDS]
 
 
 @pytest.mark.broker
-def test_confluent_reads_a_pipelined_partition_in_send_order(tansu_broker, shell):
+def test_confluent_reads_a_pipelined_partition_in_send_order(modern_broker, shell):
     # Without idempotence several batches of a partition are in flight at once (one per
     # request, up to max_in_flight_requests_per_connection); none is retried here, so
     # they must land in the order they were sent.
     topic = _topic("pipelined")
     n = 3000
-    with shell.Producer(bootstrap_servers=tansu_broker.bootstrap, acks=1, linger_ms=0,
+    with shell.Producer(bootstrap_servers=modern_broker.bootstrap, acks=1, linger_ms=0,
                         batch_size=512, max_in_flight_requests_per_connection=5) as p:
         futures = [p.send(topic, b"%06d" % i, partition=0) for i in range(n)]
         p.flush(30)
         offsets = [f.result(10).offset for f in futures]
     assert offsets == list(range(n))
-    assert [m.value() for m in _confluent_read(tansu_broker.bootstrap, topic, n)] == [
+    assert [m.value() for m in _confluent_read(modern_broker.bootstrap, topic, n)] == [
         b"%06d" % i for i in range(n)]
 
 
 @pytest.mark.broker
-def test_kafka_python_reads_kafkawire(tansu_broker):
+def test_kafka_python_reads_kafkawire(modern_broker):
     kafka = pytest.importorskip("kafka")
     topic = _topic("to-kp")
-    _kafkawire_produce(tansu_broker.bootstrap, topic, "gzip")
-    c = kafka.KafkaConsumer(bootstrap_servers=tansu_broker.bootstrap, enable_auto_commit=False,
+    _kafkawire_produce(modern_broker.bootstrap, topic, "gzip")
+    c = kafka.KafkaConsumer(bootstrap_servers=modern_broker.bootstrap, enable_auto_commit=False,
                             consumer_timeout_ms=5000)
     try:
         tp = kafka.TopicPartition(topic, 0)
@@ -95,14 +95,14 @@ def test_kafka_python_reads_kafkawire(tansu_broker):
 
 @pytest.mark.broker
 @pytest.mark.parametrize("compression", ["none", "snappy", "lz4"])
-def test_kafkawire_reads_confluent(tansu_broker, compression):
+def test_kafkawire_reads_confluent(modern_broker, compression):
     topic = _topic(f"from-ck-{compression}")
-    p = confluent_kafka.Producer({"bootstrap.servers": tansu_broker.bootstrap,
+    p = confluent_kafka.Producer({"bootstrap.servers": modern_broker.bootstrap,
                                   "compression.type": compression, "log_level": 3})
     for k, v, ts, h in RECORDS:
         p.produce(topic, v, key=k, partition=0, timestamp=ts, headers=h)
     assert p.flush(20) == 0
-    with Consumer(bootstrap_servers=tansu_broker.bootstrap, auto_offset_reset="earliest") as c:
+    with Consumer(bootstrap_servers=modern_broker.bootstrap, auto_offset_reset="earliest") as c:
         c.assign([(topic, 0)])
         got = []
         for _ in range(20):

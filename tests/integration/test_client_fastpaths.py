@@ -8,6 +8,7 @@ prefetches while it hands out buffered records and wraps decoded records thinly.
 import uuid
 
 import pytest
+from topics import create_topic
 
 from kafkawire import errors
 from kafkawire.client.consumer import Consumer, ConsumerRecord
@@ -36,12 +37,12 @@ def _read_all(bootstrap, topic, n, partitions=(0,), columnar=False, max_records=
 
 
 @pytest.mark.broker
-def test_send_fast_and_slow_paths_interleave_in_order(tansu_broker):
+def test_send_fast_and_slow_paths_interleave_in_order(modern_broker):
     topic = _topic("fast")
     n = 3000
     # A small batch_size: many records open or fill a batch (the slow path), the rest
     # take the fast path; headers and a serializer-free str error go through _send().
-    with Producer(bootstrap_servers=tansu_broker.bootstrap, batch_size=4096, linger_ms=2) as p:
+    with Producer(bootstrap_servers=modern_broker.bootstrap, batch_size=4096, linger_ms=2) as p:
         futures = []
         for i in range(n):
             headers = [("h", b"%d" % i)] if i % 100 == 0 else None
@@ -56,15 +57,15 @@ def test_send_fast_and_slow_paths_interleave_in_order(tansu_broker):
     assert [m.offset for m in metas] == list(range(n))
     assert [m.timestamp for m in metas] == [1_700_000_000_000 + i for i in range(n)]
     assert {(m.topic, m.partition) for m in metas} == {(topic, 0)}
-    got = _read_all(tansu_broker.bootstrap, topic, n, max_records=700)
+    got = _read_all(modern_broker.bootstrap, topic, n, max_records=700)
     assert got == [(0, i, b"k%d" % (i % 7), b"value-%06d" % i) for i in range(n)]
 
 
 @pytest.mark.broker
-def test_send_callback_and_future_of_the_hot_path(tansu_broker):
+def test_send_callback_and_future_of_the_hot_path(modern_broker):
     topic = _topic("cb")
     seen = []
-    with Producer(bootstrap_servers=tansu_broker.bootstrap, linger_ms=50) as p:
+    with Producer(bootstrap_servers=modern_broker.bootstrap, linger_ms=50) as p:
         first = p.send(topic, b"a", partition=0)  # opens the batch (slow path)
         second = p.send(topic, b"b", partition=0, callback=lambda m, e: seen.append((m.offset, e)))
         assert not second.done()
@@ -75,11 +76,11 @@ def test_send_callback_and_future_of_the_hot_path(tansu_broker):
 
 
 @pytest.mark.broker
-def test_send_batch_sequence_split_under_max_request_size(tansu_broker):
+def test_send_batch_sequence_split_under_max_request_size(modern_broker):
     topic = _topic("bulk")
     n = 5000
     records = [(b"key-%d" % i, b"v" * 90 + b"%08d" % i) for i in range(n)]
-    with Producer(bootstrap_servers=tansu_broker.bootstrap, max_request_size=64 * 1024) as p:
+    with Producer(bootstrap_servers=modern_broker.bootstrap, max_request_size=64 * 1024) as p:
         metas = p.send_batch(topic, 0, records).result(30)
         # Plain values (no tuple), mixed with tuples: each becomes (None, value).
         mixed = p.send_batch(topic, 0, [(b"k", b"first"), b"second", None]).result(30)
@@ -87,30 +88,30 @@ def test_send_batch_sequence_split_under_max_request_size(tansu_broker):
     assert sum(m.count for m in metas) == n
     assert [m.base_offset for m in metas] == [sum(x.count for x in metas[:i]) for i in range(len(metas))]
     assert [(m.base_offset, m.count) for m in mixed] == [(n, 3)]
-    got = _read_all(tansu_broker.bootstrap, topic, n + 3)
+    got = _read_all(modern_broker.bootstrap, topic, n + 3)
     assert got == [(0, i, k, v) for i, (k, v) in enumerate(records)] + [
         (0, n, b"k", b"first"), (0, n + 1, None, b"second"), (0, n + 2, None, None)]
 
 
 @pytest.mark.broker
-def test_send_batch_bad_record_fails_before_anything_is_sent(tansu_broker):
+def test_send_batch_bad_record_fails_before_anything_is_sent(modern_broker):
     topic = _topic("bulkbad")
-    with Producer(bootstrap_servers=tansu_broker.bootstrap) as p:
+    with Producer(bootstrap_servers=modern_broker.bootstrap) as p:
         with pytest.raises(errors.EncodeError, match="record 2"):
             p.send_batch(topic, 0, [(None, b"a"), (None, b"b"), (None, 12345)])
         p.send(topic, b"after", partition=0).result(10)
-    assert _read_all(tansu_broker.bootstrap, topic, 1) == [(0, 0, None, b"after")]
+    assert _read_all(modern_broker.bootstrap, topic, 1) == [(0, 0, None, b"after")]
 
 
 @pytest.mark.broker
-def test_consumer_prefetch_keeps_order_across_partitions_and_small_polls(tansu_broker):
-    topic = _topic("prefetch")
+def test_consumer_prefetch_keeps_order_across_partitions_and_small_polls(modern_broker):
+    topic = create_topic(modern_broker.bootstrap, "prefetch", partitions=3)
     per = 4000
-    with Producer(bootstrap_servers=tansu_broker.bootstrap) as p:
+    with Producer(bootstrap_servers=modern_broker.bootstrap) as p:
         for part in range(3):
             p.send_batch(topic, part, [(None, b"p%d-%06d" % (part, i)) for i in range(per)]).result(30)
     # Small fetches and polls: many responses buffered and prefetched per partition.
-    got = _read_all(tansu_broker.bootstrap, topic, 3 * per, partitions=(0, 1, 2), max_records=333,
+    got = _read_all(modern_broker.bootstrap, topic, 3 * per, partitions=(0, 1, 2), max_records=333,
                     max_partition_fetch_bytes=16 * 1024)
     for part in range(3):
         mine = [(o, v) for p_, o, _k, v in got if p_ == part]
@@ -119,12 +120,12 @@ def test_consumer_prefetch_keeps_order_across_partitions_and_small_polls(tansu_b
 
 
 @pytest.mark.broker
-def test_poll_then_poll_batch_then_seek(tansu_broker):
+def test_poll_then_poll_batch_then_seek(modern_broker):
     topic = _topic("switch")
     n = 2000
-    with Producer(bootstrap_servers=tansu_broker.bootstrap) as p:
+    with Producer(bootstrap_servers=modern_broker.bootstrap) as p:
         p.send_batch(topic, 0, [(None, b"%05d" % i) for i in range(n)]).result(30)
-    with Consumer(bootstrap_servers=tansu_broker.bootstrap, auto_offset_reset="earliest") as c:
+    with Consumer(bootstrap_servers=modern_broker.bootstrap, auto_offset_reset="earliest") as c:
         c.assign([(topic, 0)])
         first = []
         while not first:
@@ -154,9 +155,9 @@ def test_consumer_record_constructor():
 
 
 @pytest.mark.broker
-def test_unkeyed_sends_stick_to_a_partition_until_its_batch_fills(tansu_broker):
-    topic = _topic("sticky")
-    with Producer(bootstrap_servers=tansu_broker.bootstrap, batch_size=2000, linger_ms=1000) as p:
+def test_unkeyed_sends_stick_to_a_partition_until_its_batch_fills(modern_broker):
+    topic = create_topic(modern_broker.bootstrap, "sticky", partitions=3)
+    with Producer(bootstrap_servers=modern_broker.bootstrap, batch_size=2000, linger_ms=1000) as p:
         p.partitions_for(topic)
         futures = [p.send(topic, b"%04d" % i) for i in range(400)]
         p.flush(30)
@@ -173,14 +174,14 @@ def test_unkeyed_sends_stick_to_a_partition_until_its_batch_fills(tansu_broker):
     for m in metas:  # offsets within each partition are consecutive from 0
         assert m.offset == offsets.get(m.partition, 0)
         offsets[m.partition] = m.offset + 1
-    got = _read_all(tansu_broker.bootstrap, topic, 400, partitions=sorted(offsets))
+    got = _read_all(modern_broker.bootstrap, topic, 400, partitions=sorted(offsets))
     assert sorted(v for *_, v in got) == [b"%04d" % i for i in range(400)]
 
 
 @pytest.mark.broker
-def test_failing_deserializer_fails_every_poll_without_skipping(tansu_broker):
+def test_failing_deserializer_fails_every_poll_without_skipping(modern_broker):
     topic = _topic("deser")
-    with Producer(bootstrap_servers=tansu_broker.bootstrap) as p:
+    with Producer(bootstrap_servers=modern_broker.bootstrap) as p:
         p.send_batch(topic, 0, [(None, b"ok-%d" % i) for i in range(5)]).result(10)
         p.send_batch(topic, 0, [(None, b"bad")]).result(10)  # a batch of its own
 
@@ -189,7 +190,7 @@ def test_failing_deserializer_fails_every_poll_without_skipping(tansu_broker):
             raise ValueError("cannot deserialize bad")
         return v.decode()
 
-    with Consumer(bootstrap_servers=tansu_broker.bootstrap, auto_offset_reset="earliest",
+    with Consumer(bootstrap_servers=modern_broker.bootstrap, auto_offset_reset="earliest",
                   value_deserializer=deser) as c:
         c.assign([(topic, 0)])
         for _ in range(2):
@@ -208,11 +209,11 @@ def test_failing_deserializer_fails_every_poll_without_skipping(tansu_broker):
 
 
 @pytest.mark.broker
-def test_failing_deserializer_in_a_partly_decoded_answer_is_not_skipped(tansu_broker):
+def test_failing_deserializer_in_a_partly_decoded_answer_is_not_skipped(modern_broker):
     # poll(max_records=2) decodes only the first batch of the answer; when that batch
     # fails, the undecoded rest must not be handed out past it.
     topic = _topic("deser2")
-    with Producer(bootstrap_servers=tansu_broker.bootstrap) as p:
+    with Producer(bootstrap_servers=modern_broker.bootstrap) as p:
         p.send_batch(topic, 0, [(None, b"ok-0"), (None, b"bad")]).result(10)
         p.send_batch(topic, 0, [(None, b"ok-%d" % i) for i in range(2, 6)]).result(10)
 
@@ -221,7 +222,7 @@ def test_failing_deserializer_in_a_partly_decoded_answer_is_not_skipped(tansu_br
             raise ValueError("cannot deserialize bad")
         return v.decode()
 
-    with Consumer(bootstrap_servers=tansu_broker.bootstrap, auto_offset_reset="earliest",
+    with Consumer(bootstrap_servers=modern_broker.bootstrap, auto_offset_reset="earliest",
                   value_deserializer=deser) as c:
         c.assign([(topic, 0)])
         for _ in range(3):

@@ -71,11 +71,11 @@ def _read_all(bootstrap: str, topic: str, options: dict) -> list:
 
 
 @pytest.mark.parametrize("rcvbuf", [-1, 8192])
-def test_large_fetch_responses_are_read_into_the_frame(tansu_broker, monkeypatch, rcvbuf):
-    topic = _fill(tansu_broker.bootstrap, {})
+def test_large_fetch_responses_are_read_into_the_frame(kafka_broker, monkeypatch, rcvbuf):
+    topic = _fill(kafka_broker.bootstrap, {})
     counts = _Counts(monkeypatch)
     # A small socket receive buffer makes the kernel hand the frame over in many pieces.
-    assert _read_all(tansu_broker.bootstrap, topic, {"receive_buffer_bytes": rcvbuf}) == RECORDS
+    assert _read_all(kafka_broker.bootstrap, topic, {"receive_buffer_bytes": rcvbuf}) == RECORDS
     value_bytes = sum(len(v) for _k, v in RECORDS)
     # The bulk of the record data went straight into the frames; the rest (the first
     # read of each frame, and the small responses) through receive_data.
@@ -167,9 +167,9 @@ class _CuttingRelay:
                 pass
 
 
-def test_broker_gone_in_the_middle_of_a_large_frame(tansu_broker, monkeypatch):
-    topic = _fill(tansu_broker.bootstrap, {})
-    relay = _CuttingRelay(tansu_broker.port, cut_above=256 * 1024)
+def test_broker_gone_in_the_middle_of_a_large_frame(kafka_broker, monkeypatch):
+    topic = _fill(kafka_broker.bootstrap, {})
+    relay = _CuttingRelay(kafka_broker.port, cut_above=256 * 1024)
     tails: list[int] = []
     on_closed = BrokerConnection._on_closed_by_broker
 

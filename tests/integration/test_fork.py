@@ -28,6 +28,7 @@ import traceback
 import uuid
 
 import pytest
+from topics import ensure_topic
 
 from kafkawire.aio import AsyncConsumer, AsyncProducer
 from kafkawire.client import _fork
@@ -47,6 +48,7 @@ def _topic(prefix: str) -> str:
 
 
 def _produce(bootstrap: str, topic: str, partitions=(0, 1, 2, 3), n: int = N) -> None:
+    ensure_topic(bootstrap, topic, max(partitions) + 1)
     with Producer(bootstrap_servers=bootstrap, linger_ms=5) as p:
         futs = [p.send(topic, f"{part}-{i}".encode(), partition=part)
                 for part in partitions for i in range(n)]
@@ -118,8 +120,8 @@ def _drain(consumer, want: int, timeout: float = 20.0) -> list:
     return out
 
 
-def test_consumer_parent_and_child_consume_independently(tansu_broker):
-    boot = tansu_broker.bootstrap
+def test_consumer_parent_and_child_consume_independently(kafka_broker):
+    boot = kafka_broker.bootstrap
     topic = _topic("fork-c")
     _produce(boot, topic)
     parts = [(topic, p) for p in range(4)]
@@ -158,10 +160,10 @@ def test_consumer_parent_and_child_consume_independently(tansu_broker):
         c.close()
 
 
-def test_child_closing_the_inherited_consumer_leaves_the_parent_alone(tansu_broker):
+def test_child_closing_the_inherited_consumer_leaves_the_parent_alone(kafka_broker):
     # A close() in the child must not unregister the parent's sockets from the shared
     # epoll instance, shut them down, or send anything on them.
-    boot = tansu_broker.bootstrap
+    boot = kafka_broker.bootstrap
     topic = _topic("fork-close")
     _produce(boot, topic, partitions=(0,), n=10)
     c = Consumer(bootstrap_servers=boot, auto_offset_reset="earliest", fetch_max_wait_ms=100)
@@ -227,8 +229,8 @@ def test_tls_session_stays_the_parents(tls_broker, tls_certificates):
         c.close()
 
 
-def test_admin_parent_and_child(tansu_broker):
-    boot = tansu_broker.bootstrap
+def test_admin_parent_and_child(kafka_broker):
+    boot = kafka_broker.bootstrap
     topic = _topic("fork-adm")
     _produce(boot, topic, partitions=(0,), n=3)
     with Admin(bootstrap_servers=boot) as admin:
@@ -252,8 +254,8 @@ def test_admin_parent_and_child(tansu_broker):
         assert _local_ports(admin.cluster) == parent_ports
 
 
-def test_child_makes_new_clients(tansu_broker):
-    boot = tansu_broker.bootstrap
+def test_child_makes_new_clients(kafka_broker):
+    boot = kafka_broker.bootstrap
     topic = _topic("fork-new")
     with Admin(bootstrap_servers=boot) as admin:
         admin.describe_cluster(timeout=10)
@@ -276,8 +278,8 @@ def test_child_makes_new_clients(tansu_broker):
 
 
 @pytest.mark.groups
-def test_group_member_refuses_in_the_child_and_the_parent_stays_member(tansu_broker):
-    boot = tansu_broker.bootstrap
+def test_group_member_refuses_in_the_child_and_the_parent_stays_member(kafka_broker):
+    boot = kafka_broker.bootstrap
     topic = _topic("fork-grp")
     group = _topic("fork-group")
     _produce(boot, topic, n=20)
@@ -323,9 +325,9 @@ def test_group_member_refuses_in_the_child_and_the_parent_stays_member(tansu_bro
         c.close(timeout=5)
 
 
-def test_assigned_group_consumer_commits_from_the_child(tansu_broker):
+def test_assigned_group_consumer_commits_from_the_child(kafka_broker):
     # Not a member (assign()), so the child's copy goes on with a new group thread.
-    boot = tansu_broker.bootstrap
+    boot = kafka_broker.bootstrap
     topic = _topic("fork-cmt")
     group = _topic("fork-cmt-group")
     _produce(boot, topic, partitions=(0,), n=10)
@@ -352,11 +354,11 @@ def test_assigned_group_consumer_commits_from_the_child(tansu_broker):
         c.close(timeout=5)
 
 
-def test_locks_held_by_other_threads_at_the_fork(tansu_broker):
+def test_locks_held_by_other_threads_at_the_fork(kafka_broker):
     # Another thread holds kafkawire's registry lock and the group thread's event lock
     # while the main thread forks: the child makes clients and uses the inherited one
     # without deadlocking on them.
-    boot = tansu_broker.bootstrap
+    boot = kafka_broker.bootstrap
     topic = _topic("fork-lock")
     _produce(boot, topic, partitions=(0,), n=5)
     c = Consumer(bootstrap_servers=boot, group_id=_topic("fork-lock-group"),
@@ -418,9 +420,9 @@ def _mp_worker(boot: str, topic: str, partition: int, q) -> None:
         q.put((partition, "error", repr(exc), traceback.format_exc()))
 
 
-def test_multiprocessing_fork_workers(tansu_broker):
+def test_multiprocessing_fork_workers(kafka_broker):
     global _MP_ADMIN
-    boot = tansu_broker.bootstrap
+    boot = kafka_broker.bootstrap
     topic = _topic("fork-mp")
     _produce(boot, topic, n=30)
     ctx = multiprocessing.get_context("fork")
@@ -453,8 +455,8 @@ def test_multiprocessing_fork_workers(tansu_broker):
 
 # -- asyncio -----------------------------------------------------------------------------
 
-def test_asyncio_consumer_refuses_in_the_child(tansu_broker):
-    boot = tansu_broker.bootstrap
+def test_asyncio_consumer_refuses_in_the_child(kafka_broker):
+    boot = kafka_broker.bootstrap
     topic = _topic("fork-aio")
     _produce(boot, topic, partitions=(0,), n=5)
     loop = asyncio.new_event_loop()
@@ -486,9 +488,9 @@ def test_asyncio_consumer_refuses_in_the_child(tansu_broker):
         loop.close()
 
 
-def test_producer_parent_and_child_produce_independently(tansu_broker):
-    boot = tansu_broker.bootstrap
-    topic = _topic("fork-produce")
+def test_producer_parent_and_child_produce_independently(kafka_broker):
+    boot = kafka_broker.bootstrap
+    topic = ensure_topic(boot, _topic("fork-produce"), 2)
     with Producer(bootstrap_servers=boot, linger_ms=200) as p:
         p.send(topic, b"before", partition=0).result(20)
         parent_pid = p.metrics()["producer_id"]
@@ -517,9 +519,9 @@ def test_producer_parent_and_child_produce_independently(tansu_broker):
                          + [(1, b"child-%d" % i) for i in range(10)])
 
 
-def test_transactional_producer_refuses_in_the_child(tansu_broker):
+def test_transactional_producer_refuses_in_the_child(kafka_broker):
     topic = _topic("fork-txn")
-    with Producer(bootstrap_servers=tansu_broker.bootstrap, transactional_id=f"fork-{topic}") as p:
+    with Producer(bootstrap_servers=kafka_broker.bootstrap, transactional_id=f"fork-{topic}") as p:
         p.init_transactions(20)
 
         def child():
@@ -536,10 +538,10 @@ def test_transactional_producer_refuses_in_the_child(tansu_broker):
         p.commit_transaction(20)
 
 
-def test_asyncio_producer_refuses_in_the_child_and_closes_its_copy(tansu_broker):
+def test_asyncio_producer_refuses_in_the_child_and_closes_its_copy(kafka_broker):
     topic = _topic("fork-aio-produce")
     loop = asyncio.new_event_loop()
-    p = AsyncProducer(bootstrap_servers=tansu_broker.bootstrap, linger_ms=0)
+    p = AsyncProducer(bootstrap_servers=kafka_broker.bootstrap, linger_ms=0)
     try:
         loop.run_until_complete(p.start(10))
         first = loop.run_until_complete(p.send(topic, b"before", partition=0))

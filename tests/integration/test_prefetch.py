@@ -16,9 +16,9 @@ pytestmark = pytest.mark.broker
 RECORDS = [(f"k{i}".encode(), i.to_bytes(4, "big") * 250) for i in range(3000)]
 
 
-def test_prefetch_brings_records_on_tansu(tansu_broker, monkeypatch):
+def test_prefetch_brings_records_on_tansu(kafka_broker, monkeypatch):
     topic = f"prefetch-{uuid.uuid4().hex[:8]}"
-    with Producer(bootstrap_servers=tansu_broker.bootstrap, linger_ms=5, batch_size=16 * 1024) as p:
+    with Producer(bootstrap_servers=kafka_broker.bootstrap, linger_ms=5, batch_size=16 * 1024) as p:
         p.send_batch(topic, 0, RECORDS).result(30)
         p.flush(30)
     answers: list[tuple[bool, int]] = []  # (sent with records buffered, record bytes in it)
@@ -39,7 +39,7 @@ def test_prefetch_brings_records_on_tansu(tansu_broker, monkeypatch):
     monkeypatch.setattr(Fetcher, "on_response", noting_response)
     got = []
     # Small polls and small answers: many fetches, most of them sent with records buffered.
-    with Consumer(bootstrap_servers=tansu_broker.bootstrap, auto_offset_reset="earliest",
+    with Consumer(bootstrap_servers=kafka_broker.bootstrap, auto_offset_reset="earliest",
                   max_poll_records=50, fetch_max_bytes=128 * 1024,
                   max_partition_fetch_bytes=64 * 1024) as c:
         c.assign([(topic, 0)])

@@ -45,6 +45,7 @@ from kafkawire.testing._process import LOOPBACK, ChildProcess, Lifecycle, free_p
 from kafkawire.testing.brokers import BrokerStartError
 
 __all__ = [
+    "KAFKA_MATRIX_VERSION",
     "KAFKA_VERSION",
     "KafkaCluster",
     "KafkaNode",
@@ -56,6 +57,9 @@ __all__ = [
 
 #: The Apache Kafka release the fixtures run unless told otherwise (KAFKAWIRE_KAFKA_VERSION).
 KAFKA_VERSION = os.environ.get("KAFKAWIRE_KAFKA_VERSION", "4.4.0")
+#: The release of the broker matrix's older line (KAFKAWIRE_KAFKA_MATRIX_VERSION): 3.9, the
+#: last before Kafka 4 removed the oldest API versions (KIP-896).
+KAFKA_MATRIX_VERSION = os.environ.get("KAFKAWIRE_KAFKA_MATRIX_VERSION", "3.9.1")
 #: A Kafka distribution (its ``libs/`` holds the jars) to use instead of Maven Central.
 KAFKA_HOME_ENV = "KAFKA_HOME"
 #: Where downloaded jars are kept (default: $XDG_CACHE_HOME/kafkawire or ~/.cache/kafkawire).
@@ -385,6 +389,16 @@ class KafkaCluster(Lifecycle):
         """Every node's PLAINTEXT ``host:port``, comma-separated, node 1 first."""
         return self.bootstrap_for("PLAINTEXT")
 
+    @property
+    def host(self) -> str:
+        return LOOPBACK
+
+    @property
+    def port(self) -> int:
+        """Node 1's PLAINTEXT port (for code that talks to one broker)."""
+        self._require_started()
+        return self.nodes[0].ports["PLAINTEXT"]
+
     def bootstrap_for(self, listener: str) -> str:
         """Every node's ``host:port`` on ``listener`` (SSL, SASL_PLAINTEXT, SASL_SSL)."""
         self._require_started()
@@ -461,8 +475,10 @@ class KafkaCluster(Lifecycle):
             # Fewer internal partitions than production's 50: created in a fraction of the time.
             "offsets.topic.num.partitions": "4",
             "transaction.state.log.num.partitions": "4",
-            # A test's first group should not wait 3 s for more members.
+            # A test's first group should not wait 3 s for more members, and a test may use
+            # session timeouts below production's 6 s minimum to see a lost member quickly.
             "group.initial.rebalance.delay.ms": "0",
+            "group.min.session.timeout.ms": "500",
             "auto.create.topics.enable": "true",
         }
         if any(x.startswith("SASL") for x in self.listeners):

@@ -7,6 +7,7 @@ conftest.py (or ``pytest -p kafkawire.testing.plugin``).
   KRaft, PLAINTEXT) for the whole session: the reference broker.
   ``kafka_cluster_factory(size=1, **KafkaCluster options)``: a fresh cluster for a test
   that needs its own (3 nodes, SASL/SSL listeners, features, nodes to kill).
+  ``kafka39_broker``: one Apache Kafka 3.9 node for the session (the broker matrix).
 * ``tansu_broker``: one :class:`~kafkawire.testing.TansuBroker` for the whole session.
 * ``mock_cluster``: one 3-broker :class:`~kafkawire.testing.MockCluster` for the session.
 * ``tansu_broker_factory`` / ``mock_cluster_factory``: call them to get fresh brokers for
@@ -30,17 +31,17 @@ from typing import Callable, Iterator
 import pytest
 
 from kafkawire.testing.brokers import TansuBroker, TansuCluster
-from kafkawire.testing.kafka import KafkaCluster
+from kafkawire.testing.kafka import KAFKA_MATRIX_VERSION, KafkaCluster
 from kafkawire.testing.mock import MockCluster
 from kafkawire.testing.s3 import MotoS3Server
 
-__all__ = ["kafka_broker", "kafka_cluster_factory", "tansu_broker", "mock_cluster", "tansu_broker_factory", "mock_cluster_factory",
+__all__ = ["kafka_broker", "kafka39_broker", "kafka_cluster_factory", "tansu_broker", "mock_cluster", "tansu_broker_factory", "mock_cluster_factory",
            "moto_s3", "tansu_cluster_factory"]
 
 
 # Which fixtures mean which broker, for the markers.
 _BROKER_FIXTURES = {
-    "kafka": ("kafka_broker", "kafka_cluster_factory"),
+    "kafka": ("kafka_broker", "kafka39_broker", "kafka_cluster_factory"),
     "tansu": ("tansu_broker", "tansu_broker_factory", "tansu_cluster_factory", "tls_broker",
               "tls_broker_factory"),
     "mock": ("mock_cluster", "mock_cluster_factory"),
@@ -64,6 +65,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def kafka_broker() -> Iterator[KafkaCluster]:
     """One Apache Kafka node (KRaft, PLAINTEXT), shared by the session."""
     with KafkaCluster(1) as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="session")
+def kafka39_broker() -> Iterator[KafkaCluster]:
+    """One Apache Kafka 3.9 node (KRaft, PLAINTEXT; ``KAFKAWIRE_KAFKA_MATRIX_VERSION``
+    overrides the release), shared by the session: the last line before Kafka 4 removed
+    the oldest API versions (KIP-896), so older versions meet a real broker."""
+    with KafkaCluster(1, version=KAFKA_MATRIX_VERSION) as cluster:
         yield cluster
 
 
