@@ -148,13 +148,19 @@ class AsyncCluster:
         candidates = [(nid, h, p, nid) for nid, (h, p) in self.meta.brokers.items()]
         candidates += [(("bootstrap", h, p), h, p, None) for h, p in self.config.bootstrap_servers]
         tried = []
+        final = bool(candidates)
         for key, host, port, node_id in candidates:
             try:
                 return await self._connect(key, host, port, node_id, deadline)
             except (KafkaConnectionError, KafkaTimeoutError) as exc:
-                tried.append(f"{host}:{port}: {exc}")
-        raise NoBrokersAvailableError("no broker could be reached; tried:\n  " + "\n  ".join(tried)
+                tried.append(f"{host}:{port}: {type(exc).__name__}: {exc}")
+                final = final and not getattr(exc, "retriable", True)
+        err = NoBrokersAvailableError("no broker could be reached; tried:\n  " + "\n  ".join(tried)
                                       + "\ncheck bootstrap_servers and that the brokers are running")
+        # Every broker refused for a reason waiting does not fix (a TLS certificate or
+        # protocol mismatch): not retried until the deadline, as the sync shell does not.
+        err.retriable = not final
+        raise err
 
     # -- metadata ------------------------------------------------------------------------
 
@@ -176,6 +182,8 @@ class AsyncCluster:
             except asyncio.TimeoutError:
                 continue
             except (KafkaConnectionError, KafkaTimeoutError) as exc:
+                if not exc.retriable:
+                    raise
                 last = exc
                 await asyncio.sleep(min(self.config.retry_backoff_ms / 1000, max(0.0, deadline - self._now())))
 

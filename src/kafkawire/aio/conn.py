@@ -9,6 +9,11 @@ broker limits the session (KIP-368), the first request after the re-login time w
 the requests in flight, logs in again on the same connection, and then goes out; requests
 made meanwhile wait for that login too.
 
+Connection setup runs the steps of the sync shell's, each bounded by the one setup
+deadline: the TCP connect, the TLS handshake, ApiVersions, SASL.  A TLS failure is named by
+the same :mod:`kafkawire.client.tls` helpers the sync shell calls at the same points, so
+both raise the same :class:`~kafkawire.client.errors.BrokerTLSError` with the same message.
+
 A request's bytes go to the transport in one write, so a cancelled caller never leaves
 a request half-sent; its answer is still read (answers come in order) and dropped.  A
 request not answered by its deadline closes the connection, as in the sync shell: the
@@ -25,6 +30,8 @@ import ssl
 from collections import deque
 from typing import Any
 
+from kafkawire.client import tls
+from kafkawire.client.conn import broker_name, sasl_error
 from kafkawire.client.errors import (
     BrokerConnectionRefusedError,
     BrokerConnectTimeoutError,
@@ -33,7 +40,6 @@ from kafkawire.client.errors import (
     KafkaConnectionError,
     RequestTimeoutError,
 )
-from kafkawire.client.conn import sasl_error
 from kafkawire.protocol.connection import Connection, ProtocolError
 from kafkawire.protocol.sasl import RawTokenReader, SaslMechanism, SaslResult, exchange_for
 
@@ -66,11 +72,17 @@ class AsyncBrokerConnection:
         self.sasl_result: SaslResult | None = None
         self._reauth_at: float | None = None  # loop time the next re-login is due (KIP-368)
         self._reauth: asyncio.Task | None = None
+        # Bytes read since the ApiVersions exchange began: a setup that ends before the
+        # first one tells TLS and plaintext mismatches apart (tls.closed_before_answer_error).
+        self._received_any = False
+        #: How many times this connection finished its setup (1: a reconnect makes a new one).
+        self.setups = 0
+        #: KIP-368 re-authentications that succeeded on this connection.
+        self.reauthentications = 0
 
     @property
     def name(self) -> str:
-        where = f"{self.host}:{self.port}"
-        return where if self.node_id is None else f"broker {self.node_id} at {where}"
+        return broker_name(self.host, self.port, self.node_id)
 
     def __repr__(self) -> str:
         return f"<AsyncBrokerConnection {self.name} {'ready' if self.ready else 'not ready'}>"
@@ -81,13 +93,11 @@ class AsyncBrokerConnection:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         try:
-            self._reader, self._writer = await asyncio.wait_for(asyncio.open_connection(
-                self.host, self.port, ssl=self.ssl_context,
-                server_hostname=self.host if self.ssl_context is not None else None), timeout)
+            sock = await asyncio.wait_for(self._tcp_connect(), timeout)
         except asyncio.TimeoutError:
             raise BrokerConnectTimeoutError(
-                f"connecting to {self.name} timed out; is the broker up and the address right?",
-                host=self.host, port=self.port) from None
+                f"connecting to {self.name} timed out (no answer to the TCP handshake); is the "
+                f"broker up and the address right?", host=self.host, port=self.port) from None
         except ConnectionRefusedError:
             raise BrokerConnectionRefusedError(
                 f"{self.name} refused the connection: nothing listens there",
@@ -97,12 +107,28 @@ class AsyncBrokerConnection:
                 f"cannot resolve {self.name}: {exc.strerror or exc}; check the host name in "
                 f"bootstrap_servers (or the broker's advertised listener)",
                 host=self.host, port=self.port) from None
-        except ssl.SSLError as exc:
-            raise ConnectionClosedError(f"TLS handshake with {self.name} failed: {exc}",
-                                        host=self.host, port=self.port) from None
         except OSError as exc:
             raise ConnectionClosedError(f"connecting to {self.name} failed: {exc}",
                                         host=self.host, port=self.port) from None
+        # The TLS handshake apart from the TCP connect, so that its failures and its timeout
+        # are named as the sync shell names them.
+        ctx = self.ssl_context
+        try:
+            self._reader, self._writer = await asyncio.wait_for(asyncio.open_connection(
+                sock=sock, ssl=ctx, server_hostname=self.host if ctx is not None else None),
+                max(0.0, deadline - loop.time()))
+        except asyncio.TimeoutError:
+            sock.close()
+            raise tls.handshake_timeout_error(name=self.name, host=self.host, port=self.port,
+                                              timeout=timeout) from None
+        except (ssl.SSLError, OSError) as exc:  # SSLError is an OSError; both fail the handshake
+            sock.close()
+            raise tls.handshake_error(exc, name=self.name, host=self.host, port=self.port,
+                                      ctx=ctx) from None
+        except ValueError as exc:  # the context refused to start (e.g. no server_hostname)
+            sock.close()
+            raise tls.wrap_error(exc, name=self.name, host=self.host, port=self.port) from None
+        self._received_any = False
         self.protocol = proto = Connection(self.client_id, version_overrides=self.version_overrides)
         self._read_task = asyncio.ensure_future(self._read_loop())
         for _ in range(_NEGOTIATION_ATTEMPTS):
@@ -117,6 +143,7 @@ class AsyncBrokerConnection:
                 if self.sasl is not None:
                     await self._authenticate(deadline)
                 self.ready = True
+                self.setups += 1
                 return
             if not proto.retry_api_versions:
                 err = ConnectionClosedError(
@@ -129,6 +156,26 @@ class AsyncBrokerConnection:
             host=self.host, port=self.port)
         self.close(err)
         raise err
+
+    async def _tcp_connect(self) -> socket.socket:
+        """A connected non-blocking socket to the first of the host's addresses that
+        accepts; raises the last address's error when none does."""
+        loop = asyncio.get_running_loop()
+        infos = await loop.getaddrinfo(self.host, self.port, type=socket.SOCK_STREAM)
+        error: OSError = OSError(f"{self.host} resolved to no address")
+        for family, type_, proto, _canon, addr in infos:
+            sock = socket.socket(family, type_, proto)
+            try:
+                sock.setblocking(False)
+                await loop.sock_connect(sock, addr)
+                return sock
+            except OSError as exc:
+                sock.close()
+                error = exc
+            except BaseException:  # cancelled by the timeout: no socket left open
+                sock.close()
+                raise
+        raise error
 
     async def _authenticate(self, deadline: float) -> None:
         """The SASL exchange, by the setup ``deadline``.  The read loop is paused meanwhile:
@@ -178,6 +225,8 @@ class AsyncBrokerConnection:
                             exchange.receive(events[0])
                             break
             self.sasl_result = exchange.result
+            if self.ready:  # a login on a connection already set up: KIP-368
+                self.reauthentications += 1
             now = loop.time()
             at_ms = exchange.result.reauthenticate_at_ms(round(now * 1000), random.random())
             self._reauth_at = None if at_ms is None else at_ms / 1000.0
@@ -253,11 +302,20 @@ class AsyncBrokerConnection:
         assert self._reader is not None and self.protocol is not None
         try:
             while True:
-                data = await self._reader.read(1 << 18)
+                try:
+                    data = await self._reader.read(1 << 18)
+                except OSError as exc:  # SSLError included: e.g. a TLS alert after the handshake
+                    raise self._setup_closed_error(exc) or exc
                 if not data:
-                    raise ConnectionClosedError(
+                    raise self._setup_closed_error(None) or ConnectionClosedError(
                         f"{self.name} closed the connection with {len(self._futures)} request(s) in flight",
                         host=self.host, port=self.port)
+                if not self._received_any:
+                    self._received_any = True
+                    mismatch = not self.ready and tls.plaintext_answer_error(
+                        data, name=self.name, host=self.host, port=self.port, ctx=self.ssl_context)
+                    if mismatch:
+                        raise mismatch
                 for event in self.protocol.receive_data(data):
                     fut = self._futures.popleft()
                     if not fut.done():
@@ -270,6 +328,14 @@ class AsyncBrokerConnection:
         except (OSError, KafkaConnectionError) as exc:
             self.close(exc if isinstance(exc, KafkaConnectionError) else ConnectionClosedError(
                 f"connection to {self.name} failed: {exc}", host=self.host, port=self.port))
+
+    def _setup_closed_error(self, exc: BaseException | None) -> KafkaConnectionError | None:
+        """The TLS error for a connection that ended during setup before the broker sent a
+        byte of its first answer (see tls.closed_before_answer_error), else None."""
+        if self.ready or self._received_any:
+            return None
+        return tls.closed_before_answer_error(exc, name=self.name, host=self.host, port=self.port,
+                                              ctx=self.ssl_context)
 
     def _abandon_after_fork(self, error: BaseException) -> None:
         """In a forked child (kafkawire.client._fork): close this process's copy of the

@@ -38,7 +38,6 @@ from kafkawire.client.errors import (
     BrokerConnectionRefusedError,
     BrokerConnectTimeoutError,
     BrokerResolutionError,
-    BrokerTLSError,
     ConnectionClosedError,
     KafkaConnectionError,
     RequestTimeoutError,
@@ -222,7 +221,9 @@ class Poller:
             self._wake_w.close()
 
 
-def _describe(host: str, port: int, node_id: int | None) -> str:
+def broker_name(host: str, port: int, node_id: int | None) -> str:
+    """How errors name a broker, in both shells: "broker 1 at host:port", or "broker
+    host:port" before its node id is known (a bootstrap address)."""
     return f"broker {node_id} at {host}:{port}" if node_id is not None else f"broker {host}:{port}"
 
 
@@ -287,13 +288,17 @@ class BrokerConnection:
         self._sasl_deadline = 0.0  # when the exchange's requests time out
         # Requests held while re-authenticating: (make, deadline, expects_response, future).
         self._held: deque[tuple[Any, float, bool, Future]] = deque()
+        #: How many times this connection finished its setup (1 unless it reconnected).
+        self.setups = 0
+        #: KIP-368 re-authentications that succeeded on this connection (all its setups).
+        self.reauthentications = 0
 
     def __repr__(self) -> str:
         return f"<BrokerConnection {self.host}:{self.port} node={self.node_id} {self.state}>"
 
     @property
     def name(self) -> str:
-        return _describe(self.host, self.port, self.node_id)
+        return broker_name(self.host, self.port, self.node_id)
 
     @property
     def ready(self) -> bool:
@@ -458,9 +463,7 @@ class BrokerConnection:
                 sock, server_hostname=self.host, do_handshake_on_connect=False)
         except (ssl.SSLError, OSError, ValueError) as exc:
             self.sock = sock
-            self.close(BrokerTLSError(
-                f"TLS setup for {self.name} failed before the handshake: {exc}; check the "
-                f"ssl_context (or the ssl_* options)", host=self.host, port=self.port))
+            self.close(tls.wrap_error(exc, name=self.name, host=self.host, port=self.port))
             return
         self.poller.selector.register(self.sock, selectors.EVENT_READ, self)
         self._registered_mask = selectors.EVENT_READ
@@ -523,6 +526,7 @@ class BrokerConnection:
 
     def _on_ready(self) -> None:
         self.state = READY
+        self.setups += 1
         self._update_interest()
         assert self.setup is not None
         self.setup.set_result(self)
@@ -617,6 +621,7 @@ class BrokerConnection:
             return
         # A re-authentication succeeded: send what was held, in order.
         self._reauth = None
+        self.reauthentications += 1
         held, self._held = self._held, deque()
         for make, deadline, expects_response, fut in held:
             if self.state != READY:
@@ -782,10 +787,10 @@ class BrokerConnection:
                 if data is not None:
                     if not self._received_any:
                         self._received_any = True
-                        if (self.state == NEGOTIATING and self.ssl_context is None
-                                and tls.looks_like_tls(data)):
-                            self.close(tls.plaintext_dropped_error(
-                                name=self.name, host=self.host, port=self.port, tls_seen=True))
+                        mismatch = self.state == NEGOTIATING and tls.plaintext_answer_error(
+                            data, name=self.name, host=self.host, port=self.port, ctx=self.ssl_context)
+                        if mismatch:
+                            self.close(mismatch)
                             return
                     if self._raw_reader is not None:
                         self._on_raw_data(data)
@@ -838,10 +843,8 @@ class BrokerConnection:
         plaintext it is how a TLS listener drops a client that did not speak TLS."""
         if self.state != NEGOTIATING or self._received_any or self._api_versions_sent != 1:
             return None
-        if self.ssl_context is not None:
-            return tls.after_handshake_error(
-                exc, name=self.name, host=self.host, port=self.port, ctx=self.ssl_context)
-        return tls.plaintext_dropped_error(name=self.name, host=self.host, port=self.port, tls_seen=False)
+        return tls.closed_before_answer_error(
+            exc, name=self.name, host=self.host, port=self.port, ctx=self.ssl_context)
 
     def _dispatch(self, events: list[Any]) -> None:
         for ev in events:

@@ -6,7 +6,21 @@ from the ``ssl_*`` options, and where a failed handshake is given a name.
   host name verification on, TLS 1.2 or newer, a client certificate for mutual TLS.
 * :func:`handshake_error` and the other ``*_error`` helpers turn what ``ssl`` raises into
   a :class:`~kafkawire.client.errors.BrokerTLSError` whose message says what was wrong with
-  which broker, and what to do about it.  Any I/O shell (sync or asyncio) can use them.
+  which broker, and what to do about it.  Both I/O shells call them at the same points of a
+  connection's setup, so a failure raises the same typed error with the same message in
+  the sync and the asyncio client:
+
+  =====================================================  ==================================
+  what happened                                          helper
+  =====================================================  ==================================
+  the context refused to wrap the socket                 :func:`wrap_error`
+  the handshake failed                                   :func:`handshake_error`
+  the handshake did not finish by the setup deadline     :func:`handshake_timeout_error`
+  the connection ended before a byte of the first        :func:`closed_before_answer_error`
+  answer (a rejected client certificate after TLS 1.3's
+  handshake; a TLS listener dropping a plaintext client)
+  a plaintext connection's first bytes are TLS           :func:`plaintext_answer_error`
+  =====================================================  ==================================
 """
 
 from __future__ import annotations
@@ -21,7 +35,10 @@ from kafkawire.client.errors import BrokerTLSError, BrokerTLSHandshakeTimeoutErr
 
 __all__ = [
     "build_ssl_context",
+    "wrap_error",
     "handshake_error",
+    "closed_before_answer_error",
+    "plaintext_answer_error",
     "handshake_timeout_error",
     "after_handshake_error",
     "plaintext_dropped_error",
@@ -243,7 +260,8 @@ def _ssl_failure(exc: BaseException, ctx: ssl.SSLContext | None) -> tuple[str, b
     reason = (getattr(exc, "reason", None) or "").upper()
     if isinstance(exc, ssl.SSLEOFError) or reason == "UNEXPECTED_EOF_WHILE_READING" or (
             isinstance(exc, OSError) and not isinstance(exc, ssl.SSLError)):
-        return (f"the broker closed the connection during the TLS handshake ({exc}): "
+        # asyncio reports the same EOF as a ConnectionResetError with no text: name its type.
+        return (f"the broker closed the connection during the TLS handshake ({str(exc) or type(exc).__name__}): "
                 f"{_client_cert_hint(ctx)}; or {_PLAINTEXT_HINT}", True)
     if reason in _NOT_TLS_REASONS:
         return f"the broker did not answer in TLS ({exc}): {_PLAINTEXT_HINT}", False
@@ -269,6 +287,12 @@ def _ssl_failure(exc: BaseException, ctx: ssl.SSLContext | None) -> tuple[str, b
     return f"{exc}", False
 
 
+def wrap_error(exc: BaseException, *, name: str, host: str, port: int) -> BrokerTLSError:
+    """The error for a context that refused to start TLS on the socket (before any byte)."""
+    return BrokerTLSError(f"TLS setup for {name} failed before the handshake: {exc}; check the "
+                          f"ssl_context (or the ssl_* options)", host=host, port=port)
+
+
 def handshake_error(exc: BaseException, *, name: str, host: str, port: int,
                     ctx: ssl.SSLContext | None) -> BrokerTLSError:
     """The :class:`BrokerTLSError` for an exception the TLS handshake with ``name`` raised."""
@@ -287,8 +311,10 @@ def handshake_timeout_error(*, name: str, host: str, port: int,
     return BrokerTLSHandshakeTimeoutError(
         f"TLS handshake with {name} did not finish within {timeout * 1000:.0f} ms "
         f"(socket_connection_setup_timeout_ms) and no TLS answer came. A PLAINTEXT (or "
-        f"SASL_PLAINTEXT) Kafka listener waits silently for the rest of what it takes for a "
-        f"request: check that this port is the broker's SSL listener and security_protocol; "
+        f"SASL_PLAINTEXT) listener of some brokers (Tansu) waits silently for as many bytes as "
+        f"the TLS hello's first four announce as a request's size (Apache Kafka closes the "
+        f"connection at once instead): "
+        f"check that this port is the broker's SSL listener and security_protocol; "
         f"a slow broker needs a larger socket_connection_setup_timeout_ms",
         host=host, port=port,
     )
@@ -301,7 +327,7 @@ def after_handshake_error(exc: BaseException | None, *, name: str, host: str, po
     client has finished its side of the handshake, so this is how a rejected (or missing)
     client certificate shows."""
     reason = (getattr(exc, "reason", None) or "").upper()
-    how = f" ({exc})" if exc is not None else ""
+    how = f" ({str(exc) or type(exc).__name__})" if exc is not None else ""
     if reason and reason not in ("UNEXPECTED_EOF_WHILE_READING",) and not reason.startswith("EOF"):
         what, _ = _ssl_failure(exc, ctx)  # type: ignore[arg-type]
         return BrokerTLSError(f"TLS connection to {name} failed right after the handshake: {what}",
@@ -311,6 +337,27 @@ def after_handshake_error(exc: BaseException | None, *, name: str, host: str, po
         f"ApiVersions{how}: {_client_cert_hint(ctx)}", host=host, port=port)
     err.retriable = True  # or the broker went away at that moment
     return err
+
+
+def closed_before_answer_error(exc: BaseException | None, *, name: str, host: str, port: int,
+                               ctx: ssl.SSLContext | None) -> BrokerTLSError:
+    """The error for a connection that broke (``exc``, or None for an orderly close) after
+    the TCP connect, and the TLS handshake with ``ctx``, but before the broker sent a byte
+    of its first ApiVersions answer.  Over TLS that is how a broker rejects a missing or
+    untrusted client certificate (TLS 1.3 checks it after the client's side of the handshake
+    is done); in plaintext, how a TLS listener drops a client that did not speak TLS."""
+    if ctx is not None:
+        return after_handshake_error(exc, name=name, host=host, port=port, ctx=ctx)
+    return plaintext_dropped_error(name=name, host=host, port=port, tls_seen=False)
+
+
+def plaintext_answer_error(data: bytes | memoryview, *, name: str, host: str, port: int,
+                           ctx: ssl.SSLContext | None) -> BrokerTLSError | None:
+    """The error for the first bytes of a plaintext connection's first answer when they are
+    a TLS record (a TLS listener's alert), else None (they may be Kafka's)."""
+    if ctx is None and looks_like_tls(data):
+        return plaintext_dropped_error(name=name, host=host, port=port, tls_seen=True)
+    return None
 
 
 def looks_like_tls(data: bytes | memoryview) -> bool:
