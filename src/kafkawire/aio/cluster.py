@@ -190,7 +190,11 @@ class AsyncCluster:
     async def _fetch_metadata(self, deadline: float) -> None:
         conn = await self.any_connection(deadline)
         request, _topics = self.meta.request(conn.protocol.version_for(METADATA))
-        resp = await conn.request(METADATA, request, timeout=max(0.001, deadline - self._now()))
+        # The request's own timeout, not the caller's deadline: refresh() stops waiting at its
+        # deadline while this task goes on, and a request timed out closes the connection
+        # with every request in flight on it (a short poll() once did so, and a Metadata
+        # request held behind a KIP-368 re-login missed such a deadline every few seconds).
+        resp = await conn.request(METADATA, request)
         self.meta.apply(resp, self._now())
         for key in [k for k in self._conns if isinstance(k, tuple)]:
             if not self._connecting.get(key):
