@@ -59,6 +59,7 @@ from kafkawire.protocol import consumer as consumer_protocol
 from kafkawire.protocol.api import Api, ApiVersionError
 from kafkawire.protocol.fetcher import OffsetAndTimestamp, TopicPartition
 from kafkawire.protocol.fetcher import as_topic_partition as _tp
+from kafkawire.protocol.sasl import SCRAM_MECHANISM_TYPES, SCRAM_MIN_ITERATIONS, scram_credential
 
 __all__ = [
     "Admin",
@@ -77,8 +78,11 @@ __all__ = [
     "OffsetAndMetadata",
     "PartitionInfo",
     "PartitionLag",
+    "ScramCredentialInfo",
     "TopicDescription",
     "TopicPartition",
+    "UserScramCredentialDeletion",
+    "UserScramCredentialUpsertion",
 ]
 
 CREATE_PARTITIONS = apis.get("CreatePartitions")
@@ -97,6 +101,8 @@ FIND_COORDINATOR = apis.get("FindCoordinator")
 DESCRIBE_GROUPS = apis.get("DescribeGroups")
 LIST_GROUPS = apis.get("ListGroups")
 DELETE_GROUPS = apis.get("DeleteGroups")
+DESCRIBE_USER_SCRAM_CREDENTIALS = apis.get("DescribeUserScramCredentials")
+ALTER_USER_SCRAM_CREDENTIALS = apis.get("AlterUserScramCredentials")
 
 # Answers worth asking again after a backoff: the cluster is moving (leaders, controller,
 # coordinators) or was slow.  Other codes the error table calls retriable, such as
@@ -276,6 +282,45 @@ class ConfigEntry:
     is_default: bool
     read_only: bool
     is_sensitive: bool
+
+
+@dataclass(frozen=True)
+class ScramCredentialInfo:
+    """One SCRAM credential of a user as the broker describes it (never the password)."""
+
+    mechanism: str  # SCRAM-SHA-256, SCRAM-SHA-512, or UNKNOWN
+    iterations: int
+
+
+@dataclass(frozen=True)
+class UserScramCredentialUpsertion:
+    """Create or replace ``user``'s ``mechanism`` credential for ``password``.  The client
+    salts it (RFC 5802 Hi() with ``iterations`` and a random ``salt`` unless one is given);
+    only the salt and the salted password are sent."""
+
+    user: str
+    mechanism: str
+    password: str = field(repr=False)
+    iterations: int = SCRAM_MIN_ITERATIONS
+    salt: bytes | None = field(default=None, repr=False)
+
+
+@dataclass(frozen=True)
+class UserScramCredentialDeletion:
+    """Remove ``user``'s ``mechanism`` credential."""
+
+    user: str
+    mechanism: str
+
+
+def _scram_mechanism_type(mechanism: Any) -> int:
+    name = mechanism.upper() if isinstance(mechanism, str) else mechanism
+    if name not in SCRAM_MECHANISM_TYPES:
+        raise ValueError(f"SCRAM credentials are for {' or '.join(SCRAM_MECHANISM_TYPES)}; got {mechanism!r}")
+    return SCRAM_MECHANISM_TYPES[name]
+
+
+_SCRAM_MECHANISM_NAMES = {v: k for k, v in SCRAM_MECHANISM_TYPES.items()}
 
 
 # -- bookkeeping for one call --------------------------------------------------------------
@@ -1117,3 +1162,104 @@ class Admin:
         if not resources:
             return None
         return ALTER_CONFIGS.Request(resources=resources, validate_only=validate_only)
+
+    # -- SCRAM credentials (KIP-554) -------------------------------------------------------
+
+    def describe_user_scram_credentials(self, users: Iterable[str] | None = None,
+                                        timeout: float | None = None, raise_on_error: bool = True
+                                        ) -> dict[str, list[ScramCredentialInfo]]:
+        """Each user's SCRAM credentials (mechanism and iterations, sorted by mechanism), by
+        user name; every user that has one when ``users`` is None.  A named user without a credential fails
+        with RESOURCE_NOT_FOUND (see the module docstring for ``raise_on_error``)."""
+        names = None if users is None else list(dict.fromkeys(users))
+        UN = DESCRIBE_USER_SCRAM_CREDENTIALS.Request.UserName
+
+        def fetch(deadline: float) -> dict[str, Any]:
+            # Any broker answers: Kafka's brokers read the credentials from the metadata log.
+            _v, resp = self._send(None, DESCRIBE_USER_SCRAM_CREDENTIALS, lambda v: DESCRIBE_USER_SCRAM_CREDENTIALS.Request(
+                users=None if names is None else [UN(name=n) for n in names]),
+                deadline, "describe_user_scram_credentials")
+            if resp.error_code:
+                raise broker_error(resp.error_code, "describe_user_scram_credentials", resp.error_message)
+            out: dict[str, Any] = {}
+            for r in resp.results:
+                out[r.user] = (broker_error(r.error_code, f"SCRAM credentials of user {r.user!r}", r.error_message)
+                               if r.error_code else
+                               # Kafka lists them in no fixed order: by mechanism here.
+                               sorted((ScramCredentialInfo(_SCRAM_MECHANISM_NAMES.get(c.mechanism, "UNKNOWN"),
+                                                           c.iterations) for c in r.credential_infos),
+                                      key=lambda info: info.mechanism))
+            return out
+
+        results = self._one("describe_user_scram_credentials", timeout, fetch)
+        if names is not None:
+            # Kafka answers for every user named; a broker that left one out gets asked again.
+            results = {n: results[n] if n in results else errors.KafkaWireError(
+                f"user {n!r}: the broker left it out of its DescribeUserScramCredentials "
+                f"answer; ask again") for n in names}
+        failed = {k: v for k, v in results.items() if isinstance(v, BaseException)}
+        if failed and raise_on_error:
+            raise AdminError("describe_user_scram_credentials", results, failed)
+        return results
+
+    def alter_user_scram_credentials(
+        self, alterations: Iterable[UserScramCredentialUpsertion | UserScramCredentialDeletion],
+        timeout: float | None = None, raise_on_error: bool = True,
+    ) -> dict[str, None]:
+        """Create, replace or delete SCRAM credentials; returns None per user once all of
+        that user's alterations are done, or the first one's error (the later ones of that
+        user are then not sent).  One (user, mechanism) pair may appear once per call.
+
+        The passwords are salted here, SASLprepped as kafkawire's own login preps them
+        (see :func:`kafkawire.protocol.sasl.scram_credential`), and never sent.  A user name
+        may hold any character Kafka stores, but Kafka's SCRAM login accepts ASCII user names
+        only (its client-first message grammar), so a non-ASCII name cannot log in."""
+        req_type = ALTER_USER_SCRAM_CREDENTIALS.Request
+        Del, Ups = req_type.ScramCredentialDeletion, req_type.ScramCredentialUpsertion
+        queues: dict[str, list[Any]] = {}  # per user, the alterations still to send, in order
+        seen: set[tuple[str, int]] = set()
+        for a in alterations:
+            if isinstance(a, UserScramCredentialUpsertion):
+                # Salted once, before any retry: the same credential goes every time.
+                cred = scram_credential(a.mechanism, a.password, iterations=a.iterations, salt=a.salt)
+                item: Any = Ups(name=a.user, mechanism=cred.mechanism_type, iterations=cred.iterations,
+                                salt=cred.salt, salted_password=cred.salted_password)
+            elif isinstance(a, UserScramCredentialDeletion):
+                item = Del(name=a.user, mechanism=_scram_mechanism_type(a.mechanism))
+            else:
+                raise TypeError(f"expected a UserScramCredentialUpsertion or UserScramCredentialDeletion, got {a!r}")
+            if (a.user, item.mechanism) in seen:
+                raise ValueError(f"user {a.user!r} has more than one alteration of its "
+                                 f"{_SCRAM_MECHANISM_NAMES[item.mechanism]} credential in this call; keep one")
+            seen.add((a.user, item.mechanism))
+            queues.setdefault(a.user, []).append(item)
+
+        def step(progress: _Progress, deadline: float) -> None:
+            # Kafka answers DUPLICATE_RESOURCE for a user named twice in one request, even for
+            # two mechanisms (KRaft's SCRAM control manager, KIP-554): one alteration per user
+            # per request, the user's next one in the next.
+            while True:
+                heads = {u: q[0] for u, q in queues.items() if u in progress.todo and q}
+                if not heads:
+                    return
+                request = req_type(deletions=[x for x in heads.values() if isinstance(x, Del)],
+                                   upsertions=[x for x in heads.values() if isinstance(x, Ups)])
+                # Any broker: Kafka forwards it to the active controller.
+                _v, resp = self._send(None, ALTER_USER_SCRAM_CREDENTIALS, lambda v: request, deadline,
+                                      "alter_user_scram_credentials")
+                advanced = False
+                for r in resp.results:
+                    if r.user not in heads:
+                        continue
+                    if r.error_code:
+                        self._settle(progress, r.user, r.error_code, f"SCRAM credentials of user {r.user!r}",
+                                     None, r.error_message)
+                        continue
+                    queues[r.user].pop(0)
+                    advanced = True
+                    if not queues[r.user]:
+                        progress.done(r.user, None)
+                if not advanced or progress.retry:
+                    return  # _run backs off before what is left
+
+        return self._run("alter_user_scram_credentials", queues, timeout, step, raise_on_error)
