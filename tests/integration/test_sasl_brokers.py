@@ -5,9 +5,10 @@ login and closes the connection on anything else) and speaks SCRAM-SHA-256/512 a
 OAUTHBEARER, but stores no users: every login fails there, each in its own way, and each
 failure must reach the caller as its typed error naming the broker, the mechanism and the
 fix.  Plain Tansu answers SaslHandshake with UNSUPPORTED_SASL_MECHANISM; librdkafka's mock
-cluster has no SASL at all (its ApiVersions lists no SaslHandshake).  No broker here
-accepts a login, so the successful path is not tested against a real broker (see
-tests/protocol/test_sasl.py for the exchange itself).
+cluster has no SASL at all (its ApiVersions lists no SaslHandshake).  Neither accepts a
+login: the successful logins, KIP-368 re-authentication and Kafka's own refusals are
+proven against Apache Kafka in tests/integration/test_kafka_security.py (and the exchange
+itself in tests/protocol/test_sasl.py).
 """
 
 import asyncio
@@ -53,8 +54,8 @@ def _plain():
 
 
 class _Tokens:
-    """A token provider that counts its calls (the token is made up: no broker here
-    validates one)."""
+    """A token provider that counts its calls (the token is made up: Tansu refuses every
+    token anyway)."""
 
     def __init__(self):
         self.calls = 0

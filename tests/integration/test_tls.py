@@ -1,7 +1,8 @@
 """TLS end to end: kafkawire (and confluent-kafka, as an independent client) through
 Debian's stunnel4 in front of a Tansu broker that advertises the TLS port, with throwaway
 certificates (kafkawire.testing.tls).  Every failure must be a BrokerTLSError that names
-the broker, what was wrong and the fix, and none may outlast the setup deadline."""
+the broker, what was wrong and the fix, and none may outlast the setup deadline.  Apache
+Kafka's own SSL listener (mutual TLS too, and both shells) is in test_kafka_security.py."""
 
 import ssl
 import time
