@@ -457,7 +457,7 @@ class AsyncProducer:
                 self._acc.dequeue(b)
                 self._complete(b, exc)
             return []
-        request, sent, rest, failed = self._acc.produce_request(batches, version)
+        request, sent, rest, failed = self._acc.produce_request(batches, version, self._now())
         for b, exc in failed:
             self._acc.dequeue(b)
             self._complete(b, exc)

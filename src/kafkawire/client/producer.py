@@ -772,7 +772,7 @@ class Producer:
                 self._dequeue(b)
                 self._complete(b, exc)
             return []
-        request, sent, rest, failed = self._acc.produce_request(batches, version)
+        request, sent, rest, failed = self._acc.produce_request(batches, version, time.monotonic())
         for b, exc in failed:
             self._dequeue(b)
             self._complete(b, exc)

@@ -68,6 +68,15 @@ BATCH_OVERHEAD = 61
 _PARTITION_OVERHEAD = 8
 _TOPIC_OVERHEAD = 4
 
+# What to do about a retriable broker error that lasted until a batch's delivery deadline.
+_GAVE_UP_FIX = {
+    19: "bring the partition's replicas back (fewer are in sync than min.insync.replicas)",
+    20: "bring the partition's replicas back (fewer are in sync than min.insync.replicas)",
+    7: "check that the partition's followers are up (the leader waited for them in vain)",
+    6: "check that the partition's replicas are up (its leadership kept moving)",
+    5: "check that the partition's replicas are up (it had no leader)",
+}
+
 
 def as_bytes(what: str, value: Any) -> Any:
     """``value`` as bytes-like for a record's key or value (None stays None)."""
@@ -188,6 +197,9 @@ class Accumulator:
         # The batch of each partition that records are appended to (the last of its queue).
         self.open: dict[tuple[str, int], Batch] = {}
         self.incomplete: set[Batch] = set()
+        # Why each batch waiting to be resent failed last time: a batch that runs out of
+        # delivery_timeout_ms while it waits fails with that reason, not a bare timeout.
+        self.last_error: dict[Batch, BaseException] = {}
         self.used_memory = 0
         # None: neither idempotent nor transactional.
         self.identity: ProducerIdentity | None = None
@@ -362,11 +374,36 @@ class Accumulator:
     def expired_error(self, b: Batch) -> BaseException:
         if self.identity is not None and self.identity.fatal is not None:
             return self.identity.fatal
+        last = self.last_error.get(b)
+        if isinstance(last, errors.BrokerError):
+            # The broker kept refusing it (NOT_ENOUGH_REPLICAS while replicas are down, a
+            # leader moving): that is why it was not delivered, so the record fails with
+            # the broker's typed error, as when that answer comes at the deadline itself.
+            exc = type(last)(self._gave_up(b, last))
+            exc.code = last.code
+            exc.__cause__ = last
+            return exc
+        if last is not None:
+            exc = DeliveryTimeoutError(
+                f"{b.count()} record(s) for {b.topic}[{b.partition}] not acknowledged within "
+                f"delivery_timeout_ms={self.config.delivery_timeout_ms} (after {b.attempts} "
+                f"attempt(s), the last failed with {last}); check that the partition's leader "
+                f"is up and reachable, or raise delivery_timeout_ms")
+            exc.__cause__ = last
+            return exc
         return DeliveryTimeoutError(
             f"{b.count()} record(s) for {b.topic}[{b.partition}] not acknowledged within "
             f"delivery_timeout_ms={self.config.delivery_timeout_ms}"
             + (f" (after {b.attempts} attempt(s))" if b.attempts else
                " (the partition's leader could not be reached)"))
+
+    def _gave_up(self, b: Batch, last: Any) -> str:
+        """The message of a broker error that outlasted a batch's delivery_timeout_ms."""
+        fix = _GAVE_UP_FIX.get(last.code, "fix what the error names")
+        return (f"{b.count()} record(s) for {b.topic}[{b.partition}] not acknowledged within "
+                f"delivery_timeout_ms={self.config.delivery_timeout_ms}: {b.attempts} attempt(s), "
+                f"the last refused with {last.name} ({last.code}): {last.meaning} Retried until "
+                f"the deadline: {fix}, or raise delivery_timeout_ms to wait longer")
 
     def encode(self, b: Batch, magic: int) -> bytes:
         stamp = (b.pid, b.epoch, b.sequence)
@@ -402,11 +439,13 @@ class Accumulator:
         b.encoded = (magic, self.compression, data, stamp)
         return data
 
-    def produce_request(self, batches: list[Batch], version: int
+    def produce_request(self, batches: list[Batch], version: int, now: float | None = None
                         ) -> tuple[Any, list[Batch], list[Batch], list[tuple[Batch, BaseException]]]:
         """One Produce request (None if nothing fits) with as many of ``batches`` as fit
         max_request_size: (request, the batches it carries (marked in flight), the rest,
-        the batches that failed to encode, with their errors: dequeue and fail them)."""
+        the batches that failed to encode, with their errors: dequeue and fail them).
+        ``now`` (monotonic seconds) lets the request's timeout end at the batches'
+        delivery deadline."""
         magic = 2 if version >= 3 else 1 if version == 2 else 0
         topics: dict[str, list[Any]] = {}
         sent: list[Batch] = []
@@ -447,9 +486,18 @@ class Accumulator:
             sent.append(b)
         if not sent:
             return None, sent, rest, failed
+        timeout_ms = self.config.request_timeout_ms
+        if now is not None:
+            # With acks=all the leader holds the request until the in-sync replicas have
+            # the records, up to timeout_ms.  Waiting past the first batch's delivery
+            # deadline is of no use, and a broker asked to answer by then lets the batch
+            # fail by its deadline with the broker's REQUEST_TIMED_OUT, instead of later
+            # by the connection's request timeout (replicas down, no quorum to shrink the ISR).
+            left_ms = int((min(b.deadline for b in sent) - now) * 1000)
+            timeout_ms = max(1, min(timeout_ms, left_ms))
         request = PRODUCE.Request(
             transactional_id=ident.transactional_id if stamping else None,
-            acks=self.acks, timeout_ms=self.config.request_timeout_ms,
+            acks=self.acks, timeout_ms=timeout_ms,
             topic_data=[_TopicData(name=t, partition_data=p) for t, p in topics.items()],
         )
         for b in sent:
@@ -520,7 +568,11 @@ class Accumulator:
                           self.config.retry_backoff_max_ms) / 1000.0
             b.retry_at = now + backoff
             b.in_flight = False
+            self.last_error[b] = exc
             return True
+        if retriable and not closed and now >= b.deadline and isinstance(exc, errors.BrokerError):
+            # The caller fails the batch with this answer: say that it was retried to the end.
+            exc.args = (self._gave_up(b, exc),)
         if ident is not None:
             ident.failed(b)
         return False
@@ -535,6 +587,7 @@ class Accumulator:
     def release(self, b: Batch) -> None:
         """``b`` is done (acknowledged or failed): its memory is free again."""
         self.incomplete.discard(b)
+        self.last_error.pop(b, None)
         self.used_memory -= b.reserved
         b.reserved = 0
         b.free()  # its encoded records (record futures may keep the batch a while)
@@ -563,6 +616,7 @@ class Accumulator:
         for b in self.open.values():
             b.full = True  # closed: the hot path no longer appends to it (Appender)
         self.incomplete.clear()
+        self.last_error.clear()
         self.batches.clear()
         self.open.clear()
         return left
