@@ -54,6 +54,7 @@ kafka: $(STAMP)
 	  fi; }
 	$(PY) -c "from kafkawire.testing.kafka import kafka_jars, KAFKA_VERSION as v; print('kafka', v, kafka_jars(v))"
 	$(PY) -c "from kafkawire.testing.kafka import kafka_jars, KAFKA_MATRIX_VERSION as v; print('kafka', v, kafka_jars(v))"
+	$(PY) -c "from kafkawire.testing.spark import kafka_connector_jars as j, SPARK_CONNECTOR_VERSION as v; print('spark-sql-kafka', v, j(v))"
 
 test: test-cython test-python
 

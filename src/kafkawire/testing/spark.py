@@ -1,4 +1,5 @@
-"""A Spark standalone cluster (one master, N workers) as child processes on 127.0.0.1.
+"""A Spark standalone cluster (one master, N workers) as child processes on 127.0.0.1,
+and Spark's own JVM Kafka connector for a session's ``spark.jars``.
 
 :class:`SparkStandaloneCluster` runs the master and worker daemons from the installed
 ``pyspark`` package itself (its ``bin/spark-class`` and ``jars/``): no separate Spark
@@ -20,10 +21,17 @@ Quirks (one line each):
 - Executors (and their Python workers) are children of the worker JVMs, in the process
   group this class gives each daemon: stopping a worker stops them, and whatever is left
   of that group afterwards is killed by its group id.
+
+:func:`kafka_connector_jars` gives the jars of ``format("kafka")``
+(``org.apache.spark:spark-sql-kafka-0-10_2.13``), which the pyspark package does not ship:
+Maven resolves them from Maven Central once per version, from the small pom beside this
+module (``spark-kafka-connector.pom.xml``), into the cache Apache Kafka's broker jars use
+(:func:`kafkawire.testing.kafka.cache_dir`).
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -46,7 +54,18 @@ from kafkawire.testing._process import (
     wait_or_kill,
 )
 
-__all__ = ["SparkClusterError", "SparkStandaloneCluster", "pyspark_home"]
+from kafkawire.testing.kafka import cache_dir
+
+__all__ = ["ConnectorJarsError", "SPARK_CONNECTOR_VERSION", "SparkClusterError", "SparkStandaloneCluster",
+           "kafka_connector_jars", "pyspark_home"]
+
+#: The release of Spark's JVM Kafka connector that :func:`kafka_connector_jars` fetches
+#: (``KAFKAWIRE_SPARK_CONNECTOR_VERSION`` overrides it).  PyPI's PySpark is 4.3.0, but no
+#: 4.3.0 connector is published on Maven Central; 4.2.0, the newest that is, runs inside
+#: PySpark 4.3 (tests/spark/test_conformance.py reads, writes and streams through it).
+SPARK_CONNECTOR_VERSION = os.environ.get("KAFKAWIRE_SPARK_CONNECTOR_VERSION", "4.2.0")
+
+_CONNECTOR_POM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "spark-kafka-connector.pom.xml")
 
 _MASTER_URL = re.compile(r"Starting Spark master at (spark://\S+)")
 _MASTER_UI_PORT = re.compile(r"Successfully started service 'MasterUI' on port (\d+)")
@@ -56,6 +75,66 @@ _REGISTERED = "Successfully registered with master"
 
 class SparkClusterError(RuntimeError):
     """The standalone cluster could not be found, did not start, or died while starting."""
+
+
+class ConnectorJarsError(RuntimeError):
+    """Spark's JVM Kafka connector could not be fetched (no Maven, no network, no such release)."""
+
+
+def kafka_connector_jars(version: str = SPARK_CONNECTOR_VERSION, *, timeout: float = 900.0) -> list[str]:
+    """The jar paths of Spark's JVM Kafka connector ``version``, for a session's
+    ``spark.jars`` (comma-joined), so ``format("kafka")`` runs beside ``format("kafkawire")``.
+
+    The connector, ``spark-token-provider-kafka-0-10``, ``kafka-clients`` and
+    ``commons-pool2``: what the pyspark package lacks.  Fetched by Maven from Maven Central
+    on first use and kept under :func:`~kafkawire.testing.kafka.cache_dir` (one process
+    fetches, others wait on a lock file); raises :class:`ConnectorJarsError` saying what
+    is missing.
+    """
+    root = os.path.join(cache_dir(), f"spark-kafka-connector-{version}")
+    libs = os.path.join(root, "jars")
+    done = os.path.join(root, "complete")
+    if not os.path.exists(done):
+        os.makedirs(root, exist_ok=True)
+        with open(os.path.join(root, ".lock"), "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not os.path.exists(done):  # else another process fetched them while we waited
+                _fetch_connector(version, root, libs, timeout)
+                with open(done, "w") as f:
+                    f.write(version + "\n")
+    jars = sorted(os.path.join(libs, n) for n in os.listdir(libs) if n.endswith(".jar"))
+    if not any(os.path.basename(j) == f"spark-sql-kafka-0-10_2.13-{version}.jar" for j in jars):
+        raise ConnectorJarsError(
+            f"the cached connector in {libs} has no spark-sql-kafka-0-10_2.13-{version}.jar; "
+            f"remove {root} to have it fetched again")
+    return jars
+
+
+def _fetch_connector(version: str, root: str, libs: str, timeout: float) -> None:
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise ConnectorJarsError(
+            "mvn is not on the PATH: Spark's Kafka connector is fetched from Maven Central with "
+            "Maven; install it (apt-get install -y maven; `make kafka` does it)")
+    staging = tempfile.mkdtemp(prefix="jars-", dir=root)
+    args = [mvn, "-B", "-q", "-f", _CONNECTOR_POM, "dependency:copy-dependencies",
+            f"-Dspark.connector.version={version}", f"-DoutputDirectory={staging}", "-DincludeScope=runtime"]
+    try:
+        result = subprocess.run(args, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout, text=True)
+    except subprocess.TimeoutExpired:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise ConnectorJarsError(
+            f"Maven did not fetch spark-sql-kafka-0-10_2.13:{version} within {timeout}s; "
+            f"is Maven Central reachable?") from None
+    if result.returncode != 0 or f"spark-sql-kafka-0-10_2.13-{version}.jar" not in os.listdir(staging):
+        shutil.rmtree(staging, ignore_errors=True)
+        output = (result.stdout + result.stderr).strip()[-3000:]
+        raise ConnectorJarsError(
+            f"Maven could not fetch org.apache.spark:spark-sql-kafka-0-10_2.13:{version} (exit "
+            f"{result.returncode}); is that release published on Maven Central? (set "
+            f"KAFKAWIRE_SPARK_CONNECTOR_VERSION to one that is) Its output ends with:\n{output}")
+    shutil.rmtree(libs, ignore_errors=True)
+    os.rename(staging, libs)
 
 
 def pyspark_home() -> str:
