@@ -177,6 +177,9 @@ class Connection:
         self._error: ProtocolError | None = None
         #: api key -> (min_version, max_version) from the broker's ApiVersions answer.
         self.broker_versions: dict[int, tuple[int, int]] | None = None
+        #: feature name -> the cluster's finalized level, from ApiVersions v3+ (KIP-584):
+        #: e.g. transaction.version, which decides the EndTxn version a producer may use.
+        self.finalized_features: dict[str, int] = {}
         self._api_versions_version = min(apis.get(18).max_version, self._overrides.get(18, 1 << 15))
         self._last_api_versions_error = 0
         #: True after the broker refused ApiVersions with UNSUPPORTED_VERSION: call
@@ -264,6 +267,9 @@ class Connection:
         if code == 0:
             self.broker_versions = {
                 k.api_key: (k.min_version, k.max_version) for k in response.api_keys  # type: ignore[attr-defined]
+            }
+            self.finalized_features = {
+                f.name: f.max_version_level for f in getattr(response, "finalized_features", None) or ()
             }
             self.retry_api_versions = False
             return
