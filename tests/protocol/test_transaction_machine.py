@@ -33,16 +33,22 @@ def begun():
 
 
 class Driver:
-    """Feeds answers to a *_steps generator; records what it sent."""
+    """Feeds answers to a *_steps generator; records what it sent.  ``features``: the
+    finalized features of the broker it talks to (a step's cap may depend on them)."""
 
-    def __init__(self, steps):
+    def __init__(self, steps, features=None):
         self.steps = steps
+        self.features = features or {}
         self.sent = []
+        self.versions = []
         self.step = next(steps)
 
     def answer(self, resp=None, exc=None):
         node, api, build, max_version = self.step
+        if callable(max_version):
+            max_version = max_version(self.features)
         version = api.max_version if max_version is None else max_version
+        self.versions.append(version)
         request = build(version)
         for v in {api.min_version, version}:  # valid on the wire at both ends
             api.decode_request(bytes(api.encode_request(request, v).getvalue()), v)
@@ -129,15 +135,67 @@ def test_a_partition_that_could_not_be_added_makes_the_transaction_abortable():
     d = Driver(txn.add_partitions_steps())
     result = ADD.Response.AddPartitionsToTxnTopicResult
     part = result.AddPartitionsToTxnPartitionResult
-    # partition 0 failed (KAFKA_STORAGE_ERROR, 56); 1 not attempted because of it (55)
+    # partition 0 failed (TOPIC_AUTHORIZATION_FAILED, 29); 1 not attempted because of it (55)
     d.answer(ADD.Response(results_by_topic_v3_and_below=[result(name="t", results_by_partition=[
-        part(partition_index=0, partition_error_code=56), part(partition_index=1, partition_error_code=55)])]))
+        part(partition_index=0, partition_error_code=29), part(partition_index=1, partition_error_code=55)])]))
     assert d.step is None and txn.state == ABORTABLE
-    assert "KAFKA_STORAGE_ERROR" in str(txn.error)
+    assert "TOPIC_AUTHORIZATION_FAILED" in str(txn.error)
     assert not txn.added
 
 
-def test_offsets_sent_with_the_transaction_fail_with_the_partition_error():
+def test_a_retriable_partition_error_is_asked_again_until_the_caller_aborts():
+    # Kafka's coordinator answers UNKNOWN_TOPIC_OR_PARTITION (3) for a topic it has not
+    # heard of yet, KAFKA_STORAGE_ERROR (56) while a log dir is offline: both retriable.
+    txn = begun()
+    txn.partition_used(("t", 0))
+    d = Driver(txn.add_partitions_steps())
+    result = ADD.Response.AddPartitionsToTxnTopicResult
+    part = result.AddPartitionsToTxnPartitionResult
+
+    def answer(code):
+        return ADD.Response(results_by_topic_v3_and_below=[result(name="t", results_by_partition=[
+            part(partition_index=0, partition_error_code=code)])])
+
+    d.answer(answer(3))
+    d.answer(answer(56))
+    d.answer(answer(0))
+    assert d.step is None and txn.state == IN_TRANSACTION and txn.may_send(("t", 0))
+    assert [a for _n, a, _r in d.sent] == ["AddPartitionsToTxn"] * 3
+
+    txn.partition_used(("t", 1))
+    d = Driver(txn.add_partitions_steps())
+    txn.commit_or_abort(False)  # the caller aborts while the answer is awaited
+    d.answer(answer(3))
+    assert d.step is None and not txn.may_send(("t", 1))
+
+
+def test_endtxn_v5_only_at_transaction_version_2_and_its_epoch_is_taken():
+    # KIP-890 part 2: at transaction.version 2 the coordinator bumps the epoch at every
+    # EndTxn v5 and answers with it; below, Kafka offers v5 but must get v4.
+    for features, version in [({}, 4), ({"transaction.version": 0}, 4), ({"transaction.version": 1}, 4),
+                              ({"transaction.version": 2}, 5)]:
+        txn = begun()
+        txn.added.add(("t", 0))
+        txn.commit_or_abort(True)
+        d = Driver(txn.end_steps(True), features)
+        d.answer(END.Response(error_code=0, producer_id=11 if version == 5 else -1,
+                              producer_epoch=5 if version == 5 else -1))
+        assert d.step is None and d.versions == [version], features
+        assert txn.state == READY
+        assert (txn.identity.producer_id, txn.identity.epoch) == (11, 5 if version == 5 else 4)
+
+
+def test_a_fenced_answer_before_kip_588_is_the_same_typed_error():
+    txn = begun()
+    txn.added.add(("t", 0))
+    txn.commit_or_abort(True)
+    d = Driver(txn.end_steps(True))
+    with pytest.raises(errors.ProducerFencedError, match="answered INVALID_PRODUCER_EPOCH"):
+        d.answer(END.Response(error_code=47))  # EndTxn v0-v1's INVALID_PRODUCER_EPOCH
+    assert txn.state == FATAL
+
+
+def test_offsets_sent_with_the_transaction_fail_with_the_partition_error_that_cannot_be_retried():
     offsets_api = apis.get("AddOffsetsToTxn")
     commit_api = apis.get("TxnOffsetCommit")
     txn = begun()
@@ -146,9 +204,20 @@ def test_offsets_sent_with_the_transaction_fail_with_the_partition_error():
     d.answer(found(4))  # the group's coordinator
     topic = commit_api.Response.TxnOffsetCommitResponseTopic
     part = topic.TxnOffsetCommitResponsePartition
+    # UNKNOWN_TOPIC_OR_PARTITION (retriable: a topic the coordinator has not heard of yet)
+    # is asked again; UNKNOWN_MEMBER_ID ends the call.
+    d.answer(commit_api.Response(topics=[topic(name="t", partitions=[
+        part(partition_index=0, error_code=0), part(partition_index=1, error_code=3)])]))
+    d.answer(found(4))
     with pytest.raises(errors.BrokerError, match="UNKNOWN_MEMBER_ID"):
         d.answer(commit_api.Response(topics=[topic(name="t", partitions=[
-            part(partition_index=0, error_code=0), part(partition_index=1, error_code=25)])]))
+            part(partition_index=0, error_code=3), part(partition_index=1, error_code=25)])]))
     assert [(n, a) for n, a, _ in d.sent] == [(3, "AddOffsetsToTxn"), (None, "FindCoordinator"),
+                                              (4, "TxnOffsetCommit"), (None, "FindCoordinator"),
                                               (4, "TxnOffsetCommit")]
     assert [(p.partition_index, p.committed_offset) for p in d.sent[2][2].topics[0].partitions] == [(0, 5), (1, 7)]
+    assert d.versions[2] == 4  # v5 only at transaction.version 2 (KIP-890 part 2)
+    # Committing without the offsets would lose the consumer's progress: abort only.
+    assert txn.state == ABORTABLE
+    with pytest.raises(TransactionStateError, match="abort_transaction"):
+        txn.commit_or_abort(True)

@@ -308,6 +308,8 @@ class AsyncProducer:
         conn = await (self.cluster.any_connection(deadline) if node is None
                       else self.cluster.connection(node, deadline))
         version = conn.protocol.version_for(api)
+        if callable(max_version):  # a cap that depends on the broker's features
+            max_version = max_version(conn.protocol.finalized_features)
         if max_version is not None:
             version = min(version, max_version)
         return await conn.request(api, build(version), version)

@@ -867,6 +867,8 @@ class _StepRun:
                 return 0.05  # being connected; its progress ends a poll
             try:
                 version = conn.version_for(api)
+                if callable(max_version):  # a cap that depends on the broker's features
+                    max_version = max_version(conn.protocol.finalized_features)
                 if max_version is not None:
                     version = min(version, max_version)
                 self.pending = conn.send(api, build(version), version)

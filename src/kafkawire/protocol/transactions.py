@@ -11,7 +11,8 @@ Each coordinator exchange is a generator (``*_steps``) that yields what to send 
 receives the answer (or has the exception thrown in), run by the shell's sender:
 
 * ``(node, api, build, max_version)``: send ``build(version)`` to broker ``node`` (None:
-  any broker), at most ``max_version`` (None: any);
+  any broker), at most ``max_version`` (None: any; a callable: called with that broker's
+  finalized features, ``Connection.finalized_features``, it returns the cap);
 * ``("sleep", seconds)``: wait before going on.
 
 The generator's return value resolves the caller's future.  Before a partition gets its
@@ -53,7 +54,20 @@ _REFIND = frozenset({15, 16})  # COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR
 # it may not use it.
 _FATAL = frozenset({47, 53, 90, 31, 52})  # INVALID_PRODUCER_EPOCH, TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
 # PRODUCER_FENCED, CLUSTER_AUTHORIZATION_FAILED, TRANSACTION_COORDINATOR_FENCED
+INVALID_PRODUCER_EPOCH = 47
+PRODUCER_FENCED = 90
 _MAX_ADD_PARTITIONS_VERSION = 3  # v4+ is the brokers' batched form (KIP-890)
+TRANSACTION_VERSION = "transaction.version"
+
+
+def _v4_before_transactions_v2(features: dict[str, int]) -> int | None:
+    """The cap on EndTxn and TxnOffsetCommit: v5 only where the cluster's finalized
+    transaction.version is 2 or more (KIP-890 part 2).  Kafka 4 offers v5 in ApiVersions
+    whatever that level, and at level 0 answers EndTxn v5 with UNSUPPORTED_VERSION after
+    leaving the transaction half ended (Kafka 4.4 answered every EndTxn v4 after it with
+    CONCURRENT_TRANSACTIONS for 100 s, past the transaction timeout), so the level is read
+    first, as the Java client does."""
+    return None if features.get(TRANSACTION_VERSION, 0) >= 2 else 4
 
 
 class TransactionStateError(KafkaWireError):
@@ -82,10 +96,12 @@ def _error_code(resp: Any) -> int:
 
 
 def _first_error(codes: Iterable[int]) -> int:
-    """The lowest error code of a per-partition answer, 0 if none failed; a partition
-    the broker did not try because another failed (55, OPERATION_NOT_ATTEMPTED) is not
-    an error of its own."""
-    return min(set(codes) - {0, 55}, default=0)
+    """The error code that decides a per-partition answer, 0 if none failed: one that
+    ends the producer first, then one that cannot be retried, then the lowest; a
+    partition the broker did not try because another failed (55, OPERATION_NOT_ATTEMPTED)
+    is not an error of its own."""
+    failed = set(codes) - {0, 55}
+    return min(failed, key=lambda c: (c not in _FATAL, errors.broker_error(c, "").retriable, c), default=0)
 
 
 class TransactionManager:
@@ -140,9 +156,14 @@ class TransactionManager:
 
     def batch_failed(self, exc: BaseException) -> None:
         """A batch of the open transaction failed: only an abort can end it now."""
+        self._abortable(exc)
+
+    def _abortable(self, exc: BaseException) -> BaseException:
+        """Only abort_transaction() may end the open transaction now; returns ``exc``."""
         if self.state in (IN_TRANSACTION, COMMITTING):
             self.state = ABORTABLE
             self.error = exc
+        return exc
 
     def _fatal(self, exc: BaseException) -> BaseException:
         self.state = FATAL
@@ -168,7 +189,7 @@ class TransactionManager:
             yield ("sleep", self.backoff)
 
     def _ask(self, what: str, api: Any, build: Callable[[int], Any], code_of: Callable[[Any], int],
-             max_version: int | None = None, group: str | None = None) -> Any:
+             max_version: Any = None, group: str | None = None) -> Any:
         """Send to the transaction coordinator (or ``group``'s) until an answer other
         than "later" or "elsewhere" comes; returns it and its code (which may be an
         error's)."""
@@ -196,7 +217,13 @@ class TransactionManager:
                 yield ("sleep", self.backoff)
                 continue
             if code in _FATAL:
-                raise self._fatal(errors.broker_error(code, f"{what} for transactional_id {self.transactional_id!r}"))
+                context = f"{what} for transactional_id {self.transactional_id!r}"
+                if code == INVALID_PRODUCER_EPOCH:
+                    # Coordinators answer the versions before KIP-588 (EndTxn v0-v1 and
+                    # friends) with INVALID_PRODUCER_EPOCH where later ones say
+                    # PRODUCER_FENCED: one typed error for a fenced producer, whatever the version.
+                    code, context = PRODUCER_FENCED, context + " (answered INVALID_PRODUCER_EPOCH)"
+                raise self._fatal(errors.broker_error(code, context))
             return resp, code
 
     def init_steps(self) -> Any:
@@ -238,11 +265,21 @@ class TransactionManager:
             return _first_error(r.partition_error_code for t in resp.results_by_topic_v3_and_below
                                 for r in t.results_by_partition)
 
-        _, code = yield from self._ask("AddPartitionsToTxn", ADD_PARTITIONS_TO_TXN, build, code_of,
-                                       _MAX_ADD_PARTITIONS_VERSION)
-        if code:
-            self.batch_failed(errors.broker_error(code, f"AddPartitionsToTxn of {tps}"))
-            return None
+        while True:
+            _, code = yield from self._ask("AddPartitionsToTxn", ADD_PARTITIONS_TO_TXN, build, code_of,
+                                           _MAX_ADD_PARTITIONS_VERSION)
+            if not code:
+                break
+            err = errors.broker_error(code, f"AddPartitionsToTxn of {tps}")
+            if not err.retriable:
+                self.batch_failed(err)
+                return None
+            # A retriable answer, such as UNKNOWN_TOPIC_OR_PARTITION from a coordinator that
+            # has not yet heard of a topic just created: ask again, as the Java client does
+            # (the held batches' delivery deadline bounds this), unless the caller aborted.
+            yield ("sleep", self.backoff)
+            if self.state not in (IN_TRANSACTION, COMMITTING):
+                return None
         self.added.update(tps)
         self.to_add.difference_update(tps)
         return None
@@ -258,7 +295,7 @@ class TransactionManager:
                                                  producer_epoch=ident.epoch, group_id=group_id),
             _error_code)
         if code:
-            raise errors.broker_error(code, f"AddOffsetsToTxn for group {group_id!r}")
+            raise self._abortable(errors.broker_error(code, f"AddOffsetsToTxn for group {group_id!r}"))
         self.offsets_added = True
         topics: dict[str, list[Any]] = {}
         part = TXN_OFFSET_COMMIT.Request.TxnOffsetCommitRequestTopic.TxnOffsetCommitRequestPartition
@@ -273,12 +310,24 @@ class TransactionManager:
                 member_id=getattr(group, "member_id", ""), group_instance_id=getattr(group, "group_instance_id", None),
                 topics=[topic(name=t, partitions=ps) for t, ps in topics.items()])
 
-        _, code = yield from self._ask(
-            "TxnOffsetCommit", TXN_OFFSET_COMMIT, build,
-            lambda r: _first_error(p.error_code for t in r.topics for p in t.partitions), group=group_id)
-        if code:
-            raise errors.broker_error(code, f"TxnOffsetCommit for group {group_id!r}")
-        return None
+        while True:
+            _, code = yield from self._ask(
+                "TxnOffsetCommit", TXN_OFFSET_COMMIT, build,
+                lambda r: _first_error(p.error_code for t in r.topics for p in t.partitions),
+                _v4_before_transactions_v2, group=group_id)
+            if not code:
+                return None
+            err = errors.broker_error(code, f"TxnOffsetCommit for group {group_id!r}")
+            if not err.retriable:
+                # The offsets cannot go with this transaction: committing it without them
+                # would lose the consumer's progress, so only an abort may end it.
+                raise self._abortable(err)
+            # Retriable, such as UNKNOWN_TOPIC_OR_PARTITION while the group coordinator
+            # has not heard of a topic just created: the Java client asks again too, until
+            # the caller ends the transaction (then without these offsets: abort only).
+            yield ("sleep", self.backoff)
+            if self.state != IN_TRANSACTION:
+                raise self._abortable(err)
 
     def commit_or_abort(self, commit: bool) -> None:
         """The caller asks to end the transaction (its batches are flushed, or dropped)."""
@@ -301,7 +350,7 @@ class TransactionManager:
                 "EndTxn", END_TXN,
                 lambda v: END_TXN.Request(transactional_id=self.transactional_id, producer_id=ident.producer_id,
                                           producer_epoch=ident.epoch, committed=commit),
-                _error_code)
+                _error_code, _v4_before_transactions_v2)
             if code:
                 err = errors.broker_error(code, f"EndTxn({'commit' if commit else 'abort'}) for "
                                                            f"transactional_id {self.transactional_id!r}")
