@@ -386,6 +386,12 @@ class AsyncProducer:
                 self._spawn(self._init_producer_id())
             if self._txn is not None and self._txn.wants_add() and (
                     self._txn_adding is None or self._txn_adding.done()):
+                # A batch held for AddPartitionsToTxn never asks for its leader: Kafka's
+                # coordinator answers UNKNOWN_TOPIC_OR_PARTITION until a Metadata request
+                # has auto-created the topic, so ask for it here.
+                if any(cluster.leader_for(t, p) is None for t, p in self._txn.to_add):
+                    cluster.meta.interest.update(t for t, _p in self._txn.to_add)
+                    cluster.meta.need_refresh = True
                 self._txn_adding = asyncio.ensure_future(self._txn_steps(self._txn.add_partitions_steps()))
                 self._txn_adding.add_done_callback(lambda t: (t.cancelled() or t.exception(), self._kick()))
             by_node, expired, wait, leaderless = acc.collect(

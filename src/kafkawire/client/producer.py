@@ -731,6 +731,14 @@ class Producer:
                 if self._txn_calls:
                     self._txn_run = _StepRun(*self._txn_calls.popleft())
                 elif txn.wants_add():
+                    # A batch held for AddPartitionsToTxn never asks for its leader, and a
+                    # send() to a chosen partition asks for no metadata: Kafka's coordinator
+                    # answers UNKNOWN_TOPIC_OR_PARTITION until a Metadata request has
+                    # auto-created the topic, so ask for it here.
+                    unknown = {t for t, p in txn.to_add if self.cluster.leader_for(t, p) is None}
+                    if unknown:
+                        self.cluster.interest.update(unknown)
+                        self.cluster.request_refresh()
                     self._txn_run = _StepRun(txn.add_partitions_steps(), None)
                 else:
                     return 0.1
