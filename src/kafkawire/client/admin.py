@@ -111,6 +111,10 @@ ALTER_USER_SCRAM_CREDENTIALS = apis.get("AlterUserScramCredentials")
 _RETRY = frozenset({5, 6, 7, 13, 14, 15, 16, 41})
 _COORDINATOR_MOVED = frozenset({14, 15, 16})  # LOAD_IN_PROGRESS, NOT_AVAILABLE, NOT_COORDINATOR
 
+# ListOffsets' special timestamps: -1 latest, -2 earliest, -3 max timestamp (KIP-734).
+_MAX_TIMESTAMP = -3
+_OFFSET_SPECS = {"latest": -1, "earliest": -2, "max_timestamp": _MAX_TIMESTAMP}
+
 _RESOURCE_TYPES = {"topic": 2, "broker": 4, "broker_logger": 8}
 _RESOURCE_NAMES = {v: k for k, v in _RESOURCE_TYPES.items()}
 _CONFIG_SOURCES = {
@@ -701,17 +705,19 @@ class Admin:
     def list_offsets(self, specs: Mapping[Any, str | int], *, read_committed: bool = False,
                      timeout: float | None = None, raise_on_error: bool = True
                      ) -> dict[TopicPartition, OffsetAndTimestamp]:
-        """Offsets by partition: spec "earliest", "latest", or a timestamp in ms (the
-        first offset with a timestamp at or after it; offset -1 when there is none)."""
+        """Offsets by partition: spec "earliest", "latest", "max_timestamp" (the record
+        with the largest timestamp and that timestamp, KIP-734: ListOffsets v7+), or a
+        timestamp in ms (the first offset with a timestamp at or after it; offset -1 when
+        there is none)."""
         query: dict[TopicPartition, int] = {}
         for k, v in specs.items():
-            if v in ("earliest", "latest"):
-                query[_tp(k)] = -2 if v == "earliest" else -1
+            if isinstance(v, str) and v in _OFFSET_SPECS:
+                query[_tp(k)] = _OFFSET_SPECS[v]
             elif isinstance(v, int) and not isinstance(v, bool) and v >= 0:
                 query[_tp(k)] = v
             else:
-                raise ValueError(f"offset spec for {k!r} must be 'earliest', 'latest' or a "
-                                 f"timestamp in ms >= 0, got {v!r}")
+                raise ValueError(f"offset spec for {k!r} must be 'earliest', 'latest', "
+                                 f"'max_timestamp' or a timestamp in ms >= 0, got {v!r}")
         LOT = LIST_OFFSETS.Request.ListOffsetsTopic
 
         def step(progress: _Progress, deadline: float) -> None:
@@ -722,7 +728,17 @@ class Admin:
                         partition_index=tp.partition, timestamp=query[tp], max_num_offsets=1))
                 req = LIST_OFFSETS.Request(replica_id=-1, isolation_level=int(read_committed),
                                            topics=[LOT(name=t, partitions=p) for t, p in topics.items()])
-                version, resp = self._send(node, LIST_OFFSETS, lambda v: req, deadline, "list_offsets")
+
+                def build(version: int, tps: list[TopicPartition] = tps) -> Any:
+                    # An older broker would read -3 as a timestamp and answer nonsense.
+                    if version < 7 and any(query[tp] == _MAX_TIMESTAMP for tp in tps):
+                        raise errors.UnsupportedVersionError(
+                            f"list_offsets: 'max_timestamp' needs ListOffsets v7 (KIP-734, "
+                            f"Kafka 3.0+); broker {node} speaks v{version}: ask for "
+                            f"'latest' or a timestamp instead")
+                    return req
+
+                version, resp = self._send(node, LIST_OFFSETS, build, deadline, "list_offsets")
                 for t in resp.topics:
                     for p in t.partitions:
                         tp = TopicPartition(t.name, p.partition_index)
