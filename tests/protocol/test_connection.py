@@ -453,6 +453,22 @@ def test_override_is_checked_against_the_brokers_range() -> None:
     assert conn.version_for(METADATA) == 5
 
 
+PRODUCE = apis.get("Produce")
+
+
+def test_kafka4_listed_produce_v0_v2_are_not_served() -> None:
+    # Kafka 4 lists Produce v0-v13 with Fetch v4-v18 (KAFKA-18659) and closes the connection
+    # on Produce v0-v2 (KIP-896): an override of them is refused before anything is sent.
+    kafka4 = {0: (0, 13), 1: (4, 18), 18: (0, 4)}
+    conn = negotiated(kafka4, version_overrides={"Produce": 2})
+    with pytest.raises(ApiVersionError, match=r"Produce v2 \(set in version_overrides\).*speaks v3-v13; "
+                       r"it lists v0-v13 in ApiVersions .*closes the connection on v0-v2: KIP-896"):
+        conn.version_for(PRODUCE)
+    assert negotiated(kafka4, version_overrides={"Produce": 3}).version_for(PRODUCE) == 3
+    # A broker that still fetches v0-v3 (Kafka 3.9) serves the Produce versions it lists.
+    assert negotiated({0: (0, 11), 1: (0, 17), 18: (0, 4)}, version_overrides={"Produce": 0}).version_for(PRODUCE) == 0
+
+
 def test_override_outside_kafkawire_range_fails_at_construction() -> None:
     with pytest.raises(ApiVersionError, match="Metadata v42"):
         Connection(version_overrides={"Metadata": 42})

@@ -220,11 +220,12 @@ class Connection:
         if override is not None:
             # A broker that sent no ranges gives nothing to check an override against.
             if ranges:
-                broker = ranges.get(api.key)
+                broker = _offered(ranges, api.key)
                 if broker is None or not broker[0] <= override <= broker[1]:
                     raise ApiVersionError(
                         f"{api.name} v{override} (set in version_overrides) is not supported by "
-                        f"the broker ({_range_text(broker)}); change or remove the override"
+                        f"the broker ({_range_text(broker)}{_listed_note(ranges, api.key)}); "
+                        f"change or remove the override"
                     )
             return override
         if ranges is None:
@@ -236,13 +237,14 @@ class Connection:
                 f"received{hint}; negotiate first with api_versions_request(), or pass "
                 f"version= or version_overrides"
             )
-        broker = ranges.get(api.key)
+        broker = _offered(ranges, api.key)
         low = max(api.min_version, broker[0]) if broker else 0
         high = min(api.max_version, broker[1]) if broker else -1
         if broker is None or low > high:
             raise ApiVersionError(
                 f"{api.name} (key {api.key}): kafkawire speaks v{api.min_version}-"
-                f"v{api.max_version}, the broker {_range_text(broker)}; no version in common"
+                f"v{api.max_version}, the broker {_range_text(broker)}{_listed_note(ranges, api.key)}; "
+                f"no version in common"
             )
         return high
 
@@ -515,6 +517,32 @@ class Connection:
         # Only take v0 if it explains the body exactly; a broker may also answer in the
         # requested layout.
         return 0 if end == len(body) else version
+
+
+# Produce v0-v2 carry message formats 0 and 1 only (KIP-32), which Kafka 4 no longer takes.
+_PRODUCE, _FETCH, _FIRST_PRODUCE_V2_FORMAT, _FIRST_FETCH_AFTER_KIP_896 = 0, 1, 3, 4
+
+
+def _offered(ranges: dict[int, tuple[int, int]], key: int) -> tuple[int, int] | None:
+    """The versions of API ``key`` the broker really serves: its ApiVersions range, except
+    that Kafka 4 lists Produce v0-v2 there for librdkafka's sake while it closes the
+    connection on them (KAFKA-18659; KIP-896 removed them together with Fetch v0-v3, so a
+    broker whose Fetch starts at v4 or later serves Produce from v3 only)."""
+    broker = ranges.get(key)
+    if key == _PRODUCE and broker is not None and broker[0] < _FIRST_PRODUCE_V2_FORMAT:
+        fetch = ranges.get(_FETCH)
+        if fetch is not None and fetch[0] >= _FIRST_FETCH_AFTER_KIP_896:
+            return (_FIRST_PRODUCE_V2_FORMAT, broker[1]) if broker[1] >= _FIRST_PRODUCE_V2_FORMAT else None
+    return broker
+
+
+def _listed_note(ranges: dict[int, tuple[int, int]], key: int) -> str:
+    """What the broker listed, where it serves less of it (see _offered)."""
+    listed = ranges.get(key)
+    if listed is None or listed == _offered(ranges, key):
+        return ""
+    return (f"; it lists v{listed[0]}-v{listed[1]} in ApiVersions but, as Kafka 4 does, closes the "
+            f"connection on v{listed[0]}-v{_FIRST_PRODUCE_V2_FORMAT - 1}: KIP-896, KAFKA-18659")
 
 
 def _range_text(broker: tuple[int, int] | None) -> str:
