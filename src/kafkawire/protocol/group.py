@@ -324,21 +324,8 @@ class GroupMembership:
         if self.state == STABLE:
             self._check_timeouts(now)
         need_coordinator = self._want_coordinator or self.state in (JOINING, SYNCING, STABLE)
-        if self.coordinator is None:
-            if need_coordinator and self._may_send("find", now):
-                req = FIND_COORDINATOR.Request(key=self.group_id, key_type=0, coordinator_keys=[self.group_id])
-                out.append(self._track(Outgoing("find", FIND_COORDINATOR, req, False,
-                                                self.request_timeout, self.generation)))
+        if not self._poll_coordinator(now, need_coordinator, out):
             return out
-        # Queued commits go first: one made while revoking reaches the coordinator
-        # ahead of the JoinGroup that follows it, so the next owner reads it.
-        for o in self._pending:
-            if o.kind == "commit":
-                o.request = self._commit_request(o.payload)
-                o.generation = self.generation
-            out.append(o)
-        self._pending = []
-        self._want_coordinator = False
         if self.state == JOINING and self._may_send("join", now):
             out.append(self._track(self._join_request()))
         elif self.state == SYNCING and self._may_send("sync", now):
@@ -350,6 +337,27 @@ class GroupMembership:
             out.append(self._track(Outgoing("heartbeat", HEARTBEAT, req, True, self.request_timeout,
                                             self.generation)))
         return out
+
+    def _poll_coordinator(self, now: float, need_coordinator: bool, out: list[Outgoing]) -> bool:
+        """poll()'s part shared with the KIP-848 machine (kafkawire.protocol.consumer_group):
+        a FindCoordinator while there is no coordinator (False: nothing else can go), else
+        the queued commits, offset fetches and leaves (True)."""
+        if self.coordinator is None:
+            if need_coordinator and self._may_send("find", now):
+                req = FIND_COORDINATOR.Request(key=self.group_id, key_type=0, coordinator_keys=[self.group_id])
+                out.append(self._track(Outgoing("find", FIND_COORDINATOR, req, False,
+                                                self.request_timeout, self.generation)))
+            return False
+        # Queued commits go first: one made while revoking reaches the coordinator
+        # ahead of the JoinGroup that follows it, so the next owner reads it.
+        for o in self._pending:
+            if o.kind == "commit":
+                o.request = self._commit_request(o.payload)
+                o.generation = self.generation
+            out.append(o)
+        self._pending = []
+        self._want_coordinator = False
+        return True
 
     def _may_send(self, kind: str, now: float) -> bool:
         return kind not in self._inflight and self._not_before.get(kind, 0.0) <= now
