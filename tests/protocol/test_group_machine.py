@@ -315,6 +315,44 @@ def test_set_assignments_for_an_old_generation_is_ignored():
     assert m.state == SYNCING
 
 
+def test_a_static_leader_told_to_skip_the_assignment_syncs_without_one():
+    # KIP-814 (JoinGroup v9): a static leader that rejoins a stable group gets the
+    # members (to watch their topics) but no say: the group keeps its assignment.
+    m = machine(group_instance_id="i1")
+    m.start_join([(consumer.RANGE, sub(["t"]))], 0.0)
+    find_coordinator(m, 0.0)
+    members = [JG_MEMBER(member_id="m9", group_instance_id="i1", metadata=sub(["t"])),
+               JG_MEMBER(member_id="m2", group_instance_id="i2", metadata=sub(["t", "u"]))]
+    resp = JG.Response(error_code=NONE, generation_id=4, protocol_name=consumer.RANGE, leader="m9",
+                       skip_assignment=True, member_id="m9", members=members)
+    m.on_response(only(m.poll(0.0), "join"), resp, 0.1)
+    ev = m.events()
+    assert kinds(ev) == [Joined, AssignmentNeeded]
+    need = ev[1]
+    assert need.skip_assignment and need.generation == 4
+    assert [(mid, iid) for mid, iid, _meta in need.members] == [("m9", "i1"), ("m2", "i2")]
+    assert m.state == SYNCING  # no waiting for set_assignments()
+    m.set_assignments(4, {"m9": MY_ASSIGNMENT})  # too late to matter: nothing is assigned
+    sync = only(m.poll(0.1), "sync")
+    for req in oldest_and_newest(sync):
+        assert req.assignments == [] and req.member_id == "m9" and req.generation_id == 4
+    m.on_response(sync, sync_resp(assignment=MY_ASSIGNMENT), 0.2)
+    ev = m.events()
+    assert kinds(ev) == [Assigned] and ev[0].assignment == MY_ASSIGNMENT
+    assert m.state == STABLE and m.snapshot(0.2)["is_leader"]
+
+
+def test_a_leader_not_told_to_skip_assigns():
+    m = machine()
+    m.start_join([(consumer.RANGE, sub(["t"]))], 0.0)
+    find_coordinator(m, 0.0)
+    m.on_response(only(m.poll(0.0), "join"), join_resp(gen=1, members=[
+        JG_MEMBER(member_id="m1", metadata=sub(["t"]))]), 0.0)
+    ev = m.events()
+    assert kinds(ev) == [Joined, AssignmentNeeded] and not ev[1].skip_assignment
+    assert m.state == AWAITING_ASSIGNMENT and m.poll(0.0) == []  # the SyncGroup waits for it
+
+
 def test_start_join_needs_a_protocol():
     with pytest.raises(ValueError):
         machine().start_join([], 0.0)

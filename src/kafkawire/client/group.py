@@ -511,8 +511,14 @@ class ConsumerGroup:
             meta = cluster.topics.get(t)
             if meta is not None and meta.error_code == 0 and meta.partitions:
                 counts[t] = sorted(meta.partitions)
-        assignments = leader_assign(ev.protocol, ev.members, counts)
         self.leader_counts = {t: len(ps) for t, ps in counts.items()}
+        if ev.skip_assignment:
+            # KIP-814: the group keeps its assignment (the machine synced without one);
+            # this leader only watches its members' topics for partition changes.
+            log.info("group %r: leader of generation %d again, the group's assignment kept (KIP-814)",
+                     self.config.group_id, ev.generation)
+            return
+        assignments = leader_assign(ev.protocol, ev.members, counts)
         log.info("group %r: leader of generation %d assigned %d partitions of %s to %d members with %s",
                  self.config.group_id, ev.generation, sum(len(p) for p in counts.values()), sorted(counts),
                  len(assignments), ev.protocol)

@@ -118,10 +118,16 @@ class Joined:
 
 class AssignmentNeeded:
     """This member leads: compute the assignment with ``protocol`` for ``members``
-    (member id, group instance id, metadata bytes) and call set_assignments()."""
+    (member id, group instance id, metadata bytes) and call set_assignments().
 
-    def __init__(self, generation: int, protocol: str, members: list[tuple[str, str | None, bytes]]):
+    With ``skip_assignment`` (KIP-814: a static leader rejoined a stable group, which
+    keeps its assignment) the SyncGroup is already on its way without one: the leader
+    only learns the members' subscriptions, to watch their topics' metadata."""
+
+    def __init__(self, generation: int, protocol: str, members: list[tuple[str, str | None, bytes]],
+                 skip_assignment: bool = False):
         self.generation, self.protocol, self.members = generation, protocol, members
+        self.skip_assignment = skip_assignment
 
 
 class Assigned:
@@ -485,10 +491,17 @@ class GroupMembership:
             self._events.append(Joined(self.generation, self.member_id, self.leader, self.protocol or ""))
             self._session_start = now
             if self.member_id == self.leader:
-                self.state = AWAITING_ASSIGNMENT
                 members = [(m.member_id, getattr(m, "group_instance_id", None), bytes(m.metadata))
                            for m in resp.members]
-                self._events.append(AssignmentNeeded(self.generation, self.protocol or "", members))
+                skip = bool(getattr(resp, "skip_assignment", False))
+                if skip:
+                    # KIP-814 (JoinGroup v9): the group stays as it is; an assignment sent
+                    # now would be ignored by the coordinator, so none is computed.
+                    self._sync_assignments = {}
+                    self.state = SYNCING
+                else:
+                    self.state = AWAITING_ASSIGNMENT
+                self._events.append(AssignmentNeeded(self.generation, self.protocol or "", members, skip))
             else:
                 self._sync_assignments = {}
                 self.state = SYNCING
