@@ -42,6 +42,11 @@ class AsyncGroupDriver(GroupDriver):
     def new_future(self) -> asyncio.Future:
         return self._loop.create_future()
 
+    def now(self) -> float:
+        """The loop's clock: the machine's, the last poll's and the consumer's deadlines
+        (a loop's clock need not be time.monotonic())."""
+        return self._loop.time()
+
     def call(self, fn: Callable[[GroupMembership, float], Any]) -> asyncio.Future:
         """Run ``fn(machine, now)`` now (the machine lives on this loop); its result in
         a done future, as the group thread gives it."""
@@ -140,8 +145,9 @@ class AsyncConsumerGroup(ConsumerGroup):
         super().__init__(consumer, driver)
 
     async def run_async(self, steps: Any, deadline: float) -> Any:
-        """Run a *_steps generator (see ConsumerGroup) by awaiting, by ``deadline``."""
-        loop = asyncio.get_running_loop()
+        """Run a *_steps generator (see ConsumerGroup) by awaiting, by ``deadline`` (on
+        the loop's clock)."""
+        now = self.driver.now
 
         async def do_step(step: tuple[str, Any]) -> Any:
             kind, arg = step
@@ -149,7 +155,7 @@ class AsyncConsumerGroup(ConsumerGroup):
                 await asyncio.sleep(arg)
                 return None
             try:
-                return await asyncio.wait_for(asyncio.shield(arg), max(0.0, deadline - _mono(loop)))
+                return await asyncio.wait_for(asyncio.shield(arg), max(0.0, deadline - now()))
             except asyncio.TimeoutError:
                 raise KafkaTimeoutError("no answer from the group coordinator in time") from None
 
@@ -175,9 +181,4 @@ class AsyncConsumerGroup(ConsumerGroup):
         try:
             await self.run_async(self.close_steps(deadline), deadline)
         finally:
-            await self.driver.stop(max(0.0, deadline - _mono(asyncio.get_running_loop())))
-
-
-def _mono(loop: asyncio.AbstractEventLoop) -> float:
-    # The group logic's deadlines are time.monotonic(); the default loop clock is the same.
-    return loop.time()
+            await self.driver.stop(max(0.0, deadline - self.driver.now()))

@@ -7,9 +7,12 @@ I/O-free :class:`~kafkawire.protocol.group.GroupMembership` over a coordinator
 connection of its own (as the Java client keeps one), so heartbeats go out while the
 caller is busy: :class:`GroupThread` here, ``kafkawire.aio.group.AsyncGroupDriver`` in
 the asyncio shell, with the same interface (``call``, ``take_events``, ``snapshot``,
-``send``, ``new_future``).  The operations that wait for the coordinator (commit,
-committed, leave, close) are written once as generators of what to wait for
-(``*_steps``); the sync shell runs them blocking, the asyncio shell awaits them.
+``send``, ``new_future``, ``now``).  ``now()`` is the driver's clock, and every time and
+deadline the ConsumerGroup handles is on it: the sync shell's is time.monotonic(), the
+asyncio shell's the event loop's, which need not be the same clock.  The operations that
+wait for the coordinator (commit, committed, leave, close) are written once as generators
+of what to wait for (``*_steps``); the sync shell runs them blocking, the asyncio shell
+awaits them.
 """
 
 from __future__ import annotations
@@ -147,6 +150,11 @@ class GroupThread(GroupDriver):
     # -- the caller's side ----------------------------------------------------------------
 
     new_future = staticmethod(Future)
+
+    @staticmethod
+    def now() -> float:
+        """The clock of the machine, the last poll and the caller's deadlines."""
+        return time.monotonic()
 
     def call(self, fn: Callable[[GroupMembership, float], Any]) -> Future:
         """Run ``fn(machine, now)`` on the group thread; its result (or exception) comes
@@ -345,7 +353,7 @@ class ConsumerGroup:
         self._committed_fut: Future | None = None
         self.last_committed: dict[Any, int] = {}
         self.done_commits: deque[tuple[Any, dict, Future]] = deque()
-        self.next_auto_commit = time.monotonic() + c.auto_commit_interval_ms / 1000
+        self.next_auto_commit = self.driver.now() + c.auto_commit_interval_ms / 1000
 
     @property
     def subscribed(self) -> bool:
@@ -420,7 +428,7 @@ class ConsumerGroup:
 
     def step(self) -> None:
         """Everything poll() does for the group before fetching."""
-        now = time.monotonic()
+        now = self.driver.now()
         self.driver.last_poll = now
         self.run_callbacks()
         if self.config.enable_auto_commit and now >= self.next_auto_commit:
@@ -496,7 +504,7 @@ class ConsumerGroup:
     def _lead(self, ev: AssignmentNeeded) -> None:
         cluster = self.consumer.cluster
         topics = member_topics(ev.members)
-        now = time.monotonic()
+        now = self.driver.now()
         if self._lead_pending is not ev:
             self._lead_pending, self._lead_since = ev, now
         if not topics <= cluster.interest or any(t not in cluster.topics for t in topics):
@@ -620,7 +628,7 @@ class ConsumerGroup:
                 partitions=dict(todo))
         last: BaseException | None = None
         while todo:
-            if time.monotonic() >= deadline:
+            if self.driver.now() >= deadline:
                 raise KafkaTimeoutError(
                     f"commit of {len(todo)} offsets for group {self.config.group_id!r} not done in time"
                     + (f"; last error: {last}" if last else ""))
@@ -643,12 +651,12 @@ class ConsumerGroup:
                 else:
                     last = err
             if todo:
-                yield ("sleep", min(self.config.retry_backoff_ms / 1000, max(0.0, deadline - time.monotonic())))
+                yield ("sleep", min(self.config.retry_backoff_ms / 1000, max(0.0, deadline - self.driver.now())))
 
     def committed_steps(self, partitions: list[Any], deadline: float) -> Any:
         last: BaseException | None = None
         while True:
-            if time.monotonic() >= deadline:
+            if self.driver.now() >= deadline:
                 raise KafkaTimeoutError(f"committed offsets of group {self.config.group_id!r} not read in time"
                                         + (f"; last error: {last}" if last else ""))
             fut = self.driver.new_future()
@@ -663,7 +671,7 @@ class ConsumerGroup:
                 if not exc.retriable:
                     raise
                 last = exc
-                yield ("sleep", min(self.config.retry_backoff_ms / 1000, max(0.0, deadline - time.monotonic())))
+                yield ("sleep", min(self.config.retry_backoff_ms / 1000, max(0.0, deadline - self.driver.now())))
                 continue
             return {TopicPartition(*tp): (off if off >= 0 else None) for tp, (off, _m) in got.items()}
 
