@@ -42,6 +42,8 @@ from kafkawire.protocol.consumer import (
 )
 from kafkawire.protocol.fetcher import PartitionState, TopicPartition
 from kafkawire.protocol.group import (
+    STABLE,
+    SYNCING,
     AssignmentNeeded,
     Assigned,
     Failed,
@@ -759,10 +761,21 @@ class ConsumerGroup:
     # -- health and the end ----------------------------------------------------------------
 
     def state(self) -> dict[str, Any]:
+        """The driver's snapshot of the membership, seen from this consumer: its
+        assignment is the one it took, so "stable" means stable with that assignment."""
         snap = self.driver.snapshot()
         snap["assignment"] = sorted(self.consumer._assigned)
         snap["subscription"] = sorted(self.topics) if self.topics is not None else None
         snap["rebalance_protocol"] = "cooperative" if self.cooperative else "eager"
+        if snap["state"] == STABLE and snap["generation"] != self.generation:
+            # The SyncGroup answer is in, but the consumer takes it at its next poll: the
+            # partitions above are still the previous generation's.
+            snap["state"] = SYNCING
+        if self.join_wanted and self.subscribed and not snap["rejoin_needed"]:
+            # Decided on this side (a cooperative revocation, a metadata change): the
+            # JoinGroup goes out at the next poll.
+            snap["rejoin_needed"] = True
+            snap["rejoin_reason"] = self.join_reason
         return snap
 
     def close(self, deadline: float) -> None:
