@@ -1,6 +1,15 @@
 """kafkawire.Admin against real brokers, cross-checked with confluent-kafka.
 
-What the two test brokers answer (ApiVersions, then trying each API):
+What every broker answers alike runs on Apache Kafka and Tansu (``modern_admin``), the
+group offset calls on the mock too (``any_broker``); the calls only Kafka answers are in
+test_kafka_admin.py.  Where Kafka differs from the other two:
+* Kafka's metadata is eventually consistent: CreateTopics, DeleteTopics and AlterConfigs
+  answer once the controller has the change, and the broker answering Metadata or
+  DescribeConfigs has it a moment later (the tests wait for it); Tansu is at once.
+* DescribeConfigs on Kafka lists every config of a topic, the defaults with source
+  DEFAULT_CONFIG; Tansu lists only the ones set on the topic.
+
+What the two other test brokers answer (ApiVersions, then trying each API):
 * Tansu 0.6: CreateTopics, DeleteTopics, Metadata, DescribeConfigs, IncrementalAlterConfigs,
   FindCoordinator, ListGroups, DescribeGroups, OffsetFetch, OffsetCommit, DeleteGroups,
   ListOffsets.  It lacks CreatePartitions, AlterConfigs and OffsetDelete (not listed; if
@@ -54,6 +63,39 @@ def mock_admin(mock_cluster):
         yield admin
 
 
+@pytest.fixture(params=[pytest.param("kafka", marks=pytest.mark.kafka),
+                        pytest.param("tansu", marks=pytest.mark.tansu)])
+def modern_admin(request):
+    """(kind, broker, admin) on Apache Kafka, then Tansu: the calls both answer alike."""
+    broker = request.getfixturevalue(f"{request.param}_broker")
+    with Admin(bootstrap_servers=broker.bootstrap, request_timeout_ms=15000) as admin:
+        yield request.param, broker, admin
+
+
+def _partition_count(admin: Admin, topic: str) -> int:
+    """How many partitions the broker's metadata has for ``topic`` (0: none yet)."""
+    got = admin.describe_topics([topic], raise_on_error=False)[topic]
+    return 0 if isinstance(got, Exception) else len(got.partitions)
+
+
+def _eventually(get, want, timeout: float = 10.0):
+    """Ask ``get()`` until it returns ``want``: Kafka answers an admin change once its
+    controller has it, and the broker's metadata (what Metadata and DescribeConfigs
+    read) has it a moment later."""
+    deadline = time.monotonic() + timeout
+    while (got := get()) != want:
+        assert time.monotonic() < deadline, f"still {got!r}, not {want!r}, after {timeout}s"
+        time.sleep(0.05)
+
+
+def _ck_topics(bootstrap: str) -> dict:
+    md = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": "x", "log_level": 3})
+    try:
+        return md.list_topics(timeout=10).topics
+    finally:
+        md.close()
+
+
 def _ck_consumer(bootstrap: str, group: str, **extra):
     return ck.Consumer({"bootstrap.servers": bootstrap, "group.id": group,
                         "enable.auto.commit": False, "log_level": 3, **extra})
@@ -75,15 +117,31 @@ def _topic_on(broker_kind: str, request, admin: Admin, partitions: int) -> str:
         request.getfixturevalue("mock_cluster").create_topic(topic, partitions, 1)
     else:
         admin.create_topics([topic], num_partitions=partitions)
+        # Kafka: an OffsetCommit for a topic its metadata does not have yet is refused.
+        _eventually(lambda: _partition_count(admin, topic), partitions)
     return topic
 
 
-@pytest.fixture(params=["tansu", "mock"])
-def any_broker(request):
-    """(kind, bootstrap, admin) for each broker that speaks the group offset APIs."""
-    broker = request.getfixturevalue("tansu_broker" if request.param == "tansu" else "mock_cluster")
+_FIXTURES = {"kafka": "kafka_broker", "tansu": "tansu_broker", "mock": "mock_cluster"}
+
+
+def _broker_and_admin(request):
+    broker = request.getfixturevalue(_FIXTURES[request.param])
     with Admin(bootstrap_servers=broker.bootstrap, request_timeout_ms=5000) as admin:
         yield request.param, broker.bootstrap, admin
+
+
+@pytest.fixture(params=[pytest.param(kind, marks=getattr(pytest.mark, kind)) for kind in _FIXTURES])
+def any_broker(request):
+    """(kind, bootstrap, admin) for each broker that speaks the group offset APIs."""
+    yield from _broker_and_admin(request)
+
+
+@pytest.fixture(params=[pytest.param(kind, marks=getattr(pytest.mark, kind)) for kind in ("kafka", "mock")])
+def exact_end_broker(request):
+    """(kind, bootstrap, admin) for the brokers whose ListOffsets "latest" is the high
+    watermark (Tansu's may fall short)."""
+    yield from _broker_and_admin(request)
 
 
 # -- topics and cluster --------------------------------------------------------------------
@@ -93,51 +151,52 @@ def test_admin_is_exported():
     assert kafkawire.Admin is Admin and "Admin" in kafkawire.__all__
 
 
-def test_created_topics_are_seen_by_confluent_and_deleted(tansu_broker, tansu_admin):
+def test_created_topics_are_seen_by_confluent_and_deleted(modern_admin):
+    _kind, broker, admin = modern_admin
     a, b = _name("ct"), _name("ct")
-    created = tansu_admin.create_topics(
+    created = admin.create_topics(
         [NewTopic(a, num_partitions=3, replication_factor=1, configs={"retention.ms": "123456"}), b],
         num_partitions=2)
     assert (created[a].num_partitions, created[b].num_partitions) == (3, 2)
     assert created[a].topic_id is not None and created[a].topic_id != created[b].topic_id
-    md = ck.Consumer({"bootstrap.servers": tansu_broker.bootstrap, "group.id": "x", "log_level": 3})
-    try:
-        topics = md.list_topics(timeout=10).topics
-    finally:
-        md.close()
-    assert len(topics[a].partitions) == 3 and len(topics[b].partitions) == 2
-    described = tansu_admin.describe_topics([a])[a]
+    _eventually(lambda: {t: len(x.partitions) for t, x in _ck_topics(broker.bootstrap).items() if t in (a, b)},
+                {a: 3, b: 2})
+    described = admin.describe_topics([a])[a]
     assert sorted(described.partitions) == [0, 1, 2]
-    assert all(p.leader in tansu_admin.describe_cluster().brokers for p in described.partitions.values())
-    assert {a, b} <= set(tansu_admin.list_topics())
+    assert all(p.leader in admin.describe_cluster().brokers for p in described.partitions.values())
+    assert {a, b} <= set(admin.list_topics())
 
-    deleted = tansu_admin.delete_topics([b, _name("missing")], raise_on_error=False)
+    deleted = admin.delete_topics([b, _name("missing")], raise_on_error=False)
     assert deleted[b] is None
     missing = [v for k, v in deleted.items() if k != b][0]
     assert isinstance(missing, errors.UnknownTopicOrPartitionError) and missing.code == 3
-    assert b not in tansu_admin.list_topics() and a in tansu_admin.list_topics()
+    _eventually(lambda: (b in admin.list_topics(), a in admin.list_topics()), (False, True))
 
 
-def test_per_item_errors_raise_one_error_naming_each(tansu_admin):
+def test_per_item_errors_raise_one_error_naming_each(modern_admin):
+    _kind, _broker, admin = modern_admin
     dup, new = _name("dup"), _name("new")
-    tansu_admin.create_topics([dup], num_partitions=1)
+    admin.create_topics([dup], num_partitions=1)
     with pytest.raises(AdminError) as info:
-        tansu_admin.create_topics([dup, new], num_partitions=1)
+        admin.create_topics([dup, new], num_partitions=1)
     exc = info.value
     assert exc.code == 36 and set(exc.errors) == {dup}
     assert isinstance(exc.errors[dup], errors.TopicAlreadyExistsError)
     assert exc.results[new].num_partitions == 1  # the other topic was still created
     assert dup in str(exc) and "TOPIC_ALREADY_EXISTS" in str(exc) and "raise_on_error" in str(exc)
     # The same answer, returned instead of raised.
-    again = tansu_admin.create_topics([dup], num_partitions=1, raise_on_error=False)
+    again = admin.create_topics([dup], num_partitions=1, raise_on_error=False)
     assert isinstance(again[dup], errors.TopicAlreadyExistsError)
 
 
-def test_describe_missing_topic_does_not_create_it(tansu_admin):
+def test_describe_missing_topic_does_not_create_it(modern_admin):
+    # The Kafka fixture auto-creates topics on Metadata requests that allow it.
+    _kind, _broker, admin = modern_admin
     ghost = _name("ghost")
-    got = tansu_admin.describe_topics([ghost], raise_on_error=False)
+    got = admin.describe_topics([ghost], raise_on_error=False)
     assert isinstance(got[ghost], errors.UnknownTopicOrPartitionError)
-    assert ghost not in tansu_admin.list_topics()
+    time.sleep(0.2)  # what an auto-creation would need to show up
+    assert ghost not in admin.list_topics()
 
 
 def test_describe_cluster(tansu_broker, tansu_admin, mock_cluster, mock_admin):
@@ -205,22 +264,31 @@ def test_broker_that_drops_the_connection_costs_only_the_timeout(tansu_admin):
 # -- configs -------------------------------------------------------------------------------
 
 
-def test_describe_and_incrementally_alter_topic_configs(tansu_admin):
+def test_describe_and_incrementally_alter_topic_configs(modern_admin):
+    kind, _broker, admin = modern_admin
     topic = _name("cfg")
-    tansu_admin.create_topics([topic], num_partitions=1,
-                              configs={"retention.ms": "1000000", "cleanup.policy": "compact"})
+    admin.create_topics([topic], num_partitions=1,
+                        configs={"retention.ms": "1000000", "cleanup.policy": "compact"})
     res = ConfigResource("topic", topic)
-    before = tansu_admin.describe_configs([res])[res]
+    _eventually(lambda: not isinstance(admin.describe_configs([res], raise_on_error=False)[res], Exception), True)
+    before = admin.describe_configs([res])[res]
     assert before["retention.ms"].value == "1000000" and before["cleanup.policy"].value == "compact"
 
-    assert tansu_admin.alter_configs({("topic", topic): {"retention.ms": "2000000",
-                                                         "max.message.bytes": "5000"}}) == {res: None}
-    after = tansu_admin.describe_configs([res])[res]
-    assert after["retention.ms"].value == "2000000" and after["max.message.bytes"].value == "5000"
-    assert after["cleanup.policy"].value == "compact"  # incremental: the others stay
+    assert admin.alter_configs({("topic", topic): {"retention.ms": "2000000",
+                                                   "max.message.bytes": "5000"}}) == {res: None}
 
-    tansu_admin.alter_configs({res: {"retention.ms": None}})  # None deletes (back to default)
-    assert "retention.ms" not in tansu_admin.describe_configs([res])[res]
+    def values() -> tuple:
+        now = admin.describe_configs([res])[res]
+        return tuple(now[k].value for k in ("retention.ms", "max.message.bytes", "cleanup.policy"))
+
+    _eventually(values, ("2000000", "5000", "compact"))  # incremental: cleanup.policy stays
+
+    admin.alter_configs({res: {"retention.ms": None}})  # None deletes (back to default)
+    if kind == "tansu":  # Tansu lists only the configs set on the topic
+        _eventually(lambda: "retention.ms" in admin.describe_configs([res])[res], False)
+    else:  # Kafka lists every config, a default one with its source
+        _eventually(lambda: admin.describe_configs([res])[res]["retention.ms"].source, "DEFAULT_CONFIG")
+        assert admin.describe_configs([res])[res]["retention.ms"].value == "604800000"
 
 
 def test_describe_configs_with_keys_honours_the_deadline(tansu_admin):
@@ -261,31 +329,30 @@ def test_offsets_confluent_commits_are_seen_by_admin(any_broker, request):
     asked = admin.list_group_offsets(group, [(topic, 0), (topic, 1), (topic, 2)])
     assert {tp: (om.offset if om else None) for tp, om in asked.items()} == {
         (topic, 0): 7, (topic, 1): None, (topic, 2): 11}
-    if kind == "tansu":
+    if kind != "mock":
         # Every committed partition; the mock answers this form with a null topic array.
         assert {tp: om.offset for tp, om in admin.list_group_offsets(group).items()} == {
             (topic, 0): 7, (topic, 2): 11}
         assert group in admin.list_groups()
 
 
-def test_group_lag_and_list_offsets(mock_cluster, mock_admin):
-    # On the mock: its ListOffsets "latest" is the high watermark (Tansu's may fall short).
-    topic = _name("lag")
-    mock_cluster.create_topic(topic, 2, 1)
-    with Producer(bootstrap_servers=mock_cluster.bootstrap, linger_ms=20) as p:
+def test_group_lag_and_list_offsets(exact_end_broker, request):
+    kind, bootstrap, admin = exact_end_broker
+    topic = _topic_on(kind, request, admin, 2)
+    with Producer(bootstrap_servers=bootstrap, linger_ms=20) as p:
         for i in range(10):
             p.send(topic, b"x", partition=0 if i < 7 else 1)
         p.flush(10)
-    ends = mock_admin.list_offsets({(topic, 0): "latest", (topic, 1): "latest"})
+    ends = admin.list_offsets({(topic, 0): "latest", (topic, 1): "latest"})
     assert (ends[(topic, 0)].offset, ends[(topic, 1)].offset) == (7, 3)
-    assert mock_admin.list_offsets({(topic, 1): "earliest"})[(topic, 1)].offset == 0
+    assert admin.list_offsets({(topic, 1): "earliest"})[(topic, 1)].offset == 0
     group = _name("g-lag")
-    mock_admin.alter_group_offsets(group, {(topic, 0): 2, (topic, 1): 3})
-    lag = mock_admin.group_lag(group, [(topic, 0), (topic, 1)])
+    admin.alter_group_offsets(group, {(topic, 0): 2, (topic, 1): 3})
+    lag = admin.group_lag(group, [(topic, 0), (topic, 1)])
     assert lag.partitions[TopicPartition(topic, 0)].lag == 5
     assert lag.partitions[TopicPartition(topic, 1)].lag == 0
     assert lag.total == 5
-    bad = mock_admin.list_offsets({(topic, 9): "latest"}, raise_on_error=False)
+    bad = admin.list_offsets({(topic, 9): "latest"}, raise_on_error=False)
     assert isinstance(bad[(topic, 9)], errors.UnknownTopicOrPartitionError)
 
 
@@ -374,16 +441,16 @@ def test_consumer_assignment_is_decoded():
     assert _decoded_member("connect", Member).assignment is None  # other protocols stay raw
 
 
-def test_delete_groups_forgets_committed_offsets(tansu_broker, tansu_admin):
-    topic = _name("dg")
-    tansu_admin.create_topics([topic], num_partitions=1)
+def test_delete_groups_forgets_committed_offsets(modern_admin, request):
+    kind, broker, admin = modern_admin
+    topic = _topic_on(kind, request, admin, 1)
     group = _name("g-del")
-    tansu_admin.alter_group_offsets(group, {(topic, 0): 5})
-    assert group in tansu_admin.list_groups()
-    assert tansu_admin.delete_groups([group]) == {group: None}
-    assert group not in tansu_admin.list_groups()
-    assert tansu_admin.list_group_offsets(group) == {}
-    c = _ck_consumer(tansu_broker.bootstrap, group)
+    admin.alter_group_offsets(group, {(topic, 0): 5})
+    assert group in admin.list_groups()
+    assert admin.delete_groups([group]) == {group: None}
+    assert group not in admin.list_groups()
+    assert admin.list_group_offsets(group) == {}
+    c = _ck_consumer(broker.bootstrap, group)
     try:
         assert c.committed([ck.TopicPartition(topic, 0)], timeout=10)[0].offset == ck.OFFSET_INVALID
     finally:

@@ -1,5 +1,6 @@
-"""`kafkawire topics ...` and `kafkawire groups ...` against real brokers, cross-checked
-with confluent-kafka."""
+"""`kafkawire topics ...` and `kafkawire groups ...` against real brokers (Apache Kafka and
+Tansu alike through ``modern_broker``, the mock where it has the right answer),
+cross-checked with confluent-kafka."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import pytest
 from kafkawire.cli import main
 from kafkawire.client.admin import Admin
 from kafkawire.client.producer import Producer
+from kafkawire.testing import KafkaCluster
 
 ck = pytest.importorskip("confluent_kafka")
 
@@ -42,13 +44,35 @@ def _ck_topics(bootstrap: str) -> dict:
         c.close()
 
 
-def test_topics_create_list_delete(tansu_broker, capsys):
-    b = tansu_broker.bootstrap
+def _partition_count(admin: Admin, topic: str) -> int:
+    """How many partitions the broker's metadata has for ``topic`` (0: none yet)."""
+    got = admin.describe_topics([topic], raise_on_error=False)[topic]
+    return 0 if isinstance(got, Exception) else len(got.partitions)
+
+
+def _eventually(get, want, timeout: float = 10.0):
+    """Ask ``get()`` until it returns ``want``: Kafka answers CreateTopics and DeleteTopics
+    once its controller has the change, and Metadata has it a moment later."""
+    deadline = time.monotonic() + timeout
+    while (got := get()) != want:
+        assert time.monotonic() < deadline, f"still {got!r}, not {want!r}, after {timeout}s"
+        time.sleep(0.05)
+
+
+def _create(bootstrap: str, topic: str, partitions: int) -> None:
+    with Admin(bootstrap_servers=bootstrap) as admin:
+        admin.create_topics([topic], num_partitions=partitions)
+        # Kafka: commits and list_offsets for a topic its metadata lacks yet are refused.
+        _eventually(lambda: _partition_count(admin, topic), partitions)
+
+
+def test_topics_create_list_delete(modern_broker, capsys):
+    b = modern_broker.bootstrap
     topic = _name("cli-t")
     assert main(["topics", "create", "-b", b, topic, "--partitions", "3",
                  "--config", "retention.ms=99999"]) == 0
     assert f"created topic {topic} (3 partitions" in capsys.readouterr().out
-    assert len(_ck_topics(b)[topic].partitions) == 3
+    _eventually(lambda: len(_ck_topics(b)[topic].partitions) if topic in _ck_topics(b) else 0, 3)
 
     assert main(["topics", "list", "-b", b]) == 0
     rows = [line.split() for line in capsys.readouterr().out.splitlines()]
@@ -63,7 +87,7 @@ def test_topics_create_list_delete(tansu_broker, capsys):
 
     assert main(["topics", "delete", "-b", b, topic]) == 0
     assert f"deleted topic {topic}" in capsys.readouterr().out
-    assert topic not in _ck_topics(b)
+    _eventually(lambda: topic in _ck_topics(b), False)
 
 
 def test_bad_config_argument_is_refused():
@@ -72,13 +96,12 @@ def test_bad_config_argument_is_refused():
 
 
 @pytest.fixture
-def group_with_commits(tansu_broker):
+def group_with_commits(modern_broker):
     """A topic with 5 records in partition 0 and 3 in 1, and a group (no members) that
     confluent-kafka committed 2 and 1 for."""
-    b = tansu_broker.bootstrap
+    b = modern_broker.bootstrap
     topic, group = _name("cli-g"), _name("grp")
-    with Admin(bootstrap_servers=b) as admin:
-        admin.create_topics([topic], num_partitions=2)
+    _create(b, topic, 2)
     # One record per batch: Tansu's ListOffsets "latest" is the last batch's base offset + 1.
     with Producer(bootstrap_servers=b, linger_ms=0) as p:
         for partition, n in ((0, 5), (1, 3)):
@@ -88,13 +111,16 @@ def group_with_commits(tansu_broker):
     c = ck.Consumer({"bootstrap.servers": b, "group.id": group, "enable.auto.commit": False, "log_level": 3})
     c.commit(offsets=[ck.TopicPartition(topic, 0, 2), ck.TopicPartition(topic, 1, 1)], asynchronous=False)
     c.close()
-    return b, topic, group
+    return b, topic, group, isinstance(modern_broker, KafkaCluster)
 
 
 def test_groups_list_and_describe(group_with_commits, capsys):
-    b, topic, group = group_with_commits
+    b, topic, group, kafka = group_with_commits
     assert main(["groups", "list", "-b", b]) == 0
-    assert any(line.split()[:2] == [group, "consumer"] for line in capsys.readouterr().out.splitlines())
+    # A group that only ever had offsets committed has no protocol type on Kafka (it is
+    # set by the first member's JoinGroup); Tansu calls it "consumer".
+    expected = [group, "-", "Empty"] if kafka else [group, "consumer"]
+    assert any(line.split()[:len(expected)] == expected for line in capsys.readouterr().out.splitlines())
 
     assert main(["groups", "describe", "-b", b, group, "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
@@ -110,7 +136,7 @@ def test_groups_list_and_describe(group_with_commits, capsys):
 
 
 def test_reset_offsets_is_a_dry_run_until_execute(group_with_commits, capsys):
-    b, topic, group = group_with_commits
+    b, topic, group, _kafka = group_with_commits
     assert main(["groups", "reset-offsets", "-b", b, group, "--topic", topic, "--to-earliest"]) == 0
     captured = capsys.readouterr()
     assert [group, topic, "0", "2", "0"] in [line.split() for line in captured.out.splitlines()]
@@ -134,11 +160,18 @@ def test_reset_offsets_is_a_dry_run_until_execute(group_with_commits, capsys):
     capsys.readouterr()
 
 
-def test_reset_to_datetime_without_a_record_after_it_goes_to_the_end(mock_cluster, capsys):
-    # The mock answers every time lookup with offset -1, Kafka's "no record at or after it".
-    b = mock_cluster.bootstrap
+@pytest.mark.parametrize("kind", [pytest.param("kafka", marks=pytest.mark.kafka),
+                                  pytest.param("mock", marks=pytest.mark.mock)])
+def test_reset_to_datetime_without_a_record_after_it_goes_to_the_end(kind, request, capsys):
+    # Kafka answers a time after the last record with offset -1 ("no record at or after
+    # it"), and so does the mock (for every lookup); Tansu answers offset 0.
+    broker = request.getfixturevalue("kafka_broker" if kind == "kafka" else "mock_cluster")
+    b = broker.bootstrap
     topic, group = _name("cli-m"), _name("grp-m")
-    mock_cluster.create_topic(topic, 1, 1)
+    if kind == "mock":
+        broker.create_topic(topic, 1, 1)
+    else:
+        _create(b, topic, 1)
     with Producer(bootstrap_servers=b, linger_ms=20) as p:
         for i in range(4):
             p.send(topic, b"x", partition=0)
@@ -151,14 +184,15 @@ def test_reset_to_datetime_without_a_record_after_it_goes_to_the_end(mock_cluste
     assert _committed(b, group, topic, [0]) == [4]
 
 
-def test_reset_offsets_refuses_an_active_group(tansu_broker, capsys):
-    b = tansu_broker.bootstrap
+def test_reset_offsets_refuses_an_active_group(modern_broker, capsys):
+    b = modern_broker.bootstrap
     topic, group = _name("cli-a"), _name("live")
-    with Admin(bootstrap_servers=b) as admin:
-        admin.create_topics([topic], num_partitions=1)
+    _create(b, topic, 1)
     # Tansu completes JoinGroup after half the session timeout: 2 s keeps it near 1 s.
+    # Kafka refuses a session timeout under group.min.session.timeout.ms (6 s).
+    session_ms = 6000 if isinstance(modern_broker, KafkaCluster) else 2000
     c = ck.Consumer({"bootstrap.servers": b, "group.id": group, "enable.auto.commit": False,
-                     "session.timeout.ms": 2000, "heartbeat.interval.ms": 300, "log_level": 3})
+                     "session.timeout.ms": session_ms, "heartbeat.interval.ms": 300, "log_level": 3})
     try:
         c.subscribe([topic])
         deadline = time.monotonic() + 10
@@ -182,14 +216,13 @@ def test_missing_api_is_a_clean_error(mock_cluster, capsys):
     assert "ListGroups (key 16)" in err and "does not list it" in err
 
 
-def test_module_entry_point(tansu_broker):
+def test_module_entry_point(modern_broker):
     topic = _name("cli-sub")
-    with Admin(bootstrap_servers=tansu_broker.bootstrap) as admin:
-        admin.create_topics([topic], num_partitions=1)
+    _create(modern_broker.bootstrap, topic, 1)
     env = dict(os.environ)
     src = os.path.join(os.path.dirname(__file__), "..", "..", "src")
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [os.path.abspath(src), env.get("PYTHONPATH")]))
-    done = subprocess.run([sys.executable, "-m", "kafkawire", "topics", "list", "-b", tansu_broker.bootstrap],
+    done = subprocess.run([sys.executable, "-m", "kafkawire", "topics", "list", "-b", modern_broker.bootstrap],
                           capture_output=True, text=True, timeout=60, env=env)
     assert done.returncode == 0, done.stderr
     assert topic in done.stdout.split()
