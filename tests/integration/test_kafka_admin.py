@@ -370,6 +370,8 @@ def test_live_group_described_listed_and_protected(kafka_broker, admin, ck_admin
         # subscribed topic's offsets deleted: each refusal typed and prompt.
         exc = _prompt(lambda: admin.delete_groups([group]))
         assert isinstance(exc.errors[group], errors.NonEmptyGroupError)
+        exc = _prompt(lambda: admin.alter_group_offsets(group, {(topic, 0): 1}))
+        assert isinstance(exc.errors[(topic, 0)], errors.UnknownMemberIdError)  # as Tansu answers
         members[0].commit({TopicPartition(topic, p): 0 for p in range(4)
                            if TopicPartition(topic, p) in members[0].assignment()})
         exc = _prompt(lambda: admin.delete_group_offsets(group, [(topic, 0)]))
