@@ -41,6 +41,7 @@ from kafkawire.client.errors import ClientClosedError, KafkaTimeoutError
 from kafkawire.client.producer import Producer
 from kafkawire.protocol import consumer as consumer_protocol
 from kafkawire.protocol.api import ApiVersionError
+from settle import eventually, until_known
 
 ck = pytest.importorskip("confluent_kafka")
 
@@ -70,22 +71,6 @@ def modern_admin(request):
     broker = request.getfixturevalue(f"{request.param}_broker")
     with Admin(bootstrap_servers=broker.bootstrap, request_timeout_ms=15000) as admin:
         yield request.param, broker, admin
-
-
-def _partition_count(admin: Admin, topic: str) -> int:
-    """How many partitions the broker's metadata has for ``topic`` (0: none yet)."""
-    got = admin.describe_topics([topic], raise_on_error=False)[topic]
-    return 0 if isinstance(got, Exception) else len(got.partitions)
-
-
-def _eventually(get, want, timeout: float = 10.0):
-    """Ask ``get()`` until it returns ``want``: Kafka answers an admin change once its
-    controller has it, and the broker's metadata (what Metadata and DescribeConfigs
-    read) has it a moment later."""
-    deadline = time.monotonic() + timeout
-    while (got := get()) != want:
-        assert time.monotonic() < deadline, f"still {got!r}, not {want!r}, after {timeout}s"
-        time.sleep(0.05)
 
 
 def _ck_topics(bootstrap: str) -> dict:
@@ -118,7 +103,7 @@ def _topic_on(broker_kind: str, request, admin: Admin, partitions: int) -> str:
     else:
         admin.create_topics([topic], num_partitions=partitions)
         # Kafka: an OffsetCommit for a topic its metadata does not have yet is refused.
-        _eventually(lambda: _partition_count(admin, topic), partitions)
+        until_known(admin, topic, partitions)
     return topic
 
 
@@ -159,7 +144,7 @@ def test_created_topics_are_seen_by_confluent_and_deleted(modern_admin):
         num_partitions=2)
     assert (created[a].num_partitions, created[b].num_partitions) == (3, 2)
     assert created[a].topic_id is not None and created[a].topic_id != created[b].topic_id
-    _eventually(lambda: {t: len(x.partitions) for t, x in _ck_topics(broker.bootstrap).items() if t in (a, b)},
+    eventually(lambda: {t: len(x.partitions) for t, x in _ck_topics(broker.bootstrap).items() if t in (a, b)},
                 {a: 3, b: 2})
     described = admin.describe_topics([a])[a]
     assert sorted(described.partitions) == [0, 1, 2]
@@ -170,7 +155,7 @@ def test_created_topics_are_seen_by_confluent_and_deleted(modern_admin):
     assert deleted[b] is None
     missing = [v for k, v in deleted.items() if k != b][0]
     assert isinstance(missing, errors.UnknownTopicOrPartitionError) and missing.code == 3
-    _eventually(lambda: (b in admin.list_topics(), a in admin.list_topics()), (False, True))
+    eventually(lambda: (b in admin.list_topics(), a in admin.list_topics()), (False, True))
 
 
 def test_per_item_errors_raise_one_error_naming_each(modern_admin):
@@ -270,7 +255,7 @@ def test_describe_and_incrementally_alter_topic_configs(modern_admin):
     admin.create_topics([topic], num_partitions=1,
                         configs={"retention.ms": "1000000", "cleanup.policy": "compact"})
     res = ConfigResource("topic", topic)
-    _eventually(lambda: not isinstance(admin.describe_configs([res], raise_on_error=False)[res], Exception), True)
+    eventually(lambda: not isinstance(admin.describe_configs([res], raise_on_error=False)[res], Exception), True)
     before = admin.describe_configs([res])[res]
     assert before["retention.ms"].value == "1000000" and before["cleanup.policy"].value == "compact"
 
@@ -281,13 +266,13 @@ def test_describe_and_incrementally_alter_topic_configs(modern_admin):
         now = admin.describe_configs([res])[res]
         return tuple(now[k].value for k in ("retention.ms", "max.message.bytes", "cleanup.policy"))
 
-    _eventually(values, ("2000000", "5000", "compact"))  # incremental: cleanup.policy stays
+    eventually(values, ("2000000", "5000", "compact"))  # incremental: cleanup.policy stays
 
     admin.alter_configs({res: {"retention.ms": None}})  # None deletes (back to default)
     if kind == "tansu":  # Tansu lists only the configs set on the topic
-        _eventually(lambda: "retention.ms" in admin.describe_configs([res])[res], False)
+        eventually(lambda: "retention.ms" in admin.describe_configs([res])[res], False)
     else:  # Kafka lists every config, a default one with its source
-        _eventually(lambda: admin.describe_configs([res])[res]["retention.ms"].source, "DEFAULT_CONFIG")
+        eventually(lambda: admin.describe_configs([res])[res]["retention.ms"].source, "DEFAULT_CONFIG")
         assert admin.describe_configs([res])[res]["retention.ms"].value == "604800000"
 
 

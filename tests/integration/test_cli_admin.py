@@ -17,6 +17,7 @@ from kafkawire.cli import main
 from kafkawire.client.admin import Admin
 from kafkawire.client.producer import Producer
 from kafkawire.testing import KafkaCluster
+from settle import eventually, until_known
 
 ck = pytest.importorskip("confluent_kafka")
 
@@ -44,26 +45,11 @@ def _ck_topics(bootstrap: str) -> dict:
         c.close()
 
 
-def _partition_count(admin: Admin, topic: str) -> int:
-    """How many partitions the broker's metadata has for ``topic`` (0: none yet)."""
-    got = admin.describe_topics([topic], raise_on_error=False)[topic]
-    return 0 if isinstance(got, Exception) else len(got.partitions)
-
-
-def _eventually(get, want, timeout: float = 10.0):
-    """Ask ``get()`` until it returns ``want``: Kafka answers CreateTopics and DeleteTopics
-    once its controller has the change, and Metadata has it a moment later."""
-    deadline = time.monotonic() + timeout
-    while (got := get()) != want:
-        assert time.monotonic() < deadline, f"still {got!r}, not {want!r}, after {timeout}s"
-        time.sleep(0.05)
-
-
 def _create(bootstrap: str, topic: str, partitions: int) -> None:
     with Admin(bootstrap_servers=bootstrap) as admin:
         admin.create_topics([topic], num_partitions=partitions)
         # Kafka: commits and list_offsets for a topic its metadata lacks yet are refused.
-        _eventually(lambda: _partition_count(admin, topic), partitions)
+        until_known(admin, topic, partitions)
 
 
 def test_topics_create_list_delete(modern_broker, capsys):
@@ -72,7 +58,7 @@ def test_topics_create_list_delete(modern_broker, capsys):
     assert main(["topics", "create", "-b", b, topic, "--partitions", "3",
                  "--config", "retention.ms=99999"]) == 0
     assert f"created topic {topic} (3 partitions" in capsys.readouterr().out
-    _eventually(lambda: len(_ck_topics(b)[topic].partitions) if topic in _ck_topics(b) else 0, 3)
+    eventually(lambda: len(_ck_topics(b)[topic].partitions) if topic in _ck_topics(b) else 0, 3)
 
     assert main(["topics", "list", "-b", b]) == 0
     rows = [line.split() for line in capsys.readouterr().out.splitlines()]
@@ -87,7 +73,7 @@ def test_topics_create_list_delete(modern_broker, capsys):
 
     assert main(["topics", "delete", "-b", b, topic]) == 0
     assert f"deleted topic {topic}" in capsys.readouterr().out
-    _eventually(lambda: topic in _ck_topics(b), False)
+    eventually(lambda: topic in _ck_topics(b), False)
 
 
 def test_bad_config_argument_is_refused():

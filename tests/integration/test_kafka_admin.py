@@ -20,6 +20,7 @@ from kafkawire import errors
 from kafkawire.client.admin import Admin, AdminError, ConfigResource, NewTopic, OffsetAndMetadata
 from kafkawire.client.consumer import Consumer, TopicPartition
 from kafkawire.client.producer import Producer
+from settle import eventually, until_known
 
 ck = pytest.importorskip("confluent_kafka")
 ck_admin = pytest.importorskip("confluent_kafka.admin")
@@ -46,25 +47,12 @@ def ck_admin_client(kafka_broker):
     return ck_admin.AdminClient({"bootstrap.servers": kafka_broker.bootstrap, "log_level": 3})
 
 
-def _eventually(get, want, timeout: float = 10.0):
-    """Ask ``get()`` until it returns ``want``: KRaft applies a broker config change when
-    the broker replays the controller's metadata log, a moment after AlterConfigs answers."""
-    deadline = time.monotonic() + timeout
-    while (got := get()) != want:
-        assert time.monotonic() < deadline, f"still {got!r}, not {want!r}, after {timeout}s"
-        time.sleep(0.05)
-
-
 def _topic(admin: Admin, partitions: int = 1, **configs: str) -> str:
     name = _name("kadm")
     admin.create_topics([NewTopic(name, partitions, 1, configs)], timeout=TIMEOUT)
-    # CreateTopics answers once the controller has the topic; until the broker's metadata
-    # cache has it too, an OffsetCommit for it is refused with UNKNOWN_TOPIC_OR_PARTITION.
-    def ready() -> bool:
-        got = admin.describe_topics([name], raise_on_error=False)[name]
-        return not isinstance(got, Exception) and all(p.leader >= 0 for p in got.partitions.values())
-
-    _eventually(ready, True)
+    # Until the broker's metadata has the topic, an OffsetCommit for it is refused with
+    # UNKNOWN_TOPIC_OR_PARTITION.
+    until_known(admin, name, partitions)
     return name
 
 
@@ -139,7 +127,7 @@ def test_create_partitions_then_produce_and_read_the_new_one(kafka_broker, admin
     _produce(b, topic, {0: [b"old"]})
     assert admin.create_partitions({topic: 5}) == {topic: None}
     # Answered once the controller has them; the broker's metadata a moment later.
-    _eventually(lambda: sorted(admin.describe_topics([topic])[topic].partitions), [0, 1, 2, 3, 4])
+    eventually(lambda: sorted(admin.describe_topics([topic])[topic].partitions), [0, 1, 2, 3, 4])
     parts = admin.describe_topics([topic])[topic].partitions
     assert all(p.leader == 1 for p in parts.values())
     ck_parts = ck_admin_client.list_topics(topic=topic, timeout=TIMEOUT).topics[topic].partitions
@@ -187,8 +175,8 @@ def test_delete_topics(kafka_broker, admin, ck_admin_client):
     assert out[gone] is None and isinstance(out[ghost], errors.UnknownTopicOrPartitionError)
     # DeleteTopics answers once the controller has the deletion; the broker's metadata
     # cache has it a moment later.
-    _eventually(lambda: (gone in admin.list_topics(), keep in admin.list_topics()), (False, True))
-    _eventually(lambda: gone in ck_admin_client.list_topics(timeout=TIMEOUT).topics, False)
+    eventually(lambda: (gone in admin.list_topics(), keep in admin.list_topics()), (False, True))
+    eventually(lambda: gone in ck_admin_client.list_topics(timeout=TIMEOUT).topics, False)
     exc = _prompt(lambda: admin.delete_topics([ghost]))
     assert exc.code == 3 and ghost in str(exc)
 
@@ -259,7 +247,7 @@ def test_topic_configs_altered_incrementally_and_seen_by_confluent(admin, ck_adm
     assert before["cleanup.policy"].value == "delete" and before["cleanup.policy"].is_default
     assert admin.alter_configs({res: {"cleanup.policy": "compact", "max.message.bytes": "123456"}}) == {res: None}
     keys = ["retention.ms", "cleanup.policy", "max.message.bytes"]
-    _eventually(lambda: {k: e.value for k, e in admin.describe_configs([res], keys=keys)[res].items()},
+    eventually(lambda: {k: e.value for k, e in admin.describe_configs([res], keys=keys)[res].items()},
                 {"retention.ms": "3600000", "cleanup.policy": "compact", "max.message.bytes": "123456"})
     theirs = ck_admin_client.describe_configs(
         [ck_admin.ConfigResource(ck_admin.ResourceType.TOPIC, topic)], request_timeout=TIMEOUT)
@@ -267,7 +255,7 @@ def test_topic_configs_altered_incrementally_and_seen_by_confluent(admin, ck_adm
     assert ck_cfg["cleanup.policy"].value == "compact" and ck_cfg["retention.ms"].value == "3600000"
     # None resets to the default (the broker's: 7 days).
     admin.alter_configs({res: {"retention.ms": None}})
-    _eventually(lambda: admin.describe_configs([res], keys=["retention.ms"])[res]["retention.ms"].source,
+    eventually(lambda: admin.describe_configs([res], keys=["retention.ms"])[res]["retention.ms"].source,
                 "DEFAULT_CONFIG")
     reset = admin.describe_configs([res], keys=["retention.ms"])[res]["retention.ms"]
     assert reset.value == "604800000" and reset.is_default
@@ -304,9 +292,9 @@ def test_broker_dynamic_config(admin, ck_admin_client):
 
     try:
         admin.alter_configs({default: {key: "16000"}})
-        _eventually(seen, ("16000", "DYNAMIC_DEFAULT_BROKER_CONFIG"))
+        eventually(seen, ("16000", "DYNAMIC_DEFAULT_BROKER_CONFIG"))
         admin.alter_configs({node: {key: "17000"}})  # the node's own value wins
-        _eventually(seen, ("17000", "DYNAMIC_BROKER_CONFIG"))
+        eventually(seen, ("17000", "DYNAMIC_BROKER_CONFIG"))
         theirs = ck_admin_client.describe_configs(
             [ck_admin.ConfigResource(ck_admin.ResourceType.BROKER, "1")], request_timeout=TIMEOUT)
         assert next(iter(theirs.values())).result(TIMEOUT)[key].value == "17000"
@@ -317,7 +305,7 @@ def test_broker_dynamic_config(admin, ck_admin_client):
             admin.describe_configs([("broker", "one")])
     finally:
         admin.alter_configs({node: {key: None}, default: {key: None}})
-    _eventually(seen, ("15000", "DEFAULT_CONFIG"))
+    eventually(seen, ("15000", "DEFAULT_CONFIG"))
 
 
 # -- groups --------------------------------------------------------------------------------
