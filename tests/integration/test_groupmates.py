@@ -1,10 +1,10 @@
 """The groupmates helper: peer clients as consumer-group members in child processes.
 
-Two confluent-kafka members share a 4-partition topic on each test broker; one is SIGKILLed
+Two confluent-kafka members share a 4-partition topic on Apache Kafka; one is SIGKILLed
 (no LeaveGroup, no commit) and the other takes its partitions over from the committed
-offsets.  Timings (see groupmates.py): Tansu completes a JoinGroup after half the session
-timeout (rounded up to a second); the mock waits its initial rebalance delay (set to 0
-here) and then session.timeout.ms - 1 s for every later rebalance.
+offsets once the dead one's session times out.  (These ran on Tansu and the librdkafka
+mock before: there a rebalance waits half the session timeout (Tansu) or session.timeout.ms
+- 1 s (the mock); on Kafka it is done as soon as every member has joined.)
 """
 
 from __future__ import annotations
@@ -19,8 +19,9 @@ from groupmates import (
     GroupmateTimeout,
     Groupmates,
     groupmates,  # noqa: F401 - the fixture
-    set_mock_initial_rebalance_delay,
 )
+
+from kafkawire import Admin
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 
@@ -28,32 +29,17 @@ pytestmark = [pytest.mark.broker, pytest.mark.groups]
 
 PARTITIONS = 4
 ALL = frozenset(range(PARTITIONS))
-# Short sessions keep a kill's takeover quick: Tansu and (with no initial delay) the mock
-# both accept 3 s.
-SESSION_MS = 3000
+# Kafka's group.min.session.timeout.ms: the shortest session, the quickest takeover of a kill.
+SESSION_MS = 6000
 
 
 def _uid() -> str:
     return uuid.uuid4().hex[:8]
 
 
-@pytest.fixture(params=["tansu", "mock"])
-def group_broker(request, tansu_broker, mock_cluster_factory):
-    """(bootstrap, create_topic) on Tansu (the shared broker) or a fresh mock cluster."""
-    if request.param == "tansu":
-        from confluent_kafka.admin import AdminClient, NewTopic
-
-        admin = AdminClient({"bootstrap.servers": tansu_broker.bootstrap})
-
-        def create(name: str) -> None:
-            for future in admin.create_topics([NewTopic(name, PARTITIONS, 1)]).values():
-                future.result(15)
-
-        return tansu_broker.bootstrap, create
-    cluster = mock_cluster_factory(3)
-    # The mock's 3 s initial rebalance delay would outlast a 3 s session (DESIGN quirk).
-    set_mock_initial_rebalance_delay(cluster, 0)
-    return cluster.bootstrap, lambda name: cluster.create_topic(name, PARTITIONS, 1)
+def _create_topic(bootstrap: str, name: str) -> None:
+    with Admin(bootstrap_servers=bootstrap) as admin:
+        admin.create_topics([name], num_partitions=PARTITIONS)
 
 
 def _produce(bootstrap: str, topic: str, per_partition: int) -> None:
@@ -64,14 +50,15 @@ def _produce(bootstrap: str, topic: str, per_partition: int) -> None:
     assert producer.flush(15) == 0
 
 
-def test_members_split_and_survivor_takes_over_a_killed_member(group_broker, groupmates):
-    bootstrap, create_topic = group_broker
+def test_members_split_and_survivor_takes_over_a_killed_member(kafka_broker, groupmates):
+    bootstrap = kafka_broker.bootstrap
     topic, group = f"mates-{_uid()}", f"mates-{_uid()}"
-    create_topic(topic)
+    _create_topic(bootstrap, topic)
     _produce(bootstrap, topic, 10)
 
     a = groupmates.start("confluent", bootstrap, topic, group, "range", name="a",
                          session_timeout_ms=SESSION_MS)
+    a.wait_partitions(ALL, 30)  # Kafka answers a lone member's JoinGroup at once
     b = groupmates.start("confluent", bootstrap, topic, group, "range", name="b",
                          session_timeout_ms=SESSION_MS)
 
@@ -116,11 +103,11 @@ def test_members_split_and_survivor_takes_over_a_killed_member(group_broker, gro
     assert a.committed() == {(topic, p): 12 for p in ALL}
 
 
-def test_children_end_with_their_owner_and_waits_time_out(tansu_broker):
+def test_children_end_with_their_owner_and_waits_time_out(kafka_broker):
     topic = f"mates-{_uid()}"
     with Groupmates() as mates:
         # The topic does not exist yet: the member runs but is never assigned anything.
-        m = mates.start("confluent", tansu_broker.bootstrap, topic, f"g-{_uid()}",
+        m = mates.start("confluent", kafka_broker.bootstrap, topic, f"g-{_uid()}",
                         extra={"allow.auto.create.topics": False})
         started = time.monotonic()
         with pytest.raises(GroupmateTimeout, match="partitions"):
@@ -131,7 +118,7 @@ def test_children_end_with_their_owner_and_waits_time_out(tansu_broker):
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)  # ended (and reaped) by the Groupmates that started it
     with pytest.raises(ValueError, match="assignors"):
-        mates.start("confluent", tansu_broker.bootstrap, topic, "g", "sticky")
+        mates.start("confluent", kafka_broker.bootstrap, topic, "g", "sticky")
     with Groupmates() as mates, pytest.raises(GroupmateError, match="failed.*no.such.option"):
         # A fatal client error in the child is reported at once, not waited out.
-        mates.start("confluent", tansu_broker.bootstrap, topic, "g", extra={"no.such.option": 1})
+        mates.start("confluent", kafka_broker.bootstrap, topic, "g", extra={"no.such.option": 1})
