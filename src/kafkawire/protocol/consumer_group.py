@@ -355,9 +355,8 @@ class ConsumerGroupMembership(GroupMembership):
         full = not sent
         req = HEARTBEAT.Request(group_id=self.group_id, member_id=self.member_id,
                                 member_epoch=self.member_epoch, instance_id=self.group_instance_id)
-        rebalance_ms = int(self.rebalance_timeout * 1000)
         if full:
-            req.rebalance_timeout_ms = rebalance_ms
+            req.rebalance_timeout_ms = int(self.rebalance_timeout * 1000)
             req.rack_id = self.rack_id
             req.server_assignor = self.server_assignor
         # A regex subscriber sends an empty name list: the coordinator tells a full
@@ -406,7 +405,8 @@ class ConsumerGroupMembership(GroupMembership):
             self._heartbeat_ok(o, resp, now)
             return
         self._sent = None  # after any error the next heartbeat says everything again
-        what = f"ConsumerGroupHeartbeat of group {self.group_id!r} (member {self.member_id!r}, epoch {o.generation})"
+        what = (f"ConsumerGroupHeartbeat of group {self.group_id!r} (member {self.member_id!r}, "
+                f"epoch {o.generation})")
         if code in _FENCED:
             self.last_error = errors.broker_error(code, what, resp.error_message)
             self._lost(f"heartbeat: {errors.for_code(code).name}: the coordinator no longer counts "
