@@ -112,14 +112,26 @@ class ClusterMetadata:
         for t in resp.topics:
             if t.name is None:
                 continue
-            parts = {
-                p.partition_index: PartitionMetadata(
-                    p.partition_index, p.leader_id, getattr(p, "leader_epoch", -1), p.error_code,
+            topic_id = getattr(t, "topic_id", None)
+            old = self.topics.get(t.name)
+            # The same topic (not one deleted and made again under its name) only when
+            # both answers carry its id: leader epochs start again in a new topic.
+            same = (old is not None and topic_id is not None and int(topic_id) != 0
+                    and old.topic_id == topic_id)
+            parts = {}
+            for p in t.partitions:
+                epoch = getattr(p, "leader_epoch", -1)
+                known = old.partitions.get(p.partition_index) if same else None
+                if known is not None and epoch >= 0 and known.leader_epoch > epoch:
+                    # KIP-320: a broker that has not caught up with the controller yet
+                    # names an older leader (one just killed): keep the newer one known.
+                    parts[p.partition_index] = known
+                    continue
+                parts[p.partition_index] = PartitionMetadata(
+                    p.partition_index, p.leader_id, epoch, p.error_code,
                     list(p.replica_nodes), list(p.isr_nodes),
                 )
-                for p in t.partitions
-            }
-            self.topics[t.name] = TopicMetadata(t.name, t.error_code, getattr(t, "topic_id", None), parts)
+            self.topics[t.name] = TopicMetadata(t.name, t.error_code, topic_id, parts)
         self.last_refresh = now
         self.need_refresh = False
 
