@@ -1,6 +1,7 @@
 """Every API x every version kafkawire and a real broker both speak, over a raw socket.
 
-For each test broker (Tansu, librdkafka's mock cluster) and each API kafkawire declares,
+For each test broker (Apache Kafka 4.4 and 3.9, the reference; Tansu and librdkafka's mock
+cluster as second opinions) and each API kafkawire declares,
 the broker's ApiVersions answer gives the versions to try; each version sends a
 well-formed request built by the API's exchange function below and checks the decoded
 response makes sense (error codes, the produced record read back, ...).  An API the broker
@@ -37,6 +38,9 @@ UNKNOWN_MEMBER_ID = 25
 REBALANCE_IN_PROGRESS = 27
 ILLEGAL_SASL_STATE = 34
 UNSUPPORTED_SASL_MECHANISM = 33
+UNSUPPORTED_VERSION = 35
+UNKNOWN_TOPIC_OR_PARTITION = 3
+GROUP_ID_NOT_FOUND = 69
 
 # Exchanges that each wait for a join of their own group (half a session timeout on
 # Tansu, the mock's 3 s initial rebalance delay): their versions run side by side, each
@@ -83,6 +87,16 @@ class Target:
     def is_tansu(self) -> bool:
         return self.name == "tansu"
 
+    @property
+    def is_kafka(self) -> bool:
+        """Apache Kafka itself (4.x or 3.9), the reference."""
+        return self.name.startswith("kafka")
+
+    @property
+    def kip896(self) -> bool:
+        """The broker dropped the oldest versions (Kafka 4, KIP-896): no Fetch v0-v3."""
+        return self.broker_versions[apis.get("Fetch").key][0] >= 4
+
     def connect(self, port: int | None = None, **options: Any) -> RawConnection:
         rc = RawConnection(port or self.port, timeout=15.0, **options)
         rc.negotiate()
@@ -111,7 +125,29 @@ class Target:
             topic = ct.Request.CreatableTopic(name=name, num_partitions=partitions, replication_factor=1)
             resp = self.call(ct, ct.Request(topics=[topic], timeout_ms=10000))
             assert [(t.name, t.error_code) for t in resp.topics] == [(name, 0)]
+        self.wait_served(name, partitions)
         return name
+
+    def wait_served(self, topic: str, partitions: int) -> None:
+        """Wait until Metadata lists ``partitions`` partitions of ``topic`` and each leader
+        answers for its partition: Kafka answers CreateTopics and CreatePartitions once the
+        controller has committed them, and its brokers apply that a little later (Metadata
+        without the partitions, then NOT_LEADER_OR_FOLLOWER for a short while)."""
+        lo = apis.get("ListOffsets")
+        R = lo.Request
+        deadline = time.monotonic() + 15
+        while True:
+            t, ports = self.metadata_topic(topic)
+            served = len(t.partitions) == partitions and all(p.leader_id in ports for p in t.partitions)
+            for p in t.partitions if served else ():
+                part = R.ListOffsetsTopic.ListOffsetsPartition(partition_index=p.partition_index, timestamp=-1)
+                req = R(topics=[R.ListOffsetsTopic(name=topic, partitions=[part])])
+                answer = self.call(lo, req, self.highest(lo), port=ports[p.leader_id])
+                served = served and answer.topics[0].partitions[0].error_code == 0
+            if served:
+                return
+            assert time.monotonic() < deadline, f"{self.name} does not serve {partitions} partition(s) of {topic}: {t}"
+            time.sleep(0.1)
 
     def metadata_topic(self, topic: str) -> tuple[Any, dict[int, int]]:
         md = apis.get("Metadata")
@@ -175,7 +211,7 @@ class Target:
 
     def coordinator_port(self, group: str) -> int:
         fc = apis.get("FindCoordinator")
-        resp = self.call(fc, fc.Request(key=group), 0)
+        resp = coordinator_retry(lambda: self.call(fc, fc.Request(key=group), 0), f"FindCoordinator {group!r}")
         assert resp.error_code == 0, resp
         assert resp.host == "127.0.0.1" and resp.port > 0
         return resp.port
@@ -267,11 +303,11 @@ def exchange(name: str) -> Callable[[Callable[[Target, int], None]], Callable[[T
 
 # The transaction APIs: one committed transaction in raw requests per version (the
 # exchange lives with the other transaction tests).
-from test_read_committed_brokers import TXN_APIS, check_transaction_api  # noqa: E402
+from test_read_committed_brokers import TXN_APIS, check_transaction_api, coordinator_retry  # noqa: E402
 
 for _name in TXN_APIS:
     exchange(_name)(lambda t, v, _name=_name: check_transaction_api(
-        t.port, t.create_topic(f"raw-txn-{_uid()}"), _name, v, check_crcs=t.mock is None))
+        t.port, t.create_topic(f"raw-txn-{_uid()}"), _name, v, check_crcs=t.mock is None, kafka=t.is_kafka))
 
 
 @exchange("ApiVersions")
@@ -310,7 +346,16 @@ def _produce(t: Target, v: int) -> None:
             rc.send("Produce", produce_request(t.topic, values, v, acks=-1), v)
             assert rc.expect_closed(), "Tansu now answers magic 0/1 produce: drop the quirk"
         return
-    if not t.is_tansu and v == 5:
+    if t.kip896 and v <= 2:
+        # Kafka 4 lists Produce v0-v2 in ApiVersions for librdkafka's sake (KAFKA-18659) but
+        # closes the connection on them (KIP-896): negotiation must not pick them.
+        with t.connect(port, version_overrides={"Produce": v}) as rc:
+            with pytest.raises(ApiVersionError, match=f"Produce v{v} .*speaks v3-v.*KAFKA-18659"):
+                rc.conn.version_for("Produce")
+            rc.send("Produce", produce_request(t.topic, values, v, acks=-1), v)
+            assert rc.expect_closed(), f"Kafka now answers Produce v{v}: let negotiation offer it again"
+        return
+    if t.mock is not None and v == 5:
         # Mock quirk: its Produce v5 response lacks log_start_offset (added in v5, KIP-107).
         with t.connect(port) as rc, pytest.raises(ProtocolError, match="truncated int64"):
             rc.request("Produce", produce_request(t.topic, values, v, acks=-1), v)
@@ -325,8 +370,8 @@ def _produce(t: Target, v: int) -> None:
         cid = rc.send("Produce", produce_request(t.topic, [b"acks0-v%d" % v], v, acks=0), v, expects_response=False)
         assert rc.conn.in_flight == 0
         md = apis.get("Metadata")
-        # Quirk of both test brokers: they answer a Produce with acks=0 (Kafka sends
-        # nothing); the Connection drops that answer and stays in step.
+        # Tansu and the mock answer a Produce with acks=0 (Kafka sends nothing); the
+        # Connection drops that answer and stays in step.
         mid = rc.send(md, md.Request(topics=None), 1)
         event = rc.next_response()
         assert event.correlation_id == mid and event.correlation_id != cid
@@ -399,8 +444,16 @@ def _delete_topics(t: Target, v: int) -> None:
     (r,) = resp.responses
     assert (r.name, r.error_code) == (name, 0), r
     md = apis.get("Metadata")
-    after = t.call(md, md.Request(topics=[md.Request.MetadataRequestTopic(name=name)], allow_auto_topic_creation=False), 4)
-    assert after.topics[0].error_code == 3  # UNKNOWN_TOPIC_OR_PARTITION
+    # Kafka answers once the controller has committed the deletion; its broker's Metadata
+    # follows a little later.
+    deadline = time.monotonic() + 10
+    while True:
+        after = t.call(md, md.Request(topics=[md.Request.MetadataRequestTopic(name=name)],
+                                      allow_auto_topic_creation=False), 4)
+        if after.topics[0].error_code == UNKNOWN_TOPIC_OR_PARTITION:
+            break
+        assert time.monotonic() < deadline, f"{name} is still listed after DeleteTopics: {after.topics}"
+        time.sleep(0.1)
 
 
 @exchange("DescribeConfigs")
@@ -534,6 +587,11 @@ def _offset_commit(t: Target, v: int) -> None:
         # Tansu quirk: OffsetCommit v1 fails (the mock commits it).
         assert p.error_code != 0
         return
+    if t.is_kafka and v == 0:
+        # Kafka 3.9 in KRaft mode: v0 meant "store in ZooKeeper", which it has not, so it
+        # answers UNSUPPORTED_VERSION per partition (Kafka 4 no longer offers v0-v1, KIP-896).
+        assert (tr.name, p.partition_index, p.error_code) == (t.topic, 0, UNSUPPORTED_VERSION), p
+        return
     assert (tr.name, p.partition_index, p.error_code) == (t.topic, 0, 0), p
     committed = _fetch_committed(t, group, t.highest("OffsetFetch"))
     assert committed.committed_offset == 2
@@ -567,6 +625,14 @@ def _offset_fetch(t: Target, v: int) -> None:
     group = f"raw-of-v{v}-{_uid()}"
     resp = t.commit(group, 1)
     assert resp.topics[0].partitions[0].error_code == 0
+    if t.is_kafka and v == 0:
+        # Kafka 3.9 in KRaft mode: v0 read offsets from ZooKeeper, which it has not
+        # (UNSUPPORTED_VERSION per partition; Kafka 4 no longer offers v0, KIP-896).
+        of = apis.get("OffsetFetch")
+        req = of.Request(group_id=group, topics=[of.Request.OffsetFetchRequestTopic(name=t.topic, partition_indexes=[0])])
+        (p,) = t.call(of, req, v, port=t.coordinator_port(group)).topics[0].partitions
+        assert (p.partition_index, p.error_code) == (0, UNSUPPORTED_VERSION), p
+        return
     assert _fetch_committed(t, group, v).committed_offset == 1
     fresh = _fetch_committed(t, f"raw-of-none-{_uid()}", v)
     assert fresh.committed_offset == -1  # no offset committed: -1 with no error
@@ -604,7 +670,9 @@ def _list_groups(t: Target, v: int) -> None:
         resp = rc.request(lg, lg.Request(), v).response
     assert resp.error_code == 0
     listed = {g.group_id: g for g in resp.groups}
-    assert listed[committed].protocol_type == "consumer", resp.groups
+    # A group that only has committed offsets never chose a protocol: Kafka lists its
+    # protocol_type as "", Tansu as "consumer".
+    assert listed[committed].protocol_type == ("consumer" if t.is_tansu else ""), resp.groups
     if t.is_tansu:
         # Tansu quirk: only groups with committed offsets are listed, not groups with members.
         assert group not in listed
@@ -612,6 +680,103 @@ def _list_groups(t: Target, v: int) -> None:
         assert listed[group].protocol_type == "consumer"
         if v >= 4:
             assert listed[group].group_state == "Stable"
+
+
+def _consumer_protocol_off(t: Target, api: str, v: int) -> bool:
+    """True (after checking the answer) where the broker lists a KIP-848 API but runs no
+    consumer-protocol groups: Kafka 3.9 lists ConsumerGroupHeartbeat/Describe v0 with the
+    protocol off by default (a preview before 4.0) and answers UNSUPPORTED_VERSION."""
+    if t.name != "kafka39":
+        return False
+    a = apis.get(api)
+    group = f"raw-kip848-off-{_uid()}"
+    if api == "ConsumerGroupHeartbeat":
+        req = a.Request(group_id=group, member_id="", member_epoch=0, rebalance_timeout_ms=30000,
+                        subscribed_topic_names=[t.topic], topic_partitions=[])
+        codes = [t.call(a, req, v, port=t.coordinator_port(group)).error_code]
+    else:
+        codes = [g.error_code for g in t.call(a, a.Request(group_ids=[group]), v).groups]
+    assert codes == [UNSUPPORTED_VERSION], f"Kafka 3.9 now answers {api} v{v}: {codes}"
+    return True
+
+
+def _consumer_join(t: Target, group: str, v: int, rc: RawConnection) -> tuple[str, int]:
+    """Join ``group`` with ConsumerGroupHeartbeat v``v`` (KIP-848) and heartbeat until the
+    coordinator assigns partition 0 of the target's topic; returns (member id, epoch)."""
+    hb = apis.get("ConsumerGroupHeartbeat")
+    R = hb.Request
+    # KIP-1082: from v1 the member makes up its id; v0 members get one from the broker.
+    member_id = str(uuid.uuid4()) if v >= 1 else ""
+    req = R(group_id=group, member_id=member_id, member_epoch=0, rebalance_timeout_ms=30000,
+            subscribed_topic_names=[t.topic], topic_partitions=[])
+    if t.mock is not None:
+        # Mock quirk: it aborts its whole process (an assert in validate_subscription) unless
+        # topic names and regex are both null or both set; Kafka takes names with a null regex.
+        req.subscribed_topic_regex = ""
+    topic_id = t.topic_id(t.topic)
+    deadline = time.monotonic() + 15
+    while True:
+        resp = coordinator_retry(lambda: rc.request(hb, req, v).response, f"ConsumerGroupHeartbeat {group!r}")
+        assert resp.error_code == 0, resp
+        assert resp.member_id and resp.member_epoch >= 1 and resp.heartbeat_interval_ms > 0, resp
+        if v >= 1:
+            assert resp.member_id == member_id
+        if resp.assignment is not None:
+            owned = [(tp.topic_id, sorted(tp.partitions)) for tp in resp.assignment.topic_partitions]
+            if owned == [(topic_id, [0])]:
+                return resp.member_id, resp.member_epoch
+            req = R(group_id=group, member_id=resp.member_id, member_epoch=resp.member_epoch,
+                    topic_partitions=[R.TopicPartitions(topic_id=i, partitions=p) for i, p in owned])
+        else:
+            # Null fields: unchanged since the last heartbeat.
+            req = R(group_id=group, member_id=resp.member_id, member_epoch=resp.member_epoch)
+        assert time.monotonic() < deadline, f"partition 0 of {t.topic} was not assigned: {resp}"
+        time.sleep(0.2)
+
+
+@exchange("ConsumerGroupHeartbeat")
+def _consumer_group_heartbeat(t: Target, v: int) -> None:
+    if _consumer_protocol_off(t, "ConsumerGroupHeartbeat", v):
+        return
+    hb = apis.get("ConsumerGroupHeartbeat")
+    group = f"raw-cgh-v{v}-{_uid()}"
+    with t.connect(t.coordinator_port(group)) as rc:
+        member_id, epoch = _consumer_join(t, group, v, rc)
+        # The assignment acknowledged, a heartbeat with the same epoch changes nothing.
+        same = rc.request(hb, hb.Request(group_id=group, member_id=member_id, member_epoch=epoch), v).response
+        assert (same.error_code, same.member_epoch, same.assignment) == (0, epoch, None), same
+        left = rc.request(hb, hb.Request(group_id=group, member_id=member_id, member_epoch=-1), v).response
+        # Mock quirk: its answer to the leave has a null member id (Kafka's has the member's).
+        echoed = None if t.mock is not None else member_id
+        assert (left.error_code, left.member_id, left.member_epoch) == (0, echoed, -1), left
+
+
+@exchange("ConsumerGroupDescribe")
+def _consumer_group_describe(t: Target, v: int) -> None:
+    if _consumer_protocol_off(t, "ConsumerGroupDescribe", v):
+        return
+    cd = apis.get("ConsumerGroupDescribe")
+    unknown = f"raw-cgd-none-{_uid()}"
+    if "ConsumerGroupHeartbeat" not in {apis.BY_KEY[k].name for k in t.broker_versions if k in apis.BY_KEY}:
+        # Tansu quirk: it offers ConsumerGroupDescribe without ConsumerGroupHeartbeat, and
+        # describes a group it does not know as Empty with no error (Kafka: GROUP_ID_NOT_FOUND).
+        (g,) = t.call(cd, cd.Request(group_ids=[unknown]), v).groups
+        assert (g.error_code, g.group_id, g.group_state, g.members) == (0, unknown, "Empty", []), g
+        return
+    group = f"raw-cgd-v{v}-{_uid()}"
+    with t.connect(t.coordinator_port(group)) as rc:
+        member_id, epoch = _consumer_join(t, group, t.highest("ConsumerGroupHeartbeat"), rc)
+        resp = rc.request(cd, cd.Request(group_ids=[group, unknown]), v).response
+    described = {d.group_id: d for d in resp.groups}
+    assert sorted(described) == sorted([group, unknown]), resp
+    g, none = described[group], described[unknown]
+    assert (g.error_code, g.group_id, g.group_state) == (0, group, "Stable"), g
+    assert none.group_id == unknown and none.error_code == GROUP_ID_NOT_FOUND, none
+    (m,) = g.members
+    assert (m.member_id, m.member_epoch, m.subscribed_topic_names) == (member_id, epoch, [t.topic]), m
+    assert [(tp.topic_name, tp.partitions) for tp in m.assignment.topic_partitions] == [(t.topic, [0])], m
+    if v >= 1:
+        assert m.member_type == 1, m  # KIP-1099: a consumer-protocol member
 
 
 @exchange("DeleteGroups")
@@ -669,7 +834,7 @@ def _create_partitions(t: Target, v: int) -> None:
     resp = t.call(cp, R(topics=[R.CreatePartitionsTopic(name=topic, count=2)], timeout_ms=10000,
                         validate_only=False), v)
     assert [(r.name, r.error_code) for r in resp.results] == [(topic, 0)], resp
-    assert len(t.metadata_topic(topic)[0].partitions) == 2
+    t.wait_served(topic, 2)
 
 
 @exchange("OffsetDelete")
@@ -689,6 +854,11 @@ def _offset_delete(t: Target, v: int) -> None:
 def _sasl_handshake(t: Target, v: int) -> None:
     sh = apis.get("SaslHandshake")
     resp = t.call(sh, sh.Request(mechanism="NO-SUCH-MECHANISM"), v)
+    if t.is_kafka:
+        # Kafka's PLAINTEXT listener has no SASL at all: a SaslHandshake there is out of place
+        # (ILLEGAL_SASL_STATE, no mechanisms); Tansu and the mock treat it as a SASL listener.
+        assert (resp.error_code, resp.mechanisms) == (ILLEGAL_SASL_STATE, []), resp
+        return
     # An unknown mechanism is refused with the list of those the broker offers.
     assert resp.error_code == UNSUPPORTED_SASL_MECHANISM, resp
     assert all(isinstance(m, str) for m in resp.mechanisms)
@@ -729,7 +899,14 @@ def _describe_user_scram_credentials(t: Target, v: int) -> None:
     du = apis.get("DescribeUserScramCredentials")
     user = f"raw-scram-d{v}-{_uid()}"
     _scram_upsert(t, t.highest("AlterUserScramCredentials"), user)
-    resp = t.call(du, du.Request(users=[du.Request.UserName(name=user)]), v)
+    req = du.Request(users=[du.Request.UserName(name=user)])
+    if t.is_tansu:
+        # Tansu quirk: its answer is 9 bytes, one short: it frames it with the v0 response
+        # header (no tagged fields, against KIP-482's flexible v0), then lists no users.
+        with t.connect() as rc, pytest.raises(ProtocolError, match="DescribeUserScramCredentials v0 .*truncated"):
+            rc.request(du, req, v)
+        return
+    resp = t.call(du, req, v)
     assert resp.error_code == 0, resp
     assert [(r.user, r.error_code, [(c.mechanism, c.iterations) for c in r.credential_infos])
             for r in resp.results] == [(user, 0, [(2, 4096)])], resp
@@ -738,11 +915,14 @@ def _describe_user_scram_credentials(t: Target, v: int) -> None:
 # ---------------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module", params=["tansu", "mock"])
+@pytest.fixture(scope="module", params=[pytest.param("kafka", marks=pytest.mark.kafka),
+                                        pytest.param("kafka39", marks=pytest.mark.kafka),
+                                        pytest.param("tansu", marks=pytest.mark.tansu),
+                                        pytest.param("mock", marks=pytest.mark.mock)])
 def target(request: pytest.FixtureRequest) -> Target:
-    if request.param == "tansu":
-        broker = request.getfixturevalue("tansu_broker")
-        return Target("tansu", broker.port)
+    if request.param in ("kafka", "kafka39", "tansu"):
+        broker = request.getfixturevalue(f"{request.param}_broker")
+        return Target(request.param, broker.port)
     cluster = request.getfixturevalue("mock_cluster")
     return Target("mock", cluster.brokers[1][1], mock=cluster)
 

@@ -89,9 +89,28 @@ def _connect(port: int) -> RawConnection:
     return rc
 
 
+# Answers a client retries: Kafka creates __transaction_state and __consumer_offsets at the
+# first FindCoordinator for them and answers COORDINATOR_NOT_AVAILABLE, then
+# COORDINATOR_LOAD_IN_PROGRESS, until their partitions are loaded.
+COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR = 14, 15, 16
+COORDINATOR_RETRIABLE = (COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR)
+
+
+def coordinator_retry(call: Any, what: str, deadline_s: float = 30.0) -> Any:
+    """``call()`` again while its answer's error_code is a coordinator error a client retries."""
+    deadline = time.monotonic() + deadline_s
+    while True:
+        resp = call()
+        if resp.error_code not in COORDINATOR_RETRIABLE:
+            return resp
+        assert time.monotonic() < deadline, f"{what}: the coordinator was not ready within {deadline_s}s: {resp}"
+        time.sleep(0.2)
+
+
 def _coordinator(rc: RawConnection, key: str, key_type: int) -> int:
     fc = apis.get("FindCoordinator")
-    resp = rc.request(fc, fc.Request(key=key, key_type=key_type), 3).response  # v3: one key
+    resp = coordinator_retry(lambda: rc.request(fc, fc.Request(key=key, key_type=key_type), 3).response,  # v3: one key
+                             f"FindCoordinator {key!r}")
     assert resp.error_code == 0 and resp.port > 0, resp
     return resp.port
 
@@ -101,7 +120,7 @@ def raw_transaction(port: int, topic: str, versions: dict[str, int], commit: boo
     AddOffsetsToTxn, TxnOffsetCommit, EndTxn; each API at ``versions`` or the highest
     both sides speak (clients' range for AddPartitionsToTxn).  Returns the answers."""
     txn, group = f"raw-txn-{_uid()}", f"raw-txn-group-{_uid()}"
-    out: dict[str, Any] = {"group": group}
+    out: dict[str, Any] = {"group": group, "transactional_id": txn}
     with _connect(port) as boot:
         offered = boot.conn.broker_versions
 
@@ -117,8 +136,9 @@ def raw_transaction(port: int, topic: str, versions: dict[str, int], commit: boo
         with _connect(_coordinator(boot, txn, 1)) as tc, _connect(leader) as lc, \
                 _connect(_coordinator(boot, group, 0)) as gc:
             ip = apis.get("InitProducerId")
-            init = tc.request(ip, ip.Request(transactional_id=txn, transaction_timeout_ms=60000),
-                              version("InitProducerId")).response
+            init_request = ip.Request(transactional_id=txn, transaction_timeout_ms=60000)
+            init = coordinator_retry(lambda: tc.request(ip, init_request, version("InitProducerId")).response,
+                                     "InitProducerId")
             assert init.error_code == 0, init
             pid, epoch = init.producer_id, init.producer_epoch
             out["producer"] = (pid, epoch)
@@ -190,27 +210,48 @@ def raw_log(port: int, topic: str, isolation: int = 0, check_crcs: bool = True,
             assert time.monotonic() < deadline, f"fetched up to {offset} of {end} only"
 
 
-def check_transaction_api(port: int, topic: str, api_name: str, version: int, check_crcs: bool = True) -> None:
+def logged_batches(port: int, topic: str, count: int, check_crcs: bool = True, deadline_s: float = 15.0) -> list[Any]:
+    """Partition 0's batches once there are ``count`` of them: Kafka answers EndTxn once the
+    coordinator has logged PREPARE_COMMIT/PREPARE_ABORT and writes the markers after (KIP-98),
+    so a fetch right after the answer may not see them yet."""
+    deadline = time.monotonic() + deadline_s
+    while True:
+        batches = codec.decode_batches(raw_log(port, topic, check_crcs=check_crcs)[0], check_crcs=check_crcs)
+        if len(batches) >= count or time.monotonic() > deadline:
+            return batches
+        time.sleep(0.1)
+
+
+def check_transaction_api(port: int, topic: str, api_name: str, version: int, check_crcs: bool = True,
+                          kafka: bool = False) -> None:
     """One committed transaction in raw requests with ``api_name`` at ``version`` (the
-    exchange test_raw_protocol.py can register for the transaction APIs)."""
-    if version > CLIENT_MAX.get(api_name, version):
+    exchange test_raw_protocol.py can register for the transaction APIs); ``kafka``: the
+    broker is Apache Kafka."""
+    batched = version > CLIENT_MAX.get(api_name, version)
+    if batched and not kafka:
         # Tansu quirk: it offers AddPartitionsToTxn v4-v5 (KIP-890's broker-to-broker form)
-        # but closes the connection on them; clients use v0-v3.
+        # but closes the connection on them; clients use v0-v3.  Kafka answers them (meant
+        # for brokers, but a Kafka without an authorizer does not refuse a client's).
         with pytest.raises(BrokerClosedError):
             raw_transaction(port, topic, {api_name: version})
         return
     out = raw_transaction(port, topic, {api_name: version})
     apt = out["AddPartitionsToTxn"]
-    assert [(t.name, [(p.partition_index, p.partition_error_code) for p in t.results_by_partition])
-            for t in apt.results_by_topic_v3_and_below] == [(topic, [(0, 0)])], apt
+    if batched:
+        assert apt.error_code == 0, apt
+        assert [(r.transactional_id, [(t.name, [(p.partition_index, p.partition_error_code)
+                                               for p in t.results_by_partition]) for t in r.topic_results])
+                for r in apt.results_by_transaction] == [(out["transactional_id"], [(topic, [(0, 0)])])], apt
+    else:
+        assert [(t.name, [(p.partition_index, p.partition_error_code) for p in t.results_by_partition])
+                for t in apt.results_by_topic_v3_and_below] == [(topic, [(0, 0)])], apt
     assert out["Produce"].error_code == 0, out["Produce"]
     assert out["AddOffsetsToTxn"].error_code == 0, out["AddOffsetsToTxn"]
     assert [(t.name, [(p.partition_index, p.error_code) for p in t.partitions])
             for t in out["TxnOffsetCommit"].topics] == [(topic, [(0, 0)])], out["TxnOffsetCommit"]
     assert out["EndTxn"].error_code == 0, out["EndTxn"]
     # The commit wrote a COMMIT marker after the two records.
-    log, _pd = raw_log(port, topic, check_crcs=check_crcs)
-    batches = codec.decode_batches(log, check_crcs=check_crcs)
+    batches = logged_batches(port, topic, 2, check_crcs)
     pid = out["producer"][0]
     assert [(b.producer_id, b.is_transactional, b.is_control) for b in batches] == \
         [(pid, True, False), (pid, True, True)], batches
@@ -240,8 +281,7 @@ def test_abort_writes_an_abort_marker(broker: Broker) -> None:
     topic = broker.topic("raw-abort")
     out = raw_transaction(broker.port, topic, {}, commit=False)
     assert out["EndTxn"].error_code == 0, out["EndTxn"]
-    batches = codec.decode_batches(raw_log(broker.port, topic, check_crcs=broker.check_crcs)[0],
-                                   check_crcs=broker.check_crcs)
+    batches = logged_batches(broker.port, topic, 2, broker.check_crcs)
     assert [(b.is_control, b.records[0].key if b.is_control else None) for b in batches] == \
         [(False, None), (True, b"\x00\x00\x00\x00")]  # version 0, type 0: ABORT
 
