@@ -452,6 +452,11 @@ class Admin:
             raise KafkaTimeoutError(f"{what}: no time left to send {api.name} to {conn.name}")
         fut = conn.send(api, build(version), version)
         if not fut.wait(remaining):
+            # A broker answers a connection's requests in order: one left unanswered here
+            # (Kafka holding a CreateTopics for a controller it cannot reach) would hold
+            # up every later call on this connection, so the next one connects afresh.
+            conn.close(KafkaTimeoutError(f"{what}: {api.name} to {conn.name} abandoned at the "
+                                         f"call's deadline"))
             raise KafkaTimeoutError(f"{what}: {api.name} to {conn.name}: no response in time")
         return version, fut.result()
 
