@@ -31,6 +31,7 @@ from kafkawire.client.errors import (
     KafkaTimeoutError,
 )
 from kafkawire.protocol import apis
+from kafkawire.protocol.api import ApiVersionError
 from kafkawire.protocol.fetcher import (
     EARLIEST,
     LATEST,
@@ -259,6 +260,13 @@ class AsyncConsumer:
             f.on_failure(positions)
             self.cluster.meta.need_refresh = True
             self._back_off(node)
+            return
+        except ApiVersionError as exc:
+            # No Fetch version to send (an override the broker does not serve, e.g. v0-v3
+            # on Kafka 4, KIP-896): the next poll() raises it, as the sync shell's does,
+            # instead of the task failing unseen and every poll coming back empty.
+            f.on_failure(positions)
+            f.pending_error = exc
             return
         finally:
             self._inflight.pop(node, None)
