@@ -11,11 +11,14 @@ from kafkawire import Consumer, Producer
 from kafkawire.protocol import apis
 
 CREATE = apis.get("CreateTopics")
-TS = 1_700_000_000_000
+# Record timestamps start a day ago, on the hour: Apache Kafka deletes segments older than
+# its 7-day retention.ms at once, so a fixed date in 2023 would read back as an empty log.
+TS = (int(time.time()) // 3600 - 24) * 3600 * 1000
 
 
 def new_topic(bootstrap: str, partitions: int = 2, prefix: str = "sp") -> str:
-    """A fresh topic with ``partitions`` partitions (Tansu implements CreateTopics)."""
+    """A fresh topic with ``partitions`` partitions, made with CreateTopics (Apache Kafka
+    auto-creates topics with one partition, Tansu with four: a test says how many it needs)."""
     name = f"{prefix}-{uuid.uuid4().hex[:8]}"
     # A Consumer's cluster, not a Producer's: the producer's sender thread owns its connections.
     with Consumer(bootstrap_servers=bootstrap) as c:

@@ -17,7 +17,7 @@ COUNT = 4000  # 800 records a window, 200 per key
 
 
 @pytest.fixture(scope="module")
-def demo_topic(tansu_broker):
+def demo_topic(kafka_broker):
     """A topic of COUNT records over WINDOWS one-minute windows, key k's values 10 * (k + 1)
     bytes long.  Returns the topic, [(key, timestamp ms, value length)] as produced, and the
     totals per (window start, key) worked out by hand."""
@@ -25,7 +25,7 @@ def demo_topic(tansu_broker):
     now = int(time.time() * 1000)
     base = now - now % WINDOW_MS - WINDOWS * WINDOW_MS
     produced = []
-    with Producer(bootstrap_servers=tansu_broker.bootstrap) as p:
+    with Producer(bootstrap_servers=kafka_broker.bootstrap) as p:
         for i in range(COUNT):
             k = i % len(KEYS)
             ts = base + i * WINDOWS * WINDOW_MS // COUNT
@@ -41,11 +41,11 @@ def demo_topic(tansu_broker):
 @pytest.mark.spark
 @pytest.mark.broker
 @pytest.mark.parametrize("reference", ["produced", "consumer"])
-def test_pipeline_totals_match(spark, tansu_broker, demo_topic, reference):
+def test_pipeline_totals_match(spark, kafka_broker, demo_topic, reference):
     topic, produced, expected = demo_topic
     out = f"demo-out-{uuid.uuid4().hex[:8]}"
     log = io.StringIO()
-    stats = run_pipeline(tansu_broker.bootstrap, topic, out,
+    stats = run_pipeline(kafka_broker.bootstrap, topic, out,
                          produced if reference == "produced" else None, stream=log, spark=spark)
     assert stats["errors"] == []
     assert stats["read_rows"] == COUNT

@@ -1,4 +1,4 @@
-"""format("kafkawire") writes (batch and streaming) and streaming reads against Tansu."""
+"""format("kafkawire") writes (batch and streaming) and streaming reads against Apache Kafka."""
 
 from __future__ import annotations
 
@@ -25,8 +25,8 @@ def write(df, bootstrap: str, **options) -> None:
     w.save()
 
 
-def test_write_then_read_back_identical_and_through_confluent(spark, tansu_broker):
-    b = tansu_broker.bootstrap
+def test_write_then_read_back_identical_and_through_confluent(spark, kafka_broker):
+    b = kafka_broker.bootstrap
     source, out = new_topic(b, 2), new_topic(b, 3)
     produce(b, source, {0: records(0, 300), 1: records(1, 200)})
     df = load(spark, b, subscribe=source, includeHeaders="true")
@@ -39,8 +39,8 @@ def test_write_then_read_back_identical_and_through_confluent(spark, tansu_broke
     assert confluent_rows(b, out, 3, 500) == got
 
 
-def test_sink_routes_by_topic_column_and_key(spark, tansu_broker):
-    b = tansu_broker.bootstrap
+def test_sink_routes_by_topic_column_and_key(spark, kafka_broker):
+    b = kafka_broker.bootstrap
     t1, t2 = new_topic(b, 4), new_topic(b, 4)
     rows = [(t1 if i % 2 else t2, b"key-%d" % (i % 13), b"v%d" % i) for i in range(400)]
     df = spark.createDataFrame(rows, "topic string, key binary, value binary")
@@ -56,8 +56,8 @@ def test_sink_routes_by_topic_column_and_key(spark, tansu_broker):
     assert all(ps == {partition_for_key(k, 4)} for (_t, k), ps in where.items())
 
 
-def test_sink_topic_option_wins_and_string_values(spark, tansu_broker):
-    b = tansu_broker.bootstrap
+def test_sink_topic_option_wins_and_string_values(spark, kafka_broker):
+    b = kafka_broker.bootstrap
     out = new_topic(b, 1)
     df = spark.createDataFrame([("ignored", "a"), ("ignored", "b")], "topic string, value string")
     write(df, b, topic=out)
@@ -72,22 +72,22 @@ def test_sink_topic_option_wins_and_string_values(spark, tansu_broker):
     ("value binary", {"topic": "t", "kafka.key.serializer": "x"}, "keys are written as binary"),
     ("value binary", {"topic": "t", "startingOffsets": "earliest"}, "'startingoffsets' does not apply to writing"),
 ])
-def test_sink_rejects_bad_input_with_a_clear_error(spark, tansu_broker, ddl, options, message):
+def test_sink_rejects_bad_input_with_a_clear_error(spark, kafka_broker, ddl, options, message):
     df = spark.createDataFrame([], ddl)
     with pytest.raises(PySparkException) as info:
-        write(df, tansu_broker.bootstrap, **options)
+        write(df, kafka_broker.bootstrap, **options)
     assert message in str(info.value)
 
 
-def test_sink_needs_append_mode(spark, tansu_broker):
+def test_sink_needs_append_mode(spark, kafka_broker):
     df = spark.createDataFrame([(b"v",)], "value binary")
     with pytest.raises(PySparkException, match="only appends"):
-        df.write.format("kafkawire").option("kafka.bootstrap.servers", tansu_broker.bootstrap) \
+        df.write.format("kafkawire").option("kafka.bootstrap.servers", kafka_broker.bootstrap) \
             .option("topic", "t").mode("overwrite").save()
 
 
-def test_failed_write_fails_the_spark_job_with_the_error(spark, tansu_broker):
-    b = tansu_broker.bootstrap
+def test_failed_write_fails_the_spark_job_with_the_error(spark, kafka_broker):
+    b = kafka_broker.bootstrap
     topic = new_topic(b, 1)
     df = spark.createDataFrame([(b"x" * (2 << 20),)], "value binary")
     with pytest.raises(PySparkException, match="kafkawire sink: writing failed"):
@@ -104,9 +104,9 @@ def test_broker_error_fails_the_job_with_its_name(spark, mock_cluster_factory):
         write(df, cluster.bootstrap, topic="denied")
 
 
-def test_failed_send_fails_the_task_with_the_producers_error(tansu_broker):
+def test_failed_send_fails_the_task_with_the_producers_error(kafka_broker):
     # A record over max_request_size: the task fails with the producer's error, not a hang.
-    b = tansu_broker.bootstrap
+    b = kafka_broker.bootstrap
     topic = new_topic(b, 1)
     big = pa.RecordBatch.from_pydict({"value": [b"x" * (2 << 20)]})
     with pytest.raises(_io.WriteError, match="RecordTooLarge|MESSAGE_TOO_LARGE|max_request_size"):
@@ -135,8 +135,8 @@ def _run_available_now(df, path: str, checkpoint: str, fmt: str = "parquet", **o
     return q
 
 
-def test_stream_restart_from_checkpoint_equals_one_run(spark, tansu_broker, tmp_path):
-    b = tansu_broker.bootstrap
+def test_stream_restart_from_checkpoint_equals_one_run(spark, kafka_broker, tmp_path):
+    b = kafka_broker.bootstrap
     topic = new_topic(b, 2)
     produce(b, topic, {0: records(0, 150), 1: records(1, 150)})
     cols = "key, value, partition, offset, timestamp"
@@ -161,8 +161,8 @@ def test_stream_restart_from_checkpoint_equals_one_run(spark, tansu_broker, tmp_
     assert json.loads(last.read_text().strip().splitlines()[-1]) == {topic: {"0": 210, "1": 190}}
 
 
-def test_stream_starts_at_latest_by_default_and_new_partitions_at_earliest(spark, tansu_broker):
-    b = tansu_broker.bootstrap
+def test_stream_starts_at_latest_by_default_and_new_partitions_at_earliest(spark, kafka_broker):
+    b = kafka_broker.bootstrap
     topic = new_topic(b, 2)
     produce(b, topic, {0: records(0, 20)})
     opts = SourceOptions.parse({"kafka.bootstrap.servers": b, "subscribe": topic}, streaming=True)
@@ -179,8 +179,8 @@ def test_stream_starts_at_latest_by_default_and_new_partitions_at_earliest(spark
     assert reader.latestOffset({topic: {"0": 20, "1": 5}}, ReadMaxRows(20)) == {topic: {"0": 35, "1": 10}}
 
 
-def test_min_offsets_per_trigger_waits_for_enough_or_the_delay(tansu_broker):
-    b = tansu_broker.bootstrap
+def test_min_offsets_per_trigger_waits_for_enough_or_the_delay(kafka_broker):
+    b = kafka_broker.bootstrap
     topic = new_topic(b, 1)
     produce(b, topic, {0: records(0, 5)})
     start = {topic: {"0": 0}}
@@ -196,8 +196,8 @@ def test_min_offsets_per_trigger_waits_for_enough_or_the_delay(tansu_broker):
     assert patient.latestOffset(start, ReadAllAvailable()) == {topic: {"0": 5}}
 
 
-def test_stream_offsets_never_go_backwards(tansu_broker):
-    b = tansu_broker.bootstrap
+def test_stream_offsets_never_go_backwards(kafka_broker):
+    b = kafka_broker.bootstrap
     topic = new_topic(b, 1)
     produce(b, topic, {0: records(0, 10)})
     base = {"kafka.bootstrap.servers": b, "subscribe": topic}
@@ -210,8 +210,8 @@ def test_stream_offsets_never_go_backwards(tansu_broker):
     assert lenient.latestOffset(ahead, ReadAllAvailable()) == ahead
 
 
-def test_stream_write_reads_back_through_confluent(spark, tansu_broker, tmp_path):
-    b = tansu_broker.bootstrap
+def test_stream_write_reads_back_through_confluent(spark, kafka_broker, tmp_path):
+    b = kafka_broker.bootstrap
     source, out = new_topic(b, 2), new_topic(b, 2)
     produce(b, source, {0: records(0, 120), 1: records(1, 80)})
     df = _stream(spark, b, source, startingOffsets="earliest").selectExpr("key", "value", "partition")
@@ -222,15 +222,15 @@ def test_stream_write_reads_back_through_confluent(spark, tansu_broker, tmp_path
     assert [(r[0], r[1], r[3], r[4]) for r in got] == [(r[0], r[1], r[3], r[4]) for r in want]
 
 
-def test_stream_rejects_batch_only_options(spark, tansu_broker):
+def test_stream_rejects_batch_only_options(spark, kafka_broker):
     with pytest.raises((PySparkException, KafkawireOptionError), match="'endingOffsets' is for batch queries"):
-        q = _stream(spark, tansu_broker.bootstrap, "x", endingOffsets="latest").writeStream.format("noop").start()
+        q = _stream(spark, kafka_broker.bootstrap, "x", endingOffsets="latest").writeStream.format("noop").start()
         q.awaitTermination(30)
         raise q.exception()
 
 
-def test_timestamps_keep_their_milliseconds(spark, tansu_broker):
-    b = tansu_broker.bootstrap
+def test_timestamps_keep_their_milliseconds(spark, kafka_broker):
+    b = kafka_broker.bootstrap
     topic = new_topic(b, 1)
     produce(b, topic, {0: records(0, 5)})
     got = load(spark, b, subscribe=topic).selectExpr("unix_millis(timestamp) AS ms").collect()

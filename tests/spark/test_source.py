@@ -1,4 +1,8 @@
-"""format("kafkawire") read in batch against real brokers, checked against confluent-kafka."""
+"""format("kafkawire") read in batch against real brokers, checked against confluent-kafka.
+
+Apache Kafka is the broker; Tansu stays for its low ListOffsets "latest" (the source
+reads the Fetch watermark instead) and librdkafka's mock for magic 0/1 message sets,
+which Kafka 4 no longer accepts (KIP-896 removed Produce v0-v2)."""
 
 from __future__ import annotations
 
@@ -11,7 +15,7 @@ import pytest
 from pyspark.errors import PySparkException
 from sparkkafka import TS, confluent_rows, load, new_topic, produce, records, spark_rows
 
-from kafkawire import Consumer
+from kafkawire import Admin
 from kafkawire.spark import KafkawireOptionError
 from kafkawire.spark._options import SourceOptions
 from kafkawire.spark.source import KAFKA_SCHEMA, KafkawireReader
@@ -19,8 +23,8 @@ from kafkawire.spark.source import KAFKA_SCHEMA, KafkawireReader
 pytestmark = pytest.mark.spark
 
 @pytest.mark.parametrize("compression", ["none", "gzip", "snappy", "lz4", "zstd"])
-def test_batch_read_matches_confluent(spark, tansu_broker, compression):
-    b = tansu_broker.bootstrap
+def test_batch_read_matches_confluent(spark, kafka_broker, compression):
+    b = kafka_broker.bootstrap
     topic = new_topic(b, 2)
     produce(b, topic, {0: records(0, 250), 1: records(1, 130)}, compression_type=compression)
     want = confluent_rows(b, topic, 2, 380)
@@ -29,13 +33,25 @@ def test_batch_read_matches_confluent(spark, tansu_broker, compression):
     assert got == want
 
 
+def test_batch_read_on_tansu_reads_to_the_watermark(spark, tansu_broker):
+    # Tansu's ListOffsets "latest" can stay below the high watermark: a read that ended
+    # there would miss records, so the source ends at the Fetch watermark.
+    b = tansu_broker.bootstrap
+    topic = new_topic(b, 2)
+    produce(b, topic, {0: records(0, 250), 1: records(1, 130)}, compression_type="zstd")
+    want = confluent_rows(b, topic, 2, 380)
+    assert len(want) == 380
+    assert spark_rows(load(spark, b, subscribe=topic, includeHeaders="true")) == want
+
+
 @pytest.mark.parametrize("produce_version,magic,compression", [
     (1, 0, "none"), (2, 1, "none"), (3, 2, "none"), (3, 2, "gzip"), (3, 2, "snappy"), (3, 2, "lz4"),
     (3, 2, "zstd"),
 ])
 def test_batch_read_every_message_format(spark, mock_cluster, produce_version, magic, compression):
-    # Tansu refuses magic 0/1 produce; the mock cluster stores each format as sent (and
-    # refuses compressed magic 0/1 sets: tests/integration names that quirk).
+    # Kafka 4 (no Produce v0-v2, KIP-896) and Tansu refuse magic 0/1 produce; the mock
+    # cluster stores each format as sent (and refuses compressed magic 0/1 sets:
+    # tests/integration names that quirk).
     b = mock_cluster.bootstrap
     topic = f"sp-fmt{magic}-{compression}-{uuid.uuid4().hex[:6]}"
     mock_cluster.create_topic(topic, 2, 1)
@@ -48,8 +64,8 @@ def test_batch_read_every_message_format(spark, mock_cluster, produce_version, m
         assert {(r[5], r[6]) for r in got} == {(-1, -1)}
 
 
-def test_offsets_options_and_assign(spark, tansu_broker):
-    b = tansu_broker.bootstrap
+def test_offsets_options_and_assign(spark, kafka_broker):
+    b = kafka_broker.bootstrap
     topic = new_topic(b, 3)
     produce(b, topic, {p: records(p, 50) for p in range(3)})
     df = load(spark, b, assign=json.dumps({topic: [0, 2]}),
@@ -62,8 +78,8 @@ def test_offsets_options_and_assign(spark, tansu_broker):
     assert pattern.count() == 150
 
 
-def test_min_partitions_and_max_records_per_partition_split_tasks(spark, tansu_broker):
-    b = tansu_broker.bootstrap
+def test_min_partitions_and_max_records_per_partition_split_tasks(spark, kafka_broker):
+    b = kafka_broker.bootstrap
     topic = new_topic(b, 2)
     produce(b, topic, {0: records(0, 300), 1: records(1, 100)})
     df = load(spark, b, subscribe=topic, maxRecordsPerPartition="70")
@@ -74,38 +90,34 @@ def test_min_partitions_and_max_records_per_partition_split_tasks(spark, tansu_b
     assert df.count() == 400
 
 
-def test_timestamp_options(spark, tansu_broker):
-    # Tansu answers every ListOffsets-by-timestamp with offset 0 (no time index), so the
-    # rows read are checked against the offsets the broker gives for the same times.
-    b = tansu_broker.bootstrap
+def test_timestamp_options(spark, kafka_broker):
+    # Record i has timestamp TS + 10 * i: Kafka's time index finds TS + 50 at offset 5
+    # and TS + 300 at offset 30.
+    b = kafka_broker.bootstrap
     topic = new_topic(b, 1)
     produce(b, topic, {0: records(0, 40)})
-    tp = (topic, 0)
-    with Consumer(bootstrap_servers=b) as c:
-        def offset_at(ts):
-            found = c.offsets_for_times({tp: ts})[tp]
-            return 40 if found is None else found.offset  # no record that late: the end
-
-        start, end = offset_at(TS + 50), offset_at(TS + 300)
+    start, end = 5, 30
     got = load(spark, b, subscribe=topic, startingTimestamp=str(TS + 50)).collect()
     assert sorted(r.offset for r in got) == list(range(start, 40))
     got = load(spark, b, subscribe=topic,
                startingOffsetsByTimestamp=json.dumps({topic: {"0": TS + 50}}),
                endingOffsetsByTimestamp=json.dumps({topic: {"0": TS + 300}})).collect()
     assert sorted(r.offset for r in got) == list(range(start, end))
+    # A time between two records starts at the later one.
+    got = load(spark, b, subscribe=topic, startingTimestamp=str(TS + 51)).collect()
+    assert min(r.offset for r in got) == 6
     # The timestamp options win over the offsets ones (the JVM connector's precedence).
     got = load(spark, b, subscribe=topic, startingOffsets=json.dumps({topic: {"0": 39}}),
                startingTimestamp=str(TS + 50)).count()
     assert got == 40 - start
 
 
-def test_starting_timestamp_after_every_record(spark, mock_cluster):
+def test_starting_timestamp_after_every_record(spark, kafka_broker):
     # No record at or after the time: an error naming the option, or with the "latest"
     # strategy a start at the end.
-    b = mock_cluster.bootstrap
-    topic = f"sp-ts-{uuid.uuid4().hex[:6]}"
-    mock_cluster.create_topic(topic, 1, 1)
-    produce(b, topic, {0: [r[:3] for r in records(0, 20, headers=False)]})
+    b = kafka_broker.bootstrap
+    topic = new_topic(b, 1)
+    produce(b, topic, {0: records(0, 20)})
     later = str(TS + 10**9)
     with pytest.raises(PySparkException, match="startingOffsetsByTimestampStrategy=latest"):
         load(spark, b, subscribe=topic, startingTimestamp=later).collect()
@@ -156,20 +168,20 @@ def test_missing_bootstrap_and_stream_only_options():
     assert SourceOptions.parse({"kafka.bootstrap.servers": "h:1", "subscribe": "a"}, False).starting == "earliest"
 
 
-def test_bad_option_fails_the_query_with_its_message(spark, tansu_broker):
+def test_bad_option_fails_the_query_with_its_message(spark, kafka_broker):
     with pytest.raises(PySparkException, match="startingOffsets"):
-        load(spark, tansu_broker.bootstrap, subscribe="x", startingOffsets="latest").collect()
+        load(spark, kafka_broker.bootstrap, subscribe="x", startingOffsets="latest").collect()
 
 
-def test_json_offsets_must_name_every_partition(spark, tansu_broker):
-    b = tansu_broker.bootstrap
+def test_json_offsets_must_name_every_partition(spark, kafka_broker):
+    b = kafka_broker.bootstrap
     topic = new_topic(b, 2)
     with pytest.raises(PySparkException, match="must give every partition"):
         load(spark, b, subscribe=topic, startingOffsets=json.dumps({topic: {"0": 0}})).collect()
 
 
-def test_pushdown_narrows_the_offsets_fetched(spark, tansu_broker):
-    b = tansu_broker.bootstrap
+def test_pushdown_narrows_the_offsets_fetched(spark, kafka_broker):
+    b = kafka_broker.bootstrap
     topic = new_topic(b, 3)
     produce(b, topic, {p: records(p, 400) for p in range(3)})
     # The plan itself: ranges narrowed by the predicates, before anything is fetched.
@@ -191,9 +203,9 @@ def test_pushdown_narrows_the_offsets_fetched(spark, tansu_broker):
     assert sorted(r.offset for r in got.collect()) == sorted(list(range(395, 400)) * 3)
 
 
-def test_offset_gaps_from_transaction_markers(spark, tansu_broker):
+def test_offset_gaps_from_transaction_markers(spark, kafka_broker):
     # A transaction's commit marker takes an offset no record has: the read skips it.
-    b = tansu_broker.bootstrap
+    b = kafka_broker.bootstrap
     topic = new_topic(b, 1)
     p = confluent_kafka.Producer({"bootstrap.servers": b, "transactional.id": f"tx-{topic}", "log_level": 3})
     p.init_transactions(20)
@@ -209,21 +221,29 @@ def test_offset_gaps_from_transaction_markers(spark, tansu_broker):
     assert offsets[-1] > len(offsets) - 1, "no gap: the broker wrote no markers"
 
 
-def test_data_loss_start_before_the_log(spark, tansu_broker):
-    # Offsets before the log's start: an error naming the partition, or skipped with
-    # failOnDataLoss=false.  (Records do not age out in a test, so the start is beyond the end.)
-    b = tansu_broker.bootstrap
+def test_data_loss_start_before_the_log(spark, kafka_broker):
+    # Offsets before the log's start (DeleteRecords moved it, as retention does): an
+    # error naming the partition, or with failOnDataLoss=false a start where the log does.
+    b = kafka_broker.bootstrap
     topic = new_topic(b, 1)
     produce(b, topic, {0: records(0, 10)})
+    with Admin(bootstrap_servers=b) as admin:
+        admin.delete_records({(topic, 0): 4}, timeout=30)
+    start = json.dumps({topic: {"0": 2}})
+    with pytest.raises(PySparkException, match=rf"{topic}\[0\] starts at 2 but the earliest offset is 4"):
+        load(spark, b, subscribe=topic, startingOffsets=start).collect()
+    got = load(spark, b, subscribe=topic, startingOffsets=start, failOnDataLoss="false").collect()
+    assert sorted(r.offset for r in got) == list(range(4, 10))
+    # A start beyond the log's end (a recreated topic): the same, from the other side.
     start = json.dumps({topic: {"0": 50}})
     with pytest.raises(PySparkException, match=rf"{topic}\[0\] starts at 50 but the latest offset is 10"):
         load(spark, b, subscribe=topic, startingOffsets=start).collect()
     assert load(spark, b, subscribe=topic, startingOffsets=start, failOnDataLoss="false").count() == 0
 
 
-def test_reads_with_filter_pushdown_off(spark, tansu_broker):
+def test_reads_with_filter_pushdown_off(spark, kafka_broker):
     # Spark's default: the source must still plan, and Spark applies the filters itself.
-    b = tansu_broker.bootstrap
+    b = kafka_broker.bootstrap
     topic = new_topic(b, 1)
     produce(b, topic, {0: records(0, 30)})
     spark.conf.set("spark.sql.python.filterPushdown.enabled", "false")

@@ -17,12 +17,14 @@ import uuid
 
 import pytest
 
+from sparkkafka import new_topic
+
 from kafkawire import Consumer, Producer
 from kafkawire.testing.spark import SparkStandaloneCluster
 
 JOB = os.path.join(os.path.dirname(__file__), "cluster_job.py")
 WORKERS = 2
-PARTITIONS = 4  # Tansu auto-creates topics with 4 partitions
+PARTITIONS = 4  # one read task per partition, spread over both executors
 PER_PARTITION = 250
 
 
@@ -41,10 +43,10 @@ def _read_back(bootstrap: str, topic: str, expected: int) -> list:
 @pytest.mark.spark
 @pytest.mark.broker
 @pytest.mark.timeout(600)
-def test_read_and_write_across_two_executors(tansu_broker):
-    bootstrap = tansu_broker.bootstrap
-    suffix = uuid.uuid4().hex[:8]
-    in_topic, out_topic = f"cluster-in-{suffix}", f"cluster-out-{suffix}"
+def test_read_and_write_across_two_executors(kafka_broker):
+    bootstrap = kafka_broker.bootstrap
+    in_topic = new_topic(bootstrap, PARTITIONS, prefix="cluster-in")
+    out_topic = f"cluster-out-{uuid.uuid4().hex[:8]}"  # auto-created by the executors' writes
     produced = {}
     with Producer(bootstrap_servers=bootstrap) as p:
         for part in range(PARTITIONS):
