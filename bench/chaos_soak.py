@@ -217,14 +217,16 @@ def run(args: argparse.Namespace) -> int:
         next_progress = start + args.progress_every
         down: tuple[int, float] | None = None  # (node index, when to restart)
         restarting: threading.Thread | None = None
+        burst_total = 0
         victim = 0
         while time.monotonic() < end:
             now = time.monotonic()
-            # A steady rate in 10 ms slices, measured from the start (no drift).
-            due = int((now - start) * args.rate) - sent
+            # A steady rate in 10 ms slices, measured from the start (no drift), on top of
+            # the bursts sent so far (a burst does not eat into the steady rate after it).
             if now >= next_burst:
-                due += args.burst
+                burst_total += args.burst
                 next_burst += args.burst_every
+            due = int((now - start) * args.rate) + burst_total - sent
             if due > 0:
                 need = sent + due
                 if need > len(acked_partition):
