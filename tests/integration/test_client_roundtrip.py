@@ -4,10 +4,12 @@ import uuid
 
 import pytest
 from shells import shell  # noqa: F401 - the fixture
+from topics import create_topic
 
 from kafkawire import errors
 from kafkawire.client.consumer import Consumer
 from kafkawire.client.producer import Producer
+from kafkawire.testing import TansuBroker
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 
@@ -46,12 +48,12 @@ def _consume(bootstrap, topic, n, shell=None, **config):
 
 @pytest.mark.broker
 @pytest.mark.parametrize("compression", CODECS)
-def test_magic2_roundtrip_tansu(tansu_broker, compression, shell):
+def test_magic2_roundtrip_tansu(modern_broker, compression, shell):
     topic = f"rt-{compression}-{uuid.uuid4().hex[:6]}"
     records = _records(60)
-    metas = _produce(tansu_broker.bootstrap, topic, records, shell, compression_type=compression)
+    metas = _produce(modern_broker.bootstrap, topic, records, shell, compression_type=compression)
     assert [m.offset for m in metas] == list(range(60))
-    got = _consume(tansu_broker.bootstrap, topic, 60, shell)
+    got = _consume(modern_broker.bootstrap, topic, 60, shell)
     assert [(r.key, r.value, r.timestamp, r.headers) for r in got] == [
         (k, v, ts, h) for k, v, ts, h in records
     ]
@@ -117,15 +119,15 @@ def test_zstd_needs_magic2(mock_cluster):
 
 
 @pytest.mark.broker
-def test_columnar_send_and_poll_batch(tansu_broker, shell):
+def test_columnar_send_and_poll_batch(modern_broker, shell):
     topic = f"cols-{uuid.uuid4().hex[:6]}"
     values = [f"row-{i}".encode() for i in range(5000)]
-    with Producer(bootstrap_servers=tansu_broker.bootstrap, max_request_size=20000) as p:
+    with Producer(bootstrap_servers=modern_broker.bootstrap, max_request_size=20000) as p:
         metas = p.send_batch(topic, 0, values).result(20)
     assert len(metas) > 1 and sum(m.count for m in metas) == 5000  # split by max_request_size
     assert metas[0].base_offset == 0
     got = []
-    with shell.Consumer(bootstrap_servers=tansu_broker.bootstrap, auto_offset_reset="earliest") as c:
+    with shell.Consumer(bootstrap_servers=modern_broker.bootstrap, auto_offset_reset="earliest") as c:
         c.assign([(topic, 0)])
         while len(got) < 5000:
             batches = c.poll_batch(2.0)
@@ -137,11 +139,11 @@ def test_columnar_send_and_poll_batch(tansu_broker, shell):
 
 
 @pytest.mark.broker
-def test_seek_positions_and_offsets_for_times(tansu_broker, shell):
+def test_seek_positions_and_offsets_for_times(modern_broker, shell):
     topic = f"seek-{uuid.uuid4().hex[:6]}"
     records = _records(20, headers=False)
-    _produce(tansu_broker.bootstrap, topic, records)
-    with shell.Consumer(bootstrap_servers=tansu_broker.bootstrap, auto_offset_reset="latest") as c:
+    _produce(modern_broker.bootstrap, topic, records)
+    with shell.Consumer(bootstrap_servers=modern_broker.bootstrap, auto_offset_reset="latest") as c:
         tp = (topic, 0)
         c.assign([tp])
         c.seek(tp, 15)
@@ -153,13 +155,13 @@ def test_seek_positions_and_offsets_for_times(tansu_broker, shell):
 
 
 @pytest.mark.broker
-def test_acks_zero_and_one(tansu_broker):
+def test_acks_zero_and_one(modern_broker):
     topic = f"acks-{uuid.uuid4().hex[:6]}"
-    with Producer(bootstrap_servers=tansu_broker.bootstrap, acks=0) as p:
+    with Producer(bootstrap_servers=modern_broker.bootstrap, acks=0) as p:
         assert p.send(topic, b"a", partition=0).result(10).offset == -1
-    with Producer(bootstrap_servers=tansu_broker.bootstrap, acks=1) as p:
+    with Producer(bootstrap_servers=modern_broker.bootstrap, acks=1) as p:
         assert p.send(topic, b"b", partition=0).result(10).offset == 1
-    assert [r.value for r in _consume(tansu_broker.bootstrap, topic, 2)] == [b"a", b"b"]
+    assert [r.value for r in _consume(modern_broker.bootstrap, topic, 2)] == [b"a", b"b"]
 
 
 @pytest.mark.broker
@@ -178,19 +180,19 @@ def test_offsets_for_times_without_a_match_is_none(mock_cluster, shell):
 
 
 @pytest.mark.broker
-def test_no_record_lost_when_batches_wait_for_room_in_a_request(tansu_broker):
+def test_no_record_lost_when_batches_wait_for_room_in_a_request(modern_broker):
     # A request smaller than the ready batches leaves some for the next request; records
     # sent meanwhile must start new batches, not join an already-encoded one.
-    topic = f"many-{uuid.uuid4().hex[:6]}"
+    topic = create_topic(modern_broker.bootstrap, "many", partitions=4)
     n = 20000
-    with Producer(bootstrap_servers=tansu_broker.bootstrap, linger_ms=5, batch_size=64 * 1024,
+    with Producer(bootstrap_servers=modern_broker.bootstrap, linger_ms=5, batch_size=64 * 1024,
                   max_request_size=100 * 1024) as p:
         futures = [p.send(topic, b"%08d" % i, partition=i % 4) for i in range(n)]
         p.flush(30)
         offsets = [f.result(0).offset for f in futures]
     for part in range(4):
         assert offsets[part::4] == list(range(n // 4))
-    with Consumer(bootstrap_servers=tansu_broker.bootstrap, auto_offset_reset="earliest") as c:
+    with Consumer(bootstrap_servers=modern_broker.bootstrap, auto_offset_reset="earliest") as c:
         c.assign([(topic, 2)])
         got = []
         while len(got) < n // 4:
@@ -201,15 +203,31 @@ def test_no_record_lost_when_batches_wait_for_room_in_a_request(tansu_broker):
 
 
 @pytest.mark.broker
-def test_high_watermarks_end_where_the_records_end(tansu_broker, mock_cluster):
+def test_high_watermarks_end_where_the_records_end(modern_broker, mock_cluster):
     # Tansu answers ListOffsets latest with the last batch's base offset + 1 (10 records in
-    # one batch: 1); the Fetch watermark is 10 on both brokers.
-    mock_cluster.create_topic("hw", 2, 1)
-    for bootstrap, topic in ((tansu_broker.bootstrap, f"hw-{uuid.uuid4().hex[:8]}"), (mock_cluster.bootstrap, "hw")):
+    # one batch: 1); the Fetch watermark is 10 on every broker, and Kafka's ListOffsets too.
+    mock_topic = f"hw-{uuid.uuid4().hex[:8]}"
+    mock_cluster.create_topic(mock_topic, 2, 1)
+    tansu = isinstance(modern_broker, TansuBroker)
+    for bootstrap, topic in ((modern_broker.bootstrap, create_topic(modern_broker.bootstrap, "hw", 2)),
+                             (mock_cluster.bootstrap, mock_topic)):
         with Producer(bootstrap_servers=bootstrap) as p:
             p.send_batch(topic, 0, [(None, b"v%d" % i) for i in range(10)]).result(20)
         with Consumer(bootstrap_servers=bootstrap) as c:
             c.cluster.partitions_for(topic, 10)
             tps = [(topic, 0), (topic, 1)]
             assert c.high_watermarks(tps, timeout=10) == {tps[0]: 10, tps[1]: 0}
-            assert c.end_offsets(tps)[tps[0]] == (1 if bootstrap == tansu_broker.bootstrap else 10)
+            assert c.end_offsets(tps)[tps[0]] == (1 if tansu and bootstrap == modern_broker.bootstrap else 10)
+
+
+@pytest.mark.broker
+def test_a_partition_that_does_not_exist_is_named_when_its_records_expire(kafka_broker):
+    topic = create_topic(kafka_broker.bootstrap, "nopart", partitions=2)
+    with Producer(bootstrap_servers=kafka_broker.bootstrap, delivery_timeout_ms=1500,
+                  request_timeout_ms=1000, linger_ms=0) as p:
+        p.partitions_for(topic)
+        future = p.send(topic, b"lost", partition=5)
+        with pytest.raises(errors.DeliveryTimeoutError) as info:
+            future.result(10)
+        assert p.send(topic, b"kept", partition=1).result(10).offset == 0
+    assert "has 2 partition(s), so partition 5 does not exist" in str(info.value)

@@ -400,7 +400,7 @@ class AsyncProducer:
                 cluster.meta.interest.update(leaderless)
                 cluster.meta.need_refresh = True
             for b in expired:
-                self._complete(b, acc.expired_error(b))
+                self._complete(b, acc.expired_error(b, cluster.meta))
             for node, batches in by_node.items():
                 conn = cluster.ready_connection(node)
                 if conn is None:

@@ -707,7 +707,7 @@ class Producer:
             cluster.interest.add(topic)
             cluster.request_refresh()
         for b in expired:
-            self._complete(b, self._acc.expired_error(b))
+            self._complete(b, self._acc.expired_error(b, cluster.meta))
         for node, batches in by_node.items():
             # Never waits for a connection: one being set up finishes inside the polls
             # below (its progress ends them), and these batches stay queued until then,

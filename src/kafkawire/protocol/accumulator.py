@@ -371,7 +371,10 @@ class Accumulator:
                 refused = True
         return False
 
-    def expired_error(self, b: Batch) -> BaseException:
+    def expired_error(self, b: Batch, meta: Any = None) -> BaseException:
+        """What a batch that outlived delivery_timeout_ms fails with; ``meta`` (the
+        shell's ClusterMetadata) tells a partition that does not exist from a leader
+        that could not be reached."""
         if self.identity is not None and self.identity.fatal is not None:
             return self.identity.fatal
         last = self.last_error.get(b)
@@ -391,11 +394,18 @@ class Accumulator:
                 f"is up and reachable, or raise delivery_timeout_ms")
             exc.__cause__ = last
             return exc
+        if b.attempts:
+            why = f" (after {b.attempts} attempt(s))"
+        else:
+            topic = meta.topics.get(b.topic) if meta is not None else None
+            count = len(topic.partitions) if topic is not None and topic.error_code == 0 else 0
+            why = (f" (the topic has {count} partition(s), so partition {b.partition} does not "
+                   f"exist: send to one of 0..{count - 1} or add partitions)"
+                   if count and b.partition >= count else
+                   " (the partition's leader could not be reached)")
         return DeliveryTimeoutError(
             f"{b.count()} record(s) for {b.topic}[{b.partition}] not acknowledged within "
-            f"delivery_timeout_ms={self.config.delivery_timeout_ms}"
-            + (f" (after {b.attempts} attempt(s))" if b.attempts else
-               " (the partition's leader could not be reached)"))
+            f"delivery_timeout_ms={self.config.delivery_timeout_ms}" + why)
 
     def _gave_up(self, b: Batch, last: Any) -> str:
         """The message of a broker error that outlasted a batch's delivery_timeout_ms."""
