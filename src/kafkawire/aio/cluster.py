@@ -176,6 +176,9 @@ class AsyncCluster:
                                         + (f"; last error: {last}" if last else ""))
             if self._refresh is None or self._refresh.done():
                 self._refresh = asyncio.ensure_future(self._fetch_metadata(deadline))
+                # A caller that stops waiting at its deadline leaves the task to fail
+                # alone: retrieve its error, or asyncio logs "exception was never retrieved".
+                self._refresh.add_done_callback(lambda t: t.cancelled() or t.exception())
             try:
                 await asyncio.wait_for(asyncio.shield(self._refresh), remaining)
                 return
