@@ -129,6 +129,7 @@ class _Ledger:
         self.failures: list[BaseException] = []
         self.count: dict[int, int] = defaultdict(int)  # acknowledged, per partition
         self.last_ack: dict[int, float] = {}
+        self.metrics: dict = {}  # the producer's, when it is done (idempotence, epoch bumps)
 
     def done(self, value: bytes, partition: int, meta, exc) -> None:
         with self.lock:
@@ -204,6 +205,7 @@ class _AsyncSide:
                 await asyncio.sleep(0.002)
             await producer.flush(PHASE)
         finally:
+            self.ledger.metrics = producer.metrics()
             await producer.close(10)
 
     async def _consume(self) -> None:
@@ -302,7 +304,13 @@ def _check_exactly_once(ledger: _Ledger, log: dict[int, list], reader: str) -> N
         if value in ledger.acked:
             order[partition].append(ledger.acked[value][1])
     for p, offsets in order.items():
-        assert offsets == sorted(offsets), f"{reader}: {ledger.name} partition {p} out of send order"
+        back = [i for i in range(1, len(offsets)) if offsets[i] < offsets[i - 1]]
+        # (Seen once in some fifty runs, at the start: the first ~160 records of a partition
+        # written after later ones; what the producer knew is kept in the message.)
+        assert not back, (
+            f"{reader}: {ledger.name} partition {p}: records written out of send order: the "
+            f"offsets go back after send #{back[:5]} (around: {[offsets[max(0, i - 2):i + 2] for i in back[:3]]}, "
+            f"first {offsets[:5]}); the producer's state at the end: {ledger.metrics}")
 
 
 class _Loop:
@@ -543,6 +551,7 @@ def test_leader_killed_mid_produce_repeatedly(cluster, admin, capsys):
         for t in threads:
             t.join(PHASE)
         aio.thread.join(PHASE)
+        sync_ledger.metrics = producer.metrics()
         producer.close(10)
         _heal(cluster, admin, [sync_topic, aio_topic])
     assert aio.error is None and not consumer_errors, (aio.error, consumer_errors)
