@@ -192,6 +192,15 @@ def _assignors(name: str, value: Any) -> tuple[str, ...]:
     return tuple(items)
 
 
+def _remote_assignor(name: str, value: Any) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(f"{name} must be the name of an assignor the broker offers ('uniform' "
+                          f"or 'range' on Kafka) or None for the broker's default, got {value!r}")
+    return value.strip()
+
+
 def parse_bootstrap(value: Any) -> list[tuple[str, int]]:
     """``"host:port,host:port"`` (or a list of such strings) -> [(host, port), ...]."""
     if isinstance(value, str):
@@ -306,6 +315,23 @@ _CONSUMER = {
     "partition_assignment_strategy": (("range", "cooperative-sticky"), _assignors),
     "enable_auto_commit": (True, _bool),
     "auto_commit_interval_ms": (5000, _int(0, INT32_MAX)),
+    # "consumer": KIP-848's protocol (ConsumerGroupHeartbeat; the coordinator assigns);
+    # "classic" (JoinGroup/SyncGroup) stays the default, as in the Java client.
+    "group_protocol": ("classic", _choice("classic", "consumer")),
+    # KIP-848's server-side assignor (Kafka's "uniform" or "range"); None: the broker's default.
+    "group_remote_assignor": (None, _remote_assignor),
+}
+
+# Options the KIP-848 coordinator owns (its group.consumer.* settings and assignors): set
+# with group_protocol="consumer" they would be ignored, so they are refused (as the Java
+# client refuses them).
+_CLASSIC_ONLY = {
+    "partition_assignment_strategy": "the coordinator assigns the partitions: choose its "
+                                     "assignor with group_remote_assignor",
+    "session_timeout_ms": "the broker's group.consumer.session.timeout.ms (or the group's "
+                          "consumer.session.timeout.ms) applies",
+    "heartbeat_interval_ms": "the broker's group.consumer.heartbeat.interval.ms (or the "
+                             "group's consumer.heartbeat.interval.ms) applies",
 }
 
 
@@ -373,6 +399,7 @@ class Config:
                 )
             self._check_idempotence()
         if self._kind == "consumer":
+            self._check_group_protocol()
             if self.heartbeat_interval_ms >= self.session_timeout_ms:
                 raise ConfigError(
                     f"heartbeat_interval_ms ({self.heartbeat_interval_ms}) must be below "
@@ -380,6 +407,38 @@ class Config:
                 )
             if self.group_instance_id is not None and self.group_id is None:
                 raise ConfigError("group_instance_id needs a group_id (static membership is a group's)")
+
+    def _check_group_protocol(self) -> None:
+        if self.group_protocol == "classic":
+            if self.group_remote_assignor is not None:
+                raise ConfigError(
+                    f"group_remote_assignor={self.group_remote_assignor!r} is for the consumer group "
+                    f"protocol (KIP-848), where the broker assigns; set group_protocol='consumer', or "
+                    f"choose a client-side assignor with partition_assignment_strategy")
+            return
+        stray = [n for n in _CLASSIC_ONLY if n in self._given]
+        if stray:
+            raise ConfigError(
+                f"{', '.join(stray)} {'is' if len(stray) == 1 else 'are'} not used with "
+                f"group_protocol='consumer' (KIP-848): "
+                + "; ".join(f"{n}: {_CLASSIC_ONLY[n]}" for n in stray)
+                + f". Remove {'it' if len(stray) == 1 else 'them'}, or use group_protocol='classic'")
+        from kafkawire.protocol import apis
+
+        commit_key = apis.get("OffsetCommit").key
+        pinned = set()
+        for ref, version in (self.api_version_overrides or {}).items():
+            try:
+                if apis.get(ref).key == commit_key:
+                    pinned.add(version)
+            except Exception:  # noqa: BLE001 - an unknown API is reported when a connection opens
+                pass
+        if pinned and min(pinned) < 9:
+            # KIP-848: a member's commit carries its member epoch, which OffsetCommit has from v9.
+            raise ConfigError(
+                f"api_version_overrides pins OffsetCommit v{min(pinned)}, but with "
+                f"group_protocol='consumer' commits need OffsetCommit v9 or later (the member "
+                f"epoch, KIP-848): remove the override or raise it to 9")
 
     def _stray(self, names: tuple[str, ...]) -> list[str]:
         return [n for n in names if n in self._given and getattr(self, n) not in (None, _COMMON[n][0])]
