@@ -609,6 +609,33 @@ def test_a_fatal_error_with_partitions_owned_loses_them_first():
     assert kinds(m.events()) == [Lost, Failed]
 
 
+def test_a_heartbeat_the_shell_refuses_to_send_ends_the_membership():
+    # The shell saw in the broker's ApiVersions that it cannot serve the heartbeat (no
+    # ConsumerGroupHeartbeat, or v0 only for a regex): the member fails at once, without
+    # the retries an unanswered heartbeat would get.
+    m = machine()
+    m.subscribe(regex="a.*")
+    m.join(0.0)
+    m.on_response(only(m.poll(0.0), "find"), find_resp(), 0.0)
+    hb = only(m.poll(0.0), "heartbeat")
+    err = errors.UnsupportedVersionError("needs ConsumerGroupHeartbeat v1: use group_protocol='classic'")
+    m.refuse(hb, err)
+    (ev,) = m.events()
+    assert isinstance(ev, Failed) and ev.error is err
+    assert m.state == UNJOINED and not m.rejoin_needed
+    assert m.poll(10.0) == [] and m.events() == []
+    # With partitions owned, they are lost first (as for a fatal answer).
+    m = joined(assignment={A: [0]}, epoch=2)
+    m.refuse(only(m.poll(HB_S), "heartbeat"), err)
+    assert kinds(m.events()) == [Lost, Failed]
+    # A heartbeat that is no longer the one in flight is not the member's end.
+    m = joined(epoch=2)
+    old = only(m.poll(HB_S), "heartbeat")
+    m.on_failure(old, ConnectionError("gone"), HB_S)
+    m.refuse(old, err)
+    assert m.events() == [] and m.state == STABLE
+
+
 def test_topic_authorization_failed_is_reported_and_the_member_stays():
     m = joined(assignment={A: [0]}, epoch=2)
     m.on_response(only(m.poll(HB_S), "heartbeat"), hb_resp(0, code=TOPIC_AUTHORIZATION_FAILED), HB_S)

@@ -441,6 +441,13 @@ class GroupMembership:
             self._not_before[o.kind] = now + self.retry_backoff
         return exc
 
+    def refuse(self, o: Outgoing, err: BaseException) -> None:
+        """The shell did not send ``o``: the broker cannot serve it (its ApiVersions answer
+        says so), and asking again would not change that.  The membership ends with
+        ``err`` (a :class:`Failed`)."""
+        if self._current(o):
+            self._fail(err)
+
     def on_response(self, o: Outgoing, resp: Any, now: float) -> Any:
         """Apply the answer to ``o``.  Returns, for a commit, {(topic, partition):
         None or the error}; for an offset fetch, {(topic, partition): (offset,
