@@ -348,7 +348,8 @@ class AsyncConsumer:
     def subscribe(self, topics: Iterable[str] | str | None = None, *, pattern: Any = None,
                   listener: Any = None) -> None:
         """Join the group and consume its share of ``topics`` (or of every topic whose name
-        matches ``pattern``); ``listener`` as for the sync consumer (called inside poll())."""
+        matches ``pattern``; with ``group_protocol="consumer"`` an RE2/J str the broker
+        matches); ``listener`` as for the sync consumer (called inside poll())."""
         self._need_group("subscribe()").subscribe(topics, pattern, listener)
 
     def subscription(self) -> set[str]:

@@ -1,6 +1,7 @@
-"""Consumer groups in the asyncio shell: an asyncio task drives the same
-:class:`~kafkawire.protocol.group.GroupMembership` the sync consumer's group thread does,
-over a coordinator connection of its own, and :class:`AsyncConsumerGroup` is the sync
+"""Consumer groups in the asyncio shell: an asyncio task drives the same membership
+machine the sync consumer's group thread does (classic, or KIP-848's with
+``group_protocol="consumer"``: GroupDriver builds it), over a coordinator connection of
+its own, and :class:`AsyncConsumerGroup` is the sync
 :class:`~kafkawire.client.group.ConsumerGroup` (the same rebalance, commit and offset
 logic) with its waiting done by awaiting.
 """
@@ -8,7 +9,6 @@ logic) with its waiting done by awaiting.
 from __future__ import annotations
 
 import asyncio
-import logging
 from typing import Any, Callable
 
 from kafkawire.aio.cluster import AsyncCluster
@@ -19,8 +19,6 @@ from kafkawire.protocol.group import GroupMembership, Outgoing
 from kafkawire.protocol.steps import drive_async
 
 __all__ = ["AsyncGroupDriver", "AsyncConsumerGroup"]
-
-log = logging.getLogger("kafkawire.group")
 
 
 class AsyncGroupDriver(GroupDriver):
@@ -87,13 +85,12 @@ class AsyncGroupDriver(GroupDriver):
         while not self._stop:
             now = self._loop.time()
             m.poll_called(self.last_poll)
+            self._expire_held(now)
             for out in m.poll(now):
                 self._spawn(out)
             ev = m.events()
             if ev:
-                for e in ev:
-                    log.info("group %r: %s %s", m.group_id, type(e).__name__,
-                             getattr(e, "reason", "") or getattr(e, "error", "") or "")
+                self._log_events(ev)
                 self._events.extend(ev)
                 self.wake_caller()
             self._wake.clear()
@@ -124,6 +121,8 @@ class AsyncGroupDriver(GroupDriver):
                 conn = await self.cluster.connection(node, deadline)
             else:
                 conn = await self.cluster.any_connection(deadline)
+            if self._refused(out, conn.protocol):
+                return
             resp = await conn.request(out.api, out.request, timeout=max(0.001, deadline - self._loop.time()))
         except (KafkaConnectionError, KafkaTimeoutError) as exc:
             self._finish(out, None, exc, self._loop.time())
@@ -168,14 +167,7 @@ class AsyncConsumerGroup(ConsumerGroup):
         return await self.run_async(self.committed_steps(partitions, deadline), deadline)
 
     async def unsubscribe_wait(self, deadline: float) -> None:
-        tps = set(self.consumer._assigned)
-        if self.config.enable_auto_commit and tps:
-            try:
-                await self.commit_wait({tp: o for tp, o in self.positions().items() if tp in tps}, deadline)
-            except Exception as exc:  # noqa: BLE001 - leaving goes on; the records are read again
-                log.warning("group %r: commit of %s failed: %s", self.config.group_id, sorted(tps), exc)
-        self._revoke(tps, commit=False)
-        await self.run_async(self.unsubscribe_steps(), deadline)
+        await self.run_async(self.unsubscribe_steps(deadline), deadline)
 
     async def close_wait(self, deadline: float) -> None:
         try:

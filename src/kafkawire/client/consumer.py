@@ -427,7 +427,10 @@ class Consumer:
                   listener: ConsumerRebalanceListener | None = None) -> None:
         """Join the group and consume its share of ``topics`` (or of every topic whose
         name matches ``pattern``, a regex; checked again on each metadata refresh).
-        ``listener`` gets on_partitions_revoked / _assigned / _lost calls inside poll()."""
+        ``listener`` gets on_partitions_revoked / _assigned / _lost calls inside poll().
+
+        With ``group_protocol="consumer"`` (KIP-848) the broker matches ``pattern``: give
+        it as a str in RE2/J syntax (a compiled Python pattern is refused)."""
         self._need_group("subscribe()").subscribe(topics, pattern, listener)
 
     def subscription(self) -> set[str]:
@@ -460,10 +463,14 @@ class Consumer:
         return g.committed([_tp(x) for x in partitions], time.monotonic() + self._timeout(timeout))
 
     def group_state(self) -> dict[str, Any]:
-        """The member's health: ``state`` (unjoined, joining, awaiting-assignment,
-        syncing, stable), ``member_id``, ``generation``, ``assignment``, ``protocol``,
-        ``is_leader``, ``coordinator``, ``rejoin_needed`` and why, the last rebalance's
-        reason, the last heartbeat's age (s) and result, the last error."""
+        """The member's health: ``group_protocol``, ``state`` (unjoined, joining,
+        awaiting-assignment, syncing, stable; with KIP-848's protocol unjoined, joining,
+        reconciling, acknowledging, stable), ``member_id``, ``generation`` (KIP-848: the
+        member epoch), ``assignment``, ``protocol``, ``is_leader``, ``coordinator``,
+        ``rejoin_needed`` and why, the last rebalance's reason, the last heartbeat's age (s)
+        and result, the last error.  KIP-848 adds ``member_epoch``, ``server_assignor``,
+        ``subscribed_regex``, ``target_assignment``, ``unresolved_topic_ids``,
+        ``reconciling`` and the broker's ``heartbeat_interval_ms``."""
         return self._need_group("group_state()").state()
 
     def close(self, timeout: float | None = None) -> None:

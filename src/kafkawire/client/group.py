@@ -3,16 +3,22 @@ sync shell's group thread.
 
 :class:`ConsumerGroup` is the consumer's part (subscription, rebalances, commits and
 committed offsets) and runs on the caller's thread inside poll().  A *driver* runs the
-I/O-free :class:`~kafkawire.protocol.group.GroupMembership` over a coordinator
-connection of its own (as the Java client keeps one), so heartbeats go out while the
-caller is busy: :class:`GroupThread` here, ``kafkawire.aio.group.AsyncGroupDriver`` in
-the asyncio shell, with the same interface (``call``, ``take_events``, ``snapshot``,
-``send``, ``new_future``, ``now``).  ``now()`` is the driver's clock, and every time and
-deadline the ConsumerGroup handles is on it: the sync shell's is time.monotonic(), the
-asyncio shell's the event loop's, which need not be the same clock.  The operations that
-wait for the coordinator (commit, committed, leave, close) are written once as generators
-of what to wait for (``*_steps``); the sync shell runs them blocking, the asyncio shell
-awaits them.
+I/O-free :class:`~kafkawire.protocol.group.GroupMembership` (the classic protocol) or
+:class:`~kafkawire.protocol.consumer_group.ConsumerGroupMembership` (KIP-848's,
+``group_protocol="consumer"``) over a coordinator connection of its own (as the Java
+client keeps one), so heartbeats go out while the caller is busy: :class:`GroupThread`
+here, ``kafkawire.aio.group.AsyncGroupDriver`` in the asyncio shell, with the same
+interface (``call``, ``take_events``, ``snapshot``, ``send``, ``new_future``, ``now``).
+``now()`` is the driver's clock, and every time and deadline the ConsumerGroup handles is
+on it: the sync shell's is time.monotonic(), the asyncio shell's the event loop's, which
+need not be the same clock.  The operations that wait for the coordinator (commit,
+committed, leave, close) are written once as generators of what to wait for
+(``*_steps``); the sync shell runs them blocking, the asyncio shell awaits them.
+
+The two protocols share all of it but how a member joins and how its assignment
+changes: a classic member runs JoinGroup/SyncGroup rounds (and the assignor when it
+leads), a KIP-848 member reconciles the coordinator's assignment step by step
+(``_start_reconcile``), moved on by the consumer's polls without blocking them.
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ from kafkawire.client.cluster import Cluster
 from kafkawire.client.config import Config
 from kafkawire.client.errors import KafkaConnectionError, KafkaTimeoutError
 from kafkawire.client.future import Future
-from kafkawire.errors import BrokerError, CommitFailedError
+from kafkawire.errors import BrokerError, CommitFailedError, UnsupportedVersionError
 from kafkawire.protocol.consumer import (
     STICKY,
     assignment_to_map,
@@ -39,6 +45,14 @@ from kafkawire.protocol.consumer import (
     leader_assign,
     member_topics,
     subscription_metadata,
+)
+from kafkawire.protocol.consumer_group import HEARTBEAT as CONSUMER_GROUP_HEARTBEAT
+from kafkawire.protocol.consumer_group import (
+    RECONCILING,
+    ConsumerGroupMembership,
+    MetadataNeeded,
+    NonFatal,
+    Reconcile,
 )
 from kafkawire.protocol.fetcher import PartitionState, TopicPartition
 from kafkawire.protocol.group import (
@@ -83,20 +97,69 @@ def settle(token: Any, result: Any = None, exc: BaseException | None = None) -> 
 
 class GroupDriver:
     """What both shells' group drivers share: the state machine, built from the
-    consumer's options, and what becomes of a request's answer or failure."""
+    consumer's options, what is refused before it is sent, and what becomes of a
+    request's answer or failure."""
 
     machine: GroupMembership
 
     def _make_machine(self, config: Config) -> GroupMembership:
-        return GroupMembership(
-            config.group_id,
-            session_timeout_ms=config.session_timeout_ms,
-            rebalance_timeout_ms=config.max_poll_interval_ms,
-            heartbeat_interval_ms=config.heartbeat_interval_ms,
-            retry_backoff_ms=config.retry_backoff_ms,
-            group_instance_id=config.group_instance_id,
-            request_timeout_ms=config.request_timeout_ms,
-        )
+        shared = dict(session_timeout_ms=config.session_timeout_ms,
+                      retry_backoff_ms=config.retry_backoff_ms,
+                      request_timeout_ms=config.request_timeout_ms,
+                      group_instance_id=config.group_instance_id,
+                      # The Java client's: a consumer that does not poll within it leaves.
+                      rebalance_timeout_ms=config.max_poll_interval_ms)
+        if config.group_protocol == "consumer":
+            # KIP-848: the coordinator times the session and heartbeats, and assigns.
+            return ConsumerGroupMembership(config.group_id, server_assignor=config.group_remote_assignor,
+                                           **shared)
+        return GroupMembership(config.group_id, heartbeat_interval_ms=config.heartbeat_interval_ms, **shared)
+
+    def _log_events(self, events: list[Any]) -> None:
+        for e in events:
+            log.info("group %r: %s %s", self.machine.group_id, type(e).__name__,
+                     getattr(e, "reason", "") or getattr(e, "error", "") or "")
+
+    def _expire_held(self, now: float) -> None:
+        """Fail what the machine held too long for want of a coordinator (expire_held)."""
+        m = self.machine
+        expired = m.expire_held(now)
+        if not expired:
+            return
+        err = KafkaConnectionError(
+            f"no coordinator of group {m.group_id!r} found within request_timeout_ms="
+            f"{expired[0].timeout * 1000:.0f}: the offsets were not committed (or read); "
+            f"are the brokers up?")
+        for o in expired:
+            settle(o.token, exc=err)
+
+    def _refused(self, out: Outgoing, protocol: Any) -> bool:
+        """True when ``out`` was not sent because the broker cannot serve it, as its
+        ApiVersions answer (``protocol``, the connection's) shows: the member fails at
+        once with an error naming the fix, instead of asking again and again."""
+        if out.kind != "heartbeat" or out.api is not CONSUMER_GROUP_HEARTBEAT:
+            return False
+        group = self.machine.group_id
+        offered = (protocol.broker_versions or {}).get(out.api.key)
+        if offered is None:
+            err: BaseException | None = UnsupportedVersionError(
+                f"group {group!r}: the broker does not offer ConsumerGroupHeartbeat, the consumer "
+                f"group protocol of KIP-848 (Kafka 3.7+, on by default from Kafka 4.0): use "
+                f"group_protocol='classic'")
+        elif out.request.subscribed_topic_regex and _version(protocol, out.api) < 1:
+            # The regex field (matched by the broker) came with v1 (Kafka 4.0); v0 would
+            # drop it and subscribe to nothing.
+            err = UnsupportedVersionError(
+                f"group {group!r}: a pattern subscription with group_protocol='consumer' is "
+                f"matched by the broker from ConsumerGroupHeartbeat v1 (Kafka 4.0+), and this "
+                f"broker offers v{offered[0]}-v{offered[1]}: subscribe to topic names, or use "
+                f"group_protocol='classic' (the client matches the pattern)")
+        else:
+            err = None
+        if err is None:
+            return False
+        self.machine.refuse(out, err)
+        return True
 
     def _requeue(self, out: Outgoing) -> None:
         # A commit or offset fetch whose coordinator moved while it waited: queued
@@ -117,6 +180,13 @@ class GroupDriver:
             settle(out.token, exc=err)
             return
         settle(out.token, result)
+
+
+def _version(protocol: Any, api: Any) -> int:
+    try:
+        return protocol.version_for(api)
+    except Exception:  # noqa: BLE001 - no version in common: as good as none offered
+        return -1
 
 
 class GroupThread(GroupDriver):
@@ -233,26 +303,11 @@ class GroupThread(GroupDriver):
             if self._stop_asked:
                 self.cluster.close()
 
-    def _expire_held(self, now: float) -> None:
-        """Fail what the machine held too long for want of a coordinator (expire_held)."""
-        m = self.machine
-        expired = m.expire_held(now)
-        if not expired:
-            return
-        err = KafkaConnectionError(
-            f"no coordinator of group {m.group_id!r} found within request_timeout_ms="
-            f"{expired[0].timeout * 1000:.0f}: the offsets were not committed (or read); "
-            f"are the brokers up?")
-        for o in expired:
-            settle(o.token, exc=err)
-
     def _publish(self, now: float) -> None:
         ev = self.machine.events()
         self._snapshot = self.machine.snapshot(now)
         if ev:
-            for e in ev:
-                log.info("group %r: %s %s", self.machine.group_id, type(e).__name__,
-                         getattr(e, "reason", "") or getattr(e, "error", "") or "")
+            self._log_events(ev)
             with self._events_lock:
                 self._events.extend(ev)
             self.wake_caller()
@@ -280,6 +335,8 @@ class GroupThread(GroupDriver):
                     self.machine.on_failure(out, KafkaConnectionError("the coordinator is unknown"), now)
                 continue
             conn = self._connection(out)
+            if conn is not None and self._refused(out, conn.protocol):
+                continue
             if conn is None:
                 coord = self.machine.coordinator
                 failed = coord is not None and out.to_coordinator and self.cluster.backoff_remaining(coord[1], coord[2]) > 0
@@ -343,9 +400,11 @@ class ConsumerGroup:
         self.listener: Any = None
         self.join_wanted = False
         self.join_reason = ""
-        self.generation = -1
+        self.generation = -1  # the classic generation, or KIP-848's member epoch
         self.protocol: str | None = None
-        self.cooperative = all(is_cooperative(p) for p in c.partition_assignment_strategy)
+        #: KIP-848's consumer group protocol: the coordinator assigns, incrementally.
+        self.kip848 = c.group_protocol == "consumer"
+        self.cooperative = self.kip848 or all(is_cooperative(p) for p in c.partition_assignment_strategy)
         self.owned_before: dict[str, list[int]] = {}
         self.leader_counts: dict[str, int] | None = None  # what this leader's assignment used
         self.pending_positions: set[Any] = set()  # assigned, committed offset not known yet
@@ -356,6 +415,10 @@ class ConsumerGroup:
         self.last_committed: dict[Any, int] = {}
         self.done_commits: deque[tuple[Any, dict, Future]] = deque()
         self.next_auto_commit = self.driver.now() + c.auto_commit_interval_ms / 1000
+        self._events: deque[Any] = deque()  # taken from the driver, not yet acted on
+        self._reconciling: _Reconciling | None = None  # KIP-848: the Reconcile under way
+        self._names_checked = -1.0  # the metadata refresh whose topic ids the machine has
+        self._names_told: dict[Any, str] = {}
 
     @property
     def subscribed(self) -> bool:
@@ -386,7 +449,18 @@ class ConsumerGroup:
                              "call assign([]) first")
         if (topics is None) == (pattern is None):
             raise ValueError("subscribe() takes topics or a pattern (exactly one)")
-        if pattern is not None:
+        if pattern is not None and self.kip848:
+            if not isinstance(pattern, str) or not pattern:
+                raise ValueError(
+                    f"with group_protocol='consumer' the broker matches the pattern (KIP-848, RE2/J "
+                    f"syntax), so it must be a non-empty str, not {pattern!r}: pass the expression "
+                    f"as a string (a compiled re.Pattern's .pattern, if RE2/J reads it alike), or "
+                    f"use group_protocol='classic' to match a Python pattern in the client")
+            self.pattern = pattern
+            # The coordinator names assigned topics by id: every topic's metadata names them.
+            self.consumer.cluster.all_topics = True
+            self.topics = set()  # what the broker matched, as the assignments show it
+        elif pattern is not None:
             self.pattern = re.compile(pattern) if isinstance(pattern, str) else pattern
             self.consumer.cluster.all_topics = True
             self.topics = self._matching()
@@ -401,24 +475,17 @@ class ConsumerGroup:
         self.listener = listener
         self.consumer.cluster.interest.update(self.topics)
         self.consumer.cluster.request_refresh()
-        self._want_join(f"subscribed to {sorted(self.topics) if self.pattern is None else self.pattern.pattern}")
+        what = sorted(self.topics) if self.pattern is None else self._pattern_text()
+        self._want_join(f"subscribed to {what}")
+
+    def _pattern_text(self) -> str:
+        return self.pattern if isinstance(self.pattern, str) else self.pattern.pattern
 
     def _matching(self) -> set[str]:
         return {t for t in self.consumer.cluster.topics if self.pattern.fullmatch(t) and not t.startswith("__")}
 
     def unsubscribe(self, deadline: float) -> None:
-        self._revoke_committing(deadline)
-        self.run_steps(self.unsubscribe_steps(), deadline)
-
-    def _revoke_committing(self, deadline: float) -> None:
-        # Give up every partition, committing their positions first by ``deadline``.
-        tps = set(self.consumer._assigned)
-        if self.config.enable_auto_commit and tps:
-            try:
-                self.commit({tp: o for tp, o in self.positions().items() if tp in tps}, deadline)
-            except Exception as exc:  # noqa: BLE001 - leaving goes on; the records are read again
-                log.warning("group %r: commit of %s failed: %s", self.config.group_id, sorted(tps), exc)
-        self._revoke(tps, commit=False)
+        self.run_steps(self.unsubscribe_steps(deadline), deadline)
 
     def _want_join(self, reason: str) -> None:
         if not self.join_wanted:
@@ -438,16 +505,26 @@ class ConsumerGroup:
             self._auto_commit()
         if self.subscribed:
             self._check_metadata()
-        for ev in self.driver.take_events():
-            self._on_event(ev)
+        # One at a time off a queue: an event that raises (NonFatal) leaves the rest for
+        # the next poll.
+        self._events.extend(self.driver.take_events())
+        while self._events:
+            self._on_event(self._events.popleft())
         if self._lead_pending is not None:
             self._lead(self._lead_pending)
+        if self._reconciling is not None:
+            self._advance_reconcile()
         if self.join_wanted and self.subscribed:
             self._join()
         self._apply_committed()
 
     def _check_metadata(self) -> None:
         cluster = self.consumer.cluster
+        if self.kip848:
+            # The coordinator notices new topics and partitions itself; the machine only
+            # needs the names of the topic ids it assigns.
+            self._tell_topic_names()
+            return
         if self.pattern is not None and cluster.meta.last_refresh != self._pattern_checked:
             # Matched against every topic: only when a metadata answer came in since.
             self._pattern_checked = cluster.meta.last_refresh
@@ -468,7 +545,17 @@ class ConsumerGroup:
         if isinstance(ev, Failed):
             self.join_wanted = False
             raise ev.error
-        if isinstance(ev, Lost):
+        if isinstance(ev, Reconcile):
+            self._start_reconcile(ev)
+        elif isinstance(ev, MetadataNeeded):
+            log.info("group %r: assigned topic ids %s not in the metadata yet: refreshing it",
+                     self.config.group_id, [str(t) for t in ev.topic_ids])
+            self._names_checked = -1.0
+            self.consumer.cluster.request_refresh()
+        elif isinstance(ev, NonFatal):
+            raise ev.error  # the member stays in the group
+        elif isinstance(ev, Lost):
+            self._abandon_reconcile()
             lost = sorted(self.consumer._assigned)
             log.warning("group %r: partitions lost: %s (%s)", self.config.group_id, lost, ev.reason)
             self._drop(lost)
@@ -478,6 +565,10 @@ class ConsumerGroup:
             self._want_join(ev.reason)
         elif isinstance(ev, RejoinNeeded):
             self._want_join(ev.reason)
+        elif isinstance(ev, Joined) and self.kip848:
+            self.generation = max(self.generation, ev.generation)
+            log.info("group %r: joined as %r with member epoch %d (server assignor %s)",
+                     self.config.group_id, ev.member_id, ev.generation, ev.protocol or "the broker's default")
         elif isinstance(ev, Joined):
             self.leader_counts = None
             log.info("group %r: joined generation %d as %r (leader %r, assignor %s)", self.config.group_id,
@@ -488,6 +579,15 @@ class ConsumerGroup:
             self._assigned(ev)
 
     def _join(self) -> None:
+        reason = self.join_reason
+        self.join_wanted = False
+        if self.kip848:
+            # No join round (KIP-848): the subscription goes out with the next heartbeat,
+            # and a member that is out (new, or after a Lost) joins with epoch 0.
+            names = None if self.pattern is not None else sorted(self.topics or ())
+            regex = self.pattern
+            self.driver.call(lambda m, now: (m.subscribe(topics=names, regex=regex), m.join(now, reason)))
+            return
         owned = set(self.consumer._assigned)
         if not self.cooperative and owned:
             self._revoke(owned)  # eager: give everything up before joining
@@ -499,8 +599,6 @@ class ConsumerGroup:
             # they held from its user_data.
             held = self.owned_before if name == STICKY and not self.cooperative else current
             protocols.append((name, subscription_metadata(name, self.topics or (), held, self.generation)))
-        reason = self.join_reason
-        self.join_wanted = False
         self.driver.call(lambda m, now: m.start_join(protocols, now, reason))
 
     def _lead(self, ev: AssignmentNeeded) -> None:
@@ -547,16 +645,107 @@ class ConsumerGroup:
             self._revoke(revoked)
             self._want_join(f"gave up {len(revoked)} partitions for a cooperative rebalance")
         added = new - owned
+        log.info("group %r: generation %d: assigned %s%s", self.config.group_id, ev.generation,
+                 sorted(added), f", revoked {sorted(revoked)}" if revoked else "")
+        self._take(added)
+        if self.listener is not None:
+            self.listener.on_partitions_assigned(sorted(added))
+
+    def _take(self, added: Any) -> None:
+        """Start consuming ``added``, from the group's committed offsets once known."""
         for tp in added:
             self.consumer._assigned[tp] = PartitionState()
         self.consumer.cluster.interest.update(tp.topic for tp in added)
-        log.info("group %r: generation %d: assigned %s%s", self.config.group_id, ev.generation,
-                 sorted(added), f", revoked {sorted(revoked)}" if revoked else "")
         if added:
-            self.pending_positions |= added
+            self.pending_positions |= set(added)
             self._fetch_committed()
-        if self.listener is not None:
-            self.listener.on_partitions_assigned(sorted(added))
+
+    # -- KIP-848 reconciliation ----------------------------------------------------------
+
+    def _tell_topic_names(self) -> None:
+        """Hand the machine the names of the topic ids in the latest metadata (an
+        assignment names its topics by id and waits for their names)."""
+        meta = self.consumer.cluster.meta
+        if meta.last_refresh == self._names_checked:
+            return
+        self._names_checked = meta.last_refresh
+        new = {t.topic_id: name for name, t in meta.topics.items()
+               if t.error_code == 0 and t.topic_id is not None and int(t.topic_id)
+               and self._names_told.get(t.topic_id) != name}
+        if new:
+            self._names_told.update(new)
+            self.driver.call(lambda m, now: m.set_topic_names(new))
+
+    def _start_reconcile(self, ev: Reconcile) -> None:
+        """The coordinator moved this member's assignment (KIP-848).  The partitions it
+        loses stop being fetched and handed out at once (the Java client's "pending
+        revocation"), so the positions committed for them are where their next owner
+        starts; with auto-commit that commit must be done before the machine acknowledges
+        the revocation, which hands them over."""
+        self._abandon_reconcile()  # the machine hands out one at a time; never two here
+        self.generation = ev.epoch
+        held = {}
+        for tp in (TopicPartition(*x) for x in ev.revoke):
+            st = self.consumer._assigned.pop(tp, None)
+            if st is not None:
+                st.clear()  # fetched but not returned: the next owner's to read
+                held[tp] = st
+        offsets = {tp: st.position for tp, st in held.items()
+                   if st.position is not None and tp not in self.pending_positions}
+        commit = None
+        if offsets and self.config.enable_auto_commit:
+            c = self.config
+            deadline = self.driver.now() + min(c.request_timeout_ms, c.max_poll_interval_ms) / 1000
+            commit = _PolledSteps(self.commit_steps(offsets, deadline), self.driver)
+        log.info("group %r: member epoch %d: revoking %s, assigning %s%s", self.config.group_id, ev.epoch,
+                 ev.revoke, ev.assign, " (committing first)" if commit is not None else "")
+        self._reconciling = _Reconciling(ev, held, commit)
+
+    def _advance_reconcile(self) -> None:
+        r = self._reconciling
+        assert r is not None
+        if r.commit is not None:
+            if not r.commit.advance():
+                return  # its answer wakes a later poll
+            if r.commit.error is not None:
+                log.warning("group %r: commit of the revoked partitions %s failed (their next owner "
+                            "reads them again from the last commit): %s", self.config.group_id,
+                            sorted(r.held), r.commit.error)
+        self._reconciling = None
+        ev = r.ev
+        revoke = [TopicPartition(*tp) for tp in ev.revoke]
+        assign = [TopicPartition(*tp) for tp in ev.assign]
+        # The listener sees the revoked partitions still assigned: it may commit them.
+        self.consumer._assigned.update(r.held)
+        failed = self._call_listener("on_partitions_revoked", revoke) if revoke else None
+        self._drop(revoke)
+        self._take(assign)
+        if self.pattern is not None:
+            self.topics = {t for t, _p in ev.assignment}
+        failed = self._call_listener("on_partitions_assigned", assign) or failed
+        self.driver.call(lambda m, now: m.reconciled(ev))
+        if failed is not None:
+            raise failed  # after the reconciliation, which goes on as the Java client's does
+
+    def _call_listener(self, name: str, partitions: list[Any]) -> BaseException | None:
+        if self.listener is None:
+            return None
+        try:
+            getattr(self.listener, name)(partitions)
+        except Exception as exc:  # noqa: BLE001 - raised from poll() once the step is done
+            log.warning("group %r: %s(%s) raised %r", self.config.group_id, name, partitions, exc)
+            return exc
+        return None
+
+    def _abandon_reconcile(self) -> None:
+        """A Reconcile under way stops (a Lost, close, unsubscribe): the partitions it was
+        giving up count as this consumer's again until those end too."""
+        r = self._reconciling
+        if r is not None:
+            self._reconciling = None
+            if r.commit is not None:
+                r.commit.steps.close()
+            self.consumer._assigned.update(r.held)
 
     def _fetch_committed(self) -> None:
         fut = self.driver.new_future()
@@ -687,19 +876,27 @@ class ConsumerGroup:
             log.warning("group %r: LeaveGroup failed (the group notices when this member's "
                         "session times out): %s", self.config.group_id, exc)
 
-    def close_steps(self, deadline: float) -> Any:
-        self.run_callbacks()
+    def _give_up_steps(self, deadline: float) -> Any:
+        # Commit every position (with auto-commit) by ``deadline``, then give the
+        # subscription's partitions up (on_partitions_revoked).
+        self._abandon_reconcile()
         if self.config.enable_auto_commit and self.consumer._assigned:
             try:
                 yield from self.commit_steps(None, deadline)
-            except Exception as exc:  # noqa: BLE001 - closing goes on; the records are read again
-                log.warning("group %r: commit on close failed: %s", self.config.group_id, exc)
+            except Exception as exc:  # noqa: BLE001 - leaving goes on; the records are read again
+                log.warning("group %r: commit of %s failed: %s", self.config.group_id,
+                            sorted(self.consumer._assigned), exc)
         if self.subscribed:
             self._revoke(set(self.consumer._assigned), commit=False)
+
+    def close_steps(self, deadline: float) -> Any:
+        self.run_callbacks()
+        yield from self._give_up_steps(deadline)
         yield from self.leave_steps()
         self.run_callbacks()
 
-    def unsubscribe_steps(self) -> Any:
+    def unsubscribe_steps(self, deadline: float) -> Any:
+        yield from self._give_up_steps(deadline)
         self.topics = None
         self.pattern = None
         self.consumer.cluster.all_topics = False
@@ -764,10 +961,15 @@ class ConsumerGroup:
         """The driver's snapshot of the membership, seen from this consumer: its
         assignment is the one it took, so "stable" means stable with that assignment."""
         snap = self.driver.snapshot()
+        snap.setdefault("group_protocol", "classic")
         snap["assignment"] = sorted(self.consumer._assigned)
         snap["subscription"] = sorted(self.topics) if self.topics is not None else None
+        # KIP-848's rebalances are incremental too: only what moves is revoked.
         snap["rebalance_protocol"] = "cooperative" if self.cooperative else "eager"
-        if snap["state"] == STABLE and snap["generation"] != self.generation:
+        if self.kip848:
+            if self._reconciling is not None or any(isinstance(e, Reconcile) for e in self._events):
+                snap["state"] = RECONCILING  # the machine's next step waits for this consumer
+        elif snap["state"] == STABLE and snap["generation"] != self.generation:
             # The SyncGroup answer is in, but the consumer takes it at its next poll: the
             # partitions above are still the previous generation's.
             snap["state"] = SYNCING
@@ -783,6 +985,59 @@ class ConsumerGroup:
             self.run_steps(self.close_steps(deadline), deadline)
         finally:
             self.driver.stop(max(0.0, deadline - time.monotonic()))
+
+
+class _Reconciling:
+    """A KIP-848 Reconcile the consumer is acting on: ``held``, the partitions it gives
+    up (no longer fetched, their states kept for the listener), and ``commit``, their
+    offsets' commit under way."""
+
+    __slots__ = ("ev", "held", "commit")
+
+    def __init__(self, ev: Reconcile, held: dict[Any, PartitionState], commit: _PolledSteps | None):
+        self.ev, self.held, self.commit = ev, held, commit
+
+
+class _PolledSteps:
+    """A ``*_steps`` generator moved on by the consumer's polls, never blocking one:
+    the future a step waits for wakes the poll that follows its answer, a sleep ends at
+    the first poll after it.  ``error`` is what the generator raised, once it ends."""
+
+    def __init__(self, steps: Any, driver: Any):
+        self.steps, self.driver = steps, driver
+        self.waiting: Any = None
+        self.sleep_until = 0.0
+        self.finished = False
+        self.error: BaseException | None = None
+        self._resume(None, None)
+
+    def advance(self) -> bool:
+        """Go as far as the answers in allow; True once the generator has ended."""
+        while not self.finished:
+            fut = self.waiting
+            if fut is None and self.driver.now() < self.sleep_until:
+                return False
+            if fut is not None and not fut.done():
+                return False
+            exc = fut.exception() if fut is not None else None
+            self._resume(None if fut is None or exc is not None else fut.result(), exc)
+        return True
+
+    def _resume(self, value: Any, exc: BaseException | None) -> None:
+        self.waiting = None
+        try:
+            kind, arg = self.steps.throw(exc) if exc is not None else self.steps.send(value)
+        except StopIteration:
+            self.finished = True
+            return
+        except Exception as err:  # noqa: BLE001 - the outcome, for the caller to look at
+            self.finished, self.error = True, err
+            return
+        if kind == "sleep":
+            self.sleep_until = self.driver.now() + arg
+        else:
+            self.waiting = arg
+            arg.add_done_callback(lambda _f: self.driver.wake_caller())
 
 
 def _as_map(tps: Any) -> dict[str, list[int]]:
