@@ -18,6 +18,7 @@ import numpy as np
 
 from kafkawire.client.consumer import Consumer, TopicPartition
 from kafkawire.client.errors import OffsetOutOfRangeError
+from kafkawire.errors import UnknownTopicOrPartitionError
 from kafkawire.client.partitioner import murmur2_many
 from kafkawire.client.producer import Producer
 from kafkawire.protocol import apis
@@ -89,24 +90,57 @@ def _timeout(c: Consumer) -> float:
     return c.config.request_timeout_ms / 1000.0
 
 
-def list_partitions(c: Consumer, opts: SourceOptions) -> list[TopicPartition]:
-    """The partitions ``assign``, ``subscribe`` or ``subscribePattern`` name, now."""
+def list_partitions(c: Consumer, opts: SourceOptions, *, must_exist: bool = True) -> list[TopicPartition]:
+    """The partitions ``assign``, ``subscribe`` or ``subscribePattern`` name, now.
+
+    Reading never creates a topic: the metadata is asked for without auto-creation (the
+    consumer's own requests allow it, as the Java consumer's do, and Kafka would create a
+    misspelt name).  With ``must_exist``, a topic or partition that ``subscribe`` or
+    ``assign`` names and the cluster lacks is a KafkawireOptionError naming the option;
+    without it (a running stream) it is left out, for the data-loss checks to judge.
+    """
+    if opts.pattern is not None:
+        found = _partitions_by_topic(c, None)
+        return sorted(TopicPartition(t, p) for t, ps in found.items() if opts.pattern.fullmatch(t) for p in ps)
     if opts.assign is not None:
-        return sorted(TopicPartition(t, p) for t, ps in opts.assign.items() for p in ps)
-    if opts.subscribe is not None:
-        topics = opts.subscribe
-    else:
-        # Internal topics (__consumer_offsets, ...) are left out, as the Java consumer's
-        # pattern subscription does by default (exclude.internal.topics).
-        resp = c.cluster.request(None, METADATA, METADATA.Request(topics=None, allow_auto_topic_creation=False),
-                                 _timeout(c))
-        topics = sorted(t.name for t in resp.topics
-                        if t.name and not getattr(t, "is_internal", False) and not t.name.startswith("__")
-                        and opts.pattern.fullmatch(t.name))  # type: ignore[union-attr]
-    out = []
-    for topic in topics:
-        out.extend(TopicPartition(topic, p) for p in c.cluster.partitions_for(topic, _timeout(c)))
-    return sorted(out)
+        found = _partitions_by_topic(c, sorted(opts.assign))
+        wanted = [TopicPartition(t, p) for t, ps in opts.assign.items() for p in ps]
+        absent = [tp for tp in wanted if tp.partition not in found.get(tp.topic, ())]
+        if absent and must_exist:
+            what = "; ".join(f"{tp.topic}[{tp.partition}] ("
+                             + (f"{tp.topic} has partitions 0-{max(found[tp.topic])})" if found.get(tp.topic)
+                                else f"there is no topic {tp.topic!r})") for tp in absent)
+            raise KafkawireOptionError(f"option 'assign' names partitions that do not exist: {what}; "
+                                       f"assign only existing partitions, or add them first")
+        return sorted(tp for tp in wanted if tp not in absent)
+    topics = opts.subscribe or []
+    found = _partitions_by_topic(c, topics)
+    absent = [t for t in topics if t not in found]
+    if absent and must_exist:
+        raise KafkawireOptionError(
+            f"option 'subscribe' names topics that do not exist: {absent}; check the names, or create "
+            f"the topics first (reading never creates them)")
+    return sorted(TopicPartition(t, p) for t in topics if t in found for p in found[t])
+
+
+def _partitions_by_topic(c: Consumer, topics: list[str] | None) -> dict[str, list[int]]:
+    """{topic: partition ids} of ``topics`` that exist (None: every topic but the
+    internal ones, as the Java consumer's pattern subscription leaves them out)."""
+    req_topics = None if topics is None else [METADATA.Request.MetadataRequestTopic(name=t) for t in topics]
+    resp = c.cluster.request(None, METADATA, METADATA.Request(topics=req_topics, allow_auto_topic_creation=False),
+                             _timeout(c))
+    out: dict[str, list[int]] = {}
+    for t in resp.topics:
+        if not t.name or t.error_code == UnknownTopicOrPartitionError.code:
+            continue
+        if topics is None and (getattr(t, "is_internal", False) or t.name.startswith("__")):
+            continue
+        if t.error_code or not t.partitions:
+            # Created a moment ago (LEADER_NOT_AVAILABLE): the consumer waits for it to settle.
+            out[t.name] = c.cluster.partitions_for(t.name, _timeout(c))
+        else:
+            out[t.name] = sorted(p.partition_index for p in t.partitions)
+    return out
 
 
 def _per_partition(spec: Any, tps: list[TopicPartition], name: str, sentinel: dict[str, int]) -> dict[TopicPartition, int]:
@@ -124,6 +158,9 @@ def _per_partition(spec: Any, tps: list[TopicPartition], name: str, sentinel: di
     return given
 
 
+_ONE_TIMESTAMP = {"startingOffsetsByTimestamp": "startingTimestamp", "endingOffsetsByTimestamp": "endingTimestamp"}
+
+
 def resolve_offsets(c: Consumer, tps: list[TopicPartition], bounds: tuple[dict, dict], offsets: Any,
                     by_timestamp: Any, name: str, ts_name: str, strategy: str = "latest") -> dict[TopicPartition, int]:
     """Concrete offsets for an offsets spec (keywords, JSON, -2/-1) or, when given, a
@@ -134,6 +171,8 @@ def resolve_offsets(c: Consumer, tps: list[TopicPartition], bounds: tuple[dict, 
         return {}
     earliest, latest = bounds
     if by_timestamp is not None:
+        if isinstance(by_timestamp, int):  # one time for every partition: the option the user set
+            ts_name = _ONE_TIMESTAMP[ts_name]
         stamps = _per_partition(by_timestamp, tps, ts_name, {})
         found = c.offsets_for_times(stamps, _timeout(c))
         missing = [tp for tp, v in found.items() if v is None]

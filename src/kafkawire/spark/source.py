@@ -76,6 +76,11 @@ class KafkawireDataSource(DataSource):
         return "kafkawire"
 
     def schema(self) -> StructType:
+        # Spark asks for the schema at load(), the reader only at the first action: an
+        # option wrong for batch and stream alike fails here, at load(), where the JVM
+        # connector fails too.  One wrong for one kind only waits for reader() or
+        # streamReader(), which know the kind.  (Writes never call schema().)
+        _check_either_kind(self.options)
         headers = _options.parse_bool("includeHeaders", str(self.options.get("includeHeaders", "false")))
         return KAFKA_SCHEMA_WITH_HEADERS if headers else KAFKA_SCHEMA
 
@@ -90,6 +95,18 @@ class KafkawireDataSource(DataSource):
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> KafkawireStreamWriter:
         return KafkawireStreamWriter(_sink_options(self.options, schema, overwrite))
+
+
+def _check_either_kind(options: Any) -> None:
+    """Raise the option error that a batch and a streaming read of ``options`` share."""
+    try:
+        SourceOptions.parse(options, streaming=False)
+    except KafkawireOptionError as batch:
+        try:
+            SourceOptions.parse(options, streaming=True)
+        except KafkawireOptionError as stream:
+            if str(stream) == str(batch):
+                raise batch from None
 
 
 class _RangeReading:
@@ -138,6 +155,24 @@ def _check_loss(start: dict, earliest: dict, latest: dict, fail: bool, what: str
     return {**start, **{tp: found for tp, (_o, found, _w) in problems.items()}}
 
 
+def _check_end(end: dict, latest: dict, fail: bool) -> dict:
+    """End offsets past the log's end (endingOffsets JSON naming records that do not
+    exist): an error, as the JVM connector's tasks fail, or the latest offset."""
+    problems = {tp: (e, latest[tp], f"ends at {e} but the latest offset is {latest[tp]}")
+                for tp, e in end.items() if e > latest[tp]}
+    _data_loss(problems, fail, "batch read")
+    return {**end, **{tp: latest[tp] for tp in problems}}
+
+
+def _offset_options(o: SourceOptions) -> tuple[str, str]:
+    """The options the start and end offsets of a batch read came from, for messages."""
+    first = ("startingTimestamp" if isinstance(o.starting_by_timestamp, int) else "startingOffsetsByTimestamp"
+             if o.starting_by_timestamp is not None else "startingOffsets")
+    last = ("endingTimestamp" if isinstance(o.ending_by_timestamp, int) else "endingOffsetsByTimestamp"
+            if o.ending_by_timestamp is not None else "endingOffsets")
+    return first, last
+
+
 def _push_filters(reader: KafkawireReader, filters: list) -> Iterator[Any]:
     for f in filters:
         if not reader.pushdown.accept(f):
@@ -183,18 +218,18 @@ class KafkawireReader(_RangeReading, DataSourceReader):
         end = _io.resolve_offsets(c, tps, bounds, o.ending, o.ending_by_timestamp, "endingOffsets",
                                   "endingOffsetsByTimestamp")
         start = _check_loss(start, earliest, latest, o.fail_on_data_loss, "batch read")
+        end = _check_end(end, latest, o.fail_on_data_loss)
+        for tp in tps:
+            if start[tp] > end[tp]:
+                first, last = _offset_options(o)
+                raise KafkawireOptionError(
+                    f"{tp.topic}[{tp.partition}]: the start offset {start[tp]} (from {first}) is after the "
+                    f"end offset {end[tp]} (from {last}); give a start at or before the end")
         if pd.ts_min_ms is not None:
             # Records before Kafka's answer for the lowest timestamp asked for are older.
             found = c.offsets_for_times({tp: pd.ts_min_ms for tp in tps}, _io._timeout(c))
             start = {tp: max(start[tp], latest[tp] if found[tp] is None else found[tp].offset) for tp in tps}
-        bounded = {}
-        for tp in tps:
-            s, e = pd.narrow(start[tp], end[tp])
-            if s > e:
-                raise KafkawireOptionError(
-                    f"{tp.topic}[{tp.partition}]: the starting offset {s} is after the ending offset {e}; "
-                    f"check startingOffsets/endingOffsets")
-            bounded[tp] = (s, e)
+        bounded = {tp: pd.narrow(start[tp], end[tp]) for tp in tps}
         return _ranges({tp: s for tp, (s, _e) in bounded.items()}, {tp: e for tp, (_s, e) in bounded.items()}, o)
 
 
@@ -226,7 +261,7 @@ class KafkawireStreamReader(_RangeReading, DataSourceStreamReader, SupportsTrigg
         since ``begin`` start at their earliest offset."""
         start = dict(begin)
         c = self._consumer()
-        tps = _io.list_partitions(c, self.opts)
+        tps = _io.list_partitions(c, self.opts, must_exist=False)
         earliest, latest = _io.log_bounds(c, tps)
         _data_loss({tp: (o, -1, f"no longer exists (it was at offset {o})")
                     for tp, o in start.items() if tp not in latest},
@@ -248,11 +283,13 @@ class KafkawireStreamReader(_RangeReading, DataSourceStreamReader, SupportsTrigg
 
     def latestOffset(self, start: dict, limit: Any) -> dict:
         begin = offsets_from_json(start)
+        # The data-loss checks run for every micro-batch, Trigger.AvailableNow's included.
+        latest, begin_all = self._latest(begin)
         if self._ceiling is not None:
-            latest = {tp: max(v, begin.get(tp, v)) for tp, v in self._ceiling.items()}
-            begin_all = self._with_new_partitions(begin, latest)
-        else:
-            latest, begin_all = self._latest(begin)
+            # Trigger.AvailableNow: what existed when the query was prepared, no more
+            # (partitions added since wait for the next run).
+            latest = {tp: min(v, max(self._ceiling[tp], begin_all[tp])) for tp, v in latest.items()
+                      if tp in self._ceiling}
         o = self.opts
         if o.min_offsets_per_trigger and not isinstance(limit, ReadAllAvailable) and self._ceiling is None:
             waiting = sum(latest[tp] - begin_all[tp] for tp in latest)
