@@ -15,6 +15,7 @@ import os
 import re
 import time
 
+import confluent_kafka
 import pytest
 from pyspark.errors import StreamingQueryException
 from sparkkafka import TS, new_topic, produce, records
@@ -297,6 +298,44 @@ def test_fail_on_data_loss_both_ways(spark, kafka_broker):
         assert message in str(our_exc) and "failOnDataLoss=false" in str(our_exc)
         got, _ = same_read(spark, b, failOnDataLoss="false", **options)
         assert len(got) == rows_without_check
+
+
+# -- transactions --------------------------------------------------------------------------
+
+def _transactional(bootstrap: str, tid: str) -> confluent_kafka.Producer:
+    p = confluent_kafka.Producer({"bootstrap.servers": bootstrap, "transactional.id": tid, "log_level": 3})
+    p.init_transactions(30)
+    return p
+
+
+def test_read_committed_alike_over_aborted_and_open_transactions(spark, kafka_broker):
+    b = kafka_broker.bootstrap
+    t = new_topic(b, 2, prefix="conf-tx")
+    p = _transactional(b, f"conf-{t}")
+    for n in range(6):  # committed, aborted, committed, ... interleaved with plain records
+        p.begin_transaction()
+        for i in range(5):
+            p.produce(t, b"tx%d-%d" % (n, i), key=b"k%d" % i, partition=i % 2)
+        p.flush(30)  # in the log before the abort: an abort drops what is still queued
+        p.abort_transaction(30) if n % 2 else p.commit_transaction(30)
+        produce(b, t, {0: records(0, 2)})
+    # A transaction left open holds read_committed's end (the last stable offset) back.
+    still_open = _transactional(b, f"conf-open-{t}")
+    still_open.begin_transaction()
+    for i in range(4):
+        still_open.produce(t, b"open-%d" % i, partition=i % 2)
+    still_open.flush(30)
+    produce(b, t, {0: records(0, 3)})
+    try:
+        committed = same_read(spark, b, subscribe=t, **{"kafka.isolation.level": "read_committed"})[0]
+        assert sorted(r[1] for r in committed if r[1] and r[1].startswith(b"tx")) == sorted(
+            b"tx%d-%d" % (n, i) for n in (0, 2, 4) for i in range(5))
+        assert not any(r[1] and r[1].startswith(b"open") for r in committed)
+        assert len(committed) == 15 + 12  # and not the 3 records after the open transaction
+        everything = same_read(spark, b, subscribe=t, **{"kafka.isolation.level": "read_uncommitted"})[0]
+        assert len(everything) == 30 + 12 + 4 + 3
+    finally:
+        still_open.abort_transaction(30)
 
 
 # -- writing -------------------------------------------------------------------------------

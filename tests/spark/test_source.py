@@ -145,7 +145,7 @@ def test_starting_timestamp_after_every_record(spark, kafka_broker):
     ({"subscribe": "a", "kafka.value.deserializer": "x"}, "values are always binary"),
     ({"subscribe": "a", "kafka.fetch.max.wait.ms": "soon"}, "fetch_max_wait_ms must be an integer"),
     ({"subscribe": "a", "kafka.no.such.thing": "1"}, "unknown consumer option"),
-    ({"subscribe": "a", "kafka.isolation.level": "read_committed"}, "does not filter aborted transactions"),
+    ({"subscribe": "a", "kafka.isolation.level": "committed"}, "isolation_level must be one of"),
     ({"subscribe": "a", "startingoffset": "earliest"}, "did you mean 'startingOffsets'?"),
     ({"subscribe": "a", "topic": "b"}, "option 'topic' does not apply to reading"),
 ])

@@ -29,10 +29,6 @@ _REJECTED_SOURCE = {
     "kafka.value.deserializer": "values are always binary; cast or decode them in a DataFrame expression",
     "kafka.interceptor.classes": "interceptors are Java classes and do not apply",
 }
-# Refused until kafkawire's consumer drops aborted transactions' records (read_committed
-# would otherwise return them); read_uncommitted, the default, is what is read today.
-_REJECTED_VALUES = {("kafka.isolation.level", "read_committed"):
-                    "kafkawire's consumer does not filter aborted transactions yet; leave it unset"}
 _REJECTED_SINK = {
     "kafka.key.serializer": "keys are written as binary; cast them to binary or string first",
     "kafka.value.serializer": "values are written as binary; cast them to binary or string first",
@@ -151,9 +147,6 @@ def _client_options(opts: dict[str, str], kind: str, rejected: dict[str, str]) -
             raise KafkawireOptionError(f"option {name!r} is not supported by format('kafkawire'): {rejected[name]}")
         if name in _IGNORED:
             continue
-        why = _REJECTED_VALUES.get((name, value.strip().lower()))
-        if why:
-            raise KafkawireOptionError(f"option {name}={value!r} is not supported yet: {why}")
         out[name[len("kafka."):].replace(".", "_")] = value
     if "bootstrap_servers" not in out or not out["bootstrap_servers"].strip():
         raise KafkawireOptionError(
