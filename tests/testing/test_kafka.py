@@ -107,3 +107,11 @@ def test_three_nodes_kill_and_restart_one(kafka_cluster_factory):
     assert cluster.running() == [0, 1, 2] and cluster[2].pid != pid
     with Admin(bootstrap_servers=cluster[2].bootstrap) as admin:
         assert sorted(admin.describe_cluster(timeout=30).brokers) == [1, 2, 3]
+
+
+def test_cluster_ids_never_look_like_an_option(monkeypatch):
+    from kafkawire.testing import kafka
+
+    draws = iter([b"\xfb" + bytes(15), bytes(16)])  # urlsafe base64 of 0xfb... starts with '-'
+    monkeypatch.setattr(kafka.os, "urandom", lambda n: next(draws))
+    assert kafka.cluster_id() == "AAAAAAAAAAAAAAAAAAAAAA"

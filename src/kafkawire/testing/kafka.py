@@ -238,8 +238,12 @@ def _jaas_name_ok(name: str) -> bool:
 
 
 def cluster_id() -> str:
-    """A fresh KRaft cluster id: 16 random bytes, URL-safe base64 without padding."""
-    return base64.urlsafe_b64encode(os.urandom(16)).decode().rstrip("=")
+    """A fresh KRaft cluster id: 16 random bytes, URL-safe base64 without padding, never
+    starting with '-' (the format tool would take ``-t -abc`` for a missing argument)."""
+    while True:
+        value = base64.urlsafe_b64encode(os.urandom(16)).decode().rstrip("=")
+        if not value.startswith("-"):
+            return value
 
 
 # -- one node --------------------------------------------------------------------------
