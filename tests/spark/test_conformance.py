@@ -245,6 +245,16 @@ def test_bad_options_fail_in_both_on_the_driver(spark, topics, options, message,
             assert "conformance-no-such-topic" not in admin.list_topics(timeout=30)  # reading creates nothing
 
 
+def test_assign_of_a_missing_partition_fails_in_kafkawire_only(spark, topics):
+    # Difference (README): connector 4.2.0 reads the assigned partitions that exist and
+    # says nothing of the others; kafkawire names them.
+    a = topics["a"]
+    options = {"assign": json.dumps({a: [0, 7]})}
+    assert len(rows(reader(spark, "kafka", topics["bootstrap"], options).load())) == A_SIZES[0]
+    ours, exc = _attempt(spark, "kafkawire", topics["bootstrap"], options)
+    assert ours == "action" and f"option 'assign' names partitions that do not exist: {a}[7] ({a} has partitions 0-2)" in str(exc)
+
+
 def test_bad_kafka_values_fail_on_the_driver_in_kafkawire_only(spark, topics):
     # Difference (README): the JVM connector hands kafka.* values to the Java client in
     # each task, so a bad one fails the tasks; kafkawire checks them on the driver.
@@ -298,6 +308,13 @@ def test_fail_on_data_loss_both_ways(spark, kafka_broker):
         assert message in str(our_exc) and "failOnDataLoss=false" in str(our_exc)
         got, _ = same_read(spark, b, failOnDataLoss="false", **options)
         assert len(got) == rows_without_check
+    # Difference (README): a start past the log's end (a recreated topic) with
+    # failOnDataLoss=false is skipped by kafkawire, as a stream does in both; connector
+    # 4.2.0's batch read fails it anyway, its start being after its end.
+    options = {"subscribe": t, "failOnDataLoss": "false", "startingOffsets": json.dumps({t: {"0": 50, "1": 0}})}
+    jvm, exc = _attempt(spark, "kafka", b, options)
+    assert jvm == "task" and "start offset 50 is greater than the resolved end offset 10" in str(exc)
+    assert [(r[3], r[4]) for r in rows(reader(spark, "kafkawire", b, options).load())] == [(1, o) for o in range(10)]
 
 
 # -- transactions --------------------------------------------------------------------------
