@@ -59,12 +59,12 @@ kafka: $(STAMP)
 test: test-cython test-python
 
 test-cython: build stunnel kafka
-	KAFKAWIRE_EXPECT_IMPLEMENTATION=cython $(PY) -m pytest -q -p no:cacheprovider tests
+	KAFKAWIRE_EXPECT_IMPLEMENTATION=cython $(PY) -m pytest -q -p no:cacheprovider -m "not five_nodes" tests
 
 # The Apache Kafka, Spark, group, failover and deadline suites run once, above: they test
 # the client and the brokers, not the codec beneath them.
 test-python: build stunnel
-	KAFKAWIRE_PUREPYTHON=1 KAFKAWIRE_EXPECT_IMPLEMENTATION=python $(PY) -m pytest -q -p no:cacheprovider -m "not kafka and not spark and not groups and not failover and not deadlines" tests
+	KAFKAWIRE_PUREPYTHON=1 KAFKAWIRE_EXPECT_IMPLEMENTATION=python $(PY) -m pytest -q -p no:cacheprovider -m "not kafka and not spark and not groups and not failover and not deadlines and not five_nodes" tests
 
 # Side-by-side benchmarks (kafkawire and its peers interleaved in one process); the
 # README's tables are their output. BENCH_ARGS=--quick for a shorter run.

@@ -15,7 +15,7 @@ idempotent), in both shells.
 * NOT_ENOUGH_REPLICAS: retried until delivery_timeout_ms, then the record fails with that
   typed error, unwritten; records flow again once a replica is back in sync.  On the three
   nodes with a topic that wants three replicas in sync and one down; with two nodes down
-  it needs a quorum left, so five nodes (opt-in: KAFKAWIRE_KAFKA_FIVE_NODES=1).
+  it needs a quorum left, so five nodes (marker five_nodes, not part of `make test`).
 
 The nodes fence a dead peer after broker.session.timeout.ms, set to 3 s here instead of
 9 s so that each failover costs a third of the time; the failover figures printed are for
@@ -25,7 +25,6 @@ that setting.
 from __future__ import annotations
 
 import asyncio
-import os
 import threading
 import time
 import uuid
@@ -56,8 +55,6 @@ FAST_FENCING = {"broker.session.timeout.ms": 3000, "broker.heartbeat.interval.ms
 PHASE = 90.0
 # The producers of the "down" tests: each record fails by this.
 DELIVERY_TIMEOUT_MS = 6000
-# Opt-in: the five-node NOT_ENOUGH_REPLICAS case (see its skip reason).
-FIVE_NODES_ENV = "KAFKAWIRE_KAFKA_FIVE_NODES"
 CLIENT = dict(request_timeout_ms=10000, retry_backoff_ms=100, retry_backoff_max_ms=1000,
               reconnect_backoff_ms=50, reconnect_backoff_max_ms=1000)
 
@@ -634,9 +631,9 @@ def test_not_enough_replicas_fails_typed_by_the_deadline_and_recovers(cluster, a
     _print_refusals(capsys, "3 nodes, min.insync.replicas=3, one follower down", ended)
 
 
-@pytest.mark.skipif(not os.environ.get(FIVE_NODES_ENV), reason=(
-    f"five more Kafka nodes cost a minute or more on a small machine: set {FIVE_NODES_ENV}=1 "
-    f"to run NOT_ENOUGH_REPLICAS with two nodes down"))
+# Five more Kafka nodes cost a minute or more on a 2-core machine: `make test` leaves this
+# out (-m "not five_nodes"); run it with `pytest -m five_nodes tests/integration`.
+@pytest.mark.five_nodes
 def test_two_replicas_down_with_a_quorum_is_not_enough_replicas(kafka_cluster_factory, capsys):
     """Five nodes, so that two down leave a quorum: the controller shrinks the ISR of a
     three-replica partition to its leader alone, below min.insync.replicas=2."""
