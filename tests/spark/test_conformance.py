@@ -140,18 +140,18 @@ def test_min_partitions_splits_alike(spark, topics):
 
 def test_max_records_per_partition(spark, topics):
     a = topics["a"]
-    # With concrete JSON offsets both split each range into pieces of at most 7 records.
+    # With concrete JSON offsets both split each range into pieces of at most 20 records.
     concrete = {"startingOffsets": json.dumps({a: {"0": 0, "1": 0, "2": 0}}),
                 "endingOffsets": json.dumps({a: {"0": 40, "1": 50, "2": 60}})}
-    _, dfs = same_read(spark, topics["bootstrap"], subscribe=a, maxRecordsPerPartition="7", **concrete)
+    _, dfs = same_read(spark, topics["bootstrap"], subscribe=a, maxRecordsPerPartition="20", **concrete)
     sizes = [_task_sizes(df) for df in dfs]
-    assert sizes[0] == sizes[1] and max(sizes[1]) <= 7 and sum(sizes[1]) == sum(A_SIZES)
+    assert sizes[0] == sizes[1] == [16, 17, 17, 20, 20, 20, 20, 20]  # 50 records: three even pieces
     # Difference (README): with earliest/latest, connector 4.2.0 sizes its ranges before it
     # resolves them (-2 to -1, one record each) and splits nothing; kafkawire still does.
-    _, dfs = same_read(spark, topics["bootstrap"], subscribe=a, maxRecordsPerPartition="7")
+    _, dfs = same_read(spark, topics["bootstrap"], subscribe=a, maxRecordsPerPartition="20")
     jvm, ours = (_task_sizes(df) for df in dfs)
     assert jvm == sorted(A_SIZES)
-    assert max(ours) <= 7 and sum(ours) == sum(A_SIZES)
+    assert max(ours) <= 20 and sum(ours) == sum(A_SIZES) and len(ours) == 8
 
 
 # -- failing alike -------------------------------------------------------------------------
