@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import base64
 import concurrent.futures
-import fcntl
 import json
 import os
 import shutil
@@ -41,6 +40,7 @@ import tempfile
 import time
 from typing import Any, Iterable, Mapping
 
+from kafkawire.testing._maven import cache_dir, cached_dependencies
 from kafkawire.testing._process import LOOPBACK, ChildProcess, Lifecycle, free_port, port_accepts
 from kafkawire.testing.brokers import BrokerStartError
 
@@ -62,8 +62,6 @@ KAFKA_VERSION = os.environ.get("KAFKAWIRE_KAFKA_VERSION", "4.4.0")
 KAFKA_MATRIX_VERSION = os.environ.get("KAFKAWIRE_KAFKA_MATRIX_VERSION", "3.9.1")
 #: A Kafka distribution (its ``libs/`` holds the jars) to use instead of Maven Central.
 KAFKA_HOME_ENV = "KAFKA_HOME"
-#: Where downloaded jars are kept (default: $XDG_CACHE_HOME/kafkawire or ~/.cache/kafkawire).
-CACHE_ENV = "KAFKAWIRE_CACHE"
 
 #: What the SASL listeners accept.
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
@@ -92,15 +90,6 @@ _DEFAULT_JVM_OPTIONS = (
 
 
 # -- where the jars come from ----------------------------------------------------------
-
-
-def cache_dir() -> str:
-    """``$KAFKAWIRE_CACHE``, else ``$XDG_CACHE_HOME/kafkawire``, else ``~/.cache/kafkawire``."""
-    override = os.environ.get(CACHE_ENV)
-    if override:
-        return override
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "kafkawire")
 
 
 def _binary(name: str, env_home: str | None, hint: str) -> str:
@@ -150,43 +139,10 @@ def kafka_jars(version: str = KAFKA_VERSION, *, timeout: float = 900.0) -> str:
     libs = _home_libs()
     if libs:
         return libs
-    root = os.path.join(cache_dir(), f"kafka-{version}")
-    libs = os.path.join(root, "libs")
-    done = os.path.join(root, "complete")
-    if os.path.exists(done):
-        return libs
-    os.makedirs(root, exist_ok=True)
-    with open(os.path.join(root, ".lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if os.path.exists(done):  # another process fetched them while we waited
-            return libs
-        mvn = _binary("mvn", "MAVEN_HOME", "the Kafka broker's jars are fetched from Maven "
-                      "Central with Maven: install it (apt-get install -y maven; `make kafka` "
-                      f"does it), or set ${KAFKA_HOME_ENV} to a Kafka distribution")
-        staging = tempfile.mkdtemp(prefix="libs-", dir=root)
-        args = [mvn, "-B", "-q", "-f", _POM, "dependency:copy-dependencies",
-                f"-Dkafka.version={version}", f"-DoutputDirectory={staging}",
-                "-DincludeScope=runtime"]
-        try:
-            result = subprocess.run(args, stdin=subprocess.DEVNULL, capture_output=True,
-                                    timeout=timeout, text=True)
-        except subprocess.TimeoutExpired:
-            shutil.rmtree(staging, ignore_errors=True)
-            raise BrokerStartError(f"Maven did not fetch Kafka {version}'s jars within {timeout}s") from None
-        jar = f"kafka_2.13-{version}.jar"
-        if result.returncode != 0 or jar not in _listdir(staging):
-            shutil.rmtree(staging, ignore_errors=True)
-            output = (result.stdout + result.stderr).strip()[-3000:]
-            raise BrokerStartError(
-                f"Maven could not fetch org.apache.kafka:kafka_2.13:{version} and its "
-                f"dependencies (exit {result.returncode}); is the version published on Maven "
-                f"Central? Its output ends with:\n{output}"
-            )
-        shutil.rmtree(libs, ignore_errors=True)
-        os.rename(staging, libs)
-        with open(done, "w") as f:
-            f.write(version + "\n")
-    return libs
+    return cached_dependencies(
+        _POM, f"kafka-{version}", {"kafka.version": version}, f"kafka_2.13-{version}.jar",
+        f"org.apache.kafka:kafka_2.13:{version} and its dependencies (or set ${KAFKA_HOME_ENV} "
+        f"to a Kafka distribution)", BrokerStartError, timeout=timeout)
 
 
 # -- tokens and properties -------------------------------------------------------------

@@ -31,7 +31,6 @@ module (``spark-kafka-connector.pom.xml``), into the cache Apache Kafka's broker
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import re
@@ -54,7 +53,7 @@ from kafkawire.testing._process import (
     wait_or_kill,
 )
 
-from kafkawire.testing.kafka import cache_dir
+from kafkawire.testing._maven import cached_dependencies
 
 __all__ = ["ConnectorJarsError", "SPARK_CONNECTOR_VERSION", "SparkClusterError", "SparkStandaloneCluster",
            "kafka_connector_jars", "pyspark_home"]
@@ -91,50 +90,12 @@ def kafka_connector_jars(version: str = SPARK_CONNECTOR_VERSION, *, timeout: flo
     fetches, others wait on a lock file); raises :class:`ConnectorJarsError` saying what
     is missing.
     """
-    root = os.path.join(cache_dir(), f"spark-kafka-connector-{version}")
-    libs = os.path.join(root, "jars")
-    done = os.path.join(root, "complete")
-    if not os.path.exists(done):
-        os.makedirs(root, exist_ok=True)
-        with open(os.path.join(root, ".lock"), "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            if not os.path.exists(done):  # else another process fetched them while we waited
-                _fetch_connector(version, root, libs, timeout)
-                with open(done, "w") as f:
-                    f.write(version + "\n")
-    jars = sorted(os.path.join(libs, n) for n in os.listdir(libs) if n.endswith(".jar"))
-    if not any(os.path.basename(j) == f"spark-sql-kafka-0-10_2.13-{version}.jar" for j in jars):
-        raise ConnectorJarsError(
-            f"the cached connector in {libs} has no spark-sql-kafka-0-10_2.13-{version}.jar; "
-            f"remove {root} to have it fetched again")
-    return jars
-
-
-def _fetch_connector(version: str, root: str, libs: str, timeout: float) -> None:
-    mvn = shutil.which("mvn")
-    if mvn is None:
-        raise ConnectorJarsError(
-            "mvn is not on the PATH: Spark's Kafka connector is fetched from Maven Central with "
-            "Maven; install it (apt-get install -y maven; `make kafka` does it)")
-    staging = tempfile.mkdtemp(prefix="jars-", dir=root)
-    args = [mvn, "-B", "-q", "-f", _CONNECTOR_POM, "dependency:copy-dependencies",
-            f"-Dspark.connector.version={version}", f"-DoutputDirectory={staging}", "-DincludeScope=runtime"]
-    try:
-        result = subprocess.run(args, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout, text=True)
-    except subprocess.TimeoutExpired:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise ConnectorJarsError(
-            f"Maven did not fetch spark-sql-kafka-0-10_2.13:{version} within {timeout}s; "
-            f"is Maven Central reachable?") from None
-    if result.returncode != 0 or f"spark-sql-kafka-0-10_2.13-{version}.jar" not in os.listdir(staging):
-        shutil.rmtree(staging, ignore_errors=True)
-        output = (result.stdout + result.stderr).strip()[-3000:]
-        raise ConnectorJarsError(
-            f"Maven could not fetch org.apache.spark:spark-sql-kafka-0-10_2.13:{version} (exit "
-            f"{result.returncode}); is that release published on Maven Central? (set "
-            f"KAFKAWIRE_SPARK_CONNECTOR_VERSION to one that is) Its output ends with:\n{output}")
-    shutil.rmtree(libs, ignore_errors=True)
-    os.rename(staging, libs)
+    libs = cached_dependencies(
+        _CONNECTOR_POM, f"spark-kafka-connector-{version}", {"spark.connector.version": version},
+        f"spark-sql-kafka-0-10_2.13-{version}.jar",
+        f"org.apache.spark:spark-sql-kafka-0-10_2.13:{version} (set KAFKAWIRE_SPARK_CONNECTOR_VERSION "
+        f"to a release that is published)", ConnectorJarsError, timeout=timeout)
+    return sorted(os.path.join(libs, n) for n in os.listdir(libs) if n.endswith(".jar"))
 
 
 def pyspark_home() -> str:
