@@ -133,3 +133,32 @@ def test_async_producer_keys_callbacks_and_send_and_wait(kafka_broker):
         assert offsets == sorted(offsets) and len(set(offsets)) == len(offsets)
     assert last.partition == 0 and last.offset >= 0
     assert sorted(seen) == sorted((m.partition, None) for m in metas)
+
+
+def test_a_short_offsets_call_abandons_its_answer_and_keeps_the_connection(kafka_broker):
+    # ListOffsets keeps its own request timeout: a caller's deadline that passes while it is in
+    # flight ends the wait only. (It used to time the request out, which closes the
+    # connection with everything in flight on it: short polls reconnected again and again.)
+    topic = _fill(kafka_broker.bootstrap, 10)
+    tp = (topic, 0)
+
+    async def main():
+        c = AsyncConsumer(bootstrap_servers=kafka_broker.bootstrap)
+        await c.start()
+        try:
+            assert (await c.end_offsets([tp], timeout=10))[tp] == 10
+            conns = dict(c.cluster._conns)
+            timed_out = 0
+            for _ in range(30):
+                try:
+                    await c.end_offsets([tp], timeout=0.0002)
+                except KafkaTimeoutError:
+                    timed_out += 1
+            assert (await c.end_offsets([tp], timeout=10))[tp] == 10
+            assert timed_out > 0  # the deadline did pass with requests in flight
+            for key, conn in conns.items():
+                assert c.cluster._conns.get(key) is conn and conn.setups == 1, key
+        finally:
+            await c.close()
+
+    asyncio.run(main())
