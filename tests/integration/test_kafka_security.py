@@ -30,6 +30,7 @@ import uuid
 from typing import Any
 
 import pytest
+from settle import eventually
 from shells import SHELLS, shell  # noqa: F401 - the fixture
 
 from kafkawire import errors
@@ -252,8 +253,17 @@ def special_user(kafka):
             UserScramCredentialUpsertion(SPECIAL_USER, "SCRAM-SHA-256", SPECIAL_PASSWORD),
             UserScramCredentialUpsertion(SPECIAL_USER, "SCRAM-SHA-512", SPECIAL_PASSWORD, iterations=8192),
         ])
-    assert result == {SPECIAL_USER: None}
+        assert result == {SPECIAL_USER: None}
+        # Kafka answers once its controller has the change; brokers serve it a moment later.
+        eventually(lambda: _described(admin, SPECIAL_USER), [
+            ScramCredentialInfo("SCRAM-SHA-256", 4096), ScramCredentialInfo("SCRAM-SHA-512", 8192)])
     return SPECIAL_USER, SPECIAL_PASSWORD
+
+
+def _described(admin: Admin, user: str) -> Any:
+    """The user's credentials as described, or the error type while there are none."""
+    found = admin.describe_user_scram_credentials([user], raise_on_error=False)[user]
+    return type(found) if isinstance(found, BaseException) else found
 
 
 def test_scram_credentials_described_and_refused_as_kafka_says(kafka, special_user):
@@ -284,10 +294,9 @@ def test_scram_credentials_described_and_refused_as_kafka_says(kafka, special_us
                 UserScramCredentialDeletion(nobody, "SCRAM-SHA-256")])
         # A user created and deleted again.
         admin.alter_user_scram_credentials([UserScramCredentialUpsertion(nobody, "SCRAM-SHA-256", "x")])
-        assert admin.describe_user_scram_credentials([nobody]) == {nobody: [ScramCredentialInfo("SCRAM-SHA-256", 4096)]}
+        eventually(lambda: _described(admin, nobody), [ScramCredentialInfo("SCRAM-SHA-256", 4096)])
         assert admin.alter_user_scram_credentials([UserScramCredentialDeletion(nobody, "SCRAM-SHA-256")]) == {nobody: None}
-        gone = admin.describe_user_scram_credentials([nobody], raise_on_error=False)[nobody]
-        assert isinstance(gone, errors.ResourceNotFoundError)
+        eventually(lambda: _described(admin, nobody), errors.ResourceNotFoundError)
 
 
 @pytest.mark.parametrize("mechanism", ["SCRAM-SHA-256", "SCRAM-SHA-512"])
@@ -335,7 +344,8 @@ def test_kafka_scram_login_takes_ascii_user_names_only(kafka, shell_name):
     name = "ñoño"
     with Admin(**kafka.client_config("PLAINTEXT")) as admin:
         admin.alter_user_scram_credentials([UserScramCredentialUpsertion(name, "SCRAM-SHA-256", "ñ-secret")])
-        assert admin.describe_user_scram_credentials([name]) == {name: [ScramCredentialInfo("SCRAM-SHA-256", 4096)]}
+        # Stored and served (so the refusal below is the login's, not a user not yet known).
+        eventually(lambda: _described(admin, name), [ScramCredentialInfo("SCRAM-SHA-256", 4096)])
     bootstrap = kafka.bootstrap_for("SASL_PLAINTEXT")
     refused = _refused(shell_name, bootstrap, SaslAuthenticationError,
                        **kafka.client_config("SASL_PLAINTEXT", mechanism="SCRAM-SHA-256", user=name,
