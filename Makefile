@@ -67,7 +67,7 @@ test-python: build stunnel
 	KAFKAWIRE_PUREPYTHON=1 KAFKAWIRE_EXPECT_IMPLEMENTATION=python $(PY) -m pytest -q -p no:cacheprovider -m "not kafka and not spark and not groups and not failover and not deadlines and not five_nodes" tests
 
 # Side-by-side benchmarks (kafkawire and its peers interleaved in one process); the
-# README's tables are their output. BENCH_ARGS=--quick for a shorter run.
+# tables in bench/README.md are their output. BENCH_ARGS=--quick for a shorter run.
 bench: build
 	$(PY) bench/compare_codec.py $(BENCH_ARGS) --markdown bench/results/codec.md
 	$(PY) bench/compare_protocol.py $(BENCH_ARGS) --markdown bench/results/protocol.md

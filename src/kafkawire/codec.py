@@ -7,7 +7,7 @@ results and exceptions.  Set ``KAFKAWIRE_PUREPYTHON=1`` to force the twin.
 ``IMPLEMENTATION`` says which one is loaded ("cython" or "python").
 
 Formats: MessageSet magic 0 and 1, RecordBatch magic 2; compression none (0), gzip (1),
-snappy (2), lz4 (3), zstd (4).  See the README for examples.
+snappy (2), lz4 (3), zstd (4).  See docs/internals.md for examples.
 """
 
 from __future__ import annotations
