@@ -9,6 +9,7 @@ import pytest
 from kafkawire import errors
 from kafkawire.protocol import apis
 from kafkawire.protocol.idempotence import ProducerIdentity
+from kafkawire.protocol.steps import Request, Sleep
 from kafkawire.protocol.transactions import (
     ABORTABLE, FATAL, IN_TRANSACTION, READY, TransactionManager, TransactionStateError,
 )
@@ -44,10 +45,9 @@ class Driver:
         self.step = next(steps)
 
     def answer(self, resp=None, exc=None):
-        node, api, build, max_version = self.step
-        if callable(max_version):
-            max_version = max_version(self.features)
-        version = api.max_version if max_version is None else max_version
+        assert isinstance(self.step, Request), self.step
+        node, api, build = self.step.node, self.step.api, self.step.build
+        version = self.step.version(api.max_version, self.features)
         self.versions.append(version)
         request = build(version)
         for v in {api.min_version, version}:  # valid on the wire at both ends
@@ -55,7 +55,7 @@ class Driver:
         self.sent.append((node, api.name, request))
         try:
             self.step = self.steps.throw(exc) if exc is not None else self.steps.send(resp)
-            while self.step[0] == "sleep":
+            while isinstance(self.step, Sleep):
                 self.step = self.steps.send(None)
         except StopIteration as stop:
             self.step = None
@@ -86,7 +86,7 @@ def test_partitions_are_added_at_v3_and_a_moved_coordinator_is_found_again():
     txn.partition_used(("t", 0))
     assert txn.wants_add() and not txn.may_send(("t", 0))
     d = Driver(txn.add_partitions_steps())
-    assert d.step[3] == 3  # never the brokers' batched v4+ form
+    assert d.step.max_version == 3  # never the brokers' batched v4+ form
     result = ADD.Response.AddPartitionsToTxnTopicResult
     part = result.AddPartitionsToTxnPartitionResult
     d.answer(ADD.Response(results_by_topic_v3_and_below=[
@@ -221,3 +221,13 @@ def test_offsets_sent_with_the_transaction_fail_with_the_partition_error_that_ca
     assert txn.state == ABORTABLE
     with pytest.raises(TransactionStateError, match="abort_transaction"):
         txn.commit_or_abort(True)
+
+
+def test_partitions_waiting_to_be_added_with_no_known_leader_are_looked_up():
+    txn = begun()
+    txn.partition_used(("known", 0))
+    txn.partition_used(("new", 2))
+    leaders = {("known", 0): 1}
+    assert txn.topics_to_look_up(lambda t, p: leaders.get((t, p))) == {"new"}
+    txn.state = ABORTABLE  # nothing is added once only an abort can end the transaction
+    assert txn.topics_to_look_up(lambda t, p: None) == set()

@@ -16,7 +16,7 @@ from kafkawire.client.config import Config
 from kafkawire.client.errors import KafkaConnectionError, KafkaTimeoutError
 from kafkawire.client.group import ConsumerGroup, GroupDriver, settle
 from kafkawire.protocol.group import GroupMembership, Outgoing
-from kafkawire.protocol.steps import drive_async
+from kafkawire.protocol.steps import Await, Sleep, drive_async
 
 __all__ = ["AsyncGroupDriver", "AsyncConsumerGroup"]
 
@@ -148,13 +148,12 @@ class AsyncConsumerGroup(ConsumerGroup):
         the loop's clock)."""
         now = self.driver.now
 
-        async def do_step(step: tuple[str, Any]) -> Any:
-            kind, arg = step
-            if kind == "sleep":
-                await asyncio.sleep(arg)
+        async def do_step(step: Await | Sleep) -> Any:
+            if isinstance(step, Sleep):
+                await asyncio.sleep(step.seconds)
                 return None
             try:
-                return await asyncio.wait_for(asyncio.shield(arg), max(0.0, deadline - now()))
+                return await asyncio.wait_for(asyncio.shield(step.answer), max(0.0, deadline - now()))
             except asyncio.TimeoutError:
                 raise KafkaTimeoutError("no answer from the group coordinator in time") from None
 

@@ -36,7 +36,7 @@ from kafkawire.client.producer import RecordFuture, RecordMetadata
 from kafkawire.protocol import apis
 from kafkawire.protocol.accumulator import BATCH_OVERHEAD, Accumulator, Appender, Batch, prepare_record
 from kafkawire.protocol.idempotence import INIT_PRODUCER_ID
-from kafkawire.protocol.steps import drive_async
+from kafkawire.protocol.steps import Sleep, drive_async
 from kafkawire.protocol.transactions import TransactionAbortedError, TransactionManager
 
 __all__ = ["AsyncProducer", "AsyncRecordFuture"]
@@ -300,19 +300,14 @@ class AsyncProducer:
 
     async def _txn_step(self, step: Any) -> Any:
         """One step of a transactions.py generator: a sleep, or a request and its answer."""
-        if step[0] == "sleep":
-            await asyncio.sleep(step[1])
+        if isinstance(step, Sleep):
+            await asyncio.sleep(step.seconds)
             return None
-        node, api, build, max_version = step
         deadline = self._now() + self.config.request_timeout_ms / 1000
-        conn = await (self.cluster.any_connection(deadline) if node is None
-                      else self.cluster.connection(node, deadline))
-        version = conn.protocol.version_for(api)
-        if callable(max_version):  # a cap that depends on the broker's features
-            max_version = max_version(conn.protocol.finalized_features)
-        if max_version is not None:
-            version = min(version, max_version)
-        return await conn.request(api, build(version), version)
+        conn = await (self.cluster.any_connection(deadline) if step.node is None
+                      else self.cluster.connection(step.node, deadline))
+        version = step.version(conn.protocol.version_for(step.api), conn.protocol.finalized_features)
+        return await conn.request(step.api, step.build(version), version)
 
     async def _txn_call(self, steps: Any, timeout: float | None, call: str) -> Any:
         task = asyncio.ensure_future(self._txn_steps(steps))
@@ -386,11 +381,9 @@ class AsyncProducer:
                 self._spawn(self._init_producer_id())
             if self._txn is not None and self._txn.wants_add() and (
                     self._txn_adding is None or self._txn_adding.done()):
-                # A batch held for AddPartitionsToTxn never asks for its leader: Kafka's
-                # coordinator answers UNKNOWN_TOPIC_OR_PARTITION until a Metadata request
-                # has auto-created the topic, so ask for it here.
-                if any(cluster.leader_for(t, p) is None for t, p in self._txn.to_add):
-                    cluster.meta.interest.update(t for t, _p in self._txn.to_add)
+                unknown = self._txn.topics_to_look_up(cluster.leader_for)
+                if unknown:
+                    cluster.meta.interest.update(unknown)
                     cluster.meta.need_refresh = True
                 self._txn_adding = asyncio.ensure_future(self._txn_steps(self._txn.add_partitions_steps()))
                 self._txn_adding.add_done_callback(lambda t: (t.cancelled() or t.exception(), self._kick()))

@@ -36,6 +36,7 @@ from kafkawire.client.cluster import Cluster
 from kafkawire.client.config import Config
 from kafkawire.client.errors import KafkaConnectionError, KafkaTimeoutError
 from kafkawire.client.future import Future
+from kafkawire.client.steps import run_blocking
 from kafkawire.errors import BrokerError, CommitFailedError, UnsupportedVersionError
 from kafkawire.protocol.consumer import (
     STICKY,
@@ -67,7 +68,7 @@ from kafkawire.protocol.group import (
     Outgoing,
     RejoinNeeded,
 )
-from kafkawire.protocol.steps import drive
+from kafkawire.protocol.steps import Await, Sleep, StepRun
 
 __all__ = ["GroupThread", "ConsumerGroup", "ConsumerRebalanceListener"]
 
@@ -696,7 +697,7 @@ class ConsumerGroup:
         if offsets and self.config.enable_auto_commit:
             c = self.config
             deadline = self.driver.now() + min(c.request_timeout_ms, c.max_poll_interval_ms) / 1000
-            commit = _PolledSteps(self.commit_steps(offsets, deadline), self.driver)
+            commit = StepRun(self.commit_steps(offsets, deadline), self._wake_on_answer, self.driver.now())
         log.info("group %r: member epoch %d: revoking %s, assigning %s%s", self.config.group_id, ev.epoch,
                  ev.revoke, ev.assign, " (committing first)" if commit is not None else "")
         self._reconciling = _Reconciling(ev, held, commit)
@@ -705,7 +706,7 @@ class ConsumerGroup:
         r = self._reconciling
         assert r is not None
         if r.commit is not None:
-            if not r.commit.advance():
+            if r.commit.advance(self.driver.now()) is not None:
                 return  # its answer wakes a later poll
             if r.commit.error is not None:
                 log.warning("group %r: commit of the revoked partitions %s failed (their next owner "
@@ -799,15 +800,19 @@ class ConsumerGroup:
         return {tp: st.position for tp, st in self.consumer._assigned.items()
                 if st.position is not None and tp not in self.pending_positions}
 
+    def _wake_on_answer(self, fut: Any) -> None:
+        """The steps a poll moves on wait for this answer: its arrival wakes the poll."""
+        fut.add_done_callback(lambda _f: self.driver.wake_caller())
+
     def _send_commit(self, offsets: dict[Any, int]) -> Any:
         fut = self.driver.new_future()
         payload = {tuple(tp): (off, "") for tp, off in offsets.items()}
         self.driver.call(lambda m, now: m.commit(payload, fut))
         return fut
 
-    # The operations that wait for the coordinator are written once, as generators
-    # that yield what to wait for: ("answer", future) or ("sleep", seconds).  The sync
-    # shell runs them with run_steps() below, the asyncio shell with its awaiting twin.
+    # The operations that wait for the coordinator are written once, as generators of
+    # protocol/steps.py's Await and Sleep steps.  The sync shell runs them with
+    # run_steps() below, the asyncio shell with its awaiting twin.
 
     def commit_steps(self, offsets: dict[Any, int] | None, deadline: float) -> Any:
         todo = dict(self.positions() if offsets is None else offsets)
@@ -824,7 +829,7 @@ class ConsumerGroup:
                     f"commit of {len(todo)} offsets for group {self.config.group_id!r} not done in time"
                     + (f"; last error: {last}" if last else ""))
             try:
-                result = yield ("answer", self._send_commit(todo))
+                result = yield Await(self._send_commit(todo))
             except (KafkaConnectionError, KafkaTimeoutError) as exc:
                 last = exc
                 continue
@@ -842,7 +847,7 @@ class ConsumerGroup:
                 else:
                     last = err
             if todo:
-                yield ("sleep", min(self.config.retry_backoff_ms / 1000, max(0.0, deadline - self.driver.now())))
+                yield Sleep(min(self.config.retry_backoff_ms / 1000, max(0.0, deadline - self.driver.now())))
 
     def committed_steps(self, partitions: list[Any], deadline: float) -> Any:
         last: BaseException | None = None
@@ -854,7 +859,7 @@ class ConsumerGroup:
             tps = [tuple(tp) for tp in partitions]
             self.driver.call(lambda m, now: m.fetch_offsets(tps, fut))
             try:
-                got = yield ("answer", fut)
+                got = yield Await(fut)
             except (KafkaConnectionError, KafkaTimeoutError) as exc:
                 last = exc
                 continue
@@ -862,16 +867,16 @@ class ConsumerGroup:
                 if not exc.retriable:
                     raise
                 last = exc
-                yield ("sleep", min(self.config.retry_backoff_ms / 1000, max(0.0, deadline - self.driver.now())))
+                yield Sleep(min(self.config.retry_backoff_ms / 1000, max(0.0, deadline - self.driver.now())))
                 continue
             return {TopicPartition(*tp): (off if off >= 0 else None) for tp, (off, _m) in got.items()}
 
     def leave_steps(self) -> Any:
         t = self.driver
         try:
-            leave = yield ("answer", t.call(lambda m, now: t.send(m.leave("the consumer left the group"))))
+            leave = yield Await(t.call(lambda m, now: t.send(m.leave("the consumer left the group"))))
             if leave is not None:
-                yield ("answer", leave)
+                yield Await(leave)
         except Exception as exc:  # noqa: BLE001 - the session timeout removes the member anyway
             log.warning("group %r: LeaveGroup failed (the group notices when this member's "
                         "session times out): %s", self.config.group_id, exc)
@@ -906,17 +911,7 @@ class ConsumerGroup:
     @staticmethod
     def run_steps(steps: Any, deadline: float) -> Any:
         """Run a *_steps generator here, blocking, by ``deadline``."""
-
-        def do_step(step: tuple[str, Any]) -> Any:
-            kind, arg = step
-            if kind == "sleep":
-                time.sleep(arg)
-                return None
-            if not arg.wait(max(0.0, deadline - time.monotonic())):
-                raise KafkaTimeoutError("no answer from the group coordinator in time")
-            return arg.result(0)
-
-        return drive(steps, do_step)
+        return run_blocking(steps, deadline, lambda: KafkaTimeoutError("no answer from the group coordinator in time"))
 
     def commit(self, offsets: dict[Any, int] | None, deadline: float) -> None:
         self.run_steps(self.commit_steps(offsets, deadline), deadline)
@@ -994,50 +989,8 @@ class _Reconciling:
 
     __slots__ = ("ev", "held", "commit")
 
-    def __init__(self, ev: Reconcile, held: dict[Any, PartitionState], commit: _PolledSteps | None):
+    def __init__(self, ev: Reconcile, held: dict[Any, PartitionState], commit: StepRun | None):
         self.ev, self.held, self.commit = ev, held, commit
-
-
-class _PolledSteps:
-    """A ``*_steps`` generator moved on by the consumer's polls, never blocking one:
-    the future a step waits for wakes the poll that follows its answer, a sleep ends at
-    the first poll after it.  ``error`` is what the generator raised, once it ends."""
-
-    def __init__(self, steps: Any, driver: Any):
-        self.steps, self.driver = steps, driver
-        self.waiting: Any = None
-        self.sleep_until = 0.0
-        self.finished = False
-        self.error: BaseException | None = None
-        self._resume(None, None)
-
-    def advance(self) -> bool:
-        """Go as far as the answers in allow; True once the generator has ended."""
-        while not self.finished:
-            fut = self.waiting
-            if fut is None and self.driver.now() < self.sleep_until:
-                return False
-            if fut is not None and not fut.done():
-                return False
-            exc = fut.exception() if fut is not None else None
-            self._resume(None if fut is None or exc is not None else fut.result(), exc)
-        return True
-
-    def _resume(self, value: Any, exc: BaseException | None) -> None:
-        self.waiting = None
-        try:
-            kind, arg = self.steps.throw(exc) if exc is not None else self.steps.send(value)
-        except StopIteration:
-            self.finished = True
-            return
-        except Exception as err:  # noqa: BLE001 - the outcome, for the caller to look at
-            self.finished, self.error = True, err
-            return
-        if kind == "sleep":
-            self.sleep_until = self.driver.now() + arg
-        else:
-            self.waiting = arg
-            arg.add_done_callback(lambda _f: self.driver.wake_caller())
 
 
 def _as_map(tps: Any) -> dict[str, list[int]]:

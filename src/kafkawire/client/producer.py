@@ -53,6 +53,7 @@ from kafkawire.protocol.accumulator import (
     prepare_record,
 )
 from kafkawire.protocol.idempotence import INIT_PRODUCER_ID
+from kafkawire.protocol.steps import Request, StepRun
 from kafkawire.protocol.transactions import TransactionAbortedError, TransactionManager
 
 __all__ = ["Producer", "RecordMetadata", "RecordFuture", "BatchMetadata"]
@@ -198,12 +199,12 @@ class Producer:
         # wakes it, one that may wait does not (a wakeup costs a system call).
         self._sender_wakes_at = 0.0
         # Transactions: the coordinator exchanges run on the sender thread, one at a time
-        # (_StepRun); the caller's calls queue theirs and wait for its future.
+        # (a StepRun each); the caller's calls queue theirs and wait for its future.
         self._txn: TransactionManager | None = None
         if c.transactional_id is not None:
             self._txn = acc.txn = TransactionManager(acc.identity, c.retry_backoff_ms)
         self._txn_calls: deque[tuple[Any, Future]] = deque()
-        self._txn_run: _StepRun | None = None
+        self._txn_run: tuple[StepRun, Future | None] | None = None
         self.cluster = Cluster(c)
         # Fail fast on a bad address: bootstrap before the caller's first send.
         self.cluster.bootstrap(c.max_block_ms / 1000.0)
@@ -729,24 +730,35 @@ class Producer:
         with self._lock:
             if self._txn_run is None:
                 if self._txn_calls:
-                    self._txn_run = _StepRun(*self._txn_calls.popleft())
+                    steps, fut = self._txn_calls.popleft()
                 elif txn.wants_add():
-                    # A batch held for AddPartitionsToTxn never asks for its leader, and a
-                    # send() to a chosen partition asks for no metadata: Kafka's coordinator
-                    # answers UNKNOWN_TOPIC_OR_PARTITION until a Metadata request has
-                    # auto-created the topic, so ask for it here.
-                    unknown = {t for t, p in txn.to_add if self.cluster.leader_for(t, p) is None}
+                    unknown = txn.topics_to_look_up(self.cluster.leader_for)
                     if unknown:
                         self.cluster.interest.update(unknown)
                         self.cluster.request_refresh()
-                    self._txn_run = _StepRun(txn.add_partitions_steps(), None)
+                    steps, fut = txn.add_partitions_steps(), None
                 else:
                     return 0.1
-            wait = self._txn_run.advance(now, self.cluster)
+                self._txn_run = (StepRun(steps), fut)
+            run, fut = self._txn_run
+            wait = run.advance(now, self._start_request)
             if wait is None:
                 self._txn_run = None
+                if fut is not None:
+                    if run.error is not None:
+                        fut.set_exception(run.error)
+                    else:
+                        fut.set_result(run.value)
                 return 0.0
             return wait
+
+    def _start_request(self, step: Request) -> Future | None:
+        """Send a transaction step's request on a ready connection (None: none ready yet)."""
+        conn = self.cluster.any_ready_connection() if step.node is None else self.cluster.ready_connection(step.node)
+        if conn is None:
+            return None  # being connected; its progress ends a poll
+        version = step.version(conn.version_for(step.api), conn.protocol.finalized_features)
+        return conn.send(step.api, step.build(version), version)
 
     def _maybe_init_producer_id(self, now: float) -> None:
         """Ask for a producer id (or a bumped epoch) when the accumulator wants one; the
@@ -826,60 +838,3 @@ class Producer:
             else:
                 self._dequeue(b)
                 self._complete(b, result)
-
-
-class _StepRun:
-    """Runs one ``*_steps`` generator of protocol/transactions.py on the sender thread
-    without blocking it: each step's request goes out on a ready connection and the
-    generator resumes with the answer on a later pass; ``fut`` gets its outcome."""
-
-    def __init__(self, steps: Any, fut: Future | None):
-        self.steps = steps
-        self.fut = fut
-        self.step: Any = None
-        self.pending: Future | None = None
-        self.sleep_until = 0.0
-        self.value: Any = None
-        self.exc: BaseException | None = None
-
-    def advance(self, now: float, cluster: Cluster) -> float | None:
-        """Seconds until it wants another look, or None once finished."""
-        while True:
-            if self.pending is not None:
-                if not self.pending.done():
-                    return 0.1
-                self.exc = self.pending.exception()
-                self.value = None if self.exc is not None else self.pending.result(0)
-                self.pending = self.step = None
-            if self.step is None:
-                if now < self.sleep_until:
-                    return self.sleep_until - now
-                try:
-                    step = self.steps.throw(self.exc) if self.exc is not None else self.steps.send(self.value)
-                except StopIteration as stop:
-                    if self.fut is not None:
-                        self.fut.set_result(stop.value)
-                    return None
-                except Exception as exc:  # noqa: BLE001 - the caller's future carries it
-                    if self.fut is not None:
-                        self.fut.set_exception(exc)
-                    return None
-                self.value = self.exc = None
-                if step[0] == "sleep":
-                    self.sleep_until = now + step[1]
-                    continue
-                self.step = step
-            node, api, build, max_version = self.step
-            conn = cluster.any_ready_connection() if node is None else cluster.ready_connection(node)
-            if conn is None:
-                return 0.05  # being connected; its progress ends a poll
-            try:
-                version = conn.version_for(api)
-                if callable(max_version):  # a cap that depends on the broker's features
-                    max_version = max_version(conn.protocol.finalized_features)
-                if max_version is not None:
-                    version = min(version, max_version)
-                self.pending = conn.send(api, build(version), version)
-            except Exception as exc:  # noqa: BLE001 - thrown into the generator
-                self.exc = exc
-                self.step = None

@@ -7,15 +7,9 @@ transaction makes it ABORTABLE: only abort_transaction is allowed then.  A fence
 producer (another instance took its transactional id) or an authorization failure is
 FATAL: the producer can only be closed.
 
-Each coordinator exchange is a generator (``*_steps``) that yields what to send and
-receives the answer (or has the exception thrown in), run by the shell's sender:
-
-* ``(node, api, build, max_version)``: send ``build(version)`` to broker ``node`` (None:
-  any broker), at most ``max_version`` (None: any; a callable: called with that broker's
-  finalized features, ``Connection.finalized_features``, it returns the cap);
-* ``("sleep", seconds)``: wait before going on.
-
-The generator's return value resolves the caller's future.  Before a partition gets its
+Each coordinator exchange is a generator (``*_steps``) of protocol/steps.py's Request
+and Sleep steps, run by the shell's sender; its return value resolves the caller's
+future.  Before a partition gets its
 first batch of a transaction it is added with AddPartitionsToTxn: the accumulator holds
 its batches until then (:meth:`TransactionManager.may_send`).
 """
@@ -28,6 +22,7 @@ from kafkawire import errors
 from kafkawire.errors import KafkaConnectionError, KafkaTimeoutError, KafkaWireError
 from kafkawire.protocol import apis
 from kafkawire.protocol.idempotence import INIT_PRODUCER_ID, ProducerIdentity
+from kafkawire.protocol.steps import Request, Sleep
 
 __all__ = ["TransactionManager", "TransactionStateError", "TransactionAbortedError",
            "UNINITIALIZED", "READY", "IN_TRANSACTION", "ABORTABLE", "FATAL"]
@@ -151,6 +146,16 @@ class TransactionManager:
     def wants_add(self) -> bool:
         return bool(self.to_add) and self.state in (IN_TRANSACTION, COMMITTING)
 
+    def topics_to_look_up(self, leader_for: Callable[[str, int], Any]) -> set[str]:
+        """Topics of the partitions waiting to be added whose leader is not known.  A
+        batch held for AddPartitionsToTxn never asks for its leader, and a send() to a
+        chosen partition asks for no metadata, but Kafka's coordinator answers
+        UNKNOWN_TOPIC_OR_PARTITION until a Metadata request has auto-created the topic:
+        the shell asks for these."""
+        if not self.wants_add():
+            return set()
+        return {t for t, p in self.to_add if leader_for(t, p) is None}
+
     def may_send(self, tp: tuple[str, int]) -> bool:
         return tp in self.added
 
@@ -176,9 +181,9 @@ class TransactionManager:
     def _find_coordinator(self, key: str, key_type: int) -> Any:
         while True:
             try:
-                resp = yield (None, FIND_COORDINATOR, _find_request(key, key_type), None)
+                resp = yield Request(None, FIND_COORDINATOR, _find_request(key, key_type))
             except (KafkaConnectionError, KafkaTimeoutError):
-                yield ("sleep", self.backoff)
+                yield Sleep(self.backoff)
                 continue
             code, node = _coordinator_of(resp)
             if code == 0:
@@ -186,7 +191,7 @@ class TransactionManager:
             err = errors.broker_error(code, f"FindCoordinator for {key!r}")
             if not err.retriable:
                 raise self._fatal(err) if code in _FATAL else err
-            yield ("sleep", self.backoff)
+            yield Sleep(self.backoff)
 
     def _ask(self, what: str, api: Any, build: Callable[[int], Any], code_of: Callable[[Any], int],
              max_version: Any = None, group: str | None = None) -> Any:
@@ -200,12 +205,12 @@ class TransactionManager:
             if group is not None and node is None:
                 node = yield from self._find_coordinator(group, 0)
             try:
-                resp = yield (self.coordinator if group is None else node, api, build, max_version)
+                resp = yield Request(self.coordinator if group is None else node, api, build, max_version)
             except (KafkaConnectionError, KafkaTimeoutError):
                 if group is None:
                     self.coordinator = None
                 node = None
-                yield ("sleep", self.backoff)
+                yield Sleep(self.backoff)
                 continue
             code = code_of(resp)
             if code in _REFIND:
@@ -214,7 +219,7 @@ class TransactionManager:
                 node = None
                 continue
             if code in _RETRY_LATER:
-                yield ("sleep", self.backoff)
+                yield Sleep(self.backoff)
                 continue
             if code in _FATAL:
                 context = f"{what} for transactional_id {self.transactional_id!r}"
@@ -277,7 +282,7 @@ class TransactionManager:
             # A retriable answer, such as UNKNOWN_TOPIC_OR_PARTITION from a coordinator that
             # has not yet heard of a topic just created: ask again, as the Java client does
             # (the held batches' delivery deadline bounds this), unless the caller aborted.
-            yield ("sleep", self.backoff)
+            yield Sleep(self.backoff)
             if self.state not in (IN_TRANSACTION, COMMITTING):
                 return None
         self.added.update(tps)
@@ -325,7 +330,7 @@ class TransactionManager:
             # Retriable, such as UNKNOWN_TOPIC_OR_PARTITION while the group coordinator
             # has not heard of a topic just created: the Java client asks again too, until
             # the caller ends the transaction (then without these offsets: abort only).
-            yield ("sleep", self.backoff)
+            yield Sleep(self.backoff)
             if self.state != IN_TRANSACTION:
                 raise self._abortable(err)
 
