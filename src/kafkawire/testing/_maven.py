@@ -14,7 +14,7 @@ import shutil
 import subprocess
 import tempfile
 
-__all__ = ["cache_dir", "cached_dependencies"]
+__all__ = ["cache_dir", "cached_dependencies", "is_cached"]
 
 #: Where downloaded jars are kept (default: $XDG_CACHE_HOME/kafkawire or ~/.cache/kafkawire).
 CACHE_ENV = "KAFKAWIRE_CACHE"
@@ -29,6 +29,12 @@ def cache_dir() -> str:
     return os.path.join(base, "kafkawire")
 
 
+def is_cached(name: str) -> bool:
+    """Whether :func:`cached_dependencies` has ``name``'s jars already (no Maven run)."""
+    root = os.path.join(cache_dir(), name)
+    return os.path.exists(os.path.join(root, "complete")) and os.path.isdir(os.path.join(root, "libs"))
+
+
 def cached_dependencies(pom: str, name: str, properties: dict[str, str], required_jar: str,
                         what: str, error: type[Exception], *, timeout: float) -> str:
     """The directory ``<cache>/<name>/libs`` holding ``pom``'s runtime dependencies with
@@ -37,16 +43,12 @@ def cached_dependencies(pom: str, name: str, properties: dict[str, str], require
     root = os.path.join(cache_dir(), name)
     libs = os.path.join(root, "libs")
     done = os.path.join(root, "complete")
-
-    def complete() -> bool:
-        return os.path.exists(done) and os.path.isdir(libs)
-
-    if complete():
+    if is_cached(name):
         return libs
     os.makedirs(root, exist_ok=True)
     with open(os.path.join(root, ".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if complete():  # another process fetched them while we waited
+        if is_cached(name):  # another process fetched them while we waited
             return libs
         mvn = shutil.which("mvn")
         if mvn is None:

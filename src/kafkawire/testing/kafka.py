@@ -40,7 +40,7 @@ import tempfile
 import time
 from typing import Any, Iterable, Mapping
 
-from kafkawire.testing._maven import cache_dir, cached_dependencies
+from kafkawire.testing._maven import cache_dir, cached_dependencies, is_cached
 from kafkawire.testing._process import LOOPBACK, ChildProcess, Lifecycle, free_port, port_accepts
 from kafkawire.testing.brokers import BrokerStartError
 
@@ -52,6 +52,7 @@ __all__ = [
     "SASL_MECHANISMS",
     "cache_dir",
     "kafka_jars",
+    "kafka_jars_cached",
     "unsecured_jwt",
 ]
 
@@ -143,6 +144,12 @@ def kafka_jars(version: str = KAFKA_VERSION, *, timeout: float = 900.0) -> str:
         _POM, f"kafka-{version}", {"kafka.version": version}, f"kafka_2.13-{version}.jar",
         f"org.apache.kafka:kafka_2.13:{version} and its dependencies (or set ${KAFKA_HOME_ENV} "
         f"to a Kafka distribution)", BrokerStartError, timeout=timeout)
+
+
+def kafka_jars_cached(version: str = KAFKA_VERSION) -> bool:
+    """Whether :func:`kafka_jars` would return without fetching anything (``KAFKA_HOME``
+    set, or the jars already in the cache)."""
+    return bool(os.environ.get(KAFKA_HOME_ENV)) or is_cached(f"kafka-{version}")
 
 
 # -- tokens and properties -------------------------------------------------------------
@@ -287,7 +294,8 @@ class KafkaCluster(Lifecycle):
     ``_-.``; SCRAM for all), ``ssl_client_auth`` is the SSL listener's ``ssl.client.auth``.
     ``transaction_version`` / ``group_version`` set those KRaft features at format time
     (``transaction_version=0`` formats Kafka 4 without KIP-890).  ``broker_config`` adds or
-    overrides server.properties entries on every node.
+    overrides server.properties entries on every node.  ``plaintext_port`` fixes node 1's
+    PLAINTEXT port (default: a free one, as for every other port).
     """
 
     def __init__(
@@ -304,6 +312,7 @@ class KafkaCluster(Lifecycle):
         transaction_version: int | None = None,
         group_version: int | None = None,
         broker_config: Mapping[str, Any] | None = None,
+        plaintext_port: int | None = None,
         jvm_options: Iterable[str] = _DEFAULT_JVM_OPTIONS,
         start_timeout: float = 120.0,
         stop_timeout: float = 20.0,
@@ -329,6 +338,7 @@ class KafkaCluster(Lifecycle):
         self.transaction_version = transaction_version
         self.group_version = group_version
         self.broker_config = dict(broker_config or {})
+        self.plaintext_port = plaintext_port
         self.jvm_options = list(jvm_options)
         self.start_timeout = start_timeout
         self.stop_timeout = stop_timeout
@@ -540,6 +550,8 @@ class KafkaCluster(Lifecycle):
                 self._prepare_tls()
             for i in range(self.size):
                 ports = {x: free_port() for x in [*self.listeners, "CONTROLLER"]}
+                if i == 0 and self.plaintext_port:
+                    ports["PLAINTEXT"] = self.plaintext_port
                 self.nodes.append(KafkaNode(self, i + 1, ports, os.path.join(self.directory, f"node-{i + 1}")))
             for node in self.nodes:
                 self._write_node(node)
