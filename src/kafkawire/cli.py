@@ -18,6 +18,9 @@ from typing import Any, Iterator, Sequence
 
 __all__ = ["main"]
 
+#: Where the client commands connect unless -b says otherwise: `kafkawire broker`'s address.
+LOCAL_BOOTSTRAP = "localhost:9092"
+
 
 class Progress:
     """A one-line progress bar on stderr, redrawn at most 10 times a second."""
@@ -280,9 +283,12 @@ def _group_report(admin: Any, group: str) -> dict[str, Any]:
         om = committed.get(tp)
         current = None if om is None else om.offset
         end = ends[tp].offset
+        # A commit above the log end is no lag of 0: the broker's "latest" is behind (Tansu's
+        # ListOffsets can be), or the commit was made by hand.  Its lag is unknown.
+        above = current is not None and current > end
         rows.append({"topic": tp[0], "partition": tp[1], "committed": current, "end_offset": end,
-                     "lag": None if current is None else max(0, end - current),
-                     "member_id": owner.get((tp[0], tp[1]))})
+                     "lag": None if current is None or above else end - current,
+                     "committed_above_end": above, "member_id": owner.get((tp[0], tp[1]))})
     report["partitions"] = rows
     report["total_lag"] = sum(r["lag"] or 0 for r in rows)
     return report
@@ -301,6 +307,13 @@ def cmd_groups(args: argparse.Namespace) -> int:
             return 0
         if args.action == "describe":
             report = _group_report(admin, args.group)
+            if not (report["members"] or report["partitions"]) and args.group not in admin.list_groups():
+                # Brokers describe any name (Kafka as "Dead", Tansu as "Empty"): a typo
+                # would otherwise look like an idle group with no lag.
+                print(f"kafkawire groups describe: no group {args.group!r}: it has no members and no "
+                      f"committed offsets, and the brokers do not list it (`kafkawire groups list` "
+                      f"shows the groups they know)", file=sys.stderr)
+                return 2
             if args.json:
                 print(json.dumps(report, indent=2))
                 return 0
@@ -315,9 +328,17 @@ def cmd_groups(args: argparse.Namespace) -> int:
                      or None] for m in report["members"]])
             print()
             _table(["TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "MEMBER-ID"],
-                   [[r["topic"], r["partition"], r["committed"], r["end_offset"], r["lag"], r["member_id"]]
+                   [[r["topic"], r["partition"], r["committed"], r["end_offset"],
+                     "?" if r["committed_above_end"] else r["lag"], r["member_id"]]
                     for r in report["partitions"]])
-            print(f"\ntotal lag {report['total_lag']}")
+            above = [r for r in report["partitions"] if r["committed_above_end"]]
+            if above:
+                print()
+            for r in above:
+                print(f"{r['topic']}[{r['partition']}]: committed offset {r['committed']} is above the log "
+                      f"end offset {r['end_offset']} the broker reports: lag unknown (?)")
+            print(f"\ntotal lag {report['total_lag']}"
+                  + (f" (without the {len(above)} partition(s) marked ?)" if above else ""))
             return 0
         return _reset_offsets(admin, args)
 
@@ -699,14 +720,22 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kafkawire", description="A Kafka client with a compiled codec.")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    def client(p: argparse.ArgumentParser, required: bool = True) -> None:
-        p.add_argument("-b", "--bootstrap", required=required, help="host:port[,host:port...]")
+    def client(p: argparse.ArgumentParser, default: str | None = LOCAL_BOOTSTRAP) -> None:
+        p.add_argument("-b", "--bootstrap", default=default,
+                       help=f"host:port[,host:port...] (default: {default or 'a broker of its own'})")
         p.add_argument("-o", "--option", action="append",
                        help="client option name=value (Java names in snake_case), repeatable")
 
+    def topic(p: argparse.ArgumentParser, required: bool = True) -> None:
+        # Every command names its topic (or group) as a plain argument; -t is the older
+        # form, still accepted.
+        p.add_argument("topic_arg", nargs="?", metavar="TOPIC", help="the topic")
+        p.add_argument("-t", "--topic", dest="topic_opt", metavar="TOPIC", help="the same, as an option")
+        p.set_defaults(topic_required=required)
+
     p = sub.add_parser("produce", help="send stdin lines (or -n synthetic records) to a topic")
     client(p)
-    p.add_argument("-t", "--topic", required=True)
+    topic(p)
     p.add_argument("-p", "--partition", type=int)
     p.add_argument("-k", "--key", help="key for every record")
     p.add_argument("--key-separator", help="split each line into key and value at this string")
@@ -719,7 +748,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("consume", help="print records of a topic, one value per line")
     client(p)
-    p.add_argument("-t", "--topic", required=True)
+    topic(p)
     p.add_argument("-p", "--partition", type=int, action="append")
     p.add_argument("--from", dest="from_", default="earliest", help="earliest, latest or an offset")
     p.add_argument("-n", "--count", type=int)
@@ -732,12 +761,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("metadata", help="brokers, topics, partitions and leaders")
     client(p)
-    p.add_argument("-t", "--topic")
+    topic(p, required=False)
     p.set_defaults(func=cmd_metadata)
 
     p = sub.add_parser("offsets", help="first and next offset of every partition of a topic")
     client(p)
-    p.add_argument("-t", "--topic", required=True)
+    topic(p)
     p.add_argument("-p", "--partition", type=int, action="append")
     p.set_defaults(func=cmd_offsets)
 
@@ -800,8 +829,8 @@ def build_parser() -> argparse.ArgumentParser:
                                      1_000_000)):
         p = sub.add_parser(name, help=helptext)
         if name == "bench":
-            client(p, required=False)
-            p.add_argument("-t", "--topic")
+            client(p, default=None)
+            topic(p, required=False)
         p.add_argument("-n", "--count", type=int, default=default)
         p.add_argument("--size", type=int, default=100)
         p.add_argument("--partitions", type=int, default=4)
@@ -823,8 +852,22 @@ def run() -> int:
     return main()
 
 
+def _topic(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """``args.topic`` from ``TOPIC`` or ``-t TOPIC`` (the older form), for the commands that take one."""
+    if not hasattr(args, "topic_arg"):
+        return
+    given = [x for x in (args.topic_arg, args.topic_opt) if x is not None]
+    if len(set(given)) > 1:
+        parser.error(f"{args.command}: two topics given ({given[0]!r} and -t {given[1]!r}); give one")
+    args.topic = given[0] if given else None
+    if args.topic is None and args.topic_required:
+        parser.error(f"{args.command}: name the topic: kafkawire {args.command} [-b HOST:PORT] TOPIC")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    _topic(parser, args)
     from kafkawire.errors import KafkaWireError
 
     try:

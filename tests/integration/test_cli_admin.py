@@ -121,6 +121,32 @@ def test_groups_list_and_describe(group_with_commits, capsys):
     assert [topic, "0", "2", "5", "3", "-"] in [line.split() for line in out.splitlines()]
 
 
+def test_describe_flags_a_commit_above_the_log_end(group_with_commits, capsys):
+    # Tansu's ListOffsets "latest" can be below a real commit; a commit made by hand can be
+    # anywhere.  Either way the lag is unknown, not 0, and stays out of the total.
+    b, topic, group, _kafka = group_with_commits
+    with Admin(bootstrap_servers=b) as admin:
+        admin.alter_group_offsets(group, {(topic, 1): 9})   # partition 1 ends at 3
+    assert main(["groups", "describe", "-b", b, group]) == 0
+    out = capsys.readouterr().out
+    assert [topic, "1", "9", "3", "?", "-"] in [line.split() for line in out.splitlines()]
+    assert f"{topic}[1]: committed offset 9 is above the log end offset 3" in out
+    assert "total lag 3 (without the 1 partition(s) marked ?)" in out
+    assert main(["groups", "describe", "-b", b, group, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [(r["partition"], r["lag"], r["committed_above_end"]) for r in doc["partitions"]] == [
+        (0, 3, False), (1, None, True)]
+    assert doc["total_lag"] == 3
+
+
+def test_describe_of_an_unknown_group_fails(modern_broker, capsys):
+    group = _name("no-such-group")
+    for extra in ([], ["--json"]):
+        assert main(["groups", "describe", "-b", modern_broker.bootstrap, group, *extra]) == 2
+        captured = capsys.readouterr()
+        assert captured.out == "" and f"no group {group!r}" in captured.err
+
+
 def test_reset_offsets_is_a_dry_run_until_execute(group_with_commits, capsys):
     b, topic, group, _kafka = group_with_commits
     assert main(["groups", "reset-offsets", "-b", b, group, "--topic", topic, "--to-earliest"]) == 0
