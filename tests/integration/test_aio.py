@@ -12,6 +12,7 @@ import pytest
 from kafkawire.aio import AsyncConsumer
 from kafkawire.client.errors import KafkaTimeoutError
 from kafkawire.client.producer import Producer
+from kafkawire.protocol import apis
 
 pytestmark = pytest.mark.broker
 
@@ -158,6 +159,39 @@ def test_a_short_offsets_call_abandons_its_answer_and_keeps_the_connection(kafka
             assert timed_out > 0  # the deadline did pass with requests in flight
             for key, conn in conns.items():
                 assert c.cluster._conns.get(key) is conn and conn.setups == 1, key
+        finally:
+            await c.close()
+
+    asyncio.run(main())
+
+
+def test_a_request_waited_for_briefly_keeps_its_connection(kafka_broker):
+    # The caller's short wait ends with KafkaTimeoutError; the request keeps its own timeout,
+    # so the connection (and whatever else is in flight on it) carries on.
+    topic = _fill(kafka_broker.bootstrap, 1)
+    fetch = apis.get("Fetch")
+
+    def at_log_end(max_wait_ms: int):
+        return fetch.Request(replica_id=-1, max_wait_ms=max_wait_ms, min_bytes=1, max_bytes=1 << 20,
+                             isolation_level=0, topics=[fetch.Request.FetchTopic(topic=topic, partitions=[
+                                 fetch.Request.FetchTopic.FetchPartition(partition=0, fetch_offset=1,
+                                                                         partition_max_bytes=1 << 20)])])
+
+    async def main():
+        c = AsyncConsumer(bootstrap_servers=kafka_broker.bootstrap)
+        await c.start()
+        try:
+            cluster = c.cluster
+            await cluster.partitions_for(topic, 10)
+            leader = cluster.leader_for(topic, 0)
+            conn = await cluster.connection(leader, asyncio.get_running_loop().time() + 10)
+            t0 = time.monotonic()
+            with pytest.raises(KafkaTimeoutError, match="no answer within"):
+                await cluster.request(leader, fetch, at_log_end(3000), 0.2, version=4)  # Kafka holds it 3 s
+            assert time.monotonic() - t0 < 2
+            resp = await cluster.request(leader, fetch, at_log_end(0), 10, version=4)
+            assert resp.responses[0].partitions[0].error_code == 0
+            assert conn.ready and conn.setups == 1 and conn in cluster._conns.values()
         finally:
             await c.close()
 

@@ -229,11 +229,14 @@ class AsyncCluster:
             self.meta.need_refresh = True
             await self.refresh(max(0.001, deadline - self._now()))
 
-    async def request(self, node_id: int | None, api: Any, request: Any, timeout: float) -> Any:
+    async def request(self, node_id: int | None, api: Any, request: Any, timeout: float,
+                      version: int | None = None) -> Any:
+        """Send one request (to ``node_id``, or any broker) and wait up to ``timeout`` for
+        its response; the request itself keeps request_timeout_ms (see conn.request)."""
         self.check_fork()
         deadline = self._now() + timeout
         conn = await (self.any_connection(deadline) if node_id is None else self.connection(node_id, deadline))
-        return await conn.request(api, request, timeout=max(0.001, deadline - self._now()))
+        return await conn.request(api, request, version, wait=max(0.001, deadline - self._now()))
 
     async def close(self) -> None:
         self.closed = True

@@ -38,6 +38,7 @@ from kafkawire.client.errors import (
     BrokerResolutionError,
     ConnectionClosedError,
     KafkaConnectionError,
+    KafkaTimeoutError,
     RequestTimeoutError,
 )
 from kafkawire.protocol.connection import Connection, ProtocolError
@@ -245,9 +246,24 @@ class AsyncBrokerConnection:
         self._read_task = asyncio.ensure_future(self._read_loop())
 
     async def request(self, api: Any, request: Any, version: int | None = None, *,
-                      timeout: float | None = None, expects_response: bool = True) -> Any:
+                      timeout: float | None = None, wait: float | None = None,
+                      expects_response: bool = True) -> Any:
         """Send ``request`` and return the decoded response (None when
-        ``expects_response`` is False), due within ``timeout`` (default request_timeout_ms)."""
+        ``expects_response`` is False), due within ``timeout`` (default
+        request_timeout_ms: a broker that does not answer by then has the connection
+        closed).  ``wait`` ends only the caller's wait, with KafkaTimeoutError: the
+        request keeps its own timeout and its late answer is dropped, so a short caller
+        deadline does not close a connection other requests are in flight on."""
+        if wait is not None:
+            exchange = asyncio.ensure_future(self.request(api, request, version, timeout=timeout,
+                                                          expects_response=expects_response))
+            try:
+                return await asyncio.wait_for(asyncio.shield(exchange), wait)
+            except asyncio.TimeoutError:
+                # Retrieved here, so that a timeout it ends with later is not logged as lost.
+                exchange.add_done_callback(lambda t: t.cancelled() or t.exception())
+                raise KafkaTimeoutError(f"{api.name} to {self.name}: no answer within {wait:g}s "
+                                        f"(the request goes on; its answer will be dropped)") from None
         if self._reauth is not None or (
                 self._reauth_at is not None and asyncio.get_running_loop().time() >= self._reauth_at):
             await self._reauthenticate()

@@ -207,21 +207,16 @@ class AsyncConsumer:
                 try:
                     conn = await self.cluster.connection(node, deadline)
                     version = conn.protocol.version_for(LIST_OFFSETS)
-                    # The request keeps its own request_timeout_ms; only our wait ends at the
-                    # caller's deadline. A request timed out closes its connection with all in
-                    # flight on it, so a short poll() or end_offsets() must abandon the answer
-                    # (the connection drops it when it comes), not time the request out.
-                    resp = await asyncio.wait_for(
-                        conn.request(LIST_OFFSETS, list_offsets_request({tp: todo[tp] for tp in tps},
-                                                                        self._fetcher.isolation), version),
-                        max(0.001, deadline - self._now()))
+                    # A short poll() or end_offsets() abandons the answer at its deadline;
+                    # the request keeps its request_timeout_ms (see conn.request's wait).
+                    resp = await conn.request(
+                        LIST_OFFSETS, list_offsets_request({tp: todo[tp] for tp in tps}, self._fetcher.isolation),
+                        version, wait=max(0.001, deadline - self._now()))
                     if apply_list_offsets(resp, version, todo, result):
                         self.cluster.meta.need_refresh = True
                 except (KafkaConnectionError, KafkaTimeoutError) as exc:
                     last = exc
                     self.cluster.meta.need_refresh = True
-                except asyncio.TimeoutError:  # our wait_for: the caller's deadline, not the broker's
-                    last = KafkaTimeoutError(f"ListOffsets of {sorted(tps)} not answered within {timeout:g}s")
                 except Exception as exc:  # a broker error: retried only if retriable
                     if not getattr(exc, "retriable", False):
                         raise
