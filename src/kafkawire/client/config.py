@@ -17,7 +17,7 @@ from typing import Any, Callable
 from kafkawire.client.errors import ConfigError
 from kafkawire.compression import CODEC_GZIP, CODEC_LZ4, CODEC_NONE, CODEC_SNAPPY, CODEC_ZSTD
 
-__all__ = ["Config", "parse_bootstrap", "COMPRESSION_CODECS"]
+__all__ = ["Config", "parse_bootstrap", "reference_markdown", "COMPRESSION_CODECS"]
 
 INT32_MAX = 2**31 - 1
 
@@ -30,7 +30,17 @@ COMPRESSION_CODECS = {
 }
 
 
+def _accepts(kind: str) -> Callable[[Callable[[str, Any], Any]], Callable[[str, Any], Any]]:
+    """Tag a checker with what it accepts, in words, for the options reference."""
+    def tag(check: Callable[[str, Any], Any]) -> Callable[[str, Any], Any]:
+        check.accepts = kind  # type: ignore[attr-defined]
+        return check
+
+    return tag
+
+
 def _int(lo: int, hi: int = 2**63 - 1) -> Callable[[str, Any], int]:
+    @_accepts(f"int, {lo} to {hi}")
     def check(name: str, value: Any) -> int:
         if isinstance(value, bool) or not isinstance(value, int):
             if isinstance(value, str) and value.strip().lstrip("-").isdigit():
@@ -44,6 +54,7 @@ def _int(lo: int, hi: int = 2**63 - 1) -> Callable[[str, Any], int]:
     return check
 
 
+@_accepts("bool")
 def _bool(name: str, value: Any) -> bool:
     if isinstance(value, bool):
         return value
@@ -52,6 +63,7 @@ def _bool(name: str, value: Any) -> bool:
     raise ConfigError(f"{name} must be True or False, got {value!r}")
 
 
+@_accepts("str")
 def _str(name: str, value: Any) -> str:
     if not isinstance(value, str):
         raise ConfigError(f"{name} must be a string, got {value!r}")
@@ -59,6 +71,7 @@ def _str(name: str, value: Any) -> str:
 
 
 def _choice(*choices: str) -> Callable[[str, Any], str]:
+    @_accepts(" | ".join(repr(c) for c in choices))
     def check(name: str, value: Any) -> str:
         if not isinstance(value, str) or value.lower() not in choices:
             raise ConfigError(f"{name} must be one of {', '.join(choices)}; got {value!r}")
@@ -67,6 +80,7 @@ def _choice(*choices: str) -> Callable[[str, Any], str]:
     return check
 
 
+@_accepts("0 | 1 | 'all' (-1)")
 def _acks(name: str, value: Any) -> int:
     if value in ("all", "-1", -1):
         return -1
@@ -75,6 +89,7 @@ def _acks(name: str, value: Any) -> int:
     raise ConfigError(f"acks must be 0, 1 or 'all' (-1), got {value!r}")
 
 
+@_accepts(" | ".join(repr(c) for c in COMPRESSION_CODECS))
 def _compression(name: str, value: Any) -> int:
     if value is None:
         return CODEC_NONE
@@ -85,10 +100,12 @@ def _compression(name: str, value: Any) -> int:
     )
 
 
+@_accepts("'host:port,...' or a list of them")
 def _bootstrap(name: str, value: Any) -> list[tuple[str, int]]:
     return parse_bootstrap(value)
 
 
+@_accepts("ssl.SSLContext or None")
 def _ssl_context(name: str, value: Any) -> ssl.SSLContext | None:
     if value is None or isinstance(value, ssl.SSLContext):
         return value
@@ -98,12 +115,14 @@ def _ssl_context(name: str, value: Any) -> ssl.SSLContext | None:
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 
 
+@_accepts(" | ".join(repr(p) for p in SECURITY_PROTOCOLS))
 def _security_protocol(name: str, value: Any) -> str:
     if not isinstance(value, str) or value.upper() not in SECURITY_PROTOCOLS:
         raise ConfigError(f"{name} must be one of {', '.join(SECURITY_PROTOCOLS)}; got {value!r}")
     return value.upper()
 
 
+@_accepts("path or None")
 def _path_or_none(name: str, value: Any) -> str | None:
     if value is None:
         return None
@@ -113,16 +132,27 @@ def _path_or_none(name: str, value: Any) -> str | None:
     raise ConfigError(f"{name} must be a file path (str or os.PathLike) or None, got {value!r}")
 
 
+@_accepts("str or None")
 def _str_or_none(name: str, value: Any) -> str | None:
     return None if value is None else _str(name, value)
 
 
+def _optional(check: Callable[[str, Any], Any]) -> Callable[[str, Any], Any]:
+    @_accepts(f"{check.accepts}, or None")  # type: ignore[attr-defined]
+    def optional(name: str, value: Any) -> Any:
+        return None if value is None else check(name, value)
+
+    return optional
+
+
+@_accepts("str, bytes or None")
 def _password(name: str, value: Any) -> str | bytes | None:
     if value is None or isinstance(value, (str, bytes)):
         return value
     raise ConfigError(f"{name} must be a string (or bytes) or None, got {type(value).__name__}")
 
 
+@_accepts("'https' | ''")
 def _endpoint_identification(name: str, value: Any) -> str:
     # Java's names: "https" checks the broker's host name, "" (or null) does not.
     if value is None or value == "":
@@ -146,12 +176,14 @@ _SASL_OPTIONS = ("sasl_mechanism", "sasl_plain_username", "sasl_plain_password",
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
 
 
+@_accepts(" | ".join(repr(m) for m in SASL_MECHANISMS))
 def _sasl_mechanism(name: str, value: Any) -> str:
     if not isinstance(value, str) or not value.strip():
         raise ConfigError(f"{name} must be one of {', '.join(SASL_MECHANISMS)}; got {value!r}")
     return value.strip().upper()
 
 
+@_accepts("dict of str to str, or None")
 def _extensions(name: str, value: Any) -> dict[str, str] | None:
     if value is None:
         return None
@@ -161,12 +193,14 @@ def _extensions(name: str, value: Any) -> dict[str, str] | None:
     return dict(value)
 
 
+@_accepts("callable or None")
 def _callable_or_none(name: str, value: Any) -> Any:
     if value is None or callable(value):
         return value
     raise ConfigError(f"{name} must be callable or None, got {value!r}")
 
 
+@_accepts("dict of API name or key to version, or None")
 def _overrides(name: str, value: Any) -> dict[Any, int]:
     if value is None:
         return {}
@@ -178,6 +212,7 @@ def _overrides(name: str, value: Any) -> dict[Any, int]:
     return dict(value)
 
 
+@_accepts("list of assignor names, or 'a,b'")
 def _assignors(name: str, value: Any) -> tuple[str, ...]:
     from kafkawire.protocol.consumer import ASSIGNORS
 
@@ -192,6 +227,7 @@ def _assignors(name: str, value: Any) -> tuple[str, ...]:
     return tuple(items)
 
 
+@_accepts("str or None")
 def _remote_assignor(name: str, value: Any) -> str | None:
     if value is None:
         return None
@@ -281,7 +317,7 @@ _PRODUCER = {
     "batch_size": (16384, _int(0, INT32_MAX)),
     "max_request_size": (1048576, _int(1, INT32_MAX)),
     "compression_type": ("none", _compression),
-    "compression_level": (None, lambda n, v: None if v is None else _int(-131072, 22)(n, v)),
+    "compression_level": (None, _optional(_int(-131072, 22))),
     "retries": (INT32_MAX, _int(0, INT32_MAX)),
     "buffer_memory": (33554432, _int(0, 2**62)),
     "max_block_ms": (60000, _int(0, 2**62)),
@@ -292,7 +328,7 @@ _PRODUCER = {
     "key_serializer": (None, _callable_or_none),
     "value_serializer": (None, _callable_or_none),
     "partitioner": (None, _callable_or_none),
-    "transactional_id": (None, lambda n, v: v if v is None else _str(n, v)),
+    "transactional_id": (None, _str_or_none),
     "transaction_timeout_ms": (60000, _int(1, INT32_MAX)),
 }
 
@@ -307,8 +343,8 @@ _CONSUMER = {
     "isolation_level": ("read_uncommitted", _choice("read_uncommitted", "read_committed")),
     "key_deserializer": (None, _callable_or_none),
     "value_deserializer": (None, _callable_or_none),
-    "group_id": (None, lambda n, v: v if v is None else _str(n, v)),
-    "group_instance_id": (None, lambda n, v: v if v is None else _str(n, v)),  # KIP-345
+    "group_id": (None, _str_or_none),
+    "group_instance_id": (None, _str_or_none),  # KIP-345
     "session_timeout_ms": (45000, _int(1, INT32_MAX)),
     "heartbeat_interval_ms": (3000, _int(1, INT32_MAX)),
     "max_poll_interval_ms": (300000, _int(1, INT32_MAX)),
@@ -321,6 +357,84 @@ _CONSUMER = {
     # KIP-848's server-side assignor (Kafka's "uniform" or "range"); None: the broker's default.
     "group_remote_assignor": (None, _remote_assignor),
 }
+
+# What each option does, for the reference (docs/options.md, generated by reference_markdown()).
+# Every declared option needs a line here: the generator refuses to leave one out.
+_DESCRIPTIONS = {
+    "bootstrap_servers": "Brokers to ask for the cluster's metadata first; the rest are found from them. Required.",
+    "client_id": "Name sent with every request, for the brokers' logs and quotas (Java's default is empty).",
+    "request_timeout_ms": "How long to wait for a broker's answer to one request before retrying or failing it.",
+    "retry_backoff_ms": "Pause before the first retry of a failed request (it grows up to retry_backoff_max_ms).",
+    "retry_backoff_max_ms": "Longest pause between retries (raised to retry_backoff_ms if below it).",
+    "reconnect_backoff_ms": "Pause before reconnecting to a broker that could not be reached (it grows up to reconnect_backoff_max_ms).",
+    "reconnect_backoff_max_ms": "Longest pause between reconnection attempts to one broker.",
+    "socket_connection_setup_timeout_ms": "Time allowed to open a connection: TCP, TLS handshake, version negotiation and SASL login.",
+    "metadata_max_age_ms": "Cluster metadata is refreshed at least this often, even without errors.",
+    "connections_max_idle_ms": "Accepted for the Java name's sake; kafkawire does not close idle connections yet.",
+    "max_in_flight_requests_per_connection": "Requests sent to one broker before waiting for answers; at most 5 with idempotence.",
+    "security_protocol": "PLAINTEXT, SSL (TLS), SASL_PLAINTEXT or SASL_SSL (SASL inside TLS).",
+    "ssl_context": "A ready ssl.SSLContext; when given, the other ssl_* options are not used.",
+    "ssl_cafile": "PEM file of the CA(s) that signed the brokers' certificates (default: the system's trust store).",
+    "ssl_capath": "Directory of CA certificates, as ssl.SSLContext.load_verify_locations takes it.",
+    "ssl_certfile": "PEM file of the client's certificate, for brokers that require one (mutual TLS).",
+    "ssl_keyfile": "PEM file of the client certificate's private key.",
+    "ssl_password": "Password of an encrypted ssl_keyfile.",
+    "ssl_crlfile": "PEM file of certificate revocation lists to check the brokers' certificates against.",
+    "ssl_ciphers": "OpenSSL cipher string limiting the TLS ciphers offered.",
+    "ssl_check_hostname": "Check that the broker's certificate names the host connected to.",
+    "ssl_endpoint_identification_algorithm": "Java's switch for the host-name check: 'https' checks it, '' does not.",
+    "sasl_mechanism": "SASL mechanism (GSSAPI, Java's default, is not supported: set one of the others).",
+    "sasl_plain_username": "User name for PLAIN and SCRAM.",
+    "sasl_plain_password": "Password for PLAIN and SCRAM.",
+    "sasl_oauth_token_provider": "For OAUTHBEARER: a callable returning the token, (token, expiry_ms) or an OAuthBearerToken; called at every login.",
+    "sasl_oauthbearer_extensions": "For OAUTHBEARER: SASL extensions sent with the token (KIP-342).",
+    "send_buffer_bytes": "Socket send buffer size; -1 (kafkawire's default; Java's is 128 KiB) keeps the OS default and Linux's autotuning.",
+    "receive_buffer_bytes": "Socket receive buffer size; -1 (kafkawire's default; Java's is 64 KiB) keeps the OS default and Linux's autotuning.",
+    "api_version_overrides": "Pin API versions, e.g. {'Produce': 2}, instead of the newest both sides support.",
+    "acks": "Acknowledgements a write waits for: 0 none, 1 the leader, 'all' every in-sync replica.",
+    "linger_ms": "How long a batch may wait for more records before it is sent.",
+    "batch_size": "Target size of one partition's batch, in bytes.",
+    "max_request_size": "Largest Produce request, in bytes; a larger record is refused.",
+    "compression_type": "Compression of produced batches.",
+    "compression_level": "Level for the chosen compression (None: the codec's default).",
+    "retries": "How often a failed batch is retried, within delivery_timeout_ms.",
+    "buffer_memory": "Bytes of records queued but not yet acknowledged before send() blocks (up to max_block_ms).",
+    "max_block_ms": "Longest time send() blocks for metadata or buffer space before raising.",
+    "delivery_timeout_ms": "Longest time from send() to the record's outcome, retries included.",
+    "enable_idempotence": "Producer ids and sequence numbers, so a retried batch is never written twice; turned off when acks, retries or in-flight requests rule it out and it was not asked for.",
+    "key_serializer": "Callable turning send()'s key into bytes (send_batch takes bytes as they are).",
+    "value_serializer": "Callable turning send()'s value into bytes (send_batch takes bytes as they are).",
+    "partitioner": "Callable partitioner(key, num_partitions) -> partition (default: murmur2 of the key as the Java client, sticky without a key).",
+    "transactional_id": "Id of a transactional producer; a new producer with the same id fences the old one.",
+    "transaction_timeout_ms": "The coordinator aborts a transaction left open longer than this.",
+    "fetch_max_wait_ms": "Longest time a broker holds a Fetch waiting for fetch_min_bytes.",
+    "fetch_min_bytes": "Bytes a broker waits for before answering a Fetch.",
+    "fetch_max_bytes": "Most bytes one Fetch answer may carry (a first batch larger than this still comes).",
+    "max_partition_fetch_bytes": "Most bytes per partition in one Fetch answer.",
+    "auto_offset_reset": "Where to start without a committed offset (or outside the log): 'earliest', 'latest', or 'none' to raise.",
+    "max_poll_records": "Most records one poll() returns when max_records is not given.",
+    "check_crcs": "Verify every batch's CRC (a damaged batch raises CorruptRecordError).",
+    "isolation_level": "'read_committed' skips records of aborted transactions and stops at open ones.",
+    "key_deserializer": "Callable turning a record's key bytes into what poll() returns.",
+    "value_deserializer": "Callable turning a record's value bytes into what poll() returns.",
+    "group_id": "Consumer group to join with subscribe() and to commit offsets for.",
+    "group_instance_id": "Static membership (KIP-345): a restarted member with the same id takes its partitions back without a rebalance.",
+    "session_timeout_ms": "A member silent for this long is expelled (classic protocol). Tansu holds each JoinGroup for half of it.",
+    "heartbeat_interval_ms": "How often a member heartbeats (classic protocol); below session_timeout_ms, a third of it is usual.",
+    "max_poll_interval_ms": "A member that does not call poll() for this long leaves the group.",
+    "partition_assignment_strategy": "Client-side assignors, in order of preference: range, roundrobin, sticky, cooperative-sticky.",
+    "enable_auto_commit": "Commit the offsets of records poll() returned, every auto_commit_interval_ms and on close().",
+    "auto_commit_interval_ms": "Interval of the automatic commits.",
+    "group_protocol": "'classic' (JoinGroup/SyncGroup) or 'consumer' (KIP-848: the broker assigns).",
+    "group_remote_assignor": "With group_protocol='consumer': the broker's assignor ('uniform', 'range'; None: the broker's default).",
+}
+
+# Options with no Java client counterpart of that name (kafka-python's names, or kafkawire's own).
+_NOT_JAVA = {"ssl_context", "ssl_cafile", "ssl_capath", "ssl_certfile", "ssl_keyfile", "ssl_password",
+             "ssl_crlfile", "ssl_ciphers", "ssl_check_hostname", "sasl_plain_username",
+             "sasl_plain_password", "sasl_oauth_token_provider", "sasl_oauthbearer_extensions",
+             "api_version_overrides", "compression_level", "partitioner"}
+
 
 # Options the KIP-848 coordinator owns (its group.consumer.* settings and assignors): set
 # with group_protocol="consumer" they would be ignored, so they are refused (as the Java
@@ -555,3 +669,64 @@ class Config:
             if shown.get(secret) is not None:
                 shown[secret] = "***"
         return f"Config({self._kind}, {shown!r})"
+
+
+# -- the options reference (docs/options.md) ---------------------------------------------
+
+_REFERENCE_HEAD = """\
+# kafkawire options
+
+Generated from the declarations in `src/kafkawire/client/config.py` by
+`python -m kafkawire.client.config --markdown > docs/options.md`; a test fails when this
+page and the code differ.
+
+Options are keyword arguments: `Producer(bootstrap_servers="localhost:9092", linger_ms=5)`.
+Names are the Java client's in snake_case; the Java dotted name works too
+(`Producer(**{"bootstrap.servers": "localhost:9092", "linger.ms": "5"})`), and strings
+convert as in a properties file: `"5"` to 5, `"true"`/`"false"` to booleans. An unknown
+name, a wrong type or a value out of range raises `kafkawire.client.errors.ConfigError`
+when the client is made, naming the option (and the closest real one for a misspelt name).
+Defaults are the Java client's unless the description says otherwise. The asyncio clients
+take the same options.
+"""
+
+
+def _default_text(default: Any) -> str:
+    if default is None:
+        return "None"
+    if default == INT32_MAX and not isinstance(default, bool):
+        return "2147483647 (max int32)"
+    return repr(default).replace("|", "\\|")
+
+
+def _reference_table(table: dict[str, tuple[Any, Callable[[str, Any], Any]]]) -> list[str]:
+    rows = ["| option | Java name | accepts | default | what it does |", "|---|---|---|---|---|"]
+    for name, (default, check) in table.items():
+        if name not in _DESCRIPTIONS:
+            raise ValueError(f"option {name!r} has no line in kafkawire.client.config._DESCRIPTIONS")
+        java = "-" if name in _NOT_JAVA else f"`{name.replace('_', '.')}`"
+        accepts = getattr(check, "accepts", "see the description").replace("|", "\\|")
+        rows.append(f"| `{name}` | {java} | {accepts} | `{_default_text(default)}` | {_DESCRIPTIONS[name]} |")
+    return rows
+
+
+def reference_markdown() -> str:
+    """Every option of the producer, the consumer and the admin client as a Markdown page."""
+    parts = [_REFERENCE_HEAD,
+             "## Every client (producer, consumer, admin)\n",
+             *_reference_table(_COMMON),
+             "\n## Producer (`Producer`, `AsyncProducer`)\n",
+             *_reference_table(_PRODUCER),
+             "\n## Consumer (`Consumer`, `AsyncConsumer`)\n",
+             *_reference_table(_CONSUMER),
+             "\n## Admin (`Admin`)\n",
+             "The admin client takes the options of every client above, and no others."]
+    return "\n".join(parts) + "\n"
+
+
+if __name__ == "__main__":
+    import sys
+
+    if sys.argv[1:] != ["--markdown"]:
+        sys.exit("usage: python -m kafkawire.client.config --markdown > docs/options.md")
+    sys.stdout.write(reference_markdown())
