@@ -24,6 +24,7 @@ from kafkawire.client.producer import Producer
 from kafkawire.protocol import apis
 from kafkawire.spark._options import EARLIEST, LATEST, KafkawireOptionError, SourceOptions
 from kafkawire.spark._plan import Pushdown
+from kafkawire.spark._security import translate
 
 __all__ = ["KafkawireDataLossError", "WriteError", "consumer", "producer", "list_partitions",
            "resolve_offsets", "log_bounds", "read_range", "write_batches"]
@@ -74,14 +75,14 @@ def _drop(client: Any) -> None:
 
 def consumer(client_options: dict[str, Any]) -> Consumer:
     config = dict(_SOURCE_DEFAULTS)
-    config.update(client_options)
+    config.update(translate(client_options))
     # Positions outside the log are data loss, decided by failOnDataLoss, never reset.
     config["auto_offset_reset"] = "none"
     return _cached("consumer", config)
 
 
 def producer(client_options: dict[str, Any]) -> Producer:
-    return _cached("producer", dict(client_options))
+    return _cached("producer", translate(client_options))
 
 
 # -- the driver: partitions and offsets ----------------------------------------------------

@@ -138,7 +138,8 @@ def _client_options(opts: dict[str, str], kind: str, rejected: dict[str, str]) -
     """``kafka.*`` options with the prefix stripped, as kafkawire client options
     (``kafka.max.partition.fetch.bytes`` -> ``max_partition_fetch_bytes``), and the client
     Config they make: checked now so a bad one fails the query on the driver, not in
-    every task."""
+    every task.  The Java security settings (JAAS, keystores) stay in their Java form,
+    translated where each client is made (keystore paths name files on that machine)."""
     out: dict[str, Any] = {}
     for name, value in opts.items():
         if not name.startswith("kafka."):
@@ -151,8 +152,10 @@ def _client_options(opts: dict[str, str], kind: str, rejected: dict[str, str]) -
     if "bootstrap_servers" not in out or not out["bootstrap_servers"].strip():
         raise KafkawireOptionError(
             "option 'kafka.bootstrap.servers' is required, e.g. .option('kafka.bootstrap.servers', 'host:9092')")
+    from kafkawire.spark._security import translate  # imports this module
+
     try:
-        config = getattr(Config, kind)(**out)
+        config = getattr(Config, kind)(**translate(out))
     except ConfigError as exc:
         raise KafkawireOptionError(f"a kafka.* option is not accepted by kafkawire's {kind}: {exc}") from None
     return out, config
