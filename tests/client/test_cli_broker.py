@@ -9,6 +9,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -84,3 +85,37 @@ def test_sigterm_stops_apache_kafka():
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def _kafka_nodes() -> dict[int, int]:
+    """pid -> parent pid of every Apache Kafka node running on this machine."""
+    nodes = {}
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                if b"kafka.Kafka\0" not in f.read():
+                    continue
+            with open(f"/proc/{entry}/stat") as f:
+                nodes[int(entry)] = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+    return nodes
+
+
+@pytest.mark.kafka
+def test_a_stop_signal_while_kafka_starts_leaves_nothing_behind():
+    before = set(_kafka_nodes())
+    proc = subprocess.Popen([sys.executable, "-m", "kafkawire", "broker", "--broker", "kafka", "--port",
+                             str(free_port())], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert "starting Apache Kafka" in proc.stderr.readline()
+        time.sleep(2.5)  # formatting the storage or starting the node
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    # A node this command left behind is an orphan now (others' nodes have their parents).
+    orphans = [pid for pid, parent in _kafka_nodes().items() if pid not in before and parent in (1, proc.pid)]
+    assert not orphans
