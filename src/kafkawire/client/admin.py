@@ -56,6 +56,8 @@ from kafkawire.client.errors import (
 )
 from kafkawire.protocol import apis
 from kafkawire.protocol import consumer as consumer_protocol
+from kafkawire.protocol.coordinator import COORDINATOR_MOVED, FIND_COORDINATOR, GROUP, find_request
+from kafkawire.protocol.coordinator import answers as coordinator_answers
 from kafkawire.protocol.api import Api, ApiVersionError
 from kafkawire.protocol.fetcher import OffsetAndTimestamp, TopicPartition
 from kafkawire.protocol.fetcher import as_topic_partition as _tp
@@ -97,7 +99,6 @@ DESCRIBE_CONFIGS = apis.get("DescribeConfigs")
 LIST_OFFSETS = apis.get("ListOffsets")
 OFFSET_COMMIT = apis.get("OffsetCommit")
 OFFSET_FETCH = apis.get("OffsetFetch")
-FIND_COORDINATOR = apis.get("FindCoordinator")
 DESCRIBE_GROUPS = apis.get("DescribeGroups")
 LIST_GROUPS = apis.get("ListGroups")
 DELETE_GROUPS = apis.get("DeleteGroups")
@@ -109,7 +110,9 @@ ALTER_USER_SCRAM_CREDENTIALS = apis.get("AlterUserScramCredentials")
 # UNKNOWN_TOPIC_OR_PARTITION, are final for an admin call: retrying a delete of a topic
 # that does not exist would only run into the deadline.
 _RETRY = frozenset({5, 6, 7, 13, 14, 15, 16, 41})
-_COORDINATOR_MOVED = frozenset({14, 15, 16})  # LOAD_IN_PROGRESS, NOT_AVAILABLE, NOT_COORDINATOR
+# Group-wide errors that OffsetFetch before v2 repeats per partition: the coordinator
+# moved, or is still loading (COORDINATOR_LOAD_IN_PROGRESS).
+_GROUP_WIDE = COORDINATOR_MOVED | {14}
 
 # ListOffsets' special timestamps: -1 latest, -2 earliest, -3 max timestamp (KIP-734).
 _MAX_TIMESTAMP = -3
@@ -481,7 +484,7 @@ class Admin:
                 if exc.code not in _RETRY:
                     raise
                 last = exc
-                if exc.code in _COORDINATOR_MOVED:
+                if exc.code in COORDINATOR_MOVED:
                     self._coordinators.clear()
             if not progress.todo:
                 break
@@ -797,17 +800,14 @@ class Admin:
         if not missing:
             return out
         version = self.cluster.any_connection(deadline).version_for(FIND_COORDINATOR)
-        answers: list[tuple[str, int, int, str | None]] = []  # key, node, error, message
-        if version >= 4:  # KIP-699: every key in one request
-            _v, resp = self._send(None, FIND_COORDINATOR, lambda v: FIND_COORDINATOR.Request(
-                key_type=0, coordinator_keys=missing), deadline, "FindCoordinator")
-            answers = [(c.key, c.node_id, c.error_code, c.error_message) for c in resp.coordinators]
-        else:
-            for g in missing:
-                _v, resp = self._send(None, FIND_COORDINATOR, lambda v, g=g: FIND_COORDINATOR.Request(
-                    key=g, key_type=0), deadline, "FindCoordinator")
-                answers.append((g, resp.node_id, resp.error_code, getattr(resp, "error_message", None)))
-        for key, node, code, message in answers:
+        # KIP-699 (v4+): every key in one request; before, one request per key.
+        batches = [missing] if version >= 4 else [[g] for g in missing]
+        found = []
+        for keys in batches:
+            _v, resp = self._send(None, FIND_COORDINATOR, lambda v, keys=keys: find_request(keys, GROUP),
+                                  deadline, "FindCoordinator")
+            found.extend(coordinator_answers(resp, keys))
+        for key, node, _host, _port, code, message in found:
             if key not in missing:
                 continue
             if code:
@@ -832,7 +832,7 @@ class Admin:
     def _group_error(self, group: str, code: int, what: str) -> None:
         """Raise a group-wide error code (forgetting the coordinator if it moved)."""
         if code:
-            if code in _COORDINATOR_MOVED:
+            if code in COORDINATOR_MOVED:
                 self._coordinators.pop(group, None)
             raise broker_error(code, f"{what} of group {group!r}")
 
@@ -849,7 +849,7 @@ class Admin:
         if not code:
             progress.done(group, value)
             return
-        if code in _COORDINATOR_MOVED:
+        if code in COORDINATOR_MOVED:
             self._coordinators.pop(group, None)
         progress.failed(group, broker_error(code, f"{what} group {group!r}"))
 
@@ -955,7 +955,7 @@ class Admin:
                 for p in t.partitions:
                     tp = TopicPartition(t.name, p.partition_index)
                     # Before v2, coordinator errors come per partition.
-                    self._group_error(group_id, p.error_code if p.error_code in _COORDINATOR_MOVED else 0,
+                    self._group_error(group_id, p.error_code if p.error_code in _GROUP_WIDE else 0,
                                       "committed offsets")
                     if p.error_code:
                         out[tp] = broker_error(p.error_code, f"group {group_id!r} {_label(tp)}")
@@ -1008,7 +1008,7 @@ class Admin:
                     tp = TopicPartition(t.name, p.partition_index)
                     if tp not in progress.todo:
                         continue
-                    if p.error_code in _COORDINATOR_MOVED:
+                    if p.error_code in COORDINATOR_MOVED:
                         self._coordinators.pop(group_id, None)
                     self._settle(progress, tp, p.error_code, f"group {group_id!r} {_label(tp)}")
 

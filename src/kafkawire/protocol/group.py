@@ -26,6 +26,7 @@ from typing import Any, Iterable
 
 from kafkawire import errors
 from kafkawire.protocol import apis
+from kafkawire.protocol.coordinator import COORDINATOR_MOVED, FIND_COORDINATOR, GROUP, answers, find_request
 
 __all__ = [
     "GroupMembership",
@@ -43,7 +44,6 @@ __all__ = [
     "STABLE",
 ]
 
-FIND_COORDINATOR = apis.get("FindCoordinator")
 JOIN_GROUP = apis.get("JoinGroup")
 SYNC_GROUP = apis.get("SyncGroup")
 HEARTBEAT = apis.get("Heartbeat")
@@ -58,7 +58,6 @@ AWAITING_ASSIGNMENT = "awaiting-assignment"  # the leader computes the assignmen
 SYNCING = "syncing"  # SyncGroup under way
 STABLE = "stable"  # a member with an assignment (a rejoin may be pending)
 
-_COORDINATOR_MOVED = frozenset({15, 16})  # COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR
 _RETRY_LATER = frozenset({7, 14, 15, 16})  # REQUEST_TIMED_OUT, COORDINATOR_LOAD_IN_PROGRESS, ...
 _GENERATION_GONE = frozenset({22, 25, 27, 82})  # what makes a commit a CommitFailedError
 MEMBER_ID_REQUIRED = 79  # KIP-394: the first JoinGroup only gets a member id to rejoin with
@@ -350,7 +349,7 @@ class GroupMembership:
         the queued commits, offset fetches and leaves (True)."""
         if self.coordinator is None:
             if need_coordinator and self._may_send("find", now):
-                req = FIND_COORDINATOR.Request(key=self.group_id, key_type=0, coordinator_keys=[self.group_id])
+                req = find_request([self.group_id], GROUP)
                 out.append(self._track(Outgoing("find", FIND_COORDINATOR, req, False,
                                                 self.request_timeout, self.generation)))
             return False
@@ -468,12 +467,7 @@ class GroupMembership:
         return True
 
     def _on_find(self, o: Outgoing, resp: Any, now: float) -> None:
-        if getattr(resp, "coordinators", None):  # v4+ (KIP-699)
-            c = resp.coordinators[0]
-            code, node, host, port, msg = c.error_code, c.node_id, c.host, c.port, c.error_message
-        else:
-            code, node, host, port, msg = resp.error_code, resp.node_id, resp.host, resp.port, \
-                getattr(resp, "error_message", None)
+        _key, node, host, port, code, msg = answers(resp, [self.group_id])[0]
         if code:
             err = errors.broker_error(code, f"FindCoordinator for group {self.group_id!r}", msg)
             if err.retriable:
@@ -590,7 +584,7 @@ class GroupMembership:
                     gone[tp] = o.payload.get(tp, (-1, None))[0]
                     gone_code = code
                 else:
-                    if code in _COORDINATOR_MOVED:
+                    if code in COORDINATOR_MOVED:
                         self._coordinator_dead(now, f"OffsetCommit: {errors.for_code(code).name}")
                     result[tp] = errors.broker_error(code, f"OffsetCommit of {tp[0]}[{tp[1]}] for group {self.group_id!r}")
         if gone:
@@ -620,7 +614,7 @@ class GroupMembership:
         else:
             code, topics = getattr(resp, "error_code", 0), resp.topics
         if code:
-            if code in _COORDINATOR_MOVED:
+            if code in COORDINATOR_MOVED:
                 self._coordinator_dead(now, f"OffsetFetch: {errors.for_code(code).name}")
             raise errors.broker_error(code, f"OffsetFetch for group {self.group_id!r}")
         out: dict[tuple[str, int], tuple[int, str | None]] = {}
@@ -628,7 +622,7 @@ class GroupMembership:
             for p in t.partitions:
                 tp = (t.name, p.partition_index)
                 if p.error_code:
-                    if p.error_code in _COORDINATOR_MOVED:
+                    if p.error_code in COORDINATOR_MOVED:
                         self._coordinator_dead(now, f"OffsetFetch: {errors.for_code(p.error_code).name}")
                     raise errors.broker_error(p.error_code, f"OffsetFetch of {tp[0]}[{tp[1]}] for group {self.group_id!r}")
                 out[tp] = (p.committed_offset, p.metadata)
@@ -641,7 +635,7 @@ class GroupMembership:
     def _retry_or_fail(self, o: Outgoing, code: int, now: float, what: str) -> None:
         err = errors.broker_error(code, what)
         self.last_error = err
-        if code in _COORDINATOR_MOVED:
+        if code in COORDINATOR_MOVED:
             self._coordinator_dead(now, f"{o.api.name}: {err.name}")
         elif code in _RETRY_LATER or err.retriable:
             self._not_before[o.kind] = now + self.retry_backoff

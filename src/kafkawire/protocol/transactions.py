@@ -21,13 +21,13 @@ from typing import Any, Callable, Iterable
 from kafkawire import errors
 from kafkawire.errors import KafkaConnectionError, KafkaTimeoutError, KafkaWireError
 from kafkawire.protocol import apis
+from kafkawire.protocol.coordinator import COORDINATOR_MOVED, FIND_COORDINATOR, GROUP, TRANSACTION, answers, find_request
 from kafkawire.protocol.idempotence import INIT_PRODUCER_ID, ProducerIdentity
 from kafkawire.protocol.steps import Request, Sleep
 
 __all__ = ["TransactionManager", "TransactionStateError", "TransactionAbortedError",
            "UNINITIALIZED", "READY", "IN_TRANSACTION", "ABORTABLE", "FATAL"]
 
-FIND_COORDINATOR = apis.get("FindCoordinator")
 ADD_PARTITIONS_TO_TXN = apis.get("AddPartitionsToTxn")
 ADD_OFFSETS_TO_TXN = apis.get("AddOffsetsToTxn")
 END_TXN = apis.get("EndTxn")
@@ -42,9 +42,8 @@ ABORTING = "ABORTING"
 ABORTABLE = "ABORTABLE_ERROR"
 FATAL = "FATAL_ERROR"
 
-# Answers meaning "ask the coordinator again later" and "find the coordinator again".
+# Answers meaning "ask the coordinator again later" (COORDINATOR_MOVED: find it again).
 _RETRY_LATER = frozenset({7, 14, 51})  # REQUEST_TIMED_OUT, *_LOAD_IN_PROGRESS, CONCURRENT_TRANSACTIONS
-_REFIND = frozenset({15, 16})  # COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR
 # The producer cannot go on after these: another instance owns the transactional id, or
 # it may not use it.
 _FATAL = frozenset({47, 53, 90, 31, 52})  # INVALID_PRODUCER_EPOCH, TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
@@ -72,18 +71,6 @@ class TransactionStateError(KafkaWireError):
 
 class TransactionAbortedError(KafkaWireError):
     """The record was queued in a transaction that was aborted before it was sent."""
-
-
-def _find_request(key: str, key_type: int) -> Callable[[int], Any]:
-    return lambda v: FIND_COORDINATOR.Request(key=key, key_type=key_type, coordinator_keys=[key])
-
-
-def _coordinator_of(resp: Any) -> tuple[int, int]:
-    """(error code, node id) of a FindCoordinator answer (v4+ answers per key, KIP-699)."""
-    if getattr(resp, "coordinators", None):
-        c = resp.coordinators[0]
-        return c.error_code, c.node_id
-    return resp.error_code, resp.node_id
 
 
 def _error_code(resp: Any) -> int:
@@ -181,11 +168,12 @@ class TransactionManager:
     def _find_coordinator(self, key: str, key_type: int) -> Any:
         while True:
             try:
-                resp = yield Request(None, FIND_COORDINATOR, _find_request(key, key_type))
+                resp = yield Request(None, FIND_COORDINATOR, lambda v: find_request([key], key_type))
             except (KafkaConnectionError, KafkaTimeoutError):
                 yield Sleep(self.backoff)
                 continue
-            code, node = _coordinator_of(resp)
+            answer = answers(resp, [key])[0]
+            code, node = answer.error_code, answer.node_id
             if code == 0:
                 return node
             err = errors.broker_error(code, f"FindCoordinator for {key!r}")
@@ -201,9 +189,9 @@ class TransactionManager:
         node = None
         while True:
             if group is None and self.coordinator is None:
-                self.coordinator = yield from self._find_coordinator(self.transactional_id, 1)
+                self.coordinator = yield from self._find_coordinator(self.transactional_id, TRANSACTION)
             if group is not None and node is None:
-                node = yield from self._find_coordinator(group, 0)
+                node = yield from self._find_coordinator(group, GROUP)
             try:
                 resp = yield Request(self.coordinator if group is None else node, api, build, max_version)
             except (KafkaConnectionError, KafkaTimeoutError):
@@ -213,7 +201,7 @@ class TransactionManager:
                 yield Sleep(self.backoff)
                 continue
             code = code_of(resp)
-            if code in _REFIND:
+            if code in COORDINATOR_MOVED:
                 if group is None:
                     self.coordinator = None
                 node = None
