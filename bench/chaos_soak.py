@@ -39,6 +39,7 @@ from kafkawire.client.admin import Admin, NewTopic
 from kafkawire.client.consumer import Consumer, TopicPartition
 from kafkawire.client.producer import Producer
 from kafkawire.testing.kafka import KafkaCluster
+from report import soak_verdict
 
 CLIENT = dict(request_timeout_ms=30000, retry_backoff_ms=100, retry_backoff_max_ms=1000,
               reconnect_backoff_ms=50, reconnect_backoff_max_ms=1000)
@@ -294,31 +295,26 @@ def run(args: argparse.Namespace) -> int:
     dup_log = int(np.maximum(in_log.astype(np.int64) - 1, 0).sum())
     distinct = int(np.count_nonzero(delivered))
     redelivered = int(np.maximum(delivered - 1, 0).sum())
-    minutes = args.minutes
-    print(f"\nchaos soak result ({minutes:g} min, 3 Kafka nodes, RF 3, min.insync 2, "
-          f"{args.rate:g}/s + {args.burst} every {args.burst_every:g}s)")
-    print(f"  records sent            {sent}")
-    print(f"  acknowledged            {int(acked.sum())}")
-    print(f"  failed (delivery)       {len(failed)}" + (f"  e.g. {failed[0]!r}" if failed else ""))
-    print(f"  consumed by the group   {distinct} distinct, {int(delivered.sum())} deliveries")
-    print(f"  lost                    {len(lost_log | missed)}  (from the log {len(lost_log)}, "
-          f"never delivered {len(missed)})" + (f"  e.g. {sorted(lost_log | missed)[:5]}" if lost_log or missed else ""))
-    print(f"  duplicated in the log   {dup_log}")
-    print(f"  redelivered to group    {redelivered}  (after {members.killed} members were killed)")
-    print(f"  node restarts           {restarts}")
-    print(f"  wall time               {time.monotonic() - began:.0f} s")
+    lost = lost_log | missed
     bad = []
-    if lost_log or missed:
-        bad.append(f"{len(lost_log | missed)} acknowledged records lost")
+    if lost:
+        bad.append(f"{len(lost)} acknowledged records lost")
     if dup_log:
         bad.append(f"{dup_log} records twice in the log despite idempotence")
     if failed:
         bad.append(f"{len(failed)} sends failed")
-    if bad:
-        print("chaos soak: FAIL: " + "; ".join(bad), flush=True)
-        return 1
-    print("chaos soak: PASS: nothing acknowledged was lost, nothing written twice", flush=True)
-    return 0
+    return soak_verdict(
+        "chaos soak", f"chaos soak result ({args.minutes:g} min, 3 Kafka nodes, RF 3, min.insync 2, "
+                      f"{args.rate:g}/s + {args.burst} every {args.burst_every:g}s)",
+        [("records sent", sent), ("acknowledged", int(acked.sum())),
+         ("failed (delivery)", f"{len(failed)}" + (f"  e.g. {failed[0]!r}" if failed else "")),
+         ("consumed by the group", f"{distinct} distinct, {int(delivered.sum())} deliveries"),
+         ("lost", f"{len(lost)}  (from the log {len(lost_log)}, never delivered {len(missed)})"
+                  + (f"  e.g. {sorted(lost)[:5]}" if lost else "")),
+         ("duplicated in the log", dup_log),
+         ("redelivered to group", f"{redelivered}  (after {members.killed} members were killed)"),
+         ("node restarts", restarts), ("wall time", f"{time.monotonic() - began:.0f} s")],
+        bad, "nothing acknowledged was lost, nothing written twice")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -27,3 +27,17 @@ def write_json(path: str | None, data: dict) -> None:
         with _open(path) as fh:
             json.dump(data, fh, indent=1, sort_keys=True)
             fh.write("\n")
+
+
+def soak_verdict(name: str, title: str, rows: list[tuple[str, object]], problems: list[str],
+                 promise: str) -> int:
+    """Print a soak run's result (``rows`` of label and value under ``title``) and its
+    verdict: FAIL with ``problems`` (the exit status 1), else PASS with ``promise`` (0)."""
+    print(f"\n{title}")
+    for label, value in rows:
+        print(f"  {label:<23} {value}")
+    if problems:
+        print(f"{name}: FAIL: " + "; ".join(problems), flush=True)
+        return 1
+    print(f"{name}: PASS: {promise}", flush=True)
+    return 0

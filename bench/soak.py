@@ -43,6 +43,7 @@ from kafkawire.client.consumer import Consumer, TopicPartition
 from kafkawire.client.producer import Producer
 from kafkawire.testing.brokers import TansuCluster
 from kafkawire.testing.s3 import MotoS3Server
+from report import soak_verdict
 
 CLIENT = dict(
     request_timeout_ms=30000,
@@ -259,19 +260,6 @@ def run(args: argparse.Namespace) -> int:
     missed = [n for n in acked if stats.consumed[n] == 0]
     dup_log = sum(c - 1 for c in in_log.values() if c > 1)
     dup_group = sum(c - 1 for c in stats.consumed.values() if c > 1)
-    print("\nsoak result")
-    print(f"  records sent            {stats.sent}")
-    print(f"  acknowledged            {len(acked)}")
-    print(f"  failed (delivery)       {len(stats.failed)}"
-          + (f"  e.g. {stats.failed[0]!r}" if stats.failed else ""))
-    print(f"  consumed by the group   {len(stats.consumed)} distinct, "
-          f"{sum(stats.consumed.values())} deliveries")
-    print(f"  lost from the log       {len(lost_log)}" + (f"  e.g. {sorted(lost_log)[:5]}" if lost_log else ""))
-    print(f"  missed by the group     {len(missed)}" + (f"  e.g. {sorted(missed)[:5]}" if missed else ""))
-    print(f"  duplicated in the log   {dup_log}")
-    print(f"  redelivered to group    {dup_group}")
-    print(f"  broker restarts         {stats.restarts}, group assignments {stats.rebalances}")
-    print(f"  wall time               {time.monotonic() - began:.0f} s")
     bad = []
     if lost_log or missed:
         bad.append(f"{len(set(lost_log) | set(missed))} acknowledged records lost")
@@ -279,11 +267,15 @@ def run(args: argparse.Namespace) -> int:
         bad.append(f"{len(stats.failed)} sends failed")
     if stats.consumer_error is not None:
         bad.append(f"the consumer failed: {stats.consumer_error!r}")
-    if bad:
-        print("soak: FAIL: " + "; ".join(bad), flush=True)
-        return 1
-    print("soak: PASS: nothing acknowledged was lost", flush=True)
-    return 0
+    return soak_verdict("soak", "soak result", [
+        ("records sent", stats.sent), ("acknowledged", len(acked)),
+        ("failed (delivery)", f"{len(stats.failed)}" + (f"  e.g. {stats.failed[0]!r}" if stats.failed else "")),
+        ("consumed by the group", f"{len(stats.consumed)} distinct, {sum(stats.consumed.values())} deliveries"),
+        ("lost from the log", f"{len(lost_log)}" + (f"  e.g. {sorted(lost_log)[:5]}" if lost_log else "")),
+        ("missed by the group", f"{len(missed)}" + (f"  e.g. {sorted(missed)[:5]}" if missed else "")),
+        ("duplicated in the log", dup_log), ("redelivered to group", dup_group),
+        ("broker restarts", f"{stats.restarts}, group assignments {stats.rebalances}"),
+        ("wall time", f"{time.monotonic() - began:.0f} s")], bad, "nothing acknowledged was lost")
 
 
 def main(argv: list[str] | None = None) -> int:
