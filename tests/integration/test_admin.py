@@ -22,7 +22,6 @@ What the two other test brokers answer (ApiVersions, then trying each API):
 from __future__ import annotations
 
 import time
-import uuid
 
 import pytest
 
@@ -42,14 +41,11 @@ from kafkawire.client.producer import Producer
 from kafkawire.protocol import consumer as consumer_protocol
 from kafkawire.protocol.api import ApiVersionError
 from settle import eventually, until_known
+from topics import unique_name
 
 ck = pytest.importorskip("confluent_kafka")
 
 pytestmark = pytest.mark.broker
-
-
-def _name(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
 @pytest.fixture
@@ -97,7 +93,7 @@ def _produce(bootstrap: str, topic: str, per_partition: dict[int, int]) -> None:
 
 
 def _topic_on(broker_kind: str, request, admin: Admin, partitions: int) -> str:
-    topic = _name("adm")
+    topic = unique_name("adm")
     if broker_kind == "mock":  # the mock has no CreateTopics
         request.getfixturevalue("mock_cluster").create_topic(topic, partitions, 1)
     else:
@@ -138,7 +134,7 @@ def test_admin_is_exported():
 
 def test_created_topics_are_seen_by_confluent_and_deleted(modern_admin):
     _kind, broker, admin = modern_admin
-    a, b = _name("ct"), _name("ct")
+    a, b = unique_name("ct"), unique_name("ct")
     created = admin.create_topics(
         [NewTopic(a, num_partitions=3, replication_factor=1, configs={"retention.ms": "123456"}), b],
         num_partitions=2)
@@ -151,7 +147,7 @@ def test_created_topics_are_seen_by_confluent_and_deleted(modern_admin):
     assert all(p.leader in admin.describe_cluster().brokers for p in described.partitions.values())
     assert {a, b} <= set(admin.list_topics())
 
-    deleted = admin.delete_topics([b, _name("missing")], raise_on_error=False)
+    deleted = admin.delete_topics([b, unique_name("missing")], raise_on_error=False)
     assert deleted[b] is None
     missing = [v for k, v in deleted.items() if k != b][0]
     assert isinstance(missing, errors.UnknownTopicOrPartitionError) and missing.code == 3
@@ -160,7 +156,7 @@ def test_created_topics_are_seen_by_confluent_and_deleted(modern_admin):
 
 def test_per_item_errors_raise_one_error_naming_each(modern_admin):
     _kind, _broker, admin = modern_admin
-    dup, new = _name("dup"), _name("new")
+    dup, new = unique_name("dup"), unique_name("new")
     admin.create_topics([dup], num_partitions=1)
     with pytest.raises(AdminError) as info:
         admin.create_topics([dup, new], num_partitions=1)
@@ -177,7 +173,7 @@ def test_per_item_errors_raise_one_error_naming_each(modern_admin):
 def test_describe_missing_topic_does_not_create_it(modern_admin):
     # The Kafka fixture auto-creates topics on Metadata requests that allow it.
     _kind, _broker, admin = modern_admin
-    ghost = _name("ghost")
+    ghost = unique_name("ghost")
     got = admin.describe_topics([ghost], raise_on_error=False)
     assert isinstance(got[ghost], errors.UnknownTopicOrPartitionError)
     time.sleep(0.2)  # what an auto-creation would need to show up
@@ -208,7 +204,7 @@ def test_describe_cluster(tansu_broker, tansu_admin, mock_cluster, mock_admin):
 ])
 def test_mock_lacks_admin_apis_and_says_which(mock_cluster, mock_admin, call, api):
     if api is None:
-        topic = _name("dr")
+        topic = unique_name("dr")
         mock_cluster.create_topic(topic, 1, 1)
         call, api = (lambda a: a.delete_records({(topic, 0): 0})), "DeleteRecords"
     start = time.monotonic()
@@ -225,7 +221,7 @@ def test_alter_configs_names_both_apis_when_neither_is_there(mock_admin):
 
 
 def test_tansu_lacks_create_partitions_and_offset_delete(tansu_admin):
-    topic = _name("np")
+    topic = unique_name("np")
     tansu_admin.create_topics([topic], num_partitions=1)
     with pytest.raises(ApiVersionError, match=r"CreatePartitions \(key 37\).*does not list it"):
         tansu_admin.create_partitions({topic: 2})
@@ -236,7 +232,7 @@ def test_tansu_lacks_create_partitions_and_offset_delete(tansu_admin):
 
 def test_broker_that_drops_the_connection_costs_only_the_timeout(tansu_admin):
     # Tansu lists DeleteRecords, but its memory storage panics on it and closes the connection.
-    topic = _name("dr")
+    topic = unique_name("dr")
     tansu_admin.create_topics([topic], num_partitions=1)
     start = time.monotonic()
     with pytest.raises(KafkaTimeoutError) as info:
@@ -251,7 +247,7 @@ def test_broker_that_drops_the_connection_costs_only_the_timeout(tansu_admin):
 
 def test_describe_and_incrementally_alter_topic_configs(modern_admin):
     kind, _broker, admin = modern_admin
-    topic = _name("cfg")
+    topic = unique_name("cfg")
     admin.create_topics([topic], num_partitions=1,
                         configs={"retention.ms": "1000000", "cleanup.policy": "compact"})
     res = ConfigResource("topic", topic)
@@ -291,7 +287,7 @@ def test_offsets_admin_commits_are_read_back_by_confluent(any_broker, request):
     kind, bootstrap, admin = any_broker
     topic = _topic_on(kind, request, admin, 2)
     _produce(bootstrap, topic, {0: 4, 1: 2})
-    group = _name("g-alter")
+    group = unique_name("g-alter")
     assert admin.alter_group_offsets(group, {(topic, 0): 3, TopicPartition(topic, 1): OffsetAndMetadata(1)}) == {
         (topic, 0): None, (topic, 1): None}
     c = _ck_consumer(bootstrap, group)
@@ -305,7 +301,7 @@ def test_offsets_admin_commits_are_read_back_by_confluent(any_broker, request):
 def test_offsets_confluent_commits_are_seen_by_admin(any_broker, request):
     kind, bootstrap, admin = any_broker
     topic = _topic_on(kind, request, admin, 3)
-    group = _name("g-ck")
+    group = unique_name("g-ck")
     c = _ck_consumer(bootstrap, group)
     try:
         c.commit(offsets=[ck.TopicPartition(topic, 0, 7), ck.TopicPartition(topic, 2, 11)], asynchronous=False)
@@ -331,7 +327,7 @@ def test_group_lag_and_list_offsets(exact_end_broker, request):
     ends = admin.list_offsets({(topic, 0): "latest", (topic, 1): "latest"})
     assert (ends[(topic, 0)].offset, ends[(topic, 1)].offset) == (7, 3)
     assert admin.list_offsets({(topic, 1): "earliest"})[(topic, 1)].offset == 0
-    group = _name("g-lag")
+    group = unique_name("g-lag")
     admin.alter_group_offsets(group, {(topic, 0): 2, (topic, 1): 3})
     lag = admin.group_lag(group, [(topic, 0), (topic, 1)])
     assert lag.partitions[TopicPartition(topic, 0)].lag == 5
@@ -343,7 +339,7 @@ def test_group_lag_and_list_offsets(exact_end_broker, request):
 
 def test_coordinator_errors_are_retried_within_the_deadline(mock_cluster_factory):
     cluster = mock_cluster_factory(3)
-    topic = _name("coord")
+    topic = unique_name("coord")
     cluster.create_topic(topic, 1, 1)
     opts = dict(bootstrap_servers=cluster.bootstrap, request_timeout_ms=5000, retry_backoff_ms=20)
     with Admin(**opts) as admin:
@@ -378,9 +374,9 @@ def test_slow_broker_never_makes_a_call_hang(mock_cluster_factory):
 
 
 def test_describe_group_with_a_confluent_member_and_reset_rules(tansu_broker, tansu_admin):
-    topic = _name("grp")
+    topic = unique_name("grp")
     tansu_admin.create_topics([topic], num_partitions=2)
-    group = _name("g-live")
+    group = unique_name("g-live")
     # Tansu completes JoinGroup after half the session timeout: 2 s keeps the join near 1 s.
     # (Two members kept rebalancing on Tansu in our tries, so this uses one.)
     c = _ck_consumer(tansu_broker.bootstrap, group, **{
@@ -429,7 +425,7 @@ def test_consumer_assignment_is_decoded():
 def test_delete_groups_forgets_committed_offsets(modern_admin, request):
     kind, broker, admin = modern_admin
     topic = _topic_on(kind, request, admin, 1)
-    group = _name("g-del")
+    group = unique_name("g-del")
     admin.alter_group_offsets(group, {(topic, 0): 5})
     assert group in admin.list_groups()
     assert admin.delete_groups([group]) == {group: None}

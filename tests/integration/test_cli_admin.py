@@ -9,7 +9,6 @@ import os
 import subprocess
 import sys
 import time
-import uuid
 
 import pytest
 
@@ -18,14 +17,11 @@ from kafkawire.client.admin import Admin
 from kafkawire.client.producer import Producer
 from kafkawire.testing import KafkaCluster
 from settle import eventually, until_known
+from topics import unique_name
 
 ck = pytest.importorskip("confluent_kafka")
 
 pytestmark = pytest.mark.broker
-
-
-def _name(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
 def _committed(bootstrap: str, group: str, topic: str, partitions: list[int]) -> list[int]:
@@ -54,7 +50,7 @@ def _create(bootstrap: str, topic: str, partitions: int) -> None:
 
 def test_topics_create_list_delete(modern_broker, capsys):
     b = modern_broker.bootstrap
-    topic = _name("cli-t")
+    topic = unique_name("cli-t")
     assert main(["topics", "create", "-b", b, topic, "--partitions", "3",
                  "--config", "retention.ms=99999"]) == 0
     assert f"created topic {topic} (3 partitions" in capsys.readouterr().out
@@ -86,7 +82,7 @@ def group_with_commits(modern_broker):
     """A topic with 5 records in partition 0 and 3 in 1, and a group (no members) that
     confluent-kafka committed 2 and 1 for."""
     b = modern_broker.bootstrap
-    topic, group = _name("cli-g"), _name("grp")
+    topic, group = unique_name("cli-g"), unique_name("grp")
     _create(b, topic, 2)
     # One record per batch: Tansu's ListOffsets "latest" is the last batch's base offset + 1.
     with Producer(bootstrap_servers=b, linger_ms=0) as p:
@@ -140,7 +136,7 @@ def test_describe_flags_a_commit_above_the_log_end(group_with_commits, capsys):
 
 
 def test_describe_of_an_unknown_group_fails(modern_broker, capsys):
-    group = _name("no-such-group")
+    group = unique_name("no-such-group")
     for extra in ([], ["--json"]):
         assert main(["groups", "describe", "-b", modern_broker.bootstrap, group, *extra]) == 2
         captured = capsys.readouterr()
@@ -179,7 +175,7 @@ def test_reset_to_datetime_without_a_record_after_it_goes_to_the_end(kind, reque
     # it"), and so does the mock (for every lookup); Tansu answers offset 0.
     broker = request.getfixturevalue("kafka_broker" if kind == "kafka" else "mock_cluster")
     b = broker.bootstrap
-    topic, group = _name("cli-m"), _name("grp-m")
+    topic, group = unique_name("cli-m"), unique_name("grp-m")
     if kind == "mock":
         broker.create_topic(topic, 1, 1)
     else:
@@ -198,7 +194,7 @@ def test_reset_to_datetime_without_a_record_after_it_goes_to_the_end(kind, reque
 
 def test_reset_offsets_refuses_an_active_group(modern_broker, capsys):
     b = modern_broker.bootstrap
-    topic, group = _name("cli-a"), _name("live")
+    topic, group = unique_name("cli-a"), unique_name("live")
     _create(b, topic, 1)
     # Tansu completes JoinGroup after half the session timeout: 2 s keeps it near 1 s.
     # Kafka refuses a session timeout under group.min.session.timeout.ms (6 s).
@@ -229,7 +225,7 @@ def test_missing_api_is_a_clean_error(mock_cluster, capsys):
 
 
 def test_module_entry_point(modern_broker):
-    topic = _name("cli-sub")
+    topic = unique_name("cli-sub")
     _create(modern_broker.bootstrap, topic, 1)
     env = dict(os.environ)
     src = os.path.join(os.path.dirname(__file__), "..", "..", "src")

@@ -28,15 +28,12 @@ from kafkawire.protocol.consumer_group import (
     Outgoing,
     Reconcile,
 )
+from topics import unique_name
 
 pytestmark = pytest.mark.broker
 
 CGD = apis.get("ConsumerGroupDescribe")
 TIMEOUT = 40.0
-
-
-def _name(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
 class Member:
@@ -155,7 +152,7 @@ def members():
 
 
 def test_two_members_share_a_topic_through_an_incremental_rebalance(port, members):
-    topic, group = _name("cgp"), _name("cgp-group")
+    topic, group = unique_name("cgp"), unique_name("cgp-group")
     create_topic(port, topic, 4)
     all_tps = {(topic, p) for p in range(4)}
     m1 = Member(port, group, server_assignor="uniform")
@@ -194,11 +191,11 @@ def test_two_members_share_a_topic_through_an_incremental_rebalance(port, member
 
 
 def test_a_regex_subscription_is_matched_by_the_broker(port, members):
-    prefix = _name("cgp-rx")
+    prefix = unique_name("cgp-rx")
     t1, t2 = f"{prefix}-one", f"{prefix}-two"
     create_topic(port, t1, 1)
     create_topic(port, t2, 2)
-    mb = Member(port, _name("cgp-rx-group"))
+    mb = Member(port, unique_name("cgp-rx-group"))
     members.append(mb)
     mb.m.subscribe(regex=f"{prefix}-.*")  # names unknown to the member: MetadataNeeded
     mb.m.join(time.monotonic())
@@ -208,9 +205,9 @@ def test_a_regex_subscription_is_matched_by_the_broker(port, members):
 
 
 def test_a_fenced_member_loses_its_partitions_and_rejoins_with_its_member_id(port, members):
-    topic = _name("cgp-fence")
+    topic = unique_name("cgp-fence")
     create_topic(port, topic, 2)
-    mb = Member(port, _name("cgp-fence-group"))
+    mb = Member(port, unique_name("cgp-fence-group"))
     members.append(mb)
     mb.m.subscribe([topic])
     mb.m.join(time.monotonic())
@@ -228,7 +225,7 @@ def test_a_fenced_member_loses_its_partitions_and_rejoins_with_its_member_id(por
 
 
 def test_a_static_member_leaving_with_minus_2_gets_its_partitions_back(port, members):
-    topic, group = _name("cgp-static"), _name("cgp-static-group")
+    topic, group = unique_name("cgp-static"), unique_name("cgp-static-group")
     create_topic(port, topic, 2)
     first = Member(port, group, group_instance_id="host-1")
     other = Member(port, group)

@@ -34,7 +34,6 @@ import subprocess
 import sys
 import textwrap
 import time
-import uuid
 from collections import Counter
 
 import pytest
@@ -46,6 +45,7 @@ from kafkawire import Admin, Consumer, Producer
 from kafkawire.aio import AsyncConsumer
 from kafkawire.client.group import ConsumerRebalanceListener
 from kafkawire.errors import CommitFailedError
+from topics import unique_name
 
 pytestmark = [pytest.mark.broker, pytest.mark.groups]
 
@@ -57,13 +57,9 @@ OLDEST_VERSIONS = {"FindCoordinator": 0, "JoinGroup": 0, "SyncGroup": 0, "Heartb
                    "LeaveGroup": 0, "OffsetCommit": 2, "OffsetFetch": 1}
 
 
-def _name(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
-
-
 def _topic(bootstrap: str, prefix: str, partitions: int = 4) -> str:
     """A new topic of ``partitions`` partitions (Kafka would auto-create one of 1)."""
-    name = _name(prefix)
+    name = unique_name(prefix)
     with Admin(bootstrap_servers=bootstrap) as admin:
         admin.create_topics([name], num_partitions=partitions)
     return name
@@ -126,7 +122,7 @@ class _Recorder(ConsumerRebalanceListener):
 
 
 def test_members_split_partitions_and_take_over_on_close(kafka_broker, shell):
-    boot, group = kafka_broker.bootstrap, _name("g")
+    boot, group = kafka_broker.bootstrap, unique_name("g")
     topic = _topic(boot, "split")
     _produce(boot, topic, 400)
     a, b, c = (_member(boot, group, shell, max_poll_records=20) for _ in range(3))
@@ -216,7 +212,7 @@ def test_killed_member_is_replaced_from_its_commits(kafka_broker, shell, request
     # SIGKILL: no LeaveGroup and no last commit.  The survivor gets the dead member's
     # partitions once its session times out and reads them from its last commit on:
     # every record at least once, the ones it read but did not commit twice.
-    boot, group = kafka_broker.bootstrap, _name("g")
+    boot, group = kafka_broker.bootstrap, unique_name("g")
     topic = _topic(boot, "kill")
     _produce(boot, topic, 400)
     shell_name = request.node.callspec.params["shell"]
@@ -284,7 +280,7 @@ def test_killed_member_is_replaced_from_its_commits(kafka_broker, shell, request
 
 
 def test_committed_offsets_survive_a_restart(kafka_broker, shell):
-    boot, group = kafka_broker.bootstrap, _name("g")
+    boot, group = kafka_broker.bootstrap, unique_name("g")
     topic = _topic(boot, "restart")
     _produce(boot, topic, 200)
     first = _member(boot, group, shell, enable_auto_commit=False)
@@ -312,7 +308,7 @@ def test_committed_offsets_survive_a_restart(kafka_broker, shell):
 
 
 def test_auto_commit_commits_only_what_poll_returned(kafka_broker):
-    boot, group = kafka_broker.bootstrap, _name("g")
+    boot, group = kafka_broker.bootstrap, unique_name("g")
     topic = _topic(boot, "auto")
     _produce(boot, topic, 400)
     c = _member(boot, group, auto_commit_interval_ms=100, max_poll_records=10)
@@ -351,7 +347,7 @@ def test_a_member_that_stops_polling_is_expelled_and_rejoins(kafka_broker):
     # max_poll_interval_ms (KIP-62): the group thread leaves for a member that stopped
     # polling; the other member takes its partitions at once, its commit is refused, and
     # polling again rejoins.
-    boot, group = kafka_broker.bootstrap, _name("g")
+    boot, group = kafka_broker.bootstrap, unique_name("g")
     topic = _topic(boot, "expel")
     _produce(boot, topic, 40)
     slow = _member(boot, group, max_poll_interval_ms=2000, enable_auto_commit=False)
@@ -380,7 +376,7 @@ def test_a_member_that_stops_polling_is_expelled_and_rejoins(kafka_broker):
 
 
 def test_cooperative_rebalance_moves_only_what_must_move(kafka_broker, shell):
-    boot, group = kafka_broker.bootstrap, _name("g")
+    boot, group = kafka_broker.bootstrap, unique_name("g")
     topic = _topic(boot, "coop")
     _produce(boot, topic, 40)
     la, lb = _Recorder(), _Recorder()
@@ -415,7 +411,7 @@ def test_static_member_rejoins_without_a_rebalance(kafka_broker, monkeypatch):
     # partitions back; the group keeps its generation and the others notice nothing.
     # The restarting one leads the group: Kafka hands it back the leadership with
     # skip_assignment (KIP-814), and the group's assignment stays.
-    boot, group = kafka_broker.bootstrap, _name("g")
+    boot, group = kafka_broker.bootstrap, unique_name("g")
     topic = _topic(boot, "static")
     _produce(boot, topic, 40)
     assigned_by_leader: list = []
@@ -467,7 +463,7 @@ def test_static_member_rejoins_without_a_rebalance(kafka_broker, monkeypatch):
 
 
 def test_pattern_subscription_follows_new_topics(kafka_broker):
-    boot, prefix, group = kafka_broker.bootstrap, _name("pat"), _name("g")
+    boot, prefix, group = kafka_broker.bootstrap, unique_name("pat"), unique_name("g")
     with Admin(bootstrap_servers=boot) as admin:
         admin.create_topics([f"{prefix}-a"], num_partitions=4)
     c = _member(boot, group, metadata_max_age_ms=500)
@@ -484,7 +480,7 @@ def test_pattern_subscription_follows_new_topics(kafka_broker):
 
 
 def test_group_state_matches_what_the_coordinator_says(kafka_broker, shell):
-    boot, group = kafka_broker.bootstrap, _name("g")
+    boot, group = kafka_broker.bootstrap, unique_name("g")
     topic = _topic(boot, "state")
     _produce(boot, topic, 8)
     a = _member(boot, group, shell, client_id="member-a")
@@ -526,7 +522,7 @@ def test_group_state_is_stable_only_with_the_assignment_taken(kafka_broker):
     # The group thread has the coordinator's SyncGroup answer before the consumer takes
     # the assignment, at its next poll: until then group_state() says "syncing", never
     # "stable" with the new generation's number beside the old generation's partitions.
-    boot, group = kafka_broker.bootstrap, _name("g")
+    boot, group = kafka_broker.bootstrap, unique_name("g")
     topic = _topic(boot, "taken")
     coop = dict(partition_assignment_strategy=["cooperative-sticky"])
     la = _Recorder()
@@ -569,7 +565,7 @@ def test_asyncio_member_on_a_loop_with_its_own_clock(kafka_broker):
     # The group's clocks (max_poll_interval_ms, commit deadlines) are the loop's: a member
     # that polls stays in its generation, a commit gets its full timeout, and one that
     # stops polling is still expelled after max_poll_interval_ms.
-    boot, group = kafka_broker.bootstrap, _name("g")
+    boot, group = kafka_broker.bootstrap, unique_name("g")
     topic = _topic(boot, "clock")
     _produce(boot, topic, 40)
 
@@ -606,7 +602,7 @@ def test_asyncio_member_on_a_loop_with_its_own_clock(kafka_broker):
 
 
 def test_commit_async_calls_back_inside_poll(kafka_broker, shell):
-    boot, group = kafka_broker.bootstrap, _name("g")
+    boot, group = kafka_broker.bootstrap, unique_name("g")
     topic = _topic(boot, "async")
     _produce(boot, topic, 40)
     c = _member(boot, group, shell, enable_auto_commit=False)
@@ -629,7 +625,7 @@ def test_commit_async_calls_back_inside_poll(kafka_broker, shell):
 def test_a_slow_caller_stays_in_the_group(kafka_broker):
     # Heartbeats come from the group thread: a caller busy for longer than the session
     # timeout (but within max_poll_interval_ms) keeps its partitions and generation.
-    boot, group = kafka_broker.bootstrap, _name("g")
+    boot, group = kafka_broker.bootstrap, unique_name("g")
     topic = _topic(boot, "slow")
     _produce(boot, topic, 8)
     c = _member(boot, group)
@@ -652,7 +648,7 @@ def test_group_at_the_oldest_versions_kafka_serves(kafka_broker):
     # JoinGroup v0 (no rebalance timeout, no KIP-394 member id round), SyncGroup,
     # Heartbeat and LeaveGroup v0, OffsetCommit v2, OffsetFetch v1: the versions older
     # brokers speak, on a real one.
-    boot, group = kafka_broker.bootstrap, _name("g")
+    boot, group = kafka_broker.bootstrap, unique_name("g")
     topic = _topic(boot, "oldest")
     _produce(boot, topic, 40)
     a = _member(boot, group, api_version_overrides=OLDEST_VERSIONS, enable_auto_commit=False)
@@ -677,7 +673,7 @@ def test_close_with_the_broker_not_answering_keeps_its_deadline(kafka_broker):
     # The broker is frozen (SIGSTOP: its connections stay open, nothing is answered), so
     # close()'s commit and LeaveGroup wait for answers that do not come: close() still
     # returns by its timeout.  The session's broker is thawed before the test ends.
-    boot, group = kafka_broker.bootstrap, _name("g")
+    boot, group = kafka_broker.bootstrap, unique_name("g")
     topic = _topic(boot, "frozen")
     _produce(boot, topic, 8)
     c = _member(boot, group)
@@ -700,7 +696,7 @@ def test_the_coordinator_moves_on_the_mock_cluster(mock_cluster_factory, shell):
     # broker.  The member's next request there is answered NOT_COORDINATOR; it finds the
     # new one and goes on in its generation; its commits land there.
     cluster = mock_cluster_factory(3)
-    boot, topic, group = cluster.bootstrap, _name("mock"), _name("g")
+    boot, topic, group = cluster.bootstrap, unique_name("mock"), unique_name("g")
     cluster.create_topic(topic, 4)
     _produce(boot, topic, 100)
     a = _member(boot, group, shell, api_version_overrides=MOCK_VERSIONS, enable_auto_commit=False)
@@ -728,7 +724,7 @@ def test_mixed_group_of_three_clients_shares_and_reads_commits(kafka_broker, gro
     # each member starts from what the others committed.
     pytest.importorskip("kafka")
     pytest.importorskip("confluent_kafka")
-    boot, group = kafka_broker.bootstrap, _name("g")
+    boot, group = kafka_broker.bootstrap, unique_name("g")
     topic = _topic(boot, "three", partitions=6)
     _produce(boot, topic, 600, partitions=6)
     every = set(range(6))

@@ -12,7 +12,6 @@ a node down, and every test works on topics and groups of its own.  The three-no
 from __future__ import annotations
 
 import time
-import uuid
 
 import pytest
 
@@ -21,6 +20,7 @@ from kafkawire.client.admin import Admin, AdminError, ConfigResource, NewTopic, 
 from kafkawire.client.consumer import Consumer, TopicPartition
 from kafkawire.client.producer import Producer
 from settle import eventually, until_known
+from topics import unique_name
 
 ck = pytest.importorskip("confluent_kafka")
 ck_admin = pytest.importorskip("confluent_kafka.admin")
@@ -30,10 +30,6 @@ pytestmark = pytest.mark.broker
 # A permanent refusal must come back at once, not after retries up to the deadline.
 PROMPT = 3.0
 TIMEOUT = 30.0
-
-
-def _name(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
 @pytest.fixture
@@ -48,7 +44,7 @@ def ck_admin_client(kafka_broker):
 
 
 def _topic(admin: Admin, partitions: int = 1, **configs: str) -> str:
-    name = _name("kadm")
+    name = unique_name("kadm")
     admin.create_topics([NewTopic(name, partitions, 1, configs)], timeout=TIMEOUT)
     # Until the broker's metadata has the topic, an OffsetCommit for it is refused with
     # UNKNOWN_TOPIC_OR_PARTITION.
@@ -82,7 +78,7 @@ def _read(bootstrap: str, topic: str, partition: int, until: int) -> list[tuple[
 
 
 def _read_confluent(bootstrap: str, topic: str, partition: int, until: int) -> list[tuple[int, bytes]]:
-    c = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": _name("ck-read"),
+    c = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": unique_name("ck-read"),
                      "auto.offset.reset": "earliest", "enable.auto.commit": False, "log_level": 3})
     out: list[tuple[int, bytes]] = []
     try:
@@ -148,7 +144,7 @@ def test_create_partitions_refusals_are_typed_and_prompt(admin):
     assert exc.code == 37 and topic in str(exc)
     same = admin.create_partitions({topic: 3}, raise_on_error=False)[topic]
     assert isinstance(same, errors.InvalidPartitionsError)
-    ghost = _name("ghost")
+    ghost = unique_name("ghost")
     got = admin.create_partitions({ghost: 4}, raise_on_error=False)
     assert isinstance(got[ghost], errors.UnknownTopicOrPartitionError)
     # validate_only checks without creating.
@@ -157,7 +153,7 @@ def test_create_partitions_refusals_are_typed_and_prompt(admin):
 
 
 def test_create_topics_refusals_are_typed_and_prompt(admin):
-    name = _name("rf")
+    name = unique_name("rf")
     exc = _prompt(lambda: admin.create_topics([NewTopic(name, 1, 3)]))
     assert isinstance(exc.errors[name], errors.InvalidReplicationFactorError)
     exc = _prompt(lambda: admin.create_topics([NewTopic(name, 1, 1, {"cleanup.policy": "sometimes"})]))
@@ -170,7 +166,7 @@ def test_create_topics_refusals_are_typed_and_prompt(admin):
 
 def test_delete_topics(kafka_broker, admin, ck_admin_client):
     keep, gone = _topic(admin), _topic(admin, 2)
-    ghost = _name("ghost")
+    ghost = unique_name("ghost")
     out = admin.delete_topics([gone, ghost], raise_on_error=False)
     assert out[gone] is None and isinstance(out[ghost], errors.UnknownTopicOrPartitionError)
     # DeleteTopics answers once the controller has the deletion; the broker's metadata
@@ -271,7 +267,7 @@ def test_config_refusals_are_typed_and_prompt(admin):
     assert isinstance(exc.errors[res], errors.InvalidConfigError) and "retention.ms" in str(exc)
     exc = _prompt(lambda: admin.alter_configs({res: {"no.such.config": "1"}}))
     assert isinstance(exc.errors[res], errors.InvalidConfigError)
-    ghost = ConfigResource("topic", _name("ghost"))
+    ghost = ConfigResource("topic", unique_name("ghost"))
     got = admin.describe_configs([ghost], raise_on_error=False)[ghost]
     assert isinstance(got, errors.UnknownTopicOrPartitionError)
     exc = _prompt(lambda: admin.alter_configs({ghost: {"retention.ms": "1000"}}))
@@ -321,7 +317,7 @@ def _wait_assigned(consumers, deadline: float) -> None:
 def test_live_group_described_listed_and_protected(kafka_broker, admin, ck_admin_client):
     b = kafka_broker.bootstrap
     topic = _topic(admin, 4)
-    group = _name("g-live")
+    group = unique_name("g-live")
     members = [Consumer(bootstrap_servers=b, group_id=group, client_id=f"kw-member-{i}",
                         enable_auto_commit=False, auto_offset_reset="earliest",
                         session_timeout_ms=10000, heartbeat_interval_ms=300) for i in range(2)]
@@ -375,7 +371,7 @@ def test_live_group_described_listed_and_protected(kafka_broker, admin, ck_admin
 def test_delete_group_offsets_of_one_partition(kafka_broker, admin):
     b = kafka_broker.bootstrap
     topic = _topic(admin, 2)
-    group = _name("g-offdel")
+    group = unique_name("g-offdel")
     admin.alter_group_offsets(group, {(topic, 0): 3, (topic, 1): OffsetAndMetadata(5, "kept")})
     assert admin.delete_group_offsets(group, [(topic, 0)]) == {(topic, 0): None}
     left = admin.list_group_offsets(group)
@@ -387,14 +383,14 @@ def test_delete_group_offsets_of_one_partition(kafka_broker, admin):
     finally:
         c.close()
     assert [tp.offset for tp in got] == [ck.OFFSET_INVALID, 5]
-    ghost = _name("g-ghost")
+    ghost = unique_name("g-ghost")
     exc = _prompt(lambda: admin.delete_group_offsets(ghost, [(topic, 0)]))
     assert isinstance(exc, errors.GroupIdNotFoundError) and ghost in str(exc)
 
 
 def test_delete_groups_results_per_group(admin):
     topic = _topic(admin)
-    empty, ghost = _name("g-empty"), _name("g-ghost")
+    empty, ghost = unique_name("g-empty"), unique_name("g-ghost")
     admin.alter_group_offsets(empty, {(topic, 0): 1})
     assert admin.list_groups()[empty].state == "Empty"
     out = admin.delete_groups([empty, ghost], raise_on_error=False)

@@ -22,7 +22,6 @@ import subprocess
 import sys
 import textwrap
 import time
-import uuid
 from collections import Counter
 from typing import Any
 
@@ -32,7 +31,7 @@ from rawsocket import RawConnection
 from settle import until_known
 from shells import shell  # noqa: F401 - the fixture
 from test_groups import _poll_until, _Recorder
-from topics import create_topic
+from topics import create_topic, unique_name
 
 from kafkawire import Admin, Producer
 from kafkawire.client.errors import ConfigError
@@ -59,10 +58,6 @@ CGD = apis.get("ConsumerGroupDescribe")
 def kafka():
     with KafkaCluster(1, broker_config=BROKER_CONFIG) as cluster:
         yield cluster
-
-
-def _name(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
 def _member(boot: str, group: str, shell: Any, **options: Any) -> Any:
@@ -114,7 +109,7 @@ def test_a_third_member_takes_some_partitions_and_the_others_keep_the_rest(kafka
     # keep the rest without losing anything; every record is read exactly once, since a
     # revoked partition's position is committed (and nothing more handed out) before the
     # coordinator hands it over.
-    boot, group = kafka.bootstrap, _name("cp")
+    boot, group = kafka.bootstrap, unique_name("cp")
     topic = create_topic(boot, "cp-incr", 6)
     _produce(boot, topic, 600, 6)
     listeners = [_Recorder() for _ in range(3)]
@@ -155,7 +150,7 @@ def test_a_third_member_takes_some_partitions_and_the_others_keep_the_rest(kafka
 
 
 def test_commits_survive_and_the_next_member_starts_there(kafka, shell):
-    boot, group = kafka.bootstrap, _name("cp")
+    boot, group = kafka.bootstrap, unique_name("cp")
     topic = create_topic(boot, "cp-commit", 4)
     _produce(boot, topic, 200, 4)
     first = _member(boot, group, shell, enable_auto_commit=False, max_poll_records=25)
@@ -231,7 +226,7 @@ def test_a_killed_member_loses_its_partitions_after_the_session_timeout(kafka, s
     # SIGKILL: no leave, no last commit.  The coordinator keeps the dead member for its
     # session (3 s here), then the survivor gets its partitions and reads them from the
     # dead member's commits on.
-    boot, group = kafka.bootstrap, _name("cp")
+    boot, group = kafka.bootstrap, unique_name("cp")
     topic = create_topic(boot, "cp-kill", 4)
     _produce(boot, topic, 200, 4)  # 50 a partition
     survivor = _member(boot, group, shell, enable_auto_commit=False)
@@ -283,7 +278,7 @@ def test_a_regex_subscription_picks_up_a_new_matching_topic(kafka, shell):
     # The coordinator matches the regex against the topics its metadata has: the first
     # topic must be there before the member joins (else the first match misses it), and a
     # topic made later is matched at the group's next refresh, up to 10 s on here.
-    boot, group, prefix = kafka.bootstrap, _name("cp"), _name("cp-rx")
+    boot, group, prefix = kafka.bootstrap, unique_name("cp"), unique_name("cp-rx")
     first = create_topic(boot, f"{prefix}-a", 2)
     with Admin(bootstrap_servers=boot) as admin:
         until_known(admin, first, 2)
@@ -309,7 +304,7 @@ def test_a_static_member_gets_its_partitions_back(kafka, shell):
     # Closing a static member sends epoch -2: the coordinator keeps its partitions for it
     # until its session ends; a restart with the same group_instance_id gets them back
     # and the other member is not disturbed.
-    boot, group = kafka.bootstrap, _name("cp")
+    boot, group = kafka.bootstrap, unique_name("cp")
     topic = create_topic(boot, "cp-static", 4)
     other_calls = _Recorder()
     static = _member(boot, group, shell, group_instance_id="host-1")
@@ -341,7 +336,7 @@ def test_range_and_uniform_server_assignors(kafka, shell):
     boot = kafka.bootstrap
     topics = [create_topic(boot, "cp-assign", 4) for _ in range(2)]
     for assignor in ("range", "uniform"):
-        group = _name(f"cp-{assignor}")
+        group = unique_name(f"cp-{assignor}")
         a, b = (_member(boot, group, shell, group_remote_assignor=assignor) for _ in range(2))
         try:
             a.subscribe(topics)
@@ -366,7 +361,7 @@ def test_a_mixed_group_with_classic_confluent_members(kafka, shell, groupmates):
     # Kafka 4's default); another classic member and another kafkawire one join it.  Every
     # record is read once across the four.
     pytest.importorskip("confluent_kafka")
-    boot, group = kafka.bootstrap, _name("cp-mixed")
+    boot, group = kafka.bootstrap, unique_name("cp-mixed")
     with Admin(bootstrap_servers=boot) as admin:
         ((_, entries),) = admin.describe_configs([("broker", str(kafka[0].node_id))],
                                                  keys=["group.consumer.migration.policy"]).items()
@@ -418,7 +413,7 @@ def test_kafka_3_9_refuses_the_consumer_protocol_at_once(kafka39_broker, shell):
     topic = create_topic(boot, "cp-39", 1)
     for subscribe, says in (({"topics": [topic]}, "use group_protocol='classic'"),
                             ({"pattern": "cp-39-.*"}, "ConsumerGroupHeartbeat v1.*offers v0-v0")):
-        c = _member(boot, _name("cp"), shell)
+        c = _member(boot, unique_name("cp"), shell)
         try:
             c.subscribe(**subscribe)
             start = time.monotonic()

@@ -27,7 +27,6 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-import uuid
 from collections import defaultdict
 
 import pytest
@@ -40,6 +39,7 @@ from kafkawire.client.errors import KafkaTimeoutError
 from kafkawire.client.producer import Producer
 from kafkawire.protocol import apis
 from kafkawire.testing import KafkaCluster
+from topics import unique_name
 
 ck = pytest.importorskip("confluent_kafka")
 ck_admin = pytest.importorskip("confluent_kafka.admin")
@@ -60,10 +60,6 @@ CLIENT = dict(request_timeout_ms=10000, retry_backoff_ms=100, retry_backoff_max_
               reconnect_backoff_ms=50, reconnect_backoff_max_ms=1000)
 
 
-def _name(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
-
-
 @pytest.fixture(scope="module")
 def cluster():
     with KafkaCluster(3, min_insync_replicas=2, broker_config=FAST_FENCING) as c:
@@ -77,7 +73,7 @@ def admin(cluster):
 
 
 def _create(admin: Admin, prefix: str, partitions: int = PARTITIONS, **configs: str) -> str:
-    topic = _name(prefix)
+    topic = unique_name(prefix)
     admin.create_topics([NewTopic(topic, partitions, 3, configs)], timeout=PHASE)
     _wait_healthy(admin, [topic])
     return topic
@@ -258,7 +254,7 @@ def _read_back_kafkawire(bootstrap: str, topic: str, targets: dict[int, int]) ->
 
 
 def _read_back_confluent(bootstrap: str, topic: str, targets: dict[int, int]) -> dict[int, list]:
-    consumer = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": _name("ck-check"),
+    consumer = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": unique_name("ck-check"),
                             "enable.auto.commit": False, "fetch.wait.max.ms": 100, "log_level": 0})
     log: dict[int, list] = defaultdict(list)
     try:
@@ -605,7 +601,7 @@ def test_two_of_three_nodes_down_fail_by_the_deadline_and_recover(cluster, admin
         # ends by its own deadline, naming what is pending.
         start = time.monotonic()
         with pytest.raises(KafkaTimeoutError, match="create_topics did not finish within 2s"):
-            admin.create_topics([_name("fo-noquorum")], timeout=2)
+            admin.create_topics([unique_name("fo-noquorum")], timeout=2)
         assert time.monotonic() - start < 3.0
         # The survivor still answers Metadata (with no quorum nobody is fenced, so all
         # three are listed), also when the CreateTopics above went to it and it holds it

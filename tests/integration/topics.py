@@ -9,9 +9,14 @@ from typing import Any
 from kafkawire.client.admin import Admin, NewTopic
 
 
+def unique_name(prefix: str) -> str:
+    """``prefix-<random>``: a topic or group name no other test (or earlier run) used."""
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
 def create_topic(bootstrap: str, prefix: str, partitions: int = 1, **configs: Any) -> str:
     """A new topic named ``prefix-<random>`` with ``partitions`` partitions; its name."""
-    return ensure_topic(bootstrap, f"{prefix}-{uuid.uuid4().hex[:8]}", partitions, **configs)
+    return ensure_topic(bootstrap, unique_name(prefix), partitions, **configs)
 
 
 def ensure_topic(bootstrap: str, name: str, partitions: int = 1, **configs: Any) -> str:
