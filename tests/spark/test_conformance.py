@@ -20,7 +20,8 @@ import pytest
 from pyspark.errors import StreamingQueryException
 from sparkkafka import TS, new_topic, produce, records
 
-from kafkawire import Admin
+from kafkawire import Admin, Consumer
+from kafkawire.client.consumer import TopicPartition
 from kafkawire.client.partitioner import partition_for_key
 from kafkawire.testing.spark import SPARK_CONNECTOR_VERSION, kafka_connector_jars, pyspark_home
 
@@ -525,3 +526,132 @@ def test_stream_starts_at_latest_and_fails_on_lost_offsets(spark, topics, tmp_pa
         assert q.exception() is not None, fmt
         message = str(q.exception())
         assert ("data may have been lost" if fmt == "kafka" else f"{a}[0] starts at 900") in message
+
+
+def _running(spark, fmt: str, bootstrap: str, name: str, checkpoint: str, **options):
+    """A stream into a memory table with a 1 s trigger: its micro-batches see the topic change."""
+    r = spark.readStream.format(fmt).option("kafka.bootstrap.servers", bootstrap)
+    for k, v in options.items():
+        r = r.option(k, v)
+    return (r.load().writeStream.format("memory").queryName(name).option("checkpointLocation", checkpoint)
+            .trigger(processingTime="1 second").start())
+
+
+def _wait_rows(spark, q, table: str, count: int, timeout: float = 90) -> None:
+    deadline = time.monotonic() + timeout
+    while spark.table(table).count() < count:
+        assert q.exception() is None, q.exception()
+        assert time.monotonic() < deadline, f"{table}: {spark.table(table).count()} of {count} rows"
+        time.sleep(0.5)
+
+
+def test_partition_added_mid_stream_is_read_alike(spark, kafka_broker, tmp_path):
+    b = kafka_broker.bootstrap
+    t = new_topic(b, 2, prefix="conf-grow")
+    produce(b, t, {0: records(0, 10), 1: records(1, 10)})
+    queries = {fmt: _running(spark, fmt, b, f"conf_grow_{fmt}", str(tmp_path / fmt), subscribe=t,
+                             startingOffsets="earliest") for fmt in FORMATS}
+    try:
+        for fmt, q in queries.items():
+            _wait_rows(spark, q, f"conf_grow_{fmt}", 20)
+        with Admin(bootstrap_servers=b) as admin:  # between two micro-batches of both queries
+            admin.create_partitions({t: 3}, timeout=30)
+        produce(b, t, {2: records(2, 7), 0: records(0, 3)})
+        for fmt, q in queries.items():
+            _wait_rows(spark, q, f"conf_grow_{fmt}", 30)
+        time.sleep(2)  # a few more triggers: nothing read twice
+    finally:
+        for q in queries.values():
+            q.stop()
+    # Both read the new partition from its first offset, and every record once.
+    jvm, ours = (rows(spark.table(f"conf_grow_{fmt}")) for fmt in FORMATS)
+    assert ours == jvm and len(ours) == 30
+    assert [r[4] for r in ours if r[3] == 2] == list(range(7))
+
+
+def _stream_to_files(spark, fmt: str, bootstrap: str, where, **options):
+    """Trigger.AvailableNow into a parquet sink, which (unlike the memory sink) a query
+    restarts on from its checkpoint; the query, and the rows the sink holds."""
+    r = spark.readStream.format(fmt).option("kafka.bootstrap.servers", bootstrap)
+    for k, v in options.items():
+        r = r.option(k, v)
+    q = (r.load().writeStream.format("parquet").option("path", str(where / "out"))
+         .option("checkpointLocation", str(where / "checkpoint")).trigger(availableNow=True).start())
+    try:
+        assert q.awaitTermination(180), f"{fmt}: the stream did not finish in time"
+    except StreamingQueryException:
+        pass  # the caller looks at q.exception()
+    return q, rows(spark.read.parquet(str(where / "out"))) if (where / "out").exists() else []
+
+
+def test_deleted_records_between_micro_batches_both_ways(spark, kafka_broker, tmp_path):
+    b = kafka_broker.bootstrap
+    t = new_topic(b, 1, prefix="conf-del")
+    produce(b, t, {0: records(0, 10)})
+    for fmt in FORMATS:
+        q, got = _stream_to_files(spark, fmt, b, tmp_path / fmt, subscribe=t, startingOffsets="earliest")
+        assert q.exception() is None and len(got) == 10
+    # The checkpoints stand at offset 10; offsets 10-14 go (as retention would) before the next run.
+    produce(b, t, {0: records(0, 10)})
+    with Admin(bootstrap_servers=b) as admin:
+        admin.delete_records({(t, 0): 15}, timeout=30)
+    for fmt in FORMATS:
+        q, got = _stream_to_files(spark, fmt, b, tmp_path / fmt, subscribe=t)
+        assert q.exception() is not None and len(got) == 10, fmt  # failOnDataLoss=true: the query fails
+        message = str(q.exception())
+        assert ("data may have been lost" if fmt == "kafka" else f"{t}[0] starts at 10 but the earliest offset is 15"
+                ) in message, message
+    tables = {}
+    for fmt in FORMATS:  # the same checkpoint with failOnDataLoss=false: on from the log's start
+        q, tables[fmt] = _stream_to_files(spark, fmt, b, tmp_path / fmt, subscribe=t, failOnDataLoss="false")
+        assert q.exception() is None, q.exception()
+    assert tables["kafka"] == tables["kafkawire"]
+    assert [r[4] for r in tables["kafkawire"]] == list(range(10)) + list(range(15, 20))
+
+
+def _compacted(bootstrap: str) -> str:
+    """A compacted topic whose log has gaps: keys k0-k4 written 8 times each, then
+    compacted by the broker (segments roll after 100 ms; the cleaner looks every 15 s).
+    Timestamps are now: with TS's, a day old, Kafka 4.4 rolled no segment here."""
+    t = f"conf-compact-{os.urandom(4).hex()}"
+    with Admin(bootstrap_servers=bootstrap) as admin:
+        admin.create_topics([t], num_partitions=1, replication_factor=1, configs={
+            "cleanup.policy": "compact", "segment.ms": "100", "min.cleanable.dirty.ratio": "0.01",
+            "delete.retention.ms": "3600000"}, timeout=30)
+    for round_ in range(8):
+        now = int(time.time() * 1000)
+        produce(bootstrap, t, {0: [(b"k%d" % i, None if (round_, i) == (7, 4) else b"r%d-%d" % (round_, i),
+                                    now, []) for i in range(5)]})
+        time.sleep(0.3)  # each round in its own segment
+    produce(bootstrap, t, {0: [(b"last", b"x", int(time.time() * 1000), [])]})  # rolls the last full one
+    deadline = time.monotonic() + 90
+    while True:
+        with Consumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest") as c:
+            c.assign([TopicPartition(t, 0)])
+            got: list[int] = []
+            while batch := c.poll(2.0):
+                got += [m.offset for m in batch]
+        if len(got) < 41:
+            return t
+        assert time.monotonic() < deadline, "the broker did not compact the topic in 90 s"
+        time.sleep(2)
+
+
+def test_compacted_topic_reads_alike(spark, kafka_broker, tmp_path):
+    b = kafka_broker.bootstrap
+    t = _compacted(b)
+    got, _ = same_read(spark, b, subscribe=t)
+    offsets = [r[4] for r in got]
+    assert offsets != list(range(len(offsets)))  # gaps where older values were
+    assert any(r[1] is None for r in got)  # the tombstone stays (delete.retention.ms)
+    # A range that starts and ends inside gaps, and a stream split by offsets, not records.
+    got, _ = same_read(spark, b, subscribe=t, startingOffsets=json.dumps({t: {"0": 3}}),
+                       endingOffsets=json.dumps({t: {"0": 38}}))
+    sizes = {}
+    for fmt in FORMATS:
+        q = _stream(spark, fmt, b, f"conf_compact_{fmt}", str(tmp_path / fmt), subscribe=t,
+                    startingOffsets="earliest", maxOffsetsPerTrigger="10")
+        assert q.exception() is None, q.exception()
+        sizes[fmt] = [p["numInputRows"] for p in q.recentProgress]
+        assert rows(spark.table(f"conf_compact_{fmt}")) == rows(reader(spark, "kafka", b, {"subscribe": t}).load())
+    assert sizes["kafka"] == sizes["kafkawire"]
