@@ -10,12 +10,14 @@ machine, and a PKCS#12 store is turned into PEM files in a private per-process d
 
 from __future__ import annotations
 
+import atexit
 import base64
 import hashlib
 import importlib
 import json
 import os
 import re
+import shutil
 import tempfile
 import threading
 import time
@@ -126,6 +128,7 @@ def _private_file(name: str, data: bytes) -> str:
     with _lock:
         if _private_dir is None:
             _private_dir = tempfile.mkdtemp(prefix="kafkawire-spark-tls-")
+            atexit.register(shutil.rmtree, _private_dir, True)
         path = os.path.join(_private_dir, f"{hashlib.sha256(data).hexdigest()[:24]}-{name}")
         if not os.path.exists(path):
             fd = os.open(path + ".tmp", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
