@@ -1203,6 +1203,14 @@ class KafkaConnectionError(KafkaWireError):
         self.port = port
 
 
+class BrokerConnectTimeoutError(KafkaConnectionError):
+    """The TCP (or TLS) connection, or the ApiVersions exchange, did not finish in time."""
+
+
+class ConnectionClosedError(KafkaConnectionError):
+    """The broker closed the connection, or a socket error broke it."""
+
+
 class KafkaTimeoutError(KafkaWireError, TimeoutError):
     """A blocking call (flush, close, metadata wait, poll for offsets) ran out of time."""
 
@@ -1248,6 +1256,8 @@ __all__ += [
     "RecordTooLargeError",
     "REFRESH_METADATA_CODES",
     "KafkaConnectionError",
+    "BrokerConnectTimeoutError",
+    "ConnectionClosedError",
     "KafkaTimeoutError",
     "DeliveryTimeoutError",
     "ConfigError",

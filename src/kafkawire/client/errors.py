@@ -4,8 +4,9 @@ They join :mod:`kafkawire.errors`' tree under :class:`~kafkawire.errors.KafkaWir
 Broker error codes keep their own classes (``kafkawire.errors.for_code``); this module
 gathers what a client that talks over sockets can meet: unreachable brokers, timeouts,
 exhausted buffers, bad configuration.  The bases the I/O-free cores raise too
-(KafkaConnectionError, KafkaTimeoutError, DeliveryTimeoutError, ConfigError,
-RecordTooLargeError, OffsetOutOfRangeError) are defined in :mod:`kafkawire.errors` and
+(KafkaConnectionError, BrokerConnectTimeoutError, ConnectionClosedError,
+KafkaTimeoutError, DeliveryTimeoutError, ConfigError, RecordTooLargeError,
+OffsetOutOfRangeError) are defined in :mod:`kafkawire.errors` and
 re-exported here.
 """
 
@@ -14,7 +15,9 @@ from __future__ import annotations
 from kafkawire import errors as _errors
 from kafkawire.errors import (  # defined there: the I/O-free cores raise them too
     REFRESH_METADATA_CODES,
+    BrokerConnectTimeoutError,
     ConfigError,
+    ConnectionClosedError,
     DeliveryTimeoutError,
     KafkaConnectionError,
     KafkaTimeoutError,
@@ -53,10 +56,6 @@ class BrokerConnectionRefusedError(KafkaConnectionError):
     """Nothing listens on the broker's host and port (connection refused)."""
 
 
-class BrokerConnectTimeoutError(KafkaConnectionError):
-    """The TCP (or TLS) connection, or the ApiVersions exchange, did not finish in time."""
-
-
 class BrokerTLSError(KafkaConnectionError):
     """TLS with a broker failed: its certificate did not verify (unknown CA, wrong host
     name, expired), it refused the client's certificate, or one side spoke TLS and the
@@ -73,10 +72,6 @@ class BrokerTLSHandshakeTimeoutError(BrokerTLSError, BrokerConnectTimeoutError):
     silently for more bytes."""
 
     retriable = True
-
-
-class ConnectionClosedError(KafkaConnectionError):
-    """The broker closed the connection, or a socket error broke it."""
 
 
 class RequestTimeoutError(KafkaConnectionError):
