@@ -9,11 +9,13 @@ identically with the unpatched ones and with confluent-kafka.
 
 from __future__ import annotations
 
+import gzip
 import os
 import struct
 import subprocess
 import sys
 import time
+import types
 import uuid
 
 import kafka
@@ -407,13 +409,19 @@ def build_both(magic, compression, records, batch_size=1 << 20, **kw):
     return out
 
 
+@pytest.fixture
+def frozen_gzip_clock(monkeypatch):
+    # the gzip header carries the build time (kafka-python compresses through GzipFile)
+    monkeypatch.setattr(gzip, "time", types.SimpleNamespace(time=lambda: 1_700_000_000.0))
+
+
 @pytest.mark.parametrize("magic, compression", CASES, ids=IDS)
-def test_builders_match(magic, compression):
+def test_builders_match(magic, compression, frozen_gzip_clock):
     (t_trace, t_bytes, _), (o_trace, o_bytes, o_rate) = build_both(
         magic, compression, sample(magic, 30), batch_size=2000)
-    assert o_trace[:-1] == t_trace[:-1]  # metadata, fullness and sizes while appending
-    if compression == 0:  # compressors differ in framing details (gzip header, lz4 flags)
-        assert o_bytes == t_bytes
+    assert o_trace == t_trace  # metadata, fullness and sizes while appending and after
+    # the bytes kafka-python writes (framing, attributes, CRC), for every codec
+    assert o_bytes == t_bytes
     # each side's bytes read the same through the other side's decoder
     a = assign_offsets(o_bytes, BASE)
     b = assign_offsets(t_bytes, BASE)
@@ -424,6 +432,56 @@ def test_builders_match(magic, compression):
         view_memory(ORIG["MemoryRecords"], b))
     assert strip(view_memory(kwkp.MemoryRecords, b)) == strip(view_memory(kwkp.MemoryRecords, a))
     assert o_rate > 0
+
+
+def result(fn):
+    """What a call gives: its bytes or metadata, or the exception's type and message."""
+    try:
+        out = fn()
+    except Exception as exc:  # noqa: BLE001 - the exception itself is what is compared
+        return (type(exc), str(exc))
+    if isinstance(out, (bytes, bytearray)):
+        return bytes(out)
+    return out if out is None or isinstance(out, int) else repr(out)
+
+
+def steps(builder_cls, init_args, appends):
+    try:
+        b = builder_cls(*init_args)
+    except Exception as exc:  # noqa: BLE001
+        return [(type(exc), str(exc))]
+    out = [result(lambda args=args: b.append(*args)) for args in appends]
+    return out + [result(b.build), result(b.size)]
+
+
+# Inputs kafka-python's builders take or refuse in their own ways: with the drop-in
+# installed the same happens, with the same exception type and message.
+BAD_APPENDS = [
+    ("1", 5, b"k", b"v", []), (None, 5, b"k", b"v", []), (0, 5.0, b"k", b"v", []),
+    (0, "5", b"k", b"v", []), (0, 5, "k", b"v", []), (0, 5, b"k", 7, []),
+    (0, 5, b"k", b"v", [("a", "s")]), (0, 5, b"k", b"v", [(b"a", b"s")]),
+    (0, 5, bytearray(b"k"), memoryview(b"v"), []), (0, 1 << 64, b"k", b"v", []),
+    (0, -(1 << 63), b"k", b"v", []), (-1, 5, b"k", b"v", []),
+]
+
+
+@pytest.mark.parametrize("bad", BAD_APPENDS, ids=repr)
+def test_builders_raise_what_kafka_python_raises(bad):
+    follow = (1,) + bad[1:] if bad[0] == 0 else bad
+    for appends in ([bad], [(0, 1, b"k", b"v", []), follow]):
+        args = (2, 0, 0, -1, -1, -1, 1 << 20)
+        assert steps(kwkp.DefaultRecordBatchBuilder, args, appends) == steps(
+            ORIG["DefaultRecordBatchBuilder"], args, appends)
+        legacy = [a[:4] for a in appends]
+        for magic in (0, 1):
+            for c in (0, 1, 4, 7):
+                args = (magic, c, 1 << 20)
+                assert steps(kwkp.LegacyRecordBatchBuilder, args, legacy) == steps(
+                    ORIG["LegacyRecordBatchBuilder"], args, legacy)
+    for c in (5, 7):
+        args = (2, c, 0, -1, -1, -1, 1 << 20)
+        assert steps(kwkp.DefaultRecordBatchBuilder, args, [(0, 1, b"k", b"v", [])]) == steps(
+            ORIG["DefaultRecordBatchBuilder"], args, [(0, 1, b"k", b"v", [])])
 
 
 def test_idempotent_transactional_builder():

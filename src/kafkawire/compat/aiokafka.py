@@ -33,6 +33,7 @@ import time
 from itertools import chain as _chain
 from typing import Any
 
+import aiokafka.codec as _aiocodec
 import aiokafka.consumer.fetcher as _fetcher
 import aiokafka.errors as _aioerrors
 import aiokafka.producer.message_accumulator  # noqa: F401 - imported so install() patches it
@@ -46,6 +47,7 @@ import aiokafka.record.memory_records as _memory
 from kafkawire import codec as _codec
 from kafkawire import compression as _compression
 from kafkawire import errors as _errors
+from kafkawire.compat import _hostbytes
 
 __all__ = [
     "install",
@@ -613,6 +615,7 @@ class PartitionRecords(_ORIGINAL_PARTITION_RECORDS):
 # ---------------------------------------------------------------------------------------
 
 _ORIGINAL_DEFAULT_BUILDER = _default.DefaultRecordBatchBuilder
+_ORIGINAL_LEGACY_BUILDER = _legacy.LegacyRecordBatchBuilder
 
 
 class DefaultRecordBatchBuilder(_Codecs):
@@ -641,33 +644,39 @@ class DefaultRecordBatchBuilder(_Codecs):
         self._fallback: Any = None
 
     def append(self, offset, timestamp, key, value, headers, _svi=_svi, _now=time.time,
-               _bytes=_BYTES_TYPES):
+               _bytes=_BYTES_TYPES, _limit=_hostbytes.TIMESTAMP_LIMIT):
         if self._fallback is not None:
             return self._fallback.append(offset, timestamp, key, value, headers)
-        if type(offset) is not int:
-            raise TypeError(offset)
         if timestamp is None:
             timestamp = int(_now() * 1000)
-        elif type(timestamp) is not int:
-            raise TypeError(timestamp)
+        records = self._records
+        # Only the common case is taken here; anything else (other types, offsets out of
+        # order, extreme timestamps, unusual headers) goes to aiokafka's own builder, which
+        # accepts it or raises exactly as aiokafka does.
+        if (type(offset) is not int or offset != len(records) or type(timestamp) is not int
+                or not -_limit <= timestamp < _limit):
+            return self._to_fallback().append(offset, timestamp, key, value, headers)
         if key is None:
             size = 1
         elif type(key) in _bytes:
             n = len(key)
             size = _svi(n) + n
         else:
-            raise TypeError(f"Not supported type for key: {type(key)}")
+            return self._to_fallback().append(offset, timestamp, key, value, headers)
         if value is None:
             size += 1
         elif type(value) in _bytes:
             n = len(value)
             size += _svi(n) + n
         else:
-            raise TypeError(f"Not supported type for value: {type(value)}")
-        size += self._headers_size(headers) if headers else 1
-        records = self._records
-        if offset != len(records):
             return self._to_fallback().append(offset, timestamp, key, value, headers)
+        if not headers and type(headers) is list:
+            size += 1
+        else:
+            h_size = _hostbytes.headers_size(headers)
+            if h_size is None:
+                return self._to_fallback().append(offset, timestamp, key, value, headers)
+            size += h_size
         first = self._first_timestamp
         if first is None:
             size += 2 + _svi(offset)  # attributes, timestamp delta 0
@@ -706,31 +715,22 @@ class DefaultRecordBatchBuilder(_Codecs):
         if self._built is not None:
             return self._built
         records = self._records
-        if not records:
-            self._built = self._empty()
-            return self._built
-        options = dict(producer_id=self._producer_id, producer_epoch=self._producer_epoch,
-                       base_sequence=self._base_sequence,
-                       is_transactional=self._is_transactional)
+        codec_id = self._compression_type
+        compress = _host_compressor(codec_id) if codec_id else None
+        if not records or (codec_id and compress is None):
+            # an empty batch (aiokafka's two builders write its timestamps differently), or
+            # a codec aiokafka refuses: its own builder writes or raises
+            return self._to_fallback().build()
         try:
-            data = _codec.encode_record_batch(records, compression=self._compression_type,
-                                              **options)
-            if self._compression_type and len(data) >= self._size:
-                # compression did not make it smaller: send it plain, as aiokafka does
-                data = _codec.encode_record_batch(records, **options)
+            data = _codec.encode_record_batch(
+                records, producer_id=self._producer_id, producer_epoch=self._producer_epoch,
+                base_sequence=self._base_sequence, is_transactional=self._is_transactional)
         except _errors.CodecError as exc:
             raise _aiokafka_error(exc) from exc
+        if compress is not None:
+            data = _hostbytes.v2_compressed(data, codec_id, compress)
         self._built = bytearray(data)
         return self._built
-
-    def _empty(self) -> bytearray:
-        buf = bytearray(_V2_HEADER_SIZE)
-        attrs = 0x10 if self._is_transactional else 0
-        _V2_HEADER.pack_into(buf, 0, 0, _V2_HEADER_SIZE - _LOG_OVERHEAD, -1, self._magic, 0,
-                             attrs, 0, 0, 0, self._producer_id, self._producer_epoch,
-                             self._base_sequence, 0)
-        _UINT32.pack_into(buf, 17, _codec.crc32c(memoryview(buf)[_V2_CRC_START:]))
-        return buf
 
     def size(self) -> int:
         if self._fallback is not None:
@@ -786,29 +786,40 @@ class LegacyRecordBatchBuilder(_Codecs):
     RECORD_OVERHEAD = {0: 14, 1: 22}
 
     def __init__(self, magic: int, compression_type: int, batch_size: int) -> None:
-        assert magic in (0, 1)
         self._magic = magic
         self._compression_type = compression_type
         self._batch_size = batch_size
         self._messages: list = []  # each message encoded on append (its CRC is returned)
-        self._last_offset = 0
-        self._max_timestamp = -1
+        self._appended: list = []  # (offset, timestamp, key, value) to replay into aiokafka's
         self._pos = 0
         self._built: bytearray | None = None
+        # What the fast path does not take goes to aiokafka's own builder (as above).
+        self._fallback: Any = None
+        if magic not in (0, 1):
+            self._to_fallback()
 
-    def append(self, offset, timestamp, key, value, headers=None):
+    def _to_fallback(self):
+        fb = _ORIGINAL_LEGACY_BUILDER(self._magic, self._compression_type, self._batch_size)
+        for offset, timestamp, key, value in self._appended:
+            fb.append(offset, timestamp, key, value)
+        self._fallback = fb
+        return fb
+
+    def append(self, offset, timestamp, key, value, headers=None,
+               _limit=_hostbytes.TIMESTAMP_LIMIT):
+        if self._fallback is not None:
+            return self._fallback.append(offset, timestamp, key, value, headers)
         if self._magic == 0:
             timestamp = -1
         elif timestamp is None:
             timestamp = int(time.time() * 1000)
-        if type(offset) is not int:
-            raise TypeError(offset)
-        if type(timestamp) is not int:
-            raise TypeError(timestamp)
-        if not (key is None or isinstance(key, _BYTES_TYPES)):
-            raise TypeError(f"Unsupported type for key: {type(key)}")
-        if not (value is None or isinstance(value, _BYTES_TYPES)):
-            raise TypeError(f"Unsupported type for value: {type(value)}")
+        # bytes only: aiokafka's pure-Python builder refuses bytearray and memoryview keys
+        # and values, its Cython one takes them; its own builder decides
+        if (type(offset) is not int or type(timestamp) is not int
+                or not -_limit <= timestamp < _limit
+                or not (key is None or type(key) is bytes)
+                or not (value is None or type(value) is bytes)):
+            return self._to_fallback().append(offset, timestamp, key, value, headers)
         size = self.size_in_bytes(offset, timestamp, key, value)
         # at least one record always fits
         if offset != 0 and self._pos + size >= self._batch_size:
@@ -819,46 +830,62 @@ class LegacyRecordBatchBuilder(_Codecs):
         except _errors.CodecError as exc:
             raise _aiokafka_error(exc) from exc
         self._messages.append(msg)
+        self._appended.append((offset, timestamp, key, value))
         self._pos += size
-        self._last_offset = offset
-        self._max_timestamp = max(self._max_timestamp, timestamp)
         return LegacyRecordMetadata(offset, _UINT32.unpack_from(msg, 12)[0], size, timestamp)
 
     def build(self) -> bytearray:
+        if self._fallback is not None:
+            return self._fallback.build()
         if self._built is not None:
             return self._built
         inner = b"".join(self._messages)
         codec_id = self._compression_type
-        if not codec_id or not inner:
+        if not codec_id:
             self._built = bytearray(inner)
             return self._built
-        try:
-            compressed = _compression.compress(codec_id, inner, legacy_lz4=self._magic == 0)
-            # The wrapper: offset of its last inner message (KIP-31), the set as its value.
-            wrapper = bytearray(_codec.encode_message_set(
-                [(None, compressed, self._max_timestamp)], magic=self._magic,
-                base_offset=self._last_offset))
-        except _errors.CodecError as exc:
-            raise _aiokafka_error(exc) from exc
-        wrapper[17] = codec_id
-        _UINT32.pack_into(wrapper, 12, _codec.crc32(memoryview(wrapper)[16:]))
+        compress = _host_compressor(codec_id, self._magic)
+        if compress is None:  # a codec aiokafka refuses here: its builder raises
+            return self._to_fallback().build()
+        wrapper = _hostbytes.legacy_wrapper(compress(inner), self._magic, codec_id)
         self._pos = len(wrapper)
         self._built = wrapper
         return wrapper
 
     def size(self) -> int:
+        if self._fallback is not None:
+            return self._fallback.size()
         return self._pos
 
     def size_in_bytes(self, offset, timestamp, key, value) -> int:
+        if self._fallback is not None:
+            return self._fallback.size_in_bytes(offset, timestamp, key, value)
         return (_LOG_OVERHEAD + self.RECORD_OVERHEAD[self._magic]
                 + (0 if key is None else len(key)) + (0 if value is None else len(value)))
 
     @classmethod
     def record_overhead(cls, magic: int) -> int:
-        try:
-            return cls.RECORD_OVERHEAD[magic]
-        except KeyError:
-            raise ValueError(f"Unsupported magic: {magic}") from None
+        overhead = cls.RECORD_OVERHEAD.get(magic)
+        if overhead is None:
+            return _ORIGINAL_LEGACY_BUILDER.record_overhead(magic)
+        return overhead
+
+
+def _host_compressor(codec_id: int, magic: int = 2):
+    """aiokafka's own compress function for ``codec_id`` in a batch of ``magic`` (the bytes
+    aiokafka writes: xerial snappy, gzip level 9, lz4 level 9), or None where aiokafka's
+    builder raises instead: an unknown codec, its library missing, lz4 in magic 0
+    (KAFKA-3160), zstd before magic 2."""
+    c = _aiocodec
+    if codec_id == 1:
+        return c.gzip_encode if c.has_gzip() else None
+    if codec_id == 2:
+        return c.snappy_encode if c.has_snappy() else None
+    if codec_id == 3:
+        return c.lz4_encode if magic != 0 and c.has_lz4() else None
+    if codec_id == 4:
+        return c.zstd_encode if magic == 2 and c.has_zstd() else None
+    return None
 
 
 # ---------------------------------------------------------------------------------------

@@ -30,6 +30,7 @@ import struct
 import sys
 import time
 
+import kafka.codec as _k_codec
 import kafka.consumer.fetcher as _k_fetcher
 import kafka.errors as _k_errors
 import kafka.producer.kafka as _k_producer
@@ -41,6 +42,7 @@ import kafka.record.memory_records as _k_memory
 from kafka.record.abc import ABCRecord, ABCRecordBatch, ABCRecordBatchBuilder, ABCRecords
 
 from kafkawire import codec, compression as _compression, errors as _kw_errors
+from kafkawire.compat import _hostbytes
 
 __all__ = [
     "ENV_VAR",
@@ -62,7 +64,7 @@ ENV_VAR = "KAFKAWIRE_PATCH_KAFKA_PYTHON"
 
 # kafka-python's own classes, taken before anything can patch them: our classes inherit
 # their constants (CODEC_*, HEADER_STRUCT, ...) and fall back to them where kafkawire's
-# encoder cannot express a request (see _replay).
+# encoder cannot express a request (see _to_host).
 _ORIG_DEFAULT_BUILDER = _k_default.DefaultRecordBatchBuilder
 _ORIG_LEGACY_BUILDER = _k_legacy.LegacyRecordBatchBuilder
 _DefaultRecordMetadata = _k_default.DefaultRecordMetadata
@@ -672,13 +674,23 @@ class MemoryRecords(ABCRecords):
 _BYTES_LIKE = (bytes, bytearray, memoryview)
 
 
-def _replay(orig_cls, args, appended):
-    """Build with kafka-python's own builder: for what kafkawire's encoder does not write
-    (offset gaps from MemoryRecordsBuilder.skip(), or an empty batch)."""
-    builder = orig_cls(*args)
-    for offset, timestamp, key, value, headers in appended:
-        builder.append(offset, timestamp, key, value, headers)
-    return builder.build()
+def _host_compressor(codec_id, magic=2):
+    """The compress function kafka-python's own builder calls for ``codec_id`` in a batch of
+    ``magic`` (so the bytes are kafka-python's: xerial snappy, gzip level 9, its lz4 frame,
+    the pre-KIP-57 lz4 header in magic 0), or None where its builder raises instead: an
+    unknown codec, its library missing, zstd before magic 2."""
+    mod = _k_default if magic == 2 else _k_legacy
+    if codec_id == 1:
+        return mod.gzip_encode if _k_codec.has_gzip() else None
+    if codec_id == 2:
+        return mod.snappy_encode if _k_codec.has_snappy() else None
+    if codec_id == 3:
+        if not _k_codec.has_lz4():
+            return None
+        return mod.lz4_encode if magic != 0 else mod.lz4_encode_old_kafka
+    if codec_id == 4:
+        return mod.zstd_encode if magic == 2 and _k_codec.has_zstd() else None
+    return None
 
 
 class DefaultRecordBatchBuilder(_k_default.DefaultRecordBase, ABCRecordBatchBuilder):
@@ -689,7 +701,7 @@ class DefaultRecordBatchBuilder(_k_default.DefaultRecordBase, ABCRecordBatchBuil
     __slots__ = ("_magic", "_compression_type", "_batch_size", "_is_transactional",
                  "_producer_id", "_producer_epoch", "_base_sequence", "_first_timestamp",
                  "_max_timestamp", "_last_offset", "_num_records", "_size", "_items",
-                 "_offsets_ok", "_built")
+                 "_offsets_ok", "_built", "_host")
 
     def __init__(self, magic, compression_type, is_transactional, producer_id,
                  producer_epoch, base_sequence, batch_size):
@@ -709,8 +721,22 @@ class DefaultRecordBatchBuilder(_k_default.DefaultRecordBase, ABCRecordBatchBuil
         self._items = []
         self._offsets_ok = True  # offsets 0, 1, 2, ...: what the encoder writes
         self._built = None
+        # kafka-python's own builder, once an append the fast path does not take arrived
+        self._host = None
+
+    def _to_host(self):
+        host = _ORIG_DEFAULT_BUILDER(
+            self._magic, self._compression_type, self._is_transactional, self._producer_id,
+            self._producer_epoch, self._base_sequence, self._batch_size)
+        for offset, timestamp, key, value, headers in self._items:
+            host.append(offset, timestamp, key, value, headers)
+        self._host = host
+        return host
 
     def set_producer_state(self, producer_id, producer_epoch, base_sequence, is_transactional):
+        if self._host is not None:
+            self._host.set_producer_state(producer_id, producer_epoch, base_sequence,
+                                          is_transactional)
         assert not is_transactional or producer_id != -1, \
             "Cannot write transactional messages without a valid producer ID"
         assert producer_id == -1 or producer_epoch != -1, "Invalid negative producer epoch"
@@ -724,20 +750,26 @@ class DefaultRecordBatchBuilder(_k_default.DefaultRecordBase, ABCRecordBatchBuil
     producer_epoch = property(lambda self: self._producer_epoch)
     base_sequence = property(lambda self: self._base_sequence)
 
-    def append(self, offset, timestamp, key, value, headers):
-        if type(offset) is not int:
-            raise TypeError(offset)
+    def append(self, offset, timestamp, key, value, headers, _limit=_hostbytes.TIMESTAMP_LIMIT):
+        if self._host is not None:
+            return self._host.append(offset, timestamp, key, value, headers)
         if timestamp is None:
             timestamp = int(time.time() * 1000)
-        elif type(timestamp) is not int:
-            raise TypeError(timestamp)
-        if not (key is None or type(key) in _BYTES_LIKE):
-            raise TypeError(f"Not supported type for key: {type(key)}")
-        if not (value is None or type(value) in _BYTES_LIKE):
-            raise TypeError(f"Not supported type for value: {type(value)}")
+        # The common case only; other types, extreme timestamps and unusual headers go to
+        # kafka-python's own builder, which takes them or raises as kafka-python does.
+        if (type(offset) is not int or type(timestamp) is not int
+                or not -_limit <= timestamp < _limit
+                or not (key is None or type(key) in _BYTES_LIKE)
+                or not (value is None or type(value) in _BYTES_LIKE)):
+            return self._to_host().append(offset, timestamp, key, value, headers)
+        h_size = 1 if not headers and type(headers) is list else _hostbytes.headers_size(headers)
+        if h_size is None:
+            return self._to_host().append(offset, timestamp, key, value, headers)
         first = self._first_timestamp is None
         delta = 0 if first else timestamp - self._first_timestamp
-        body = 1 + _sv(delta) + _sv(offset) + self.size_of(key, value, headers)
+        body = (1 + _sv(delta) + _sv(offset) + h_size
+                + (1 if key is None else _sv(len(key)) + len(key))
+                + (1 if value is None else _sv(len(value)) + len(value)))
         required = body + _sv(body)
         if not first and self._size + required > self._batch_size:
             return None
@@ -754,40 +786,34 @@ class DefaultRecordBatchBuilder(_k_default.DefaultRecordBase, ABCRecordBatchBuil
         return _DefaultRecordMetadata(offset, required, timestamp)
 
     def build(self):
+        if self._host is not None:
+            return self._host.build()
         if self._built is None:
-            if not self._items or not self._offsets_ok:
-                out = _replay(
-                    _ORIG_DEFAULT_BUILDER,
-                    (self._magic, self._compression_type, self._is_transactional,
-                     self._producer_id, self._producer_epoch, self._base_sequence,
-                     self._batch_size),
-                    self._items,
+            c = self._compression_type
+            compress = _host_compressor(c) if c else None
+            if not self._items or not self._offsets_ok or (c and compress is None):
+                # what kafkawire's encoder does not write (offset gaps from skip(), an
+                # empty batch) or a codec kafka-python refuses: its own builder
+                return self._to_host().build()
+            try:
+                out = codec.encode_record_batch(
+                    [(key, value, ts, headers) for _o, ts, key, value, headers in self._items],
+                    producer_id=self._producer_id,
+                    producer_epoch=self._producer_epoch,
+                    base_sequence=self._base_sequence,
+                    is_transactional=self._is_transactional,
+                    partition_leader_epoch=0,  # as kafka-python writes it; the broker sets it
                 )
-            else:
-                out = self._encode(self._compression_type)
-                # like kafka-python: send uncompressed when compressing does not pay
-                if self._compression_type and len(out) >= self._size:
-                    out = self._encode(0)
+            except _kw_errors.CodecError as exc:
+                raise _k_error(exc) from None
+            if compress is not None:
+                out = _hostbytes.v2_compressed(out, c, compress)
             self._built = bytearray(out)
         return self._built
 
-    def _encode(self, compression):
-        if compression:
-            self._assert_has_codec(compression)
-        try:
-            return codec.encode_record_batch(
-                [(key, value, ts, headers) for _o, ts, key, value, headers in self._items],
-                compression=compression,
-                producer_id=self._producer_id,
-                producer_epoch=self._producer_epoch,
-                base_sequence=self._base_sequence,
-                is_transactional=self._is_transactional,
-                partition_leader_epoch=0,  # as kafka-python writes it; the broker sets it
-            )
-        except _kw_errors.CodecError as exc:
-            raise _k_error(exc) from None
-
     def size(self):
+        if self._host is not None:
+            return self._host.size()
         return self._size if self._built is None else len(self._built)
 
     @classmethod
@@ -810,6 +836,8 @@ class DefaultRecordBatchBuilder(_k_default.DefaultRecordBase, ABCRecordBatchBuil
         return _V2_HEADER + cls.MAX_RECORD_OVERHEAD + cls.size_of(key, value, headers)
 
     def __str__(self):
+        if self._host is not None:
+            return str(self._host)
         return (
             f"DefaultRecordBatchBuilder(magic={self._magic}, base_offset=0, "
             f"last_offset_delta={self._last_offset}, first_timestamp={self._first_timestamp or 0}, "
@@ -821,10 +849,11 @@ class DefaultRecordBatchBuilder(_k_default.DefaultRecordBase, ABCRecordBatchBuil
 
 class LegacyRecordBatchBuilder(ABCRecordBatchBuilder, _k_legacy.LegacyRecordBase):
     """Collects magic 0/1 messages; each is encoded by kafkawire as it is appended (its CRC
-    is part of the returned metadata) and a compressed set in one call at build()."""
+    is part of the returned metadata), a compressed set packed by kafka-python's own
+    compressor at build()."""
 
     __slots__ = ("_magic", "_compression_type", "_batch_size", "_parts", "_items",
-                 "_size", "_built")
+                 "_size", "_built", "_host")
 
     def __init__(self, magic, compression_type, batch_size):
         self._magic = magic
@@ -834,21 +863,29 @@ class LegacyRecordBatchBuilder(ABCRecordBatchBuilder, _k_legacy.LegacyRecordBase
         self._items = []
         self._size = 0
         self._built = None
+        self._host = None  # kafka-python's own builder, as in DefaultRecordBatchBuilder
 
-    def append(self, offset, timestamp, key, value, headers=None):
+    def _to_host(self):
+        host = _ORIG_LEGACY_BUILDER(self._magic, self._compression_type, self._batch_size)
+        for offset, timestamp, key, value in self._items:
+            host.append(offset, timestamp, key, value)
+        self._host = host
+        return host
+
+    def append(self, offset, timestamp, key, value, headers=None,
+               _limit=_hostbytes.TIMESTAMP_LIMIT):
+        if self._host is not None:
+            return self._host.append(offset, timestamp, key, value, headers)
         assert not headers, "Headers not supported in v0/v1"
-        if type(offset) is not int:
-            raise TypeError(offset)
         if self._magic == 0:
             timestamp = self.NO_TIMESTAMP
         elif timestamp is None:
             timestamp = int(time.time() * 1000)
-        elif type(timestamp) is not int:
-            raise TypeError(f"`timestamp` should be int, but {type(timestamp)} provided")
-        if not (key is None or isinstance(key, _BYTES_LIKE)):
-            raise TypeError(f"Not supported type for key: {type(key)}")
-        if not (value is None or isinstance(value, _BYTES_LIKE)):
-            raise TypeError(f"Not supported type for value: {type(value)}")
+        if (type(offset) is not int or type(timestamp) is not int
+                or not -_limit <= timestamp < _limit
+                or not (key is None or type(key) in _BYTES_LIKE)
+                or not (value is None or type(value) in _BYTES_LIKE)):
+            return self._to_host().append(offset, timestamp, key, value, headers)
         size = self.size_in_bytes(offset, timestamp, key, value)
         if offset != 0 and self._size + size >= self._batch_size:
             return None
@@ -860,33 +897,29 @@ class LegacyRecordBatchBuilder(ABCRecordBatchBuilder, _k_legacy.LegacyRecordBase
             raise _k_error(exc) from None
         (crc,) = _UINT32.unpack_from(data, 12)
         self._parts.append(data)
-        self._items.append((offset, timestamp, key, value, None))
+        self._items.append((offset, timestamp, key, value))
         self._size += size
         return _LegacyRecordMetadata(offset, crc, size, timestamp)
 
     def build(self):
+        if self._host is not None:
+            return self._host.build()
         if self._built is None:
             c = self._compression_type
-            items = self._items
+            inner = b"".join(self._parts)
             if not c:
-                out = b"".join(self._parts)
-            elif not items or any(it[0] != i for i, it in enumerate(items)):
-                out = _replay(_ORIG_LEGACY_BUILDER, (self._magic, c, self._batch_size), items)
+                out = bytearray(inner)
             else:
-                self._assert_has_codec(c)
-                try:
-                    # differs: the wrapper carries the last inner offset and the largest
-                    # timestamp, as Java's producer writes it, where kafka-python writes 0
-                    out = codec.encode_message_set(
-                        [(key, value, ts) for _o, ts, key, value, _h in items],
-                        magic=self._magic, compression=c,
-                    )
-                except _kw_errors.CodecError as exc:
-                    raise _k_error(exc) from None
-            self._built = bytearray(out)
+                compress = _host_compressor(c, self._magic)
+                if compress is None:  # a codec kafka-python refuses here: its builder raises
+                    return self._to_host().build()
+                out = _hostbytes.legacy_wrapper(compress(inner), self._magic, c)
+            self._built = out
         return self._built
 
     def size(self):
+        if self._host is not None:
+            return self._host.size()
         return self._size if self._built is None else len(self._built)
 
     def size_in_bytes(self, offset, timestamp, key, value, headers=None):

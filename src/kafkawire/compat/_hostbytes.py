@@ -1,0 +1,78 @@
+"""Compressed batches with the exact bytes a host client writes.
+
+kafkawire encodes the records uncompressed (one codec call); the host client's own
+compressor then packs them the way the host does, so the framing (xerial snappy, the gzip
+header and level, lz4 frame flags and level), the attributes and the CRC are the host's.
+Imports no peer client: each compat module passes its host's compress function in.
+"""
+
+from __future__ import annotations
+
+import struct
+
+from kafkawire import codec as _codec
+
+_INT32 = struct.Struct(">i")
+_UINT32 = struct.Struct(">I")
+V2_HEADER = 61
+_V2_LENGTH_AT = 8  # batchLength counts the bytes after itself
+_V2_CRC_AT = 17
+_V2_CRC_FROM = 21  # KIP-98: CRC32C covers attributes..end
+_V2_CODEC_AT = 22  # low byte of the int16 attributes
+_LEGACY_CRC_AT = 12
+_LEGACY_CRC_FROM = 16  # a message's CRC32 covers magic..end
+_LEGACY_ATTRIBUTES_AT = 17
+
+# A timestamp kafkawire's fast path takes: beyond this the hosts overflow in their own
+# ways (OverflowError at append, struct.error at build), which only their builders show.
+TIMESTAMP_LIMIT = 1 << 62
+
+
+def v2_compressed(plain, codec_id: int, compress):
+    """A magic-2 batch ``plain`` (encoded uncompressed) with its records compressed by
+    ``compress``: header length, codec bits and CRC updated.  ``plain`` itself when
+    compressing does not make the records smaller, as both hosts decide."""
+    body = bytes(memoryview(plain)[V2_HEADER:])
+    packed = compress(body)
+    if len(body) <= len(packed):
+        return plain
+    out = bytearray(memoryview(plain)[:V2_HEADER])
+    out += packed
+    _INT32.pack_into(out, _V2_LENGTH_AT, len(out) - 12)
+    out[_V2_CODEC_AT] |= codec_id
+    _UINT32.pack_into(out, _V2_CRC_AT, _codec.crc32c(memoryview(out)[_V2_CRC_FROM:]))
+    return out
+
+
+def legacy_wrapper(packed, magic: int, codec_id: int) -> bytearray:
+    """The magic 0/1 wrapper message around a compressed inner set, as the hosts write it
+    before a broker assigns offsets: offset 0, timestamp 0, no key, the codec in its
+    attributes."""
+    out = bytearray(_codec.encode_message_set([(None, packed, 0)], magic=magic, base_offset=0))
+    out[_LEGACY_ATTRIBUTES_AT] = codec_id
+    _UINT32.pack_into(out, _LEGACY_CRC_AT, _codec.crc32(memoryview(out)[_LEGACY_CRC_FROM:]))
+    return out
+
+
+def headers_size(headers, _svi=_codec.size_of_varint):
+    """Encoded size of magic-2 record headers, or None when they are not a list or tuple
+    of (str, bytes-like or None) pairs (the host's builder decides what happens then)."""
+    if type(headers) not in (list, tuple):
+        return None
+    size = _svi(len(headers))
+    for pair in headers:
+        if type(pair) not in (tuple, list) or len(pair) != 2:
+            return None
+        h_key, h_value = pair
+        if type(h_key) is not str:
+            return None
+        n = len(h_key.encode("utf-8"))
+        size += _svi(n) + n
+        if h_value is None:
+            size += 1
+        elif type(h_value) in (bytes, bytearray, memoryview):
+            n = len(h_value)
+            size += _svi(n) + n
+        else:
+            return None
+    return size
