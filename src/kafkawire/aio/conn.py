@@ -31,7 +31,7 @@ from collections import deque
 from typing import Any
 
 from kafkawire.client import tls
-from kafkawire.client.conn import broker_name, sasl_error
+from kafkawire.client.conn import broker_name
 from kafkawire.client.errors import (
     BrokerConnectionRefusedError,
     BrokerConnectTimeoutError,
@@ -42,11 +42,10 @@ from kafkawire.client.errors import (
     RequestTimeoutError,
 )
 from kafkawire.protocol.connection import Connection, ProtocolError
-from kafkawire.protocol.sasl import RawTokenReader, SaslMechanism, SaslResult, exchange_for
+from kafkawire.protocol.sasl import SaslMechanism, SaslResult
+from kafkawire.protocol.setup import ConnectionSetup
 
 __all__ = ["AsyncBrokerConnection"]
-
-_NEGOTIATION_ATTEMPTS = 5
 
 
 class AsyncBrokerConnection:
@@ -73,9 +72,6 @@ class AsyncBrokerConnection:
         self.sasl_result: SaslResult | None = None
         self._reauth_at: float | None = None  # loop time the next re-login is due (KIP-368)
         self._reauth: asyncio.Task | None = None
-        # Bytes read since the ApiVersions exchange began: a setup that ends before the
-        # first one tells TLS and plaintext mismatches apart (tls.closed_before_answer_error).
-        self._received_any = False
         #: How many times this connection finished its setup (1: a reconnect makes a new one).
         self.setups = 0
         #: KIP-368 re-authentications that succeeded on this connection.
@@ -129,34 +125,12 @@ class AsyncBrokerConnection:
         except ValueError as exc:  # the context refused to start (e.g. no server_hostname)
             sock.close()
             raise tls.wrap_error(exc, name=self.name, host=self.host, port=self.port) from None
-        self._received_any = False
-        self.protocol = proto = Connection(self.client_id, version_overrides=self.version_overrides)
+        self.protocol = Connection(self.client_id, version_overrides=self.version_overrides)
+        await self._run_setup(ConnectionSetup(self.protocol, self.sasl, self.name, self.host, self.port),
+                              deadline, timeout)
+        self.ready = True
+        self.setups += 1
         self._read_task = asyncio.ensure_future(self._read_loop())
-        for _ in range(_NEGOTIATION_ATTEMPTS):
-            remaining = deadline - loop.time()
-            if remaining <= 0:
-                break
-            try:
-                resp = await self._exchange(proto.api_versions_request(), remaining)
-            except RequestTimeoutError:
-                break
-            if proto.negotiated:
-                if self.sasl is not None:
-                    await self._authenticate(deadline)
-                self.ready = True
-                self.setups += 1
-                return
-            if not proto.retry_api_versions:
-                err = ConnectionClosedError(
-                    f"{self.name} answered ApiVersions with error code {resp.error_code}",
-                    host=self.host, port=self.port)
-                self.close(err)
-                raise err
-        err = BrokerConnectTimeoutError(
-            f"{self.name} accepted the connection but did not answer ApiVersions in time",
-            host=self.host, port=self.port)
-        self.close(err)
-        raise err
 
     async def _tcp_connect(self) -> socket.socket:
         """A connected non-blocking socket to the first of the host's addresses that
@@ -178,72 +152,40 @@ class AsyncBrokerConnection:
                 raise
         raise error
 
-    async def _authenticate(self, deadline: float) -> None:
-        """The SASL exchange, by the setup ``deadline``.  The read loop is paused meanwhile:
-        after SaslHandshake v0 the broker's tokens are raw, outside Kafka's framing."""
-        assert self.sasl is not None and self.protocol is not None and self._reader is not None
+    async def _run_setup(self, setup: ConnectionSetup, deadline: float, budget: float) -> None:
+        """Drive ``setup`` (protocol/setup.py) over the open stream by ``deadline`` (loop
+        time; ``budget`` seconds in all, for the message), the read loop not running: after
+        SaslHandshake v0 the broker's tokens are raw, outside Kafka's framing.  Closes the
+        connection and raises the typed error when the setup fails."""
+        assert self._reader is not None
         loop = asyncio.get_running_loop()
-        proto, reader, mechanism = self.protocol, self._reader, self.sasl
-        task, self._read_task = self._read_task, None
-        if task is not None:  # idle in read(): cancelling it leaves any bytes in the reader
-            task.cancel()
-            await asyncio.wait([task])
-
-        def fail(exc: BaseException, closed: bool = False) -> BaseException:
-            err = sasl_error(exc, self.name, mechanism, closed=closed)
-            self.close(err)
-            return err
-
+        reader = self._reader
         try:
-            exchange = exchange_for(mechanism.fresh(), proto.version_for)
-            raw: RawTokenReader | None = None
-            while (step := exchange.next_step()) is not None:
-                if step.raw is None:
-                    self._write(proto.send(step.api, step.request, step.version)[1])
-                else:
-                    raw = raw or RawTokenReader()
-                    self._write([step.raw])
-                while True:  # read until the step's answer is complete
-                    try:
-                        data = await asyncio.wait_for(reader.read(1 << 16), deadline - loop.time())
-                    except asyncio.TimeoutError:
-                        raise BrokerConnectTimeoutError(
-                            f"{self.name} did not finish {mechanism.name} authentication within the "
-                            f"setup timeout (socket_connection_setup_timeout_ms)",
-                            host=self.host, port=self.port) from None
-                    except OSError:  # e.g. reset by a broker refusing the login
-                        data = b""
-                    if not data:
-                        raise fail(exchange.connection_closed(), closed=True)
-                    if raw is not None:
-                        tokens = raw.feed(data)
-                        if tokens:
-                            exchange.receive_raw(tokens[0])
-                            break
-                    else:
-                        events = proto.receive_data(data)
-                        if events:
-                            exchange.receive(events[0])
-                            break
-            self.sasl_result = exchange.result
-            if self.ready:  # a login on a connection already set up: KIP-368
-                self.reauthentications += 1
-            now = loop.time()
-            at_ms = exchange.result.reauthenticate_at_ms(round(now * 1000), random.random())
-            self._reauth_at = None if at_ms is None else at_ms / 1000.0
-        except BrokerConnectTimeoutError as exc:
-            self.close(exc)
+            self._write(setup.start())
+            while not setup.done:
+                cause: OSError | None = None
+                try:
+                    data = await asyncio.wait_for(reader.read(1 << 16), max(0.0, deadline - loop.time()))
+                except asyncio.TimeoutError:
+                    raise setup.timeout_error(budget) from None
+                except OSError as exc:  # SSLError included; e.g. reset by a broker refusing the login
+                    data, cause = b"", exc
+                if not data:
+                    raise setup.closed_error() or self._setup_closed_error(cause, setup) or ConnectionClosedError(
+                        f"{self.name} closed the connection during setup" + (f": {cause}" if cause else ""),
+                        host=self.host, port=self.port)
+                if not setup.received_any and not setup.login_only:
+                    mismatch = tls.plaintext_answer_error(
+                        data, name=self.name, host=self.host, port=self.port, ctx=self.ssl_context)
+                    if mismatch:
+                        raise mismatch
+                self._write(setup.receive(data))
+        except BaseException as exc:
+            self.close(exc if isinstance(exc, Exception) else None)
             raise
-        except ProtocolError as exc:
-            err = ConnectionClosedError(f"{self.name} sent bytes kafkawire cannot follow during SASL "
-                                        f"authentication: {exc}", host=self.host, port=self.port)
-            self.close(err)
-            raise err from None
-        except Exception as exc:  # the typed SASL errors, or a token provider's own
-            if self._writer is None:
-                raise  # already closed (fail() above)
-            raise fail(exc) from None
-        self._read_task = asyncio.ensure_future(self._read_loop())
+        if setup.result is not None:
+            self.sasl_result = setup.result
+            self._reauth_at = setup.reauthenticate_at(loop.time(), random.random())
 
     async def request(self, api: Any, request: Any, version: int | None = None, *,
                       timeout: float | None = None, wait: float | None = None,
@@ -289,8 +231,16 @@ class AsyncBrokerConnection:
                     await asyncio.wait([self._futures[-1]], timeout=max(0.0, deadline - loop.time()))
                     if loop.time() >= deadline:
                         break
-                if self.ready:
-                    await self._authenticate(deadline)
+                if self.ready and self.protocol is not None:
+                    task, self._read_task = self._read_task, None
+                    if task is not None:  # idle in read(): cancelling it leaves any bytes in the reader
+                        task.cancel()
+                        await asyncio.wait([task])
+                    await self._run_setup(ConnectionSetup(self.protocol, self.sasl, self.name, self.host,
+                                                          self.port, login_only=True),
+                                          deadline, self.request_timeout)
+                    self.reauthentications += 1
+                    self._read_task = asyncio.ensure_future(self._read_loop())
 
             self._reauth = asyncio.ensure_future(login())
             self._reauth.add_done_callback(lambda t: setattr(self, "_reauth", None))
@@ -318,20 +268,11 @@ class AsyncBrokerConnection:
         assert self._reader is not None and self.protocol is not None
         try:
             while True:
-                try:
-                    data = await self._reader.read(1 << 18)
-                except OSError as exc:  # SSLError included: e.g. a TLS alert after the handshake
-                    raise self._setup_closed_error(exc) or exc
+                data = await self._reader.read(1 << 18)
                 if not data:
-                    raise self._setup_closed_error(None) or ConnectionClosedError(
+                    raise ConnectionClosedError(
                         f"{self.name} closed the connection with {len(self._futures)} request(s) in flight",
                         host=self.host, port=self.port)
-                if not self._received_any:
-                    self._received_any = True
-                    mismatch = not self.ready and tls.plaintext_answer_error(
-                        data, name=self.name, host=self.host, port=self.port, ctx=self.ssl_context)
-                    if mismatch:
-                        raise mismatch
                 for event in self.protocol.receive_data(data):
                     fut = self._futures.popleft()
                     if not fut.done():
@@ -345,10 +286,10 @@ class AsyncBrokerConnection:
             self.close(exc if isinstance(exc, KafkaConnectionError) else ConnectionClosedError(
                 f"connection to {self.name} failed: {exc}", host=self.host, port=self.port))
 
-    def _setup_closed_error(self, exc: BaseException | None) -> KafkaConnectionError | None:
+    def _setup_closed_error(self, exc: BaseException | None, setup: ConnectionSetup) -> KafkaConnectionError | None:
         """The TLS error for a connection that ended during setup before the broker sent a
         byte of its first answer (see tls.closed_before_answer_error), else None."""
-        if self.ready or self._received_any:
+        if setup.received_any or setup.login_only or setup.api_versions_sent != 1:
             return None
         return tls.closed_before_answer_error(exc, name=self.name, host=self.host, port=self.port,
                                               ctx=self.ssl_context)

@@ -6,10 +6,11 @@
   exchange and the SASL authentication (given a mechanism) then advance inside
   :meth:`Poller.poll`, with the requests of every other connection, until the setup
   deadline.  :meth:`BrokerConnection.connect` does the same and waits for the outcome.
-* SASL: :class:`~kafkawire.protocol.sasl.SaslExchange` plans the conversation; this
-  module only sends its steps and feeds back the answers.  A broker that sets a session
-  lifetime (KIP-368) gets a fresh exchange on the same connection before it runs out:
-  new requests are held until nothing is in flight, then sent once it succeeds.
+* ApiVersions and SASL: :class:`~kafkawire.protocol.setup.ConnectionSetup` decides
+  (the asyncio shell drives the same machine); this module writes what it returns and
+  feeds it what is read.  A broker that sets a session lifetime (KIP-368) gets a fresh
+  login on the same connection before it runs out: new requests are held until nothing
+  is in flight, then sent once it succeeds.
 * :meth:`BrokerConnection.send` writes a request and returns a :class:`Future`; any
   number of requests may be in flight (pipelining), answered in order.
 * Waiting on a future, or calling :meth:`Poller.poll`, moves bytes.  No thread is needed.
@@ -43,20 +44,10 @@ from kafkawire.client.errors import (
     RequestTimeoutError,
 )
 from kafkawire.client.future import Future
-from kafkawire.errors import KafkaWireError
 from kafkawire.protocol.api import Api
 from kafkawire.protocol.connection import Connection, ProtocolError
-from kafkawire.protocol.sasl import (
-    OAuthBearerMechanism,
-    RawTokenReader,
-    SaslAuthenticationError,
-    SaslExchange,
-    SaslMechanism,
-    SaslProtocolError,
-    SaslResult,
-    ScramServerError,
-    exchange_for,
-)
+from kafkawire.protocol.sasl import SaslMechanism, SaslResult
+from kafkawire.protocol.setup import ConnectionSetup
 
 __all__ = ["Poller", "BrokerConnection"]
 
@@ -74,43 +65,6 @@ _SETTING_UP = frozenset({CONNECTING, HANDSHAKING, NEGOTIATING, AUTHENTICATING})
 # Re-authentication (KIP-368) of a READY connection: due, waiting for the requests in
 # flight to be answered, then the exchange itself.
 _REAUTH_WAITING, _REAUTH_RUNNING = "waiting", "running"
-
-
-def sasl_error(exc: BaseException, name: str, mechanism: SaslMechanism, *, closed: bool = False) -> BaseException:
-    """``exc``, a failed SASL exchange with broker ``name``, with the broker named first
-    and, where there is one, the fix after.  ``closed``: the broker dropped the
-    connection mid-exchange.  Shared by both shells; an exception that is not
-    kafkawire's (a token provider's own) is returned as it is."""
-    if not isinstance(exc, KafkaWireError) or not exc.args or not isinstance(exc.args[0], str):
-        return exc
-    message = exc.args[0]
-    mech = mechanism.name
-    fix = ""
-    if closed and not isinstance(exc, SaslAuthenticationError):
-        fix = (f"the broker dropped the connection during {mech} authentication instead of "
-               f"answering: check that this listener expects SASL and enables {mech} (some "
-               f"brokers close the connection on a mechanism they do not offer)")
-    elif isinstance(exc, ScramServerError):
-        user = getattr(mechanism, "username", "?")
-        if exc.server_error == "unknown-user":
-            fix = (f"create the {mech} credential of user {user!r} on the broker (Kafka: "
-                   f"kafka-configs.sh --alter --add-config '{mech}=[password=...]' "
-                   f"--entity-type users --entity-name {user}), or fix sasl_plain_username")
-        elif exc.server_error == "invalid-proof":
-            fix = f"fix sasl_plain_password for user {user!r}"
-        else:
-            fix = "check sasl_plain_username and sasl_plain_password"
-    elif isinstance(exc, SaslAuthenticationError):
-        if isinstance(mechanism, OAuthBearerMechanism):
-            fix = ("check the token sasl_oauth_token_provider returns (expired, or not "
-                   "accepted by the broker's validator)")
-        else:
-            fix = "check sasl_plain_username and sasl_plain_password"
-    text = message if message.startswith(name) else f"{name}: {message}"
-    if fix:
-        text += f"; {fix}"
-    exc.args = (text, *exc.args[1:])
-    return exc
 
 
 class Poller:
@@ -271,21 +225,18 @@ class BrokerConnection:
         self.setup: Future | None = None
         self._setup_deadline = 0.0
         self._setup_started = 0.0
-        # Bytes read since the ApiVersions exchange began: a setup that ends before the
-        # first one tells TLS and plaintext mismatches apart (see _setup_closed_error).
-        self._received_any = False
         self._addrs: list[Any] = []
         self._addr: Any = None
         self._addr_error: KafkaConnectionError | None = None
-        self._api_versions_sent = 0
         # SASL: each login (and re-login) uses a fresh() copy of this mechanism.
         self.sasl = sasl
         self.sasl_result: SaslResult | None = None
-        self._sasl_exchange: SaslExchange | None = None
-        self._raw_reader: RawTokenReader | None = None  # after SaslHandshake v0
+        # The setup (ApiVersions, SASL) or KIP-368 re-login under way: every byte read
+        # goes to it (protocol/setup.py).
+        self._login: ConnectionSetup | None = None
+        self._login_deadline = 0.0  # a re-login's; the setup's is _setup_deadline
         self._reauth_at: float | None = None  # monotonic time the next re-login is due
         self._reauth: str | None = None  # _REAUTH_WAITING / _REAUTH_RUNNING
-        self._sasl_deadline = 0.0  # when the exchange's requests time out
         # Requests held while re-authenticating: (make, deadline, expects_response, future).
         self._held: deque[tuple[Any, float, bool, Future]] = deque()
         #: How many times this connection finished its setup (1 unless it reconnected).
@@ -489,134 +440,47 @@ class BrokerConnection:
     def _start_negotiation(self) -> None:
         self.protocol = Connection(self.client_id, version_overrides=self.version_overrides)
         self.state = NEGOTIATING
-        self._api_versions_sent = 0
-        self._received_any = False
         self._set_interest(selectors.EVENT_READ)
-        self._send_api_versions()
+        self._start_login(ConnectionSetup(self.protocol, self.sasl, self.name, self.host, self.port))
 
-    def _send_api_versions(self) -> None:
-        assert self.protocol is not None
-        self._api_versions_sent += 1
-        # Bounded by the setup deadline rather than request_timeout.
-        fut = self._send_raw(self.protocol.api_versions_request, self._setup_deadline)
-        fut.add_done_callback(self._on_api_versions)
+    def _start_login(self, setup: ConnectionSetup) -> None:
+        """Drive ``setup`` (protocol/setup.py): ApiVersions and SASL at setup, or a KIP-368
+        re-authentication of a READY connection; every byte read goes to it until done."""
+        self._login = setup
+        self._write(setup.start())
 
-    def _on_api_versions(self, fut: Future) -> None:
-        proto = self.protocol
-        if fut.failed() or self.state != NEGOTIATING or proto is None:
-            return  # close() has failed the setup already
-        if proto.negotiated:
-            if self.sasl is not None:
-                self.state = AUTHENTICATING
-                self._start_exchange(self._setup_deadline)
+    def _write(self, chunks: list[Any]) -> None:
+        for c in chunks:
+            self._out.append(memoryview(c).cast("B"))
+        self._flush()
+
+    def _feed_login(self, data: bytes) -> None:
+        setup = self._login
+        assert setup is not None
+        if not setup.received_any and not setup.login_only:
+            mismatch = tls.plaintext_answer_error(
+                data, name=self.name, host=self.host, port=self.port, ctx=self.ssl_context)
+            if mismatch:
+                self.close(mismatch)
                 return
-            self._on_ready()
-            return
-        if not proto.retry_api_versions:
-            self.close(ConnectionClosedError(
-                f"{self.name} answered ApiVersions with error code {fut.result().error_code}",
-                host=self.host, port=self.port,
-            ))
-        elif self._api_versions_sent >= 5:
-            self.close(ConnectionClosedError(
-                f"{self.name}: ApiVersions negotiation did not converge", host=self.host, port=self.port))
-        else:
-            # UNSUPPORTED_VERSION (35): ask again at the version the broker named.
-            self._send_api_versions()
-
-    def _on_ready(self) -> None:
-        self.state = READY
-        self.setups += 1
-        self._update_interest()
-        assert self.setup is not None
-        self.setup.set_result(self)
-
-    # -- SASL -------------------------------------------------------------------------
-
-    def _start_exchange(self, deadline: float) -> None:
-        """Begin a SASL exchange: at setup (AUTHENTICATING, bounded by the setup
-        deadline) or to re-authenticate a READY connection (bounded by ``deadline``)."""
-        assert self.sasl is not None and self.protocol is not None
         try:
-            self._sasl_exchange = exchange_for(self.sasl.fresh(), self.protocol.version_for)
-        except Exception as exc:  # noqa: BLE001 - a typed SASL error, or a provider's own
-            self._sasl_failed(exc)
+            out = setup.receive(data)
+        except Exception as exc:  # noqa: BLE001 - the typed setup errors, or a token provider's own
+            self.close(exc)
             return
-        self._sasl_deadline = deadline
-        self._sasl_step()
+        if self.state in (NEGOTIATING, AUTHENTICATING):
+            self.state = NEGOTIATING if setup.phase == NEGOTIATING else AUTHENTICATING
+        if out:
+            self._write(out)
+        if setup.done and self._login is setup:
+            self._login = None
+            self._on_login_done(setup)
 
-    def _sasl_failed(self, exc: BaseException, *, closed: bool = False) -> None:
-        assert self.sasl is not None
-        self.close(sasl_error(exc, self.name, self.sasl, closed=closed))
-
-    def _sasl_step(self) -> None:
-        """Send the exchange's next step, or finish it."""
-        exchange, proto = self._sasl_exchange, self.protocol
-        if exchange is None or proto is None:
-            return  # closed meanwhile
-        try:
-            step = exchange.next_step()
-        except Exception as exc:  # noqa: BLE001 - e.g. the token provider failed
-            self._sasl_failed(exc)
-            return
-        if step is None:
-            self._on_authenticated(exchange)
-        elif step.raw is None:
-            fut = self._send_raw(lambda: proto.send(step.api, step.request, step.version),
-                                 self._sasl_deadline)
-            fut.add_done_callback(self._on_sasl_response)
-        else:
-            # After SaslHandshake v0 the tokens go raw, size-prefixed, outside Kafka's
-            # framing (KIP-43); the answer is read by _on_raw_data.
-            if self._raw_reader is None:
-                self._raw_reader = RawTokenReader()
-            self._out.append(memoryview(step.raw).cast("B"))
-            self._flush()
-
-    def _on_sasl_response(self, fut: Future) -> None:
-        exchange = self._sasl_exchange
-        if fut.failed() or exchange is None:
-            return  # close() has failed the setup (or the held requests) already
-        try:
-            exchange.receive(fut.result())
-        except Exception as exc:  # noqa: BLE001 - the typed SASL errors
-            self._sasl_failed(exc)
-            return
-        self._sasl_step()
-
-    def _on_raw_data(self, data: bytes) -> None:
-        reader, exchange = self._raw_reader, self._sasl_exchange
-        assert reader is not None and exchange is not None
-        try:
-            tokens = reader.feed(data)
-            if len(tokens) > 1:
-                raise SaslProtocolError(
-                    f"{exchange.mechanism.name}: the broker sent {len(tokens)} raw SASL tokens "
-                    f"in answer to one")
-            for token in tokens:
-                exchange.receive_raw(token)
-        except Exception as exc:  # noqa: BLE001 - the typed SASL errors
-            self._sasl_failed(exc)
-            return
-        if tokens:
-            self._sasl_step()
-
-    def _on_authenticated(self, exchange: SaslExchange) -> None:
-        if self._raw_reader is not None:
-            leftover = self._raw_reader.leftover()
-            self._raw_reader = None
-            if leftover:
-                self._sasl_failed(SaslProtocolError(
-                    f"{exchange.mechanism.name}: the broker sent {len(leftover)} byte(s) after "
-                    f"the last raw SASL token"))
-                return
-        self._sasl_exchange = None
-        self.sasl_result = result = exchange.result
-        assert result is not None
-        now = time.monotonic()
-        at_ms = result.reauthenticate_at_ms(round(now * 1000), random.random())
-        self._reauth_at = None if at_ms is None else at_ms / 1000.0
-        if self.state == AUTHENTICATING:
+    def _on_login_done(self, setup: ConnectionSetup) -> None:
+        if setup.result is not None:
+            self.sasl_result = setup.result
+            self._reauth_at = setup.reauthenticate_at(time.monotonic(), random.random())
+        if not setup.login_only:
             self._on_ready()
             return
         # A re-authentication succeeded: send what was held, in order.
@@ -630,6 +494,13 @@ class BrokerConnection:
                 continue
             self._send_raw(make, deadline, expects_response, fut)
 
+    def _on_ready(self) -> None:
+        self.state = READY
+        self.setups += 1
+        self._update_interest()
+        assert self.setup is not None
+        self.setup.set_result(self)
+
     def _reauth_due(self, now: float) -> None:
         """KIP-368: once the session nears its end, hold new requests, and log in again
         as soon as nothing is in flight."""
@@ -639,8 +510,11 @@ class BrokerConnection:
             self._reauth_at = None
             self._reauth = _REAUTH_WAITING
         if self._reauth == _REAUTH_WAITING and not self._futures and self.state == READY:
+            assert self.protocol is not None
             self._reauth = _REAUTH_RUNNING
-            self._start_exchange(now + self.request_timeout)
+            self._login_deadline = now + self.request_timeout
+            self._start_login(ConnectionSetup(self.protocol, self.sasl, self.name, self.host, self.port,
+                                              login_only=True))
 
     def _setup_timeout_error(self) -> BrokerConnectTimeoutError:
         if self.state == CONNECTING:
@@ -649,11 +523,8 @@ class BrokerConnection:
         elif self.state == HANDSHAKING:
             return tls.handshake_timeout_error(name=self.name, host=self.host, port=self.port,
                                                timeout=self._setup_deadline - self._setup_started)
-        elif self.state == AUTHENTICATING:
-            mech = self.sasl.name if self.sasl is not None else "SASL"
-            what = (f"{self.name} did not finish {mech} authentication within the setup timeout "
-                    f"({self._setup_deadline - self._setup_started:.3g}s; "
-                    f"socket_connection_setup_timeout_ms)")
+        elif self._login is not None:
+            return self._login.timeout_error(self._setup_deadline - self._setup_started)
         else:
             what = f"{self.name} accepted the connection but did not answer ApiVersions in time"
         return BrokerConnectTimeoutError(what, host=self.host, port=self.port)
@@ -742,9 +613,6 @@ class BrokerConnection:
         except (BlockingIOError, ssl.SSLWantWriteError, ssl.SSLWantReadError):
             pass
         except OSError as exc:
-            if self._sasl_exchange is not None:
-                self._sasl_failed(self._sasl_exchange.connection_closed(), closed=True)
-                return
             self.close(self._setup_closed_error(exc) or ConnectionClosedError(
                 f"writing to {self.name} failed: {exc}", host=self.host, port=self.port
             ))
@@ -772,9 +640,9 @@ class BrokerConnection:
         try:
             while True:
                 # The bulk of a large frame goes straight from the kernel into the frame
-                # (data None); anything else is read into a new bytes.  Not while raw SASL
-                # tokens are read: those bypass the protocol's framing.
-                view = proto.receive_buffer() if self._raw_reader is None else None
+                # (data None); anything else is read into a new bytes.  Not during setup
+                # or a re-login: raw SASL tokens bypass the protocol's framing.
+                view = proto.receive_buffer() if self._login is None else None
                 if view is not None and len(view) >= _RECV_SIZE:
                     data, asked = None, len(view)
                     n = sock.recv_into(view)
@@ -784,19 +652,12 @@ class BrokerConnection:
                 if not n:
                     self._on_closed_by_broker()
                     return
-                if data is not None:
-                    if not self._received_any:
-                        self._received_any = True
-                        mismatch = self.state == NEGOTIATING and tls.plaintext_answer_error(
-                            data, name=self.name, host=self.host, port=self.port, ctx=self.ssl_context)
-                        if mismatch:
-                            self.close(mismatch)
-                            return
-                    if self._raw_reader is not None:
-                        self._on_raw_data(data)
-                        if self.sock is None:
-                            return
-                        continue
+                if self._login is not None:
+                    assert data is not None
+                    self._feed_login(data)
+                    if self.sock is None:
+                        return
+                    continue
                 try:
                     events = proto.receive_data(data) if data is not None else proto.received_into(n)
                 except ProtocolError as exc:
@@ -815,19 +676,13 @@ class BrokerConnection:
                     return
         except (BlockingIOError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
             return
-        except OSError as exc:
-            if self._sasl_exchange is not None:  # e.g. reset by a broker refusing the login
-                self._sasl_failed(self._sasl_exchange.connection_closed(), closed=True)
-                return
+        except OSError as exc:  # e.g. reset by a broker refusing the login
             self.close(self._setup_closed_error(exc) or ConnectionClosedError(
                 f"reading from {self.name} failed: {exc}", host=self.host, port=self.port
             ))
 
     def _on_closed_by_broker(self) -> None:
         """The read returned no bytes: the broker closed the connection."""
-        if self._sasl_exchange is not None:
-            self._sasl_failed(self._sasl_exchange.connection_closed(), closed=True)
-            return
         self.close(self._setup_closed_error(None) or ConnectionClosedError(
             f"{self.name} closed the connection"
             + (f" with {len(self._futures)} request(s) in flight" if self._futures else ""),
@@ -841,8 +696,11 @@ class BrokerConnection:
         Over TLS that is how a broker rejects a missing or untrusted client certificate
         (TLS 1.3 checks it after the client's side of the handshake is done).  In
         plaintext it is how a TLS listener drops a client that did not speak TLS."""
-        if self.state != NEGOTIATING or self._received_any or self._api_versions_sent != 1:
+        setup = self._login
+        if setup is None:
             return None
+        if setup.received_any or setup.login_only or setup.api_versions_sent != 1:
+            return setup.closed_error()  # the SASL exchange's reading, if one is under way
         return tls.closed_before_answer_error(
             exc, name=self.name, host=self.host, port=self.port, ctx=self.ssl_context)
 
@@ -861,6 +719,9 @@ class BrokerConnection:
             return
         if self._reauth is not None or self._reauth_at is not None:
             self._reauth_due(now)
+        if self._login is not None and now >= self._login_deadline:
+            self.close(self._login.timeout_error(self.request_timeout))
+            return
         if self._deadlines and self._deadlines[0][0] <= now:
             self.close(RequestTimeoutError(
                 f"{self.name} did not answer a request in time (request_timeout_ms="
@@ -908,8 +769,7 @@ class BrokerConnection:
         self._out.clear()
         self._addrs = []
         self.protocol = None
-        self._sasl_exchange = None
-        self._raw_reader = None
+        self._login = None
         self._reauth = None
         self._reauth_at = None
 
