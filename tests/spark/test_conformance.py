@@ -655,3 +655,17 @@ def test_compacted_topic_reads_alike(spark, kafka_broker, tmp_path):
         sizes[fmt] = [p["numInputRows"] for p in q.recentProgress]
         assert rows(spark.table(f"conf_compact_{fmt}")) == rows(reader(spark, "kafka", b, {"subscribe": t}).load())
     assert sizes["kafka"] == sizes["kafkawire"]
+
+
+def test_a_stream_on_a_topic_that_does_not_exist_fails_in_both_on_the_driver(spark, kafka_broker, tmp_path):
+    # As a batch read does (BAD_SOURCE_OPTIONS): neither waits for the topic, neither creates it.
+    b = kafka_broker.bootstrap
+    t = f"conf-absent-{os.urandom(4).hex()}"
+    for fmt in FORMATS:
+        q = _stream(spark, fmt, b, f"conf_absent_{fmt}", str(tmp_path / fmt), subscribe=t)
+        message = str(q.exception())
+        assert not _in_a_task(q.exception()), message
+        assert ("UnknownTopicOrPartitionException" if fmt == "kafka" else
+                f"option 'subscribe' names topics that do not exist: ['{t}']") in message, message
+    with Admin(bootstrap_servers=b) as admin:
+        assert t not in admin.list_topics(timeout=30)

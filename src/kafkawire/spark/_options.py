@@ -59,6 +59,11 @@ class KafkawireOptionError(ValueError):
     """An option of ``format("kafkawire")`` that is missing, unknown or has a bad value."""
 
 
+# Shown by its public name in the tracebacks Spark passes on (and pickled by it: the
+# package exports it).
+KafkawireOptionError.__module__ = "kafkawire.spark"
+
+
 def _lower(options: Mapping[str, Any]) -> dict[str, str]:
     return {str(k).lower(): ("" if v is None else str(v)) for k, v in options.items()}
 

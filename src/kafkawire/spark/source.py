@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
+import sys
 import time
 from typing import Any, Iterator, Sequence
 
@@ -55,6 +57,32 @@ KAFKA_SCHEMA = StructType([
 KAFKA_SCHEMA_WITH_HEADERS = StructType(KAFKA_SCHEMA.fields + [StructField("headers", HEADERS_TYPE)])
 
 
+def _option_error_first(method: Any) -> Any:
+    """Spark shows a driver-side error of a Python data source as the worker's traceback,
+    frames first, under its own wrapper line, so kafkawire's message would sit at the
+    bottom of a long text.  For an option error (the user's to fix, fully described by
+    its message) the worker is told to send the message alone (SPARK_HIDE_TRACEBACK,
+    read when the worker reports the error): it then follows Spark's wrapper on the
+    first line.  Only in Spark's own worker processes, each of which exits after
+    reporting a driver-side error, so no later error of the user's loses its traceback.
+    (Giving the error a frameless copy of itself as context does not survive: the
+    worker's simplified traceback sets __cause__, which suppresses the context.)"""
+    @functools.wraps(method)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(*args, **kwargs)
+        except KafkawireOptionError:
+            if _in_spark_worker():
+                os.environ["SPARK_HIDE_TRACEBACK"] = "1"
+            raise
+    return call
+
+
+def _in_spark_worker() -> bool:
+    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    return getattr(spec, "name", "").startswith("pyspark.")
+
+
 class KafkaRange(InputPartition):
     """One Spark task: ``value`` is ``(topic, partition, start, end)``, offsets [start, end)."""
 
@@ -75,6 +103,7 @@ class KafkawireDataSource(DataSource):
     def name(cls) -> str:
         return "kafkawire"
 
+    @_option_error_first
     def schema(self) -> StructType:
         # Spark asks for the schema at load(), the reader only at the first action: an
         # option wrong for batch and stream alike fails here, at load(), where the JVM
@@ -84,15 +113,19 @@ class KafkawireDataSource(DataSource):
         headers = _options.parse_bool("includeHeaders", str(self.options.get("includeHeaders", "false")))
         return KAFKA_SCHEMA_WITH_HEADERS if headers else KAFKA_SCHEMA
 
+    @_option_error_first
     def reader(self, schema: StructType) -> DataSourceReader:
         return KafkawireReader(SourceOptions.parse(self.options, streaming=False), schema)
 
+    @_option_error_first
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         return KafkawireStreamReader(SourceOptions.parse(self.options, streaming=True), schema)
 
+    @_option_error_first
     def writer(self, schema: StructType, overwrite: bool) -> KafkawireWriter:
         return KafkawireWriter(_sink_options(self.options, schema, overwrite))
 
+    @_option_error_first
     def streamWriter(self, schema: StructType, overwrite: bool) -> KafkawireStreamWriter:
         return KafkawireStreamWriter(_sink_options(self.options, schema, overwrite))
 
@@ -206,6 +239,7 @@ class KafkawireReader(_RangeReading, DataSourceReader):
         self.arrow_schema = to_arrow_schema(schema, timezone="UTC")
         self.pushdown = Pushdown()
 
+    @_option_error_first
     def partitions(self) -> Sequence[KafkaRange]:
         o, pd = self.opts, self.pushdown
         c = _io.consumer(o.client)
@@ -248,9 +282,12 @@ class KafkawireStreamReader(_RangeReading, DataSourceStreamReader, SupportsTrigg
     def _consumer(self) -> Any:
         return _io.consumer(self.opts.client)
 
+    @_option_error_first
     def initialOffset(self) -> dict:
         o = self.opts
         c = self._consumer()
+        # A topic that does not exist fails the query on the driver, naming it, as the
+        # JVM connector's stream fails (UnknownTopicOrPartitionException).
         tps = _io.list_partitions(c, o)
         start = _io.resolve_offsets(c, tps, _io.log_bounds(c, tps), o.starting, o.starting_by_timestamp,
                                     "startingOffsets", "startingOffsetsByTimestamp", o.timestamp_strategy)
@@ -281,6 +318,7 @@ class KafkawireStreamReader(_RangeReading, DataSourceStreamReader, SupportsTrigg
             return ReadMinRows(self.opts.min_offsets_per_trigger)
         return ReadAllAvailable()
 
+    @_option_error_first
     def latestOffset(self, start: dict, limit: Any) -> dict:
         begin = offsets_from_json(start)
         # The data-loss checks run for every micro-batch, Trigger.AvailableNow's included.
@@ -311,6 +349,7 @@ class KafkawireStreamReader(_RangeReading, DataSourceStreamReader, SupportsTrigg
         c = self._consumer()
         return {**begin, **(c.beginning_offsets(new, _io._timeout(c)) if new else {})}
 
+    @_option_error_first
     def prepareForTriggerAvailableNow(self) -> None:
         self._ceiling = self._latest({})[0]
 
