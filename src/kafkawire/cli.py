@@ -169,7 +169,7 @@ def cmd_consume(args: argparse.Namespace) -> int:
 
 def cmd_metadata(args: argparse.Namespace) -> int:
     from kafkawire.client.cluster import Cluster
-    from kafkawire.client.config import Config
+    from kafkawire.core.config import Config
 
     with Cluster(Config.client(**_client_options(args))) as cluster:
         cluster.bootstrap(10)  # fetches the metadata

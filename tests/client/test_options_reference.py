@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pathlib
 
-from kafkawire.client import config
+from kafkawire.core import config
 
 PAGE = pathlib.Path(__file__).resolve().parents[2] / "docs" / "options.md"
 
@@ -12,7 +12,7 @@ PAGE = pathlib.Path(__file__).resolve().parents[2] / "docs" / "options.md"
 def test_docs_options_md_is_current():
     assert PAGE.read_text() == config.reference_markdown(), (
         "docs/options.md differs from the option declarations: regenerate it with "
-        "`python -m kafkawire.client.config --markdown > docs/options.md`")
+        "`python -m kafkawire.core.config --markdown > docs/options.md`")
 
 
 def test_every_option_is_described_with_what_it_accepts():

@@ -11,8 +11,8 @@ made meanwhile wait for that login too.
 
 Connection setup runs the steps of the sync shell's, each bounded by the one setup
 deadline: the TCP connect, the TLS handshake, ApiVersions, SASL.  A TLS failure is named by
-the same :mod:`kafkawire.client.tls` helpers the sync shell calls at the same points, so
-both raise the same :class:`~kafkawire.client.errors.BrokerTLSError` with the same message.
+the same :mod:`kafkawire.core.tls` helpers the sync shell calls at the same points, so
+both raise the same :class:`~kafkawire.core.errors.BrokerTLSError` with the same message.
 
 A request's bytes go to the transport in one write, so a cancelled caller never leaves
 a request half-sent; its answer is still read (answers come in order) and dropped.  A
@@ -30,9 +30,9 @@ import ssl
 from collections import deque
 from typing import Any
 
-from kafkawire.client import tls
+from kafkawire.core import tls
 from kafkawire.client.conn import broker_name
-from kafkawire.client.errors import (
+from kafkawire.core.errors import (
     BrokerConnectionRefusedError,
     BrokerConnectTimeoutError,
     BrokerResolutionError,
@@ -295,7 +295,7 @@ class AsyncBrokerConnection:
                                               ctx=self.ssl_context)
 
     def _abandon_after_fork(self, error: BaseException) -> None:
-        """In a forked child (kafkawire.client._fork): close this process's copy of the
+        """In a forked child (kafkawire.core.fork): close this process's copy of the
         socket's descriptor and forget the connection, touching neither the parent's
         TCP connection (no shutdown; a descriptor closed while the parent holds another
         sends no FIN) nor its TLS session (no close_notify), nor the event loop: it is the

@@ -1,9 +1,9 @@
 """Consumer groups in the asyncio shell: an asyncio task drives the same membership
 machine the sync consumer's group thread does (classic, or KIP-848's with
 ``group_protocol="consumer"``: GroupDriver builds it), over a coordinator connection of
-its own, and :class:`AsyncConsumerGroup` is the sync
-:class:`~kafkawire.client.group.ConsumerGroup` (the same rebalance, commit and offset
-logic) with its waiting done by awaiting.
+its own, and :class:`AsyncConsumerGroup` is the shared
+:class:`~kafkawire.core.group.ConsumerGroup` (the same rebalance, commit and offset
+logic as the sync consumer's) with its waiting done by awaiting.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import asyncio
 from typing import Any, Callable
 
 from kafkawire.aio.cluster import AsyncCluster
-from kafkawire.client.config import Config
-from kafkawire.client.errors import KafkaConnectionError, KafkaTimeoutError
-from kafkawire.client.group import ConsumerGroup, GroupDriver, settle
+from kafkawire.core.config import Config
+from kafkawire.core.errors import KafkaConnectionError, KafkaTimeoutError
+from kafkawire.core.group import ConsumerGroup, GroupDriver, settle
 from kafkawire.protocol.group import GroupMembership, Outgoing
 from kafkawire.protocol.steps import Await, Sleep, drive_async
 

@@ -34,7 +34,7 @@ Not thread-safe: call it from one thread.
 
 After ``os.fork()`` an Admin made before the fork goes on in the child: right after the
 fork the child's copy lets go of the parent's connections without touching them (see
-:mod:`kafkawire.client._fork`), and connects again on its next call.  Parent and child
+:mod:`kafkawire.core.fork`), and connects again on its next call.  Parent and child
 then each use their own connections.
 """
 
@@ -46,8 +46,8 @@ from typing import Any, Callable, Iterable, Mapping, NamedTuple
 
 from kafkawire import errors
 from kafkawire.client.cluster import Cluster
-from kafkawire.client.config import Config
-from kafkawire.client.errors import (
+from kafkawire.core.config import Config
+from kafkawire.core.errors import (
     ClientClosedError,
     KafkaConnectionError,
     KafkaTimeoutError,

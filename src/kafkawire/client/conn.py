@@ -34,8 +34,9 @@ from collections import deque
 from itertools import islice
 from typing import Any
 
-from kafkawire.client import _fork, tls
-from kafkawire.client.errors import (
+from kafkawire.core import fork as _fork
+from kafkawire.core import tls
+from kafkawire.core.errors import (
     BrokerConnectionRefusedError,
     BrokerConnectTimeoutError,
     BrokerResolutionError,
@@ -87,7 +88,7 @@ class Poller:
         self.selector.register(self._wake_r, selectors.EVENT_READ, None)
 
     def _after_fork_in_child(self) -> None:
-        """In a child process (kafkawire.client._fork): let go of the parent's epoll
+        """In a child process (kafkawire.core.fork): let go of the parent's epoll
         instance, wake-up pipe and sockets without touching them for the parent.
 
         The epoll instance is shared with the parent, so no socket is unregistered from
@@ -404,7 +405,7 @@ class BrokerConnection:
             self._start_negotiation()
             return
         # The context's own settings decide verification and protocols (built from the
-        # ssl_* options by kafkawire.client.tls, unless the user gave one).
+        # ssl_* options by kafkawire.core.tls, unless the user gave one).
         sock = self.sock
         assert sock is not None
         self.poller.selector.unregister(sock)

@@ -12,7 +12,7 @@ import threading
 import time
 from typing import Any, Callable
 
-from kafkawire.client.errors import KafkaTimeoutError
+from kafkawire.core.errors import KafkaTimeoutError
 
 __all__ = ["Future"]
 

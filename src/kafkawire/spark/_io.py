@@ -17,9 +17,9 @@ from typing import Any, Iterator
 import numpy as np
 
 from kafkawire.client.consumer import Consumer, TopicPartition
-from kafkawire.client.errors import OffsetOutOfRangeError
+from kafkawire.core.errors import OffsetOutOfRangeError
 from kafkawire.errors import UnknownTopicOrPartitionError
-from kafkawire.client.partitioner import murmur2_many
+from kafkawire.core.partitioner import murmur2_many
 from kafkawire.client.producer import Producer
 from kafkawire.protocol import apis
 from kafkawire.spark._options import EARLIEST, LATEST, KafkawireOptionError, SourceOptions

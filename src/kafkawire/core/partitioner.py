@@ -1,0 +1,141 @@
+"""Partitioners: murmur2 for keyed records (the Java client's default), sticky otherwise.
+
+``murmur2`` is the 32-bit MurmurHash2 variant Kafka's Java client uses (seed 0x9747b28c),
+so ``partition_for_key(key, n)`` puts a key on the same partition as the Java producer,
+librdkafka's "murmur2_random" partitioner and kafka-python.
+"""
+
+from __future__ import annotations
+
+import random
+import struct
+import threading
+from typing import Any
+
+__all__ = ["murmur2", "murmur2_many", "partition_for_key", "StickyPartitioner"]
+
+_M = 0x5BD1E995
+_MASK = 0xFFFFFFFF
+
+
+def murmur2(data: bytes) -> int:
+    """Kafka's murmur2 of ``data`` as a signed 32-bit int (Java's Utils.murmur2)."""
+    data = bytes(data)
+    length = len(data)
+    h = (0x9747B28C ^ length) & _MASK
+    nblocks = length >> 2
+    for (k,) in struct.iter_unpack("<I", data[: nblocks * 4]):
+        k = (k * _M) & _MASK
+        k ^= k >> 24
+        k = (k * _M) & _MASK
+        h = ((h * _M) & _MASK) ^ k
+    tail = nblocks * 4
+    rest = length & 3
+    if rest == 3:
+        h ^= data[tail + 2] << 16
+    if rest >= 2:
+        h ^= data[tail + 1] << 8
+    if rest >= 1:
+        h ^= data[tail]
+        h = (h * _M) & _MASK
+    h ^= h >> 13
+    h = (h * _M) & _MASK
+    h ^= h >> 15
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def partition_for_key(key: bytes, num_partitions: int) -> int:
+    """The Java client's default partition for a keyed record: positive murmur2 mod n."""
+    if num_partitions <= 0:
+        raise ValueError(f"num_partitions must be positive, got {num_partitions}")
+    return (murmur2(key) & 0x7FFFFFFF) % num_partitions
+
+
+class StickyPartitioner:
+    """Unkeyed records stick to one partition until its batch is sent (KIP-480)."""
+
+    def __init__(self) -> None:
+        self._current: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def partition(self, topic: str, num_partitions: int) -> int:
+        p = self._current.get(topic)
+        if p is None or p >= num_partitions:
+            with self._lock:
+                p = random.randrange(num_partitions)
+                self._current[topic] = p
+        return p
+
+    def batch_done(self, topic: str, partition: int, num_partitions: int) -> None:
+        """The batch of ``partition`` is full or sent: move unkeyed records elsewhere."""
+        with self._lock:
+            if self._current.get(topic) != partition:
+                return
+            if num_partitions > 1:
+                nxt = random.randrange(num_partitions - 1)
+                self._current[topic] = nxt if nxt < partition else nxt + 1
+
+
+def choose_partition(topic: str, key: Any, n: int, partitioner: Any, sticky: StickyPartitioner
+                     ) -> tuple[int, bool]:
+    """The partition of a record sent without one, among ``n``: the user's
+    ``partitioner(key, n)``, else murmur2 of the key (Java's rule), else the topic's
+    sticky partition (KIP-480).  Returns (partition, whether it is the sticky one)."""
+    if partitioner is not None:
+        return partitioner(key, n), False
+    if key is not None:
+        return partition_for_key(key, n), False
+    return sticky.partition(topic, n), True
+
+
+def check_partition(partition: Any) -> int:
+    """An explicit partition, checked: an int >= 0."""
+    if not isinstance(partition, int) or isinstance(partition, bool) or partition < 0:
+        raise ValueError(f"partition must be an int >= 0 or None, got {partition!r}")
+    return int(partition)
+
+
+def murmur2_many(data: Any, offsets: Any) -> Any:
+    """``murmur2`` of many byte strings at once: string ``i`` is
+    ``data[offsets[i]:offsets[i + 1]]`` (an Arrow binary column's buffers).  Returns a numpy
+    int32 array equal to ``[murmur2(s) for s in strings]``, computed with numpy over every
+    string of one length at a time (bulk writers partition millions of keys with it)."""
+    import numpy as np
+
+    buf = np.frombuffer(data, dtype=np.uint8) if len(data) else np.zeros(0, np.uint8)
+    offs = np.asarray(offsets, dtype=np.int64)
+    lengths = np.diff(offs)
+    out = np.empty(len(lengths), dtype=np.uint32)
+    m = np.uint32(_M)
+    with np.errstate(over="ignore"):  # uint32 products wrap modulo 2**32, as Java's ints do
+        same = len(lengths) and lengths.min() == lengths.max()
+        for length in (lengths[:1] if same else np.unique(lengths)):
+            n = int(length)
+            if same:
+                # Every string this long (fixed-size keys, the usual case): one reshape, no gather.
+                rows = slice(None)
+                mat = buf[offs[0]:offs[-1]].reshape(len(lengths), n)
+            else:
+                rows = np.nonzero(lengths == length)[0]
+                mat = buf[offs[rows][:, None] + np.arange(n)]
+            blocks = np.ascontiguousarray(mat[:, : n & ~3]).view("<u4")
+            tail = mat[:, n & ~3:].astype(np.uint32)
+            h = np.full(len(mat), (0x9747B28C ^ n) & _MASK, dtype=np.uint32)
+            for i in range(n >> 2):
+                k = blocks[:, i] * m
+                k ^= k >> np.uint32(24)
+                k = k * m
+                h = (h * m) ^ k
+            rest = n & 3
+            if rest == 3:
+                h ^= tail[:, 2] << 16
+            if rest >= 2:
+                h ^= tail[:, 1] << 8
+            if rest >= 1:
+                h ^= tail[:, 0]
+                h = h * m
+            h ^= h >> np.uint32(13)
+            h = h * m
+            h ^= h >> np.uint32(15)
+            out[rows] = h
+    return out.view(np.int32)
