@@ -31,7 +31,6 @@ from collections import deque
 from typing import Any
 
 from kafkawire.core import tls
-from kafkawire.client.conn import broker_name
 from kafkawire.core.errors import (
     BrokerConnectionRefusedError,
     BrokerConnectTimeoutError,
@@ -43,7 +42,7 @@ from kafkawire.core.errors import (
 )
 from kafkawire.protocol.connection import Connection, ProtocolError
 from kafkawire.protocol.sasl import SaslMechanism, SaslResult
-from kafkawire.protocol.setup import ConnectionSetup
+from kafkawire.protocol.setup import ConnectionSetup, broker_name
 
 __all__ = ["AsyncBrokerConnection"]
 

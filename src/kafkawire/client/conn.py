@@ -48,7 +48,7 @@ from kafkawire.client.future import Future
 from kafkawire.protocol.api import Api
 from kafkawire.protocol.connection import Connection, ProtocolError
 from kafkawire.protocol.sasl import SaslMechanism, SaslResult
-from kafkawire.protocol.setup import ConnectionSetup
+from kafkawire.protocol.setup import ConnectionSetup, broker_name
 
 __all__ = ["Poller", "BrokerConnection"]
 
@@ -174,12 +174,6 @@ class Poller:
             self.selector.close()
             self._wake_r.close()
             self._wake_w.close()
-
-
-def broker_name(host: str, port: int, node_id: int | None) -> str:
-    """How errors name a broker, in both shells: "broker 1 at host:port", or "broker
-    host:port" before its node id is known (a bootstrap address)."""
-    return f"broker {node_id} at {host}:{port}" if node_id is not None else f"broker {host}:{port}"
 
 
 class BrokerConnection:

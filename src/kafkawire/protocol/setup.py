@@ -27,11 +27,17 @@ from kafkawire.protocol.sasl import (
     exchange_for,
 )
 
-__all__ = ["ConnectionSetup", "sasl_error", "NEGOTIATING", "AUTHENTICATING", "DONE"]
+__all__ = ["ConnectionSetup", "broker_name", "sasl_error", "NEGOTIATING", "AUTHENTICATING", "DONE"]
 
 NEGOTIATING, AUTHENTICATING, DONE = "negotiating", "authenticating", "done"
 # A broker that keeps answering UNSUPPORTED_VERSION with other versions is not converging.
 NEGOTIATION_ATTEMPTS = 5
+
+
+def broker_name(host: str, port: int, node_id: int | None) -> str:
+    """How errors name a broker, in both shells: "broker 1 at host:port", or "broker
+    host:port" before its node id is known (a bootstrap address)."""
+    return f"broker {node_id} at {host}:{port}" if node_id is not None else f"broker {host}:{port}"
 
 
 def sasl_error(exc: BaseException, name: str, mechanism: SaslMechanism, *, closed: bool = False) -> BaseException:
