@@ -61,6 +61,8 @@ class BrokerError(KafkaWireError):
     retriable: bool = False
     name: str = "UNKNOWN_SERVER_ERROR"
     meaning: str = "The server experienced an unexpected error when processing the request."
+    #: What the user can do about it, where the code alone tells (ends the message).
+    fix: str = ""
 
     def __init__(self, message: str | None = None):
         if message is None:
@@ -319,6 +321,10 @@ class MessageTooLargeError(BrokerError):
         "The client tried to produce a message larger than the server's configured maximum "
         "message size."
     )
+    fix = (
+        "the batch is larger than the broker's message.max.bytes (or the topic's "
+        "max.message.bytes): send smaller records, lower batch_size, or raise that limit"
+    )
 
 
 @_table_entry
@@ -370,6 +376,10 @@ class NotCoordinatorError(BrokerError):
 class InvalidTopicError(BrokerError):
     code, name, retriable = 17, "INVALID_TOPIC_EXCEPTION", False
     meaning = "The topic name is invalid or the topic cannot be used for this operation."
+    fix = (
+        "check the topic name (1-249 of a-z A-Z 0-9 . _ -); internal topics (such as "
+        "__consumer_offsets) take no records from clients"
+    )
 
 
 @_table_entry
@@ -445,18 +455,29 @@ class InvalidCommitOffsetSizeError(BrokerError):
 class TopicAuthorizationFailedError(BrokerError):
     code, name, retriable = 29, "TOPIC_AUTHORIZATION_FAILED", False
     meaning = "The client is not authorized to access the topic."
+    fix = (
+        "grant this client's principal an ACL on the topic (Describe, plus Write to "
+        "produce or Read to consume)"
+    )
 
 
 @_table_entry
 class GroupAuthorizationFailedError(BrokerError):
     code, name, retriable = 30, "GROUP_AUTHORIZATION_FAILED", False
     meaning = "The client is not authorized to access the group."
+    fix = (
+        "grant this client's principal an ACL on the group id (Read to join and commit, "
+        "Describe to describe)"
+    )
 
 
 @_table_entry
 class ClusterAuthorizationFailedError(BrokerError):
     code, name, retriable = 31, "CLUSTER_AUTHORIZATION_FAILED", False
     meaning = "The client is not authorized for this cluster-level operation."
+    fix = (
+        "this call needs an ACL on the cluster resource for this client's principal"
+    )
 
 
 @_table_entry
@@ -595,6 +616,9 @@ class TransactionCoordinatorFencedError(BrokerError):
 class TransactionalIdAuthorizationFailedError(BrokerError):
     code, name, retriable = 53, "TRANSACTIONAL_ID_AUTHORIZATION_FAILED", False
     meaning = "The client is not authorized to use this transactional id."
+    fix = (
+        "grant this client's principal Write (and Describe) on the transactional id"
+    )
 
 
 @_table_entry
@@ -1177,7 +1201,8 @@ def raise_for_code(code: int, context: str = "") -> None:
         exc.code = code
         raise exc
     hint = " (retriable: retry after a backoff)" if cls.retriable else ""
-    raise cls(f"{prefix}{cls.name} ({code}): {cls.meaning}{hint}")
+    fix = f"; {cls.fix}" if cls.fix else ""
+    raise cls(f"{prefix}{cls.name} ({code}): {cls.meaning}{hint}{fix}")
 
 
 def broker_error(code: int, context: str, detail: str | None = None) -> BrokerError:
@@ -1229,6 +1254,18 @@ class RecordTooLargeError(KafkaWireError, ValueError):
     """A record or batch larger than max_request_size (or a fetch limit) allows."""
 
 
+class UnknownPartitionError(KafkaWireError, ValueError):
+    """A record sent to a partition its topic does not have (refused before it is queued).
+    ``topic``, ``partition`` and ``count`` (the topic's partitions) say which."""
+
+    def __init__(self, message: str, *, topic: str | None = None, partition: int | None = None,
+                 count: int | None = None):
+        super().__init__(message)
+        self.topic = topic
+        self.partition = partition
+        self.count = count
+
+
 # Codes after which the leader map is stale: refresh metadata before retrying.  (Whether a
 # code is retriable at all is the error table's: for_code(code).retriable.)
 REFRESH_METADATA_CODES = frozenset({3, 5, 6, 9, 56, 74, 75, 100})
@@ -1254,6 +1291,7 @@ __all__ += [
     "broker_error",
     "CommitFailedError",
     "RecordTooLargeError",
+    "UnknownPartitionError",
     "REFRESH_METADATA_CODES",
     "KafkaConnectionError",
     "BrokerConnectTimeoutError",

@@ -349,6 +349,9 @@ class Fetcher:
                 st.clear()
                 st.reset_to = None
 
+    def assigned_topics(self) -> set[str]:
+        return {tp.topic for tp in self.assigned}
+
     def plan(self, leader_for: Any) -> tuple[dict[int, list[TopicPartition]], dict[TopicPartition, int], bool, bool]:
         """What to fetch now: (leader -> partitions, partition -> fetch offset, whether
         records are buffered, whether a partition has no known leader)."""

@@ -13,9 +13,49 @@ from typing import Any
 from kafkawire import errors
 from kafkawire.protocol import apis
 
-__all__ = ["ClusterMetadata", "TopicMetadata", "PartitionMetadata", "Backoff", "reconnect_delay_ms"]
+__all__ = ["ClusterMetadata", "TopicMetadata", "PartitionMetadata", "Backoff", "reconnect_delay_ms",
+           "check_topic_name", "check_partition_in_range", "MAX_TOPIC_NAME_LENGTH"]
 
 METADATA = apis.get("Metadata")
+
+#: Kafka's limit on a topic name (Topic.MAX_NAME_LENGTH: room for the partition suffix of
+#: its log directory inside a 255-byte file name).
+MAX_TOPIC_NAME_LENGTH = 249
+_TOPIC_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+
+
+def check_topic_name(topic: Any) -> str:
+    """``topic``, if it is a name Kafka accepts; else InvalidTopicError at once (a broker
+    would refuse it too, and waiting for metadata cannot change that)."""
+    if type(topic) is not str:
+        raise errors.InvalidTopicError(f"topic must be a str, got {type(topic).__name__} {topic!r}")
+    problem = None
+    if not topic:
+        problem = "it is empty"
+    elif topic in (".", ".."):
+        problem = f"{topic!r} is not allowed"
+    elif len(topic) > MAX_TOPIC_NAME_LENGTH:
+        problem = f"it has {len(topic)} characters, more than {MAX_TOPIC_NAME_LENGTH}"
+    else:
+        bad = sorted({c for c in topic if c not in _TOPIC_CHARS})
+        if bad:
+            problem = "it contains " + ", ".join(repr(c) for c in bad)
+    if problem is not None:
+        raise errors.InvalidTopicError(
+            f"invalid topic name {topic!r}: {problem}; a topic name is 1-{MAX_TOPIC_NAME_LENGTH} "
+            f"ASCII letters, digits, '.', '_' and '-' (not '.' or '..')")
+    return topic
+
+
+def check_partition_in_range(topic: str, partition: int, count: int) -> None:
+    """Refuse an explicit ``partition`` that ``topic``'s ``count`` partitions do not have,
+    before the record is queued (it could never be delivered)."""
+    if partition >= count:
+        raise errors.UnknownPartitionError(
+            f"topic {topic!r} has {count} partition{'s' if count != 1 else ''} "
+            f"(0-{count - 1}), so partition {partition} does not exist; pass partition=None to "
+            f"let the partitioner choose, or add partitions (Admin.create_partitions)",
+            topic=topic, partition=partition, count=count)
 
 
 class PartitionMetadata:
@@ -92,6 +132,10 @@ class ClusterMetadata:
         self.all_topics = False
         self.last_refresh = 0.0
         self.need_refresh = True
+        #: When each topic was last in an answer: an error it carries is the broker's
+        #: current word only for callers who asked after that (see topic_error).
+        self.topic_seen: dict[str, float] = {}
+        self._errors_taken: dict[str, float | None] = {}  # see take_topic_error
 
     def request(self, version: int) -> tuple[Any, frozenset[str]]:
         """The Metadata request for ``version`` and the topics it asks about."""
@@ -132,6 +176,7 @@ class ClusterMetadata:
                     list(p.replica_nodes), list(p.isr_nodes),
                 )
             self.topics[t.name] = TopicMetadata(t.name, t.error_code, topic_id, parts)
+            self.topic_seen[t.name] = now
         self.last_refresh = now
         self.need_refresh = False
 
@@ -153,16 +198,45 @@ class ClusterMetadata:
             return None
         return p.leader
 
-    def partitions(self, topic: str) -> list[int] | None:
-        """``topic``'s partition ids; None while unknown or leaderless (ask again);
-        raises the topic's error when it is neither."""
+    def partitions(self, topic: str, since: float | None = None) -> list[int] | None:
+        """``topic``'s partition ids; None while unknown or leaderless (ask again); raises
+        the topic's error when waiting cannot fix it (see :meth:`topic_error`)."""
         meta = self.topics.get(topic)
         if meta is not None and meta.error_code == 0 and meta.partitions:
             return sorted(meta.partitions)
-        if meta is not None and meta.error_code not in (0, 3, 5):
-            errors.raise_for_code(meta.error_code, f"metadata for topic {topic!r}")
+        exc = self.topic_error(topic, since)
+        if exc is not None:
+            raise exc
+        return None
+
+    def topic_error(self, topic: str, since: float | None = None) -> errors.BrokerError | None:
+        """The error of ``topic``'s metadata if it is not retriable (INVALID_TOPIC_EXCEPTION,
+        TOPIC_AUTHORIZATION_FAILED, ...) and came in an answer received at ``since`` or
+        later (None: any answer): an older one may be out of date (an ACL granted since),
+        so the caller asks again first.  Retriable errors (UNKNOWN_TOPIC_OR_PARTITION,
+        LEADER_NOT_AVAILABLE, ...) give None: those callers wait."""
+        meta = self.topics.get(topic)
+        if meta is None or meta.error_code == 0 or errors.for_code(meta.error_code).retriable:
+            return None
+        if since is not None and self.topic_seen.get(topic, since - 1) < since:
+            return None
+        return errors.broker_error(meta.error_code, f"metadata for topic {topic!r}")
+
+    def take_topic_error(self, topics: Any) -> errors.BrokerError | None:
+        """The permanent error (see :meth:`topic_error`) of the first of ``topics`` whose
+        latest answer carries one not handed out yet: a poll raises each answer's error
+        once, and the next poll waits for a new answer (an ACL granted since clears it)."""
+        for topic in topics:
+            exc = self.topic_error(topic)
+            if exc is not None and self._errors_taken.get(topic) != self.topic_seen.get(topic):
+                self._errors_taken[topic] = self.topic_seen.get(topic)
+                return exc
         return None
 
     def why_unavailable(self, topic: str) -> str:
         meta = self.topics.get(topic)
-        return "unknown topic" if meta is None or meta.error_code == 3 else "no leader yet"
+        if meta is None or meta.error_code == 3:
+            return ("it does not exist, and the broker did not create it (auto.create.topics.enable "
+                    "is off, or the topic is being made); create it (Admin.create_topics) or check "
+                    "the name")
+        return "its partitions have no leader yet (a new topic, or brokers down); try again"
