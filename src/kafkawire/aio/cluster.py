@@ -214,20 +214,24 @@ class AsyncCluster:
 
     async def partitions_for(self, topic: str, timeout: float) -> list[int]:
         self.check_fork()
-        deadline = self._now() + timeout
+        asked = self._now()
+        deadline = asked + timeout
         self.meta.interest.add(topic)
         while True:
-            parts = self.meta.partitions(topic)
+            parts = self.meta.partitions(topic, asked)  # a permanent error in a new answer raises
             if parts is not None:
                 return parts
             remaining = deadline - self._now()
             if remaining <= 0:
-                raise KafkaTimeoutError(f"topic {topic!r} not available within {timeout:g}s "
-                                        f"({self.meta.why_unavailable(topic)}); create it or check the name")
+                raise KafkaTimeoutError(f"topic {topic!r} not available within {timeout:g}s: "
+                                        f"{self.meta.why_unavailable(topic)}")
             if topic in self.meta.topics:
                 await asyncio.sleep(min(self.config.retry_backoff_ms / 1000, remaining))
             self.meta.need_refresh = True
-            await self.refresh(max(0.001, deadline - self._now()))
+            try:
+                await self.refresh(max(0.001, deadline - self._now()))
+            except KafkaTimeoutError:
+                continue  # out of time: the check above says what the topic lacks
 
     async def request(self, node_id: int | None, api: Any, request: Any, timeout: float,
                       version: int | None = None) -> Any:

@@ -36,6 +36,7 @@ from kafkawire.client.producer import RecordFuture, RecordMetadata
 from kafkawire.protocol import apis
 from kafkawire.protocol.accumulator import BATCH_OVERHEAD, Accumulator, Appender, Batch, prepare_record
 from kafkawire.protocol.idempotence import INIT_PRODUCER_ID
+from kafkawire.protocol.metadata import check_partition_in_range, check_topic_name
 from kafkawire.protocol.steps import Sleep, drive_async
 from kafkawire.protocol.transactions import TransactionAbortedError, TransactionManager
 
@@ -200,8 +201,10 @@ class AsyncProducer:
     # -- sending -----------------------------------------------------------------------------
 
     async def _num_partitions(self, topic: str) -> int:
-        parts = self.cluster.meta.partitions(topic)
+        # An error from an earlier answer is not raised here: partitions_for asks again.
+        parts = self.cluster.meta.partitions(topic, self._now())
         if parts is None:
+            check_topic_name(topic)
             parts = await self.cluster.partitions_for(topic, self.config.max_block_ms / 1000)
         return len(parts)
 
@@ -242,6 +245,8 @@ class AsyncProducer:
             partition, sticky = choose_partition(topic, key, n, c.partitioner, self._sticky)
         else:
             partition = check_partition(partition)
+            # As the Java client: a partition the topic lacks is refused before queueing.
+            check_partition_in_range(topic, partition, await self._num_partitions(topic))
         self.cluster.meta.interest.add(topic)
         record = (key, value, timestamp, headers) if headers else (key, value, timestamp)
         tp = (topic, partition)

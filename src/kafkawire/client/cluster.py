@@ -254,7 +254,8 @@ class Cluster:
 
     def bootstrap(self, timeout: float) -> None:
         """Fetch metadata from the first bootstrap address that answers, within ``timeout``."""
-        deadline = time.monotonic() + timeout
+        start = time.monotonic()
+        deadline = start + timeout
         failures: list[str] = []
         for host, port in self.bootstrap_addresses:
             key = ("bootstrap", host, port)
@@ -269,8 +270,12 @@ class Cluster:
                 failures.append(f"{host}:{port}: {type(exc).__name__}: {exc}")
                 if time.monotonic() >= deadline:
                     break
+        # The time spent, not the limit: a refused connection fails in milliseconds.
+        spent = time.monotonic() - start
+        took = f"{spent * 1000:.0f} ms" if spent < 1 else f"{spent:.1f} s"
         raise NoBrokersAvailableError(
-            f"could not bootstrap from bootstrap_servers within {timeout:g}s; tried:\n  "
+            f"could not bootstrap from bootstrap_servers (gave up after {took} of the "
+            f"{timeout:g} s allowed); tried:\n  "
             + "\n  ".join(failures or ["(no time to try any)"])
             + "\ncheck the addresses and that the brokers are running"
         )
@@ -352,10 +357,11 @@ class Cluster:
     def partitions_for(self, topic: str, timeout: float) -> list[int]:
         """Partition ids of ``topic``, fetching its metadata (and waiting for a leaderless
         new topic to settle) within ``timeout`` seconds."""
-        deadline = time.monotonic() + timeout
+        asked = time.monotonic()
+        deadline = asked + timeout
         self.interest.add(topic)
         while True:
-            parts = self.meta.partitions(topic)
+            parts = self.meta.partitions(topic, asked)  # a permanent error in a new answer raises
             if parts is not None:
                 return parts
             meta = self.topics.get(topic)
@@ -363,12 +369,14 @@ class Cluster:
             if remaining <= 0:
                 why = self.meta.why_unavailable(topic)
                 raise KafkaTimeoutError(
-                    f"topic {topic!r} not available within {timeout:g}s ({why}); create it "
-                    f"or check the name"
+                    f"topic {topic!r} not available within {timeout:g}s: {why}"
                 )
             if meta is not None:  # UNKNOWN_TOPIC or LEADER_NOT_AVAILABLE: retry soon
                 self.poller.poll(min(self.config.retry_backoff_ms / 1000, remaining))
-            self.refresh(max(0.001, deadline - time.monotonic()))
+            try:
+                self.refresh(max(0.001, deadline - time.monotonic()))
+            except KafkaTimeoutError:
+                continue  # out of time: the check above says what the topic lacks
 
     def leader_for(self, topic: str, partition: int) -> int | None:
         return self.meta.leader_for(topic, partition)

@@ -53,6 +53,7 @@ from kafkawire.protocol.accumulator import (
     prepare_record,
 )
 from kafkawire.protocol.idempotence import INIT_PRODUCER_ID
+from kafkawire.protocol.metadata import check_partition_in_range, check_topic_name
 from kafkawire.protocol.steps import Request, StepRun
 from kafkawire.protocol.transactions import TransactionAbortedError, TransactionManager
 
@@ -193,6 +194,7 @@ class Producer:
         self._closed = False
         self._partition_counts: dict[str, int] = {}
         self._wanted_topics: set[str] = set()
+        self._errors_told: dict[str, float | None] = {}  # sender thread: see _update_metadata_waiters
         self._fatal: BaseException | None = None
         # When the sender's next poll ends at the latest (monotonic; set with self._lock
         # held as it looks at the batches): a batch made later that must go out sooner
@@ -258,23 +260,29 @@ class Producer:
         n = self._partition_counts.get(topic)
         if n is not None:
             return n
+        check_topic_name(topic)
+        asked = time.monotonic()
+        meta = self.cluster.meta
         with self._meta_cond:
             self._wanted_topics.add(topic)
+            if topic in meta.topics:
+                meta.need_refresh = True  # an error known from before may be out of date
             self._poller.wakeup()
             while True:
                 n = self._partition_counts.get(topic)
                 if n is not None:
                     return n
+                # A permanent error (invalid name, not authorized) ends the wait at once.
+                exc = meta.topic_error(topic, asked)
+                if exc is not None:
+                    raise exc
                 remaining = deadline - time.monotonic()
                 if self._closed:
                     raise ClientClosedError("the producer is closed")
                 if remaining <= 0:
-                    meta = self.cluster.topics.get(topic)
-                    why = ("it does not exist (and was not auto-created)" if meta is None or meta.error_code == 3
-                           else f"metadata error code {meta.error_code}")
                     raise KafkaTimeoutError(
                         f"topic {topic!r} not found in metadata within max_block_ms="
-                        f"{self.config.max_block_ms}: {why}"
+                        f"{self.config.max_block_ms}: {meta.why_unavailable(topic)}"
                     )
                 self._meta_cond.wait(min(remaining, 0.1))
 
@@ -334,8 +342,12 @@ class Producer:
             n = self._partition_counts.get(topic) or self._num_partitions(
                 topic, _monotonic() + self.config.max_block_ms / 1000.0)
             partition, sticky = choose_partition(topic, key, n, self._partitioner, self._sticky)
-        elif type(partition) is not int or partition < 0:
-            partition = check_partition(partition)
+        else:
+            if type(partition) is not int or partition < 0:
+                partition = check_partition(partition)
+            # As the Java client: a partition the topic lacks is refused before queueing.
+            check_partition_in_range(topic, partition, self._partition_counts.get(topic) or self._num_partitions(
+                topic, _monotonic() + self.config.max_block_ms / 1000.0))
         record = (key, value, timestamp, headers) if headers else (key, value, timestamp)
         tp = (topic, partition)
         wake = kick = False
@@ -397,8 +409,12 @@ class Producer:
         self._check_fork()
         now_ms = int(time.time() * 1000)
         deadline = time.monotonic() + self.config.max_block_ms / 1000.0
+        n = self._num_partitions(topic, deadline)
         if partition is None:
-            partition = self._sticky.partition(topic, self._num_partitions(topic, deadline))
+            partition = self._sticky.partition(topic, n)
+        else:
+            partition = check_partition(partition)
+            check_partition_in_range(topic, partition, n)
         # Each piece: (Columns, None) or (record list, its magic-2 encoding).
         pieces: list[tuple[Any, bytes | None]] = []
         if isinstance(data, Columns):
@@ -406,6 +422,9 @@ class Producer:
         elif type(data).__module__.startswith("pyarrow"):
             batches = data.to_batches() if hasattr(data, "to_batches") else [data]
             pieces.extend((Columns.from_arrow(b), None) for b in batches)
+        elif isinstance(data, (bytes, bytearray, memoryview, str)):
+            raise errors.EncodeError(f"send_batch: data is one {type(data).__name__} value; pass a "
+                                     f"sequence of values or records, e.g. [value]")
         else:
             pieces = self._encode_pieces(data, now_ms)
         out = Future()
@@ -487,7 +506,19 @@ class Producer:
                 pass  # values (bytes) among the tuples: normalized below, then encoded again
         records = [(None, r) if r is None or isinstance(r, (bytes, bytearray, memoryview)) else r
                    for r in records]
-        return self._encode_records(records, now_ms)
+        try:
+            return self._encode_records(records, now_ms)
+        except errors.EncodeError as exc:
+            bad = next((i for i, r in enumerate(records)
+                        if not isinstance(r, (tuple, codec.Record))), None)
+            if bad is None:
+                raise
+            # The encoder knows only tuples; the caller may have passed values too.
+            raise errors.EncodeError(
+                f"send_batch: item {bad} is {type(records[bad]).__name__} {records[bad]!r:.60}; each item "
+                f"must be a value (bytes, bytearray, memoryview or None) or a (key, value"
+                f"[, timestamp[, headers]]) tuple of bytes (send_batch does not apply "
+                f"value_serializer: encode str values first)") from exc
 
     def _encode_records(self, records: list, now_ms: int) -> list[tuple[list, bytes]]:
         limit = self._max_request - _BATCH_OVERHEAD - 512
@@ -684,7 +715,12 @@ class Producer:
                     self._partition_counts[topic] = n
                     changed = True
             elif meta is not None:
-                cluster.request_refresh()  # unknown topic / no leader yet: ask again
+                if errors.for_code(meta.error_code).retriable:
+                    cluster.request_refresh()  # unknown topic / no leader yet: ask again
+                elif self._errors_told.get(topic) != cluster.meta.topic_seen.get(topic):
+                    # A new answer with a permanent error: the callers waiting raise it.
+                    self._errors_told[topic] = cluster.meta.topic_seen.get(topic)
+                    changed = True
         if changed:
             with self._meta_cond:
                 self._meta_cond.notify_all()
