@@ -197,6 +197,9 @@ class AsyncConsumer:
                     break
                 by_node.setdefault(leader, []).append(tp)
             if not by_node:
+                exc = self.cluster.meta.take_topic_error({t.topic for t in todo})
+                if exc is not None:  # not authorized, invalid: waiting cannot help
+                    raise exc
                 try:
                     self.cluster.meta.need_refresh = True
                     await self.cluster.refresh(remaining)
@@ -241,6 +244,8 @@ class AsyncConsumer:
         by_node, offsets, buffered, leaderless = f.plan(self.cluster.leader_for)
         if leaderless:
             self.cluster.meta.need_refresh = True
+            if f.pending_error is None:  # the next poll raises a permanent topic error
+                f.pending_error = self.cluster.meta.take_topic_error(f.assigned_topics())
         now = self._now()
         for node, tps in by_node.items():
             if node in self._inflight or self._fetch_backoff.get(node, 0.0) > now:

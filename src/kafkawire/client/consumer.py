@@ -180,6 +180,9 @@ class Consumer:
             for tp in todo:
                 leader = self.cluster.leader_for(*tp)
                 if leader is None:
+                    exc = self.cluster.meta.take_topic_error({t.topic for t in todo})
+                    if exc is not None:  # not authorized, invalid: waiting cannot help
+                        raise exc
                     try:
                         self.cluster.refresh(remaining)
                     except KafkaTimeoutError as exc:
@@ -228,6 +231,8 @@ class Consumer:
         by_node, offsets, buffered, leaderless = f.plan(self.cluster.leader_for)
         if leaderless:
             self.cluster.request_refresh()
+            if f.pending_error is None:  # the next poll raises a permanent topic error
+                f.pending_error = self.cluster.meta.take_topic_error(f.assigned_topics())
         now = time.monotonic()
         for node, tps in by_node.items():
             if node in self._inflight or self._fetch_backoff.get(node, 0.0) > now:
