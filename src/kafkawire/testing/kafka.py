@@ -296,6 +296,12 @@ class KafkaCluster(Lifecycle):
     (``transaction_version=0`` formats Kafka 4 without KIP-890).  ``broker_config`` adds or
     overrides server.properties entries on every node.  ``plaintext_port`` fixes node 1's
     PLAINTEXT port (default: a free one, as for every other port).
+
+    ``super_users`` (SASL user names) turns on Kafka's ACL authorizer (StandardAuthorizer):
+    those users may do anything, and so may PLAINTEXT clients (the nodes talk to each other
+    and to the controller over PLAINTEXT as User:ANONYMOUS, which must stay a super user);
+    every other SASL user has no ACL, so each of its calls is refused with an
+    authorization error (TOPIC_/GROUP_/CLUSTER_AUTHORIZATION_FAILED, ...).
     """
 
     def __init__(
@@ -313,6 +319,7 @@ class KafkaCluster(Lifecycle):
         group_version: int | None = None,
         broker_config: Mapping[str, Any] | None = None,
         plaintext_port: int | None = None,
+        super_users: Iterable[str] | None = None,
         jvm_options: Iterable[str] = _DEFAULT_JVM_OPTIONS,
         start_timeout: float = 120.0,
         stop_timeout: float = 20.0,
@@ -339,6 +346,7 @@ class KafkaCluster(Lifecycle):
         self.group_version = group_version
         self.broker_config = dict(broker_config or {})
         self.plaintext_port = plaintext_port
+        self.super_users = None if super_users is None else list(super_users)
         self.jvm_options = list(jvm_options)
         self.start_timeout = start_timeout
         self.stop_timeout = stop_timeout
@@ -477,6 +485,9 @@ class KafkaCluster(Lifecycle):
             })
             if "SSL" in self.listeners:
                 props["listener.name.ssl.ssl.client.auth"] = self.ssl_client_auth
+        if self.super_users is not None:
+            props["authorizer.class.name"] = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+            props["super.users"] = ";".join(f"User:{u}" for u in ["ANONYMOUS", *self.super_users])
         props.update({k: str(v).lower() if isinstance(v, bool) else str(v)
                       for k, v in self.broker_config.items()})
         return props
