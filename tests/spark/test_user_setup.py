@@ -68,3 +68,13 @@ def test_an_option_error_is_the_first_line_the_user_reads(spark, kafka_broker):
         reader().load().collect()
     assert ("KafkawireOptionError: option 'subscribe' names topics that do not exist: ['setup-no-such-topic']"
             in _first_line(info.value))
+
+
+def test_a_streams_option_error_is_its_first_line_too(spark, kafka_broker, tmp_path):
+    q = (spark.readStream.format("kafkawire").option("kafka.bootstrap.servers", kafka_broker.bootstrap)
+         .option("subscribe", "setup-any").option("endingOffsets", "latest").load()
+         .writeStream.format("noop").option("checkpointLocation", str(tmp_path)).trigger(availableNow=True).start())
+    with pytest.raises(Exception) as info:  # noqa: PT011 - PySpark's StreamingQueryException
+        q.awaitTermination(120)
+    assert ("kafkawire.spark.KafkawireOptionError: option 'endingOffsets' is for batch queries only"
+            in _first_line(info.value))

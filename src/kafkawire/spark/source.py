@@ -117,9 +117,15 @@ class KafkawireDataSource(DataSource):
     def reader(self, schema: StructType) -> DataSourceReader:
         return KafkawireReader(SourceOptions.parse(self.options, streaming=False), schema)
 
-    @_option_error_first
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        return KafkawireStreamReader(SourceOptions.parse(self.options, streaming=True), schema)
+        try:
+            opts = SourceOptions.parse(self.options, streaming=True)
+        except KafkawireOptionError as exc:
+            # PySpark 4.3's stream runner stops the reader in a `finally` even when making
+            # it failed, and the UnboundLocalError that raises replaces the option error:
+            # the error is raised by the reader's first call instead.
+            return _RefusedStreamReader(exc)
+        return KafkawireStreamReader(opts, schema)
 
     @_option_error_first
     def writer(self, schema: StructType, overwrite: bool) -> KafkawireWriter:
@@ -362,6 +368,25 @@ class KafkawireStreamReader(_RangeReading, DataSourceStreamReader, SupportsTrigg
 
     def stop(self) -> None:
         pass  # the cached consumer is shared by every query of this process
+
+
+class _RefusedStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """A stream whose options were refused: every driver-side call raises the error."""
+
+    def __init__(self, error: KafkawireOptionError):
+        self.error = error
+
+    @_option_error_first
+    def _refuse(self, *args: Any) -> Any:
+        raise self.error
+
+    initialOffset = latestOffset = partitions = prepareForTriggerAvailableNow = _refuse
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        raise self.error
+
+    def stop(self) -> None:
+        pass
 
 
 # -- the sink -----------------------------------------------------------------------------
