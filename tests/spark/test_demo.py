@@ -53,6 +53,8 @@ def test_pipeline_totals_match(spark, kafka_broker, demo_topic, reference):
     assert stats["result"] == expected  # the closed form, not just run_pipeline's own check
     assert min(stats["read_s"], stats["write_s"], stats["back_s"]) > 0
     assert "read 4,000 records" in log.getvalue()
+    # The session has Spark's JVM connector (conftest): the demo shows its read beside kafkawire's.
+    assert stats["jvm_read_rows"] == COUNT and "the same read through Spark's JVM connector" in log.getvalue()
     assert spark.range(3).count() == 3  # a session it was given is left running
 
 

@@ -101,12 +101,43 @@ def compare(expected: Totals, got: Totals) -> list[str]:
 def _session() -> Any:
     from kafkawire.spark import local_session
 
-    return local_session("kafkawire-demo", conf={
+    conf = {
         # A few hundred groups: the default 200 shuffle partitions would be 200 sink tasks.
         "spark.sql.shuffle.partitions": "2",
         # Lets kafkawire's reader narrow its offset ranges to the warm-up's filter below.
         "spark.sql.python.filterPushdown.enabled": "true",
-    })
+    }
+    jars = _cached_connector_jars()
+    if jars:
+        conf["spark.jars"] = ",".join(jars)
+    return local_session("kafkawire-demo", conf=conf)
+
+
+def _cached_connector_jars() -> list[str]:
+    """Spark's JVM Kafka connector's jars when a test or benchmark run has cached them
+    (never a download here), so the demo can show its read beside kafkawire's."""
+    try:
+        from kafkawire.testing._maven import is_cached
+        from kafkawire.testing.spark import SPARK_CONNECTOR_VERSION, kafka_connector_jars
+    except ImportError:
+        return []
+    if not is_cached(f"spark-kafka-connector-{SPARK_CONNECTOR_VERSION}"):
+        return []
+    return kafka_connector_jars()
+
+
+def _timed_read(spark: Any, fmt: str, bootstrap: str, topic: str) -> tuple[int, float]:
+    """(records, seconds) of the read stage: every record, projected to what the
+    aggregation needs, cached and counted."""
+    from pyspark.sql import functions as F
+
+    t0 = time.monotonic()
+    slim = (spark.read.format(fmt).option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic).load()
+            .select("key", "timestamp", F.length("value").alias("value_length")).cache())
+    rows = slim.count()
+    seconds = time.monotonic() - t0
+    slim.unpersist()
+    return rows, seconds
 
 
 def _read(spark: Any, bootstrap: str, topic: str) -> Any:
@@ -166,6 +197,14 @@ def run_pipeline(bootstrap: str, topic: str, out_topic: str,
         stats["read_rows"] = slim.count()
         stats["read_s"] = time.monotonic() - t0
         print(f"spark: read {stats['read_rows']:,} records of {topic}", file=stream)
+        if "spark-sql-kafka-0-10" in spark.conf.get("spark.jars", ""):
+            # The same read stage through Spark's JVM connector, in the same session (its
+            # first use: class loading and JIT included, as a job's first read has them).
+            rows, seconds = _timed_read(spark, "kafka", bootstrap, topic)
+            stats["jvm_read_rows"], stats["jvm_read_s"] = rows, seconds
+            print(f"spark: the same read through Spark's JVM connector (format(\"kafka\")): {rows:,} records, "
+                  f"{rows / seconds:,.0f} rows/s; format(\"kafkawire\"): "
+                  f"{stats['read_rows'] / stats['read_s']:,.0f} rows/s", file=stream)
 
         t0 = time.monotonic()
         groups = (slim.groupBy(F.window("timestamp", WINDOW).alias("window"), "key")
