@@ -1,12 +1,15 @@
-"""kafkawire's Spark source and sink side by side with Spark's own Python-data-source limits.
+"""kafkawire's Spark source and sink side by side with Spark's own Python-data-source limits
+and with Spark's JVM Kafka connector (``format("kafka")``, spark-sql-kafka-0-10).
 
-One process, one SparkSession (local[2]), one Tansu broker on loopback (started here).
-Every round runs every case once, the case order rotating from round to round, so the
-drift of a shared machine hits every case alike; the tables show medians over the rounds.
-Run with:
+One process, one SparkSession (local[2]) with the JVM connector's jars
+(kafkawire.testing.spark.kafka_connector_jars), one Apache Kafka node on loopback (started
+here; ``--broker tansu`` for a Tansu broker instead, where the JVM connector's cases are
+left out).  Every round runs every case once, the case order rotating from round to round,
+so the drift of a shared machine hits every case alike; the tables show medians over the
+rounds.  Run with:
 
-    .venv/bin/python bench/compare_spark.py [--quick] [--rows N] [--rounds R]
-        [--cases ceiling,kw_read,tuple_read,noop_writer,kw_sink] [--markdown PATH]
+    .venv/bin/python bench/compare_spark.py [--quick] [--rows N] [--rounds R] [--broker kafka|tansu]
+        [--cases ceiling,kw_read,tuple_read,...] [--markdown PATH]
 
 Cases (N rows each, default 5,000,000; Kafka-shaped: 16-byte keys, 100-byte values):
 
@@ -23,13 +26,19 @@ Cases (N rows each, default 5,000,000; Kafka-shaped: 16-byte keys, 100-byte valu
   topic per round; the broker's end offsets are checked after each write).
 - ``empty``: the ceiling source with 2 rows: the fixed cost of one Python-source query,
   contained in every case above (shown for context, not part of any target).
+- ``jvm_read``, ``jvm_sink``: ``kw_read`` and ``kw_sink`` through ``format("kafka")``.
+- ``kw_window``, ``jvm_window``: the read topic through each connector into per-key counts
+  and value-length sums over one-minute event-time windows (the demo's pipeline), to noop.
+- ``kw_stream``, ``jvm_stream``: the read topic as a stream from the earliest offsets with
+  ``Trigger.AvailableNow`` and ``maxOffsetsPerTrigger`` N/4 (four micro-batches), to noop.
 
 Variants, run only when named in ``--cases``: ``ceiling64k`` (the ceiling with 65,536-row
 batches instead of 10,000: no measurable difference here) and ``kw_read_osbuf`` (the
 kafkawire read with ``kafka.receive.buffer.bytes=-1``: no measurable difference either).
 
 Targets: kafkawire read >= 80 % of the ceiling and >= 4x the tuple read; kafkawire sink
->= 80 % of the noop Arrow writer.  Everything shares the machine's cores: the Spark JVM,
+>= 80 % of the noop Arrow writer; every kafkawire case at or above the JVM connector's.
+The JVM connector's JIT warms over the first rounds: its medians need three or more.  Everything shares the machine's cores: the Spark JVM,
 its Python workers and the broker.  The table therefore also shows the CPU seconds each
 of them used per case, and the ratios per CPU second with and without the broker's share
 (on a 2-core machine a read that costs the broker CPU cannot keep up with a source that
@@ -71,8 +80,17 @@ TARGET_READ_VS_CEILING = 0.80
 TARGET_READ_VS_TUPLES = 4.0
 TARGET_SINK_VS_NOOP = 0.80
 
-READ_CASES = ("ceiling", "kw_read", "tuple_read", "ceiling64k", "kw_read_osbuf")
-ALL_CASES = ("ceiling", "kw_read", "tuple_read", "noop_writer", "kw_sink", "empty")
+READ_CASES = ("ceiling", "kw_read", "tuple_read", "ceiling64k", "kw_read_osbuf", "jvm_read", "kw_stream", "jvm_stream")
+TOPIC_CASES = ("kw_read", "kw_read_osbuf", "tuple_read", "jvm_read", "kw_window", "jvm_window", "kw_stream",
+               "jvm_stream")
+JVM_CASES = ("jvm_read", "jvm_window", "jvm_stream", "jvm_sink")
+# (what, kafkawire's case, the JVM connector's)
+AGAINST_JVM = (("batch read to noop", "kw_read", "jvm_read"),
+               ("per-key counts and sums over 1-minute windows", "kw_window", "jvm_window"),
+               ("stream, Trigger.AvailableNow, 4 micro-batches", "kw_stream", "jvm_stream"),
+               ("sink", "kw_sink", "jvm_sink"))
+ALL_CASES = ("ceiling", "kw_read", "tuple_read", "noop_writer", "kw_sink", "empty", "jvm_read", "kw_window",
+             "jvm_window", "kw_stream", "jvm_stream", "jvm_sink")
 EXTRA_CASES = ("ceiling64k", "kw_read_osbuf")  # variants, run only when named in --cases
 LABELS = {
     "ceiling": "ceiling: prebuilt Arrow batch, repeated -> noop",
@@ -83,6 +101,12 @@ LABELS = {
     "empty": "empty query: ceiling source, 2 rows -> noop",
     "ceiling64k": "ceiling with 65,536-row batches -> noop",
     "kw_read_osbuf": 'kafkawire read, kafka.receive.buffer.bytes=-1 (OS default) -> noop',
+    "jvm_read": 'JVM connector read: format("kafka") -> noop',
+    "kw_window": 'kafkawire read -> 1-minute windows per key -> noop',
+    "jvm_window": 'JVM connector read -> 1-minute windows per key -> noop',
+    "kw_stream": 'kafkawire stream, AvailableNow -> noop',
+    "jvm_stream": 'JVM connector stream, AvailableNow -> noop',
+    "jvm_sink": 'JVM connector sink: write.format("kafka")',
 }
 
 
@@ -462,10 +486,14 @@ class MemorySampler:
 # The session and the cases
 # ---------------------------------------------------------------------------------------
 
-def make_session() -> Any:
+def make_session(jvm_connector: bool) -> Any:
     from kafkawire.spark import local_session
+    from kafkawire.testing.spark import kafka_connector_jars
 
-    return local_session("kafkawire-compare-spark", conf={"spark.sql.python.filterPushdown.enabled": "true"})
+    conf = {"spark.sql.python.filterPushdown.enabled": "true", "spark.sql.shuffle.partitions": "2"}
+    if jvm_connector:
+        conf["spark.jars"] = ",".join(kafka_connector_jars())  # resolved from Maven Central once, then cached
+    return local_session("kafkawire-compare-spark", conf=conf)
 
 
 def jvm_pid(spark: Any) -> int | None:
@@ -516,11 +544,46 @@ class Bench:
         self.ceiling_df(2).write.format("noop").mode("overwrite").save()
         return 2, None
 
-    def kw_df(self, **kafka: str) -> Any:
-        r = self.spark.read.format("kafkawire").option("kafka.bootstrap.servers", self.bootstrap)
+    def kw_df(self, fmt: str = "kafkawire", **kafka: str) -> Any:
+        r = self.spark.read.format(fmt).option("kafka.bootstrap.servers", self.bootstrap)
         for k, v in kafka.items():
             r = r.option(f"kafka.{k.replace('_', '.')}", v)
         return r.option("subscribe", self.read_topic).load()
+
+    def jvm_read(self, n: int) -> tuple[int, str | None]:
+        self.kw_df("kafka").write.format("noop").mode("overwrite").save()
+        return n, None
+
+    def _window(self, fmt: str, n: int) -> tuple[int, str | None]:
+        from pyspark.sql import functions as F
+
+        (self.kw_df(fmt).groupBy(F.window("timestamp", "1 minute"), "key")
+         .agg(F.count("*"), F.sum(F.length("value"))).write.format("noop").mode("overwrite").save())
+        return n, None
+
+    def kw_window(self, n: int) -> tuple[int, str | None]:
+        return self._window("kafkawire", n)
+
+    def jvm_window(self, n: int) -> tuple[int, str | None]:
+        return self._window("kafka", n)
+
+    def _stream(self, fmt: str, n: int) -> tuple[int, str | None]:
+        q = (self.spark.readStream.format(fmt).option("kafka.bootstrap.servers", self.bootstrap)
+             .option("subscribe", self.read_topic).option("startingOffsets", "earliest")
+             .option("maxOffsetsPerTrigger", str(max(1, n // 4))).load()
+             .writeStream.format("noop").option("checkpointLocation", tempfile.mkdtemp(dir=self.workdir))
+             .trigger(availableNow=True).start())
+        q.awaitTermination()
+        if q.exception() is not None:
+            raise RuntimeError(str(q.exception()))
+        got = sum(p["numInputRows"] for p in q.recentProgress)
+        return got, None if got == n else f"read {got:,} of {n:,}"
+
+    def kw_stream(self, n: int) -> tuple[int, str | None]:
+        return self._stream("kafkawire", n)
+
+    def jvm_stream(self, n: int) -> tuple[int, str | None]:
+        return self._stream("kafka", n)
 
     def kw_read(self, n: int) -> tuple[int, str | None]:
         self.kw_df().write.format("noop").mode("overwrite").save()
@@ -547,13 +610,16 @@ class Bench:
         got = int(open(countfile).read())
         return got, None if got == n else f"wrote {got:,} of {n:,}"
 
-    def kw_sink(self, n: int) -> tuple[int, str | None]:
+    def kw_sink(self, n: int, fmt: str = "kafkawire") -> tuple[int, str | None]:
         out = f"spark-sink-{uuid.uuid4().hex[:8]}"
         self.admin.create(out)
         self._sink_topic = out
-        (self.ceiling_df(n, ("key", "value")).write.format("kafkawire")
+        (self.ceiling_df(n, ("key", "value")).write.format(fmt)
          .option("kafka.bootstrap.servers", self.bootstrap).option("topic", out).mode("append").save())
         return n, None
+
+    def jvm_sink(self, n: int) -> tuple[int, str | None]:
+        return self.kw_sink(n, "kafka")
 
     def after_sink(self, out: Outcome) -> None:
         """Untimed: the sink's topic must hold exactly N records; then it is deleted."""
@@ -600,7 +666,7 @@ class Bench:
         if sampler:
             base = sampler.base_pss_sum or 0
             out.mem = (sampler.peak_pss_sum, sampler.peak_rss_max, sampler.peak_procs, sampler.peak_pss_sum - base)
-        if case == "kw_sink":
+        if case in ("kw_sink", "jvm_sink"):
             self.after_sink(out)
         return out
 
@@ -620,25 +686,26 @@ def show(case: str, out: Outcome) -> None:
 # ---------------------------------------------------------------------------------------
 
 def run(args: argparse.Namespace) -> tuple[dict[str, list[Outcome]], dict[str, Any]]:
-    from kafkawire.testing import TansuBroker
+    from kafkawire.testing import KafkaCluster, TansuBroker
 
-    info: dict[str, Any] = {}
+    info: dict[str, Any] = {"broker": args.broker}
     results: dict[str, list[Outcome]] = {}
     cases = list(args.cases)
-    needs_topic = any(c in cases for c in ("kw_read", "kw_read_osbuf", "tuple_read"))
+    needs_topic = any(c in cases for c in TOPIC_CASES)
 
     t0 = time.monotonic()
-    spark = make_session()
+    spark = make_session(any(c in cases for c in JVM_CASES))
     info["session_s"] = time.monotonic() - t0
     info["spark"] = spark.version
     for cls in define_sources().values():
         spark.dataSource.register(cls)
     workdir = tempfile.mkdtemp(prefix="compare-spark-")
     try:
-        with TansuBroker() as broker:
+        with (KafkaCluster(1) if args.broker == "kafka" else TansuBroker()) as broker:
             bootstrap = broker.bootstrap
-            print(f"Tansu broker pid {broker.pid} on {bootstrap}; Spark {spark.version}, JVM pid {jvm_pid(spark)}",
-                  file=sys.stderr, flush=True)
+            broker_pid = broker.nodes[0].pid if args.broker == "kafka" else broker.pid
+            print(f"{args.broker} broker pid {broker_pid} on {bootstrap}; Spark {spark.version}, "
+                  f"JVM pid {jvm_pid(spark)}", file=sys.stderr, flush=True)
             admin = Admin(bootstrap)
             try:
                 read_topic = f"spark-read-{uuid.uuid4().hex[:8]}"
@@ -651,7 +718,7 @@ def run(args: argparse.Namespace) -> tuple[dict[str, list[Outcome]], dict[str, A
                     got = topic_end_offsets(bootstrap, read_topic)
                     if got != ends:
                         raise RuntimeError(f"{read_topic} end offsets {got}, expected {ends}")
-                bench = Bench(spark, bootstrap, broker.pid, args.rows, read_topic, ends, admin, workdir)
+                bench = Bench(spark, bootstrap, broker_pid, args.rows, read_topic, ends, admin, workdir)
                 if "kw_read" in cases or "kw_read_osbuf" in cases:
                     t = time.perf_counter()
                     count = bench.kw_df().count()
@@ -662,7 +729,7 @@ def run(args: argparse.Namespace) -> tuple[dict[str, list[Outcome]], dict[str, A
                 warm = min(args.rows, 200_000)
                 print(f"warm-up ({warm:,} rows per case)", file=sys.stderr, flush=True)
                 for case in cases:
-                    if case in ("kw_read", "kw_read_osbuf", "tuple_read"):
+                    if case in TOPIC_CASES:
                         continue  # they read the whole topic; the first round warms them
                     show(case, bench.run_case(case, warm))
                 for r in range(args.rounds):
@@ -682,6 +749,9 @@ def run(args: argparse.Namespace) -> tuple[dict[str, list[Outcome]], dict[str, A
     return results, info
 
 
+BROKERS = {"kafka": "one Apache Kafka node (KafkaCluster)", "tansu": "one Tansu broker (in-memory storage)"}
+
+
 def median(xs: list[float]) -> float | None:
     return statistics.median(xs) if xs else None
 
@@ -693,8 +763,8 @@ def report(results: dict[str, list[Outcome]], info: dict[str, Any], args: argpar
         "# kafkawire Spark benchmark",
         "",
         f"{platform.python_implementation()} {platform.python_version()} on {platform.machine()}, "
-        f"{os.cpu_count()} CPUs (shared); PySpark {info.get('spark', '?')} local[2], one SparkSession; one Tansu "
-        f"broker on loopback (in-memory storage); median of {args.rounds} interleaved rounds (case order rotating); "
+        f"{os.cpu_count()} CPUs (shared); PySpark {info.get('spark', '?')} local[2], one SparkSession; "
+        f"{BROKERS[info['broker']]} on loopback; median of {args.rounds} interleaved rounds (case order rotating); "
         f"{n:,} rows per case, {KEY_SIZE}-byte keys and {VALUE_SIZE}-byte values, "
         f"{PARTITIONS} partitions (= {PARTITIONS} Spark tasks). Time: the whole `save()` call, "
         f"planning included (see the empty-query row for that fixed cost).",
@@ -713,7 +783,7 @@ def report(results: dict[str, list[Outcome]], info: dict[str, Any], args: argpar
             got = [x for x in xs if x is not None]
             return f"{median(got):.1f}" if got else "?"
         cpu = (f"{med([o.jvm_cpu for o in outs])} / {med([o.py_cpu for o in outs])} / "
-               f"{med([o.broker_cpu for o in outs]) if case in ('kw_read', 'kw_read_osbuf', 'tuple_read', 'kw_sink') else '-'}")
+               f"{med([o.broker_cpu for o in outs]) if case in TOPIC_CASES + ('kw_sink', 'jvm_sink') else '-'}")
         mems = [o.mem for o in outs if o.mem and o.mem[0]]
         mem = ""
         if mems:
@@ -768,13 +838,25 @@ def report(results: dict[str, list[Outcome]], info: dict[str, Any], args: argpar
         info_row("sink vs noop writer, rows per CPU-s of JVM + Python workers", "kw_sink", "noop_writer", False),
         info_row("sink vs noop writer, rows per CPU-s of JVM + Python workers + broker", "kw_sink", "noop_writer",
                  True),
+    ]
+    if any(results.get(jvm) for _w, _k, jvm in AGAINST_JVM):
+        lines += ["", "| against the JVM connector | kafkawire | JVM connector | kafkawire / JVM | target | |",
+                  "|---|---|---|---|---|---|"]
+        for what, mine, jvm in AGAINST_JVM:
+            a, b = rate.get(mine), rate.get(jvm)
+            if not a or not b:
+                continue
+            pairs = [x.rate / y.rate for x, y in zip(results[mine], results[jvm]) if x.rate and y.rate]
+            lines.append(f"| {what} | {a:,.0f}/s | {b:,.0f}/s | {a / b:.2f}x (rounds {min(pairs):.2f}–"
+                         f"{max(pairs):.2f}) | >= 1x | {'PASS' if a >= b else 'MISS'} |")
+    lines += [
         "",
         "Memory (read cases; worst round): peak of the summed PSS (proportional set size, /proc smaps_rollup) "
         "of every Python process under the Spark JVM (the pyspark daemon, the workers it forks, the planner "
         "processes), sampled 10x/s; idle workers left from earlier cases are included, hence also the growth "
         "over the case and the RSS of the largest single process (a reading worker). CPU: seconds used during the "
         "case (median) by the Spark JVM, by the Python processes under it (including workers reaped meanwhile; "
-        "short-lived planner processes are missed) and by the Tansu broker: all three share the 2 cores.",
+        "short-lived planner processes are missed) and by the broker: all three share the 2 cores.",
     ]
     if "produce_rate" in info:
         lines += ["", f"Read topic produced once before the rounds with `Producer.send_batch`: "
@@ -789,11 +871,15 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="500,000 rows, 3 rounds")
     parser.add_argument("--cases", default=",".join(ALL_CASES),
                         help=f"comma-separated, from {','.join(ALL_CASES + EXTRA_CASES)} (default: all but the variants)")
+    parser.add_argument("--broker", choices=sorted(BROKERS), default="kafka",
+                        help="the broker started for the run (kafka; tansu leaves the JVM connector out)")
     parser.add_argument("--markdown", metavar="PATH", help="also write the tables to PATH")
     args = parser.parse_args()
     args.rows = args.rows or (500_000 if args.quick else 5_000_000)
     args.rounds = args.rounds or (3 if args.quick else 5)
     args.cases = [c.strip() for c in args.cases.split(",") if c.strip()]
+    if args.broker == "tansu":  # the JVM connector is compared on the reference broker only
+        args.cases = [c for c in args.cases if c not in JVM_CASES]
     bad = [c for c in args.cases if c not in ALL_CASES + EXTRA_CASES]
     if bad:
         parser.error(f"unknown case(s) {bad}; choose from {', '.join(ALL_CASES)}")
