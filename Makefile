@@ -77,6 +77,7 @@ bench: build
 	$(PY) bench/compare_compat.py $(BENCH_ARGS) --markdown bench/results/compat.md
 	$(PY) bench/compare_compat_aiokafka.py $(BENCH_ARGS) --markdown bench/results/compat_aiokafka.md
 	$(PY) bench/compare_aio.py $(BENCH_ARGS) --markdown bench/results/aio.md
+	$(PY) bench/compare_latency.py $(BENCH_ARGS) --markdown bench/results/latency.md
 	$(PY) bench/readme_tables.py
 
 # The quick side-by-side benchmarks, each ratio against a peer checked against its floor in

@@ -1,0 +1,593 @@
+"""Latency: kafkawire (sync and asyncio) against confluent-kafka, aiokafka and kafka-python.
+
+Produce -> acknowledgement and produce -> consume (end to end, the consumer a separate
+process of the same client) for one partition, at fixed offered rates: ``serial`` (one
+record at a time: send, wait for its acknowledgement, next) and 1k/s, 10k/s, 100k/s.  At a
+fixed rate record i is due at t0 + i/rate and its latency counts from that due time, not
+from when the client got round to sending it, so a client that falls behind shows it
+(no coordinated omission); a client whose sends end more than 20% late is marked
+"behind" (it cannot offer that rate).  The end-to-end clock is ``time.perf_counter()``
+(CLOCK_MONOTONIC, the same in both processes): the due time travels in the value.
+
+Interleaved: every round runs every client at every rate on a fresh topic, the client
+order alternating from round to round; percentiles are over all rounds' records pooled.
+Every producer: acks=1, linger 0, 100-byte values; consumers: their defaults
+(fetch_min_bytes 1, so the broker answers a waiting fetch as soon as a record lands).
+
+    .venv/bin/python bench/compare_latency.py [--quick] [--brokers tansu,kafka]
+        [--rates serial,1000,10000,100000] [--clients ...] [--rounds R] [--markdown PATH]
+        [--json PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import os
+import platform
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+
+from report import write_json, write_markdown
+
+CLIENTS = ("kafkawire", "kafkawire.aio", "confluent-kafka", "aiokafka", "kafka-python")
+RATES = ("serial", "1000", "10000", "100000")
+VALUE_SIZE = 100
+WARMUP = 20  # serial records first (connections, metadata), left out of the figures
+_VALUE = struct.Struct(">dI")  # due time (perf_counter seconds), sequence; padded
+_PAD = b"x" * (VALUE_SIZE - _VALUE.size)
+_WARM_SEQ = 0xFFFFFFFF
+BEHIND = 1.2  # sends that end later than 1.2x the offered duration: the rate is not met
+GIVE_UP = 1.0  # a client this many seconds behind its schedule stops sending (it is behind)
+IDLE_END = 3.0  # a consumer that saw records and then none for this long has them all
+
+
+def value(due: float, seq: int) -> bytes:
+    return _VALUE.pack(due, seq) + _PAD
+
+
+def records_for(rate: str, quick: bool) -> int:
+    if rate == "serial":
+        return 500 if quick else 2000
+    r = int(rate)
+    seconds = 1.0 if quick else 2.0
+    return max(200, min(int(r * seconds), 200_000))
+
+
+# ---------------------------------------------------------------------------------------
+# Producers: each returns (ack latencies in seconds, seconds the sends took)
+# ---------------------------------------------------------------------------------------
+
+
+class Pacer:
+    """Due times at a fixed rate (None: serial) and the acknowledgement latencies."""
+
+    def __init__(self, rate: str, n: int):
+        self.n = n
+        self.interval = None if rate == "serial" else 1.0 / int(rate)
+        self.acks = [math.nan] * n
+        self.start = 0.0
+
+    def due(self, i: int) -> float:
+        return self.start + i * self.interval
+
+    def wait_until(self, t: float, idle=None) -> None:
+        """Sleep to ``t`` (``idle(seconds)`` serves a client's callbacks meanwhile); the
+        last 200 µs, finer than a sleep, spin on sleep(0), which lets the client's own
+        threads have the GIL (a bare spin would keep them waiting a switch interval)."""
+        while True:
+            left = t - time.perf_counter()
+            if left <= 0:
+                return
+            (idle or time.sleep)(left - 0.0002 if left > 0.0002 else 0)
+
+    def gave_up(self, i: int, due: float) -> bool:
+        """Every 512 records: True once the client is GIVE_UP seconds behind schedule."""
+        return not i & 511 and time.perf_counter() - due > GIVE_UP
+
+    def callback(self, i: int, due: float):
+        acks = self.acks
+        perf = time.perf_counter
+
+        def done(*_args) -> None:
+            acks[i] = perf() - due
+
+        return done
+
+
+def produce_kafkawire(bootstrap: str, topic: str, rate: str, n: int):
+    from kafkawire import Producer
+
+    p = Producer(bootstrap_servers=bootstrap, acks=1, linger_ms=0)
+    try:
+        for _ in range(WARMUP):
+            p.send(topic, value(0.0, _WARM_SEQ), partition=0).result(30)
+        pace, perf = Pacer(rate, n), time.perf_counter
+        pace.start = perf()
+        if pace.interval is None:
+            for i in range(n):
+                due = perf()
+                p.send(topic, value(due, i), partition=0).result(30)
+                pace.acks[i] = perf() - due
+        else:
+            for i in range(n):
+                due = pace.due(i)
+                if pace.gave_up(i, due):
+                    break
+                pace.wait_until(due)
+                p.send(topic, value(due, i), partition=0, callback=pace.callback(i, due))
+        took = perf() - pace.start
+        p.flush(60)
+        return pace.acks, took
+    finally:
+        p.close(10)
+
+
+def produce_kafkawire_aio(bootstrap: str, topic: str, rate: str, n: int):
+    from kafkawire.aio import AsyncProducer
+
+    async def run():
+        p = AsyncProducer(bootstrap_servers=bootstrap, acks=1, linger_ms=0)
+        await p.start()
+        try:
+            for _ in range(WARMUP):
+                await (await p.send(topic, value(0.0, _WARM_SEQ), partition=0))
+            return await _aio_paced(p, topic, rate, n, lambda f, cb: f.add_callback(cb))
+        finally:
+            await p.close(10)
+
+    return asyncio.run(run())
+
+
+async def _aio_paced(p, topic: str, rate: str, n: int, on_done):
+    """The asyncio producers' loop: ``await p.send(...)`` returns an awaitable future."""
+    pace, perf = Pacer(rate, n), time.perf_counter
+    pace.start = perf()
+    if pace.interval is None:
+        for i in range(n):
+            due = perf()
+            await (await p.send(topic, value(due, i), partition=0))
+            pace.acks[i] = perf() - due
+    else:
+        for i in range(n):
+            due = pace.due(i)
+            if pace.gave_up(i, due):
+                break
+            # never a bare spin: the client's sender task runs only when this one awaits
+            left = due - perf()
+            while left > 0:
+                await asyncio.sleep(left - 0.0002 if left > 0.0002 else 0)
+                left = due - perf()
+            on_done(await p.send(topic, value(due, i), partition=0), pace.callback(i, due))
+    took = perf() - pace.start
+    await p.flush()
+    return pace.acks, took
+
+
+def produce_aiokafka(bootstrap: str, topic: str, rate: str, n: int):
+    from aiokafka import AIOKafkaProducer
+
+    async def run():
+        p = AIOKafkaProducer(bootstrap_servers=bootstrap, acks=1, linger_ms=0)
+        await p.start()
+        try:
+            for _ in range(WARMUP):
+                await (await p.send(topic, value(0.0, _WARM_SEQ), partition=0))
+            return await _aio_paced(p, topic, rate, n,
+                                    lambda f, cb: f.add_done_callback(lambda _f: cb()))
+        finally:
+            await p.stop()
+
+    return asyncio.run(run())
+
+
+def produce_confluent(bootstrap: str, topic: str, rate: str, n: int):
+    import confluent_kafka
+
+    p = confluent_kafka.Producer({"bootstrap.servers": bootstrap, "acks": 1, "linger.ms": 0})
+    try:
+        for _ in range(WARMUP):
+            p.produce(topic, value(0.0, _WARM_SEQ), partition=0)
+            p.flush(30)
+        pace, perf = Pacer(rate, n), time.perf_counter
+        pace.start = perf()
+        if pace.interval is None:
+            for i in range(n):
+                due = perf()
+                done = pace.callback(i, due)
+                p.produce(topic, value(due, i), partition=0, on_delivery=done)
+                while math.isnan(pace.acks[i]):
+                    p.poll(1.0)  # returns as soon as the delivery report is served
+        else:
+            for i in range(n):
+                due = pace.due(i)
+                if pace.gave_up(i, due):
+                    break
+                pace.wait_until(due, p.poll)
+                p.produce(topic, value(due, i), partition=0, on_delivery=pace.callback(i, due))
+                p.poll(0)
+        took = perf() - pace.start
+        p.flush(60)
+        return pace.acks, took
+    finally:
+        p.flush(10)
+
+
+def produce_kafka_python(bootstrap: str, topic: str, rate: str, n: int):
+    import kafka
+
+    p = kafka.KafkaProducer(bootstrap_servers=bootstrap, acks=1, linger_ms=0)
+    try:
+        for _ in range(WARMUP):
+            p.send(topic, value(0.0, _WARM_SEQ), partition=0).get(30)
+        pace, perf = Pacer(rate, n), time.perf_counter
+        pace.start = perf()
+        if pace.interval is None:
+            for i in range(n):
+                due = perf()
+                p.send(topic, value(due, i), partition=0).get(30)
+                pace.acks[i] = perf() - due
+        else:
+            for i in range(n):
+                due = pace.due(i)
+                if pace.gave_up(i, due):
+                    break
+                pace.wait_until(due)
+                p.send(topic, value(due, i), partition=0).add_callback(pace.callback(i, due))
+        took = perf() - pace.start
+        p.flush(60)
+        return pace.acks, took
+    finally:
+        p.close(10)
+
+
+PRODUCERS = {
+    "kafkawire": produce_kafkawire,
+    "kafkawire.aio": produce_kafkawire_aio,
+    "confluent-kafka": produce_confluent,
+    "aiokafka": produce_aiokafka,
+    "kafka-python": produce_kafka_python,
+}
+
+
+# ---------------------------------------------------------------------------------------
+# Consumers (a child process each): read n records, write each one's latency
+# ---------------------------------------------------------------------------------------
+
+
+def consume(client: str, bootstrap: str, topic: str, n: int, deadline: float) -> list[float]:
+    """Poll until ``n`` measured records arrived (or ``deadline``); print "ready" once the
+    first poll returned, so the parent starts producing into a consumer already fetching."""
+    lat = [math.nan] * n
+    got = [0]
+    perf = time.perf_counter
+    last = [math.inf]  # when the latest record arrived
+
+    def seen(values) -> None:
+        now = perf()
+        if values:
+            last[0] = now
+        for v in values:
+            due, seq = _VALUE.unpack_from(v)
+            if seq != _WARM_SEQ and seq < n:
+                lat[seq] = now - due
+                got[0] += 1
+
+    def ready() -> None:
+        print("ready", flush=True)
+
+    if client == "kafkawire":
+        from kafkawire import Consumer
+
+        c = Consumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest")
+        c.assign([(topic, 0)])
+        c.poll(0.1)
+        ready()
+        while got[0] < n and perf() < deadline and perf() - last[0] < IDLE_END:
+            seen([r.value for r in c.poll(0.5)])
+        c.close()
+    elif client == "kafkawire.aio":
+        from kafkawire.aio import AsyncConsumer
+
+        async def run() -> None:
+            c = AsyncConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest")
+            await c.start()
+            c.assign([(topic, 0)])
+            await c.poll(0.1)
+            ready()
+            while got[0] < n and perf() < deadline and perf() - last[0] < IDLE_END:
+                seen([r.value for r in await c.poll(0.5)])
+            await c.close()
+
+        asyncio.run(run())
+    elif client == "confluent-kafka":
+        import confluent_kafka
+
+        c = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": "latency",
+                                      "enable.auto.commit": False,
+                                      "auto.offset.reset": "earliest"})
+        c.assign([confluent_kafka.TopicPartition(topic, 0, confluent_kafka.OFFSET_BEGINNING)])
+        c.poll(0.1)
+        ready()
+        while got[0] < n and perf() < deadline and perf() - last[0] < IDLE_END:
+            # poll() returns at the first record (consume(n, t) would wait for n or t)
+            first = c.poll(0.5)
+            if first is not None:
+                seen([m.value() for m in [first, *c.consume(1000, 0)] if m.error() is None])
+        c.close()
+    elif client == "aiokafka":
+        from aiokafka import AIOKafkaConsumer, TopicPartition
+
+        async def run() -> None:
+            c = AIOKafkaConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest",
+                                 enable_auto_commit=False)
+            await c.start()
+            c.assign([TopicPartition(topic, 0)])
+            await c.getmany(timeout_ms=100)
+            ready()
+            while got[0] < n and perf() < deadline and perf() - last[0] < IDLE_END:
+                for records in (await c.getmany(timeout_ms=500)).values():
+                    seen([r.value for r in records])
+            await c.stop()
+
+        asyncio.run(run())
+    elif client == "kafka-python":
+        import kafka
+
+        c = kafka.KafkaConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest",
+                                enable_auto_commit=False)
+        c.assign([kafka.TopicPartition(topic, 0)])
+        c.poll(timeout_ms=100)
+        ready()
+        while got[0] < n and perf() < deadline and perf() - last[0] < IDLE_END:
+            for records in c.poll(timeout_ms=500).values():
+                seen([r.value for r in records])
+        c.close()
+    else:
+        raise SystemExit(f"unknown client {client}")
+    return lat
+
+
+class ConsumerChild:
+    """``python compare_latency.py --consume ...`` in its own process."""
+
+    def __init__(self, client: str, bootstrap: str, topic: str, n: int, timeout: float):
+        self.out = tempfile.NamedTemporaryFile(prefix="latency-", suffix=".json", delete=False)
+        self.out.close()
+        cmd = [sys.executable, os.path.abspath(__file__), "--consume", client, bootstrap, topic,
+               str(n), str(timeout), self.out.name]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+        self.ready = threading.Event()
+        threading.Thread(target=self._watch, daemon=True).start()
+
+    def _watch(self) -> None:
+        for line in self.proc.stdout:
+            if line.strip() == "ready":
+                self.ready.set()
+
+    def result(self, timeout: float) -> list[float] | None:
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        try:
+            with open(self.out.name) as fh:
+                return [math.nan if x is None else x for x in json.load(fh)]
+        except (OSError, ValueError):
+            return None
+
+    def discard(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        try:
+            os.unlink(self.out.name)
+        except OSError:
+            pass
+
+
+# ---------------------------------------------------------------------------------------
+# One run, the rounds, the report
+# ---------------------------------------------------------------------------------------
+
+
+def one_run(admin, bootstrap: str, client: str, rate: str, n: int) -> dict:
+    topic = f"lat-{uuid.uuid4().hex[:10]}"
+    admin.create_topics([topic], num_partitions=1, replication_factor=1, timeout=30)
+    offered = n * (0 if rate == "serial" else 1 / int(rate))
+    timeout = 60 + 3 * offered
+    child = ConsumerChild(client, bootstrap, topic, n, timeout)
+    out = {"ack": [], "e2e": [], "problem": None, "behind": False}
+    try:
+        if not child.ready.wait(60):
+            out["problem"] = "consumer not ready"
+            return out
+        time.sleep(0.2)
+        acks, took = PRODUCERS[client](bootstrap, topic, rate, n)
+        out["ack"] = acks
+        # behind: sends ended late, or the client gave up (records never sent)
+        out["behind"] = rate != "serial" and (
+            took > BEHIND * offered or any(math.isnan(a) for a in acks))
+        e2e = child.result(timeout)
+        if e2e is None:
+            out["problem"] = "consumer failed"
+        else:
+            out["e2e"] = e2e
+    except Exception as exc:  # noqa: BLE001 - a failing client is reported, not fatal
+        out["problem"] = f"{type(exc).__name__}: {exc}"[:160]
+    finally:
+        child.discard()
+        try:
+            admin.delete_topics([topic], timeout=30, raise_on_error=False)
+        except Exception:  # noqa: BLE001 - freeing broker memory is best effort
+            pass
+    return out
+
+
+def percentiles(samples: list[float]) -> dict | None:
+    vals = sorted(s for s in samples if not math.isnan(s))
+    if not vals:
+        return None
+
+    def q(p: float) -> float:
+        return vals[min(len(vals) - 1, int(p * len(vals)))]
+
+    return {"p50": q(0.5), "p99": q(0.99), "p99.9": q(0.999), "max": vals[-1],
+            "n": len(vals), "lost": len(samples) - len(vals)}
+
+
+def start_broker(name: str):
+    if name == "tansu":
+        from kafkawire.testing import TansuBroker
+
+        return TansuBroker()
+    from kafkawire.testing import KafkaCluster
+
+    return KafkaCluster(1)
+
+
+def run(args: argparse.Namespace) -> dict:
+    from kafkawire import Admin
+
+    results: dict = {}
+    for broker_name in args.brokers:
+        with start_broker(broker_name) as broker:
+            bootstrap = broker.bootstrap
+            print(f"{broker_name} on {bootstrap}", file=sys.stderr, flush=True)
+            admin = Admin(bootstrap_servers=bootstrap)
+            try:
+                for r in range(args.rounds):
+                    order = args.clients if r % 2 == 0 else args.clients[::-1]
+                    for rate in args.rates:
+                        n = records_for(rate, args.quick)
+                        for client in order:
+                            o = one_run(admin, bootstrap, client, rate, n)
+                            key = (broker_name, rate, client)
+                            agg = results.setdefault(key, {"ack": [], "e2e": [], "problems": set(),
+                                                           "behind": 0, "runs": 0})
+                            agg["ack"] += o["ack"]
+                            agg["e2e"] += o["e2e"]
+                            agg["runs"] += 1
+                            agg["behind"] += o["behind"]
+                            if o["problem"]:
+                                agg["problems"].add(o["problem"])
+                            a, e = percentiles(o["ack"]), percentiles(o["e2e"])
+                            print(f"  [{broker_name} r{r + 1} {rate:>6}] {client:<16} "
+                                  f"ack p50 {ms(a, 'p50')} p99 {ms(a, 'p99')}  "
+                                  f"e2e p50 {ms(e, 'p50')} p99 {ms(e, 'p99')}"
+                                  f"{'  BEHIND' if o['behind'] else ''}"
+                                  f"{'  ' + o['problem'] if o['problem'] else ''}",
+                                  file=sys.stderr, flush=True)
+            finally:
+                admin.close()
+    return results
+
+
+def ms(p: dict | None, key: str) -> str:
+    return "   -  " if p is None else f"{p[key] * 1000:6.3f}"
+
+
+def rate_label(rate: str) -> str:
+    return "one at a time" if rate == "serial" else f"{int(rate):,}/s"
+
+
+def report(results: dict, args: argparse.Namespace) -> tuple[list[str], dict]:
+    out = [
+        "# Latency: produce -> acknowledgement and produce -> consume",
+        "",
+        f"{platform.python_implementation()} {platform.python_version()} on {platform.machine()}, "
+        f"{os.cpu_count()} CPUs; {args.rounds} interleaved rounds; milliseconds over all rounds' "
+        f"records pooled; one partition, {VALUE_SIZE}-byte values, acks=1, linger 0; the "
+        "consumer a separate process of the same client. \"behind\": the client's sends ended "
+        f"more than {BEHIND:g}x later than the offered rate allows (latency then grows with "
+        "the run: it cannot offer that rate).",
+        "",
+    ]
+    ratios: dict = {}
+    for broker in args.brokers:
+        for kind, title in (("ack", "produce -> acknowledgement"), ("e2e", "produce -> consume")):
+            out += [f"## {broker}: {title}", "",
+                    "| rate | client | p50 | p99 | p99.9 | max | records | p50 vs confluent | p99 vs confluent | |",
+                    "|---|---|---|---|---|---|---|---|---|---|"]
+            for rate in args.rates:
+                ref = percentiles(results.get((broker, rate, "confluent-kafka"), {}).get(kind, []))
+                for client in args.clients:
+                    agg = results.get((broker, rate, client))
+                    p = percentiles(agg[kind]) if agg else None
+                    note = []
+                    if agg and agg["behind"]:
+                        note.append(f"behind in {agg['behind']}/{agg['runs']} runs")
+                    if agg and agg["problems"]:
+                        note.append("; ".join(sorted(agg["problems"])))
+                    if p and p["lost"]:
+                        note.append(f"{p['lost']:,} not sent or not measured")
+                    if p is None:
+                        out.append(f"| {rate_label(rate)} | {client} | - | - | - | - | 0 | | | {' '.join(note)} |")
+                        continue
+                    vs = ["", ""]
+                    if ref and client != "confluent-kafka":
+                        vs = [f"{p[q] / ref[q]:.2f}x" for q in ("p50", "p99")]
+                        if client.startswith("kafkawire"):
+                            # higher is better for the floors: confluent's / kafkawire's
+                            for q in ("p50", "p99"):
+                                ratios[f"{broker}/{kind}/{rate}/{client}/{q}/vs-confluent"] = round(
+                                    ref[q] / p[q], 3)
+                    out.append(
+                        f"| {rate_label(rate)} | {client} | {p['p50'] * 1e3:.3f} | {p['p99'] * 1e3:.3f} | "
+                        f"{p['p99.9'] * 1e3:.3f} | {p['max'] * 1e3:.3f} | {p['n']:,} | {vs[0]} | {vs[1]} | "
+                        f"{'; '.join(note)} |")
+            out.append("")
+    out.append("\"vs confluent\": the client's latency / confluent-kafka's at the same rate "
+               "(below 1 is faster).")
+    return out, ratios
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true",
+                        help="Tansu only, serial and 1k/s, kafkawire and confluent-kafka, 2 rounds, short runs")
+    parser.add_argument("--brokers", help="comma-separated: tansu,kafka (tansu,kafka)")
+    parser.add_argument("--rates", help=f"comma-separated from {','.join(RATES)}")
+    parser.add_argument("--clients", help=f"comma-separated from {','.join(CLIENTS)}")
+    parser.add_argument("--rounds", type=int, help="interleaved rounds (3; quick 2)")
+    parser.add_argument("--markdown", metavar="PATH", help="also write the tables to PATH")
+    parser.add_argument("--json", metavar="PATH", help="write kafkawire's ratios to PATH")
+    parser.add_argument("--consume", nargs=6, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.consume:
+        client, bootstrap, topic, n, timeout, path = args.consume
+        lat = consume(client, bootstrap, topic, int(n), time.perf_counter() + float(timeout))
+        with open(path, "w") as fh:
+            json.dump([None if math.isnan(x) else x for x in lat], fh)
+        return
+    split = lambda s: [x.strip() for x in s.split(",") if x.strip()]  # noqa: E731
+    args.brokers = split(args.brokers or ("tansu" if args.quick else "tansu,kafka"))
+    args.rates = split(args.rates or ("serial,1000" if args.quick else ",".join(RATES)))
+    args.clients = split(args.clients or ("kafkawire,kafkawire.aio,confluent-kafka" if args.quick
+                                          else ",".join(CLIENTS)))
+    args.rounds = args.rounds or (2 if args.quick else 3)
+    for name, got, known in (("broker", args.brokers, ("tansu", "kafka")),
+                             ("rate", args.rates, RATES), ("client", args.clients, CLIENTS)):
+        bad = [x for x in got if x not in known]
+        if bad:
+            parser.error(f"unknown {name} {bad}; choose from {', '.join(known)}")
+    started = time.monotonic()
+    results = run(args)
+    lines, ratios = report(results, args)
+    text = "\n".join(lines) + "\n"
+    print(text)
+    print(f"(took {time.monotonic() - started:.0f}s)", file=sys.stderr)
+    write_markdown(args.markdown, text)
+    write_json(args.json, ratios)
+
+
+if __name__ == "__main__":
+    main()
