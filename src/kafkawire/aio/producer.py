@@ -246,7 +246,11 @@ class AsyncProducer:
         else:
             partition = check_partition(partition)
             # As the Java client: a partition the topic lacks is refused before queueing.
-            check_partition_in_range(topic, partition, await self._num_partitions(topic))
+            n = await self._num_partitions(topic)
+            if partition >= n:  # the count known may predate partitions added since: ask
+                await self.cluster.refresh(c.max_block_ms / 1000)
+                n = len(self.cluster.meta.partitions(topic) or ())
+            check_partition_in_range(topic, partition, n)
         self.cluster.meta.interest.add(topic)
         record = (key, value, timestamp, headers) if headers else (key, value, timestamp)
         tp = (topic, partition)

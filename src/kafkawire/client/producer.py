@@ -195,6 +195,7 @@ class Producer:
         self._partition_counts: dict[str, int] = {}
         self._wanted_topics: set[str] = set()
         self._errors_told: dict[str, float | None] = {}  # sender thread: see _update_metadata_waiters
+        self._answers_seen = 0.0  # the same, for the Metadata answers themselves
         self._fatal: BaseException | None = None
         # When the sender's next poll ends at the latest (monotonic; set with self._lock
         # held as it looks at the batches): a batch made later that must go out sooner
@@ -286,6 +287,20 @@ class Producer:
                     )
                 self._meta_cond.wait(min(remaining, 0.1))
 
+    def _fresh_partition_count(self, topic: str, deadline: float) -> int:
+        """``topic``'s partition count from a Metadata answer received from now on (the
+        count known may predate partitions added since), or the known one at ``deadline``."""
+        asked = time.monotonic()
+        meta = self.cluster.meta
+        with self._meta_cond:
+            meta.need_refresh = True
+            self._poller.wakeup()
+            while meta.topic_seen.get(topic, asked - 1) < asked and time.monotonic() < deadline \
+                    and not self._closed:
+                self._meta_cond.wait(min(max(0.0, deadline - time.monotonic()), 0.1))
+        parts = meta.partitions(topic)
+        return len(parts) if parts else self._partition_counts.get(topic, 0)
+
     def partitions_for(self, topic: str, timeout: float | None = None) -> list[int]:
         """Partition ids of ``topic``, waiting up to ``timeout`` seconds (default
         ``max_block_ms``) for its metadata."""
@@ -346,8 +361,11 @@ class Producer:
             if type(partition) is not int or partition < 0:
                 partition = check_partition(partition)
             # As the Java client: a partition the topic lacks is refused before queueing.
-            check_partition_in_range(topic, partition, self._partition_counts.get(topic) or self._num_partitions(
-                topic, _monotonic() + self.config.max_block_ms / 1000.0))
+            deadline = _monotonic() + self.config.max_block_ms / 1000.0
+            n = self._partition_counts.get(topic) or self._num_partitions(topic, deadline)
+            if partition >= n:
+                n = self._fresh_partition_count(topic, deadline)
+            check_partition_in_range(topic, partition, n)
         record = (key, value, timestamp, headers) if headers else (key, value, timestamp)
         tp = (topic, partition)
         wake = kick = False
@@ -414,6 +432,8 @@ class Producer:
             partition = self._sticky.partition(topic, n)
         else:
             partition = check_partition(partition)
+            if partition >= n:
+                n = self._fresh_partition_count(topic, deadline)
             check_partition_in_range(topic, partition, n)
         # Each piece: (Columns, None) or (record list, its magic-2 encoding).
         pieces: list[tuple[Any, bytes | None]] = []
@@ -706,7 +726,9 @@ class Producer:
         if self._wanted_topics - cluster.interest:
             cluster.interest.update(self._wanted_topics)
             cluster.request_refresh()
-        changed = False
+        # Every new answer wakes the callers waiting for one (_fresh_partition_count).
+        changed = self._answers_seen != cluster.meta.last_refresh
+        self._answers_seen = cluster.meta.last_refresh
         for topic in list(self._wanted_topics):
             meta = cluster.topics.get(topic)
             if meta is not None and meta.error_code == 0 and meta.partitions:
