@@ -54,6 +54,14 @@ def legacy_wrapper(packed, magic: int, codec_id: int) -> bytearray:
     return out
 
 
+def replayed(builder, appended):
+    """The host's own ``builder`` with every argument tuple in ``appended`` appended to it
+    again: where the fast path hands a batch over to the host mid-way."""
+    for args in appended:
+        builder.append(*args)
+    return builder
+
+
 def headers_size(headers, _svi=_codec.size_of_varint):
     """Encoded size of magic-2 record headers, or None when they are not a list or tuple
     of (str, bytes-like or None) pairs (the host's builder decides what happens then)."""

@@ -799,11 +799,10 @@ class LegacyRecordBatchBuilder(_Codecs):
             self._to_fallback()
 
     def _to_fallback(self):
-        fb = _ORIGINAL_LEGACY_BUILDER(self._magic, self._compression_type, self._batch_size)
-        for offset, timestamp, key, value in self._appended:
-            fb.append(offset, timestamp, key, value)
-        self._fallback = fb
-        return fb
+        self._fallback = _hostbytes.replayed(
+            _ORIGINAL_LEGACY_BUILDER(self._magic, self._compression_type, self._batch_size),
+            self._appended)
+        return self._fallback
 
     def append(self, offset, timestamp, key, value, headers=None,
                _limit=_hostbytes.TIMESTAMP_LIMIT):

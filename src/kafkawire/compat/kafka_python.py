@@ -725,13 +725,10 @@ class DefaultRecordBatchBuilder(_k_default.DefaultRecordBase, ABCRecordBatchBuil
         self._host = None
 
     def _to_host(self):
-        host = _ORIG_DEFAULT_BUILDER(
+        self._host = _hostbytes.replayed(_ORIG_DEFAULT_BUILDER(
             self._magic, self._compression_type, self._is_transactional, self._producer_id,
-            self._producer_epoch, self._base_sequence, self._batch_size)
-        for offset, timestamp, key, value, headers in self._items:
-            host.append(offset, timestamp, key, value, headers)
-        self._host = host
-        return host
+            self._producer_epoch, self._base_sequence, self._batch_size), self._items)
+        return self._host
 
     def set_producer_state(self, producer_id, producer_epoch, base_sequence, is_transactional):
         if self._host is not None:
@@ -866,11 +863,9 @@ class LegacyRecordBatchBuilder(ABCRecordBatchBuilder, _k_legacy.LegacyRecordBase
         self._host = None  # kafka-python's own builder, as in DefaultRecordBatchBuilder
 
     def _to_host(self):
-        host = _ORIG_LEGACY_BUILDER(self._magic, self._compression_type, self._batch_size)
-        for offset, timestamp, key, value in self._items:
-            host.append(offset, timestamp, key, value)
-        self._host = host
-        return host
+        self._host = _hostbytes.replayed(
+            _ORIG_LEGACY_BUILDER(self._magic, self._compression_type, self._batch_size), self._items)
+        return self._host
 
     def append(self, offset, timestamp, key, value, headers=None,
                _limit=_hostbytes.TIMESTAMP_LIMIT):
