@@ -75,8 +75,14 @@ class Pacer:
         self.acks = [math.nan] * n
         self.start = 0.0
 
-    def due(self, i: int) -> float:
-        return self.start + i * self.interval
+    def slots(self):
+        """(i, due time) of each record at the fixed rate; ends early once the client is
+        GIVE_UP seconds behind (checked every 512 records)."""
+        for i in range(self.n):
+            due = self.start + i * self.interval
+            if not i & 511 and time.perf_counter() - due > GIVE_UP:
+                return
+            yield i, due
 
     def wait_until(self, t: float, idle=None) -> None:
         """Sleep to ``t`` (``idle(seconds)`` serves a client's callbacks meanwhile); the
@@ -88,10 +94,6 @@ class Pacer:
                 return
             (idle or time.sleep)(left - 0.0002 if left > 0.0002 else 0)
 
-    def gave_up(self, i: int, due: float) -> bool:
-        """Every 512 records: True once the client is GIVE_UP seconds behind schedule."""
-        return not i & 511 and time.perf_counter() - due > GIVE_UP
-
     def callback(self, i: int, due: float):
         acks = self.acks
         perf = time.perf_counter
@@ -102,30 +104,34 @@ class Pacer:
         return done
 
 
+def _sync_paced(rate: str, n: int, send_and_wait, send_with_callback, idle=None):
+    """The threaded producers' loop: ``send_and_wait(value)`` one at a time, else
+    ``send_with_callback(value, done)`` at each due time."""
+    for _ in range(WARMUP):
+        send_and_wait(value(0.0, _WARM_SEQ))
+    pace, perf = Pacer(rate, n), time.perf_counter
+    pace.start = perf()
+    if pace.interval is None:
+        for i in range(n):
+            due = perf()
+            send_and_wait(value(due, i))
+            pace.acks[i] = perf() - due
+    else:
+        for i, due in pace.slots():
+            pace.wait_until(due, idle)
+            send_with_callback(value(due, i), pace.callback(i, due))
+    return pace.acks, perf() - pace.start
+
+
 def produce_kafkawire(bootstrap: str, topic: str, rate: str, n: int):
     from kafkawire import Producer
 
     p = Producer(bootstrap_servers=bootstrap, acks=1, linger_ms=0)
     try:
-        for _ in range(WARMUP):
-            p.send(topic, value(0.0, _WARM_SEQ), partition=0).result(30)
-        pace, perf = Pacer(rate, n), time.perf_counter
-        pace.start = perf()
-        if pace.interval is None:
-            for i in range(n):
-                due = perf()
-                p.send(topic, value(due, i), partition=0).result(30)
-                pace.acks[i] = perf() - due
-        else:
-            for i in range(n):
-                due = pace.due(i)
-                if pace.gave_up(i, due):
-                    break
-                pace.wait_until(due)
-                p.send(topic, value(due, i), partition=0, callback=pace.callback(i, due))
-        took = perf() - pace.start
+        out = _sync_paced(rate, n, lambda v: p.send(topic, v, partition=0).result(30),
+                          lambda v, done: p.send(topic, v, partition=0, callback=done))
         p.flush(60)
-        return pace.acks, took
+        return out
     finally:
         p.close(10)
 
@@ -133,57 +139,48 @@ def produce_kafkawire(bootstrap: str, topic: str, rate: str, n: int):
 def produce_kafkawire_aio(bootstrap: str, topic: str, rate: str, n: int):
     from kafkawire.aio import AsyncProducer
 
-    async def run():
-        p = AsyncProducer(bootstrap_servers=bootstrap, acks=1, linger_ms=0)
-        await p.start()
-        try:
-            for _ in range(WARMUP):
-                await (await p.send(topic, value(0.0, _WARM_SEQ), partition=0))
-            return await _aio_paced(p, topic, rate, n, lambda f, cb: f.add_callback(cb))
-        finally:
-            await p.close(10)
-
-    return asyncio.run(run())
-
-
-async def _aio_paced(p, topic: str, rate: str, n: int, on_done):
-    """The asyncio producers' loop: ``await p.send(...)`` returns an awaitable future."""
-    pace, perf = Pacer(rate, n), time.perf_counter
-    pace.start = perf()
-    if pace.interval is None:
-        for i in range(n):
-            due = perf()
-            await (await p.send(topic, value(due, i), partition=0))
-            pace.acks[i] = perf() - due
-    else:
-        for i in range(n):
-            due = pace.due(i)
-            if pace.gave_up(i, due):
-                break
-            # never a bare spin: the client's sender task runs only when this one awaits
-            left = due - perf()
-            while left > 0:
-                await asyncio.sleep(left - 0.0002 if left > 0.0002 else 0)
-                left = due - perf()
-            on_done(await p.send(topic, value(due, i), partition=0), pace.callback(i, due))
-    took = perf() - pace.start
-    await p.flush()
-    return pace.acks, took
+    return _aio_paced(lambda: AsyncProducer(bootstrap_servers=bootstrap, acks=1, linger_ms=0),
+                      lambda p: p.close(10), topic, rate, n, lambda f, cb: f.add_callback(cb))
 
 
 def produce_aiokafka(bootstrap: str, topic: str, rate: str, n: int):
     from aiokafka import AIOKafkaProducer
 
+    return _aio_paced(lambda: AIOKafkaProducer(bootstrap_servers=bootstrap, acks=1, linger_ms=0),
+                      lambda p: p.stop(), topic, rate, n,
+                      lambda f, cb: f.add_done_callback(lambda _f: cb()))
+
+
+def _aio_paced(make, stop, topic: str, rate: str, n: int, on_done):
+    """The asyncio producers' loop, in a new event loop: ``make()`` the producer, ``await
+    p.send(...)`` gives an awaitable future, ``on_done(future, callback)``, ``stop(p)``."""
+
     async def run():
-        p = AIOKafkaProducer(bootstrap_servers=bootstrap, acks=1, linger_ms=0)
+        p = make()
         await p.start()
         try:
             for _ in range(WARMUP):
                 await (await p.send(topic, value(0.0, _WARM_SEQ), partition=0))
-            return await _aio_paced(p, topic, rate, n,
-                                    lambda f, cb: f.add_done_callback(lambda _f: cb()))
+            pace, perf = Pacer(rate, n), time.perf_counter
+            pace.start = perf()
+            if pace.interval is None:
+                for i in range(n):
+                    due = perf()
+                    await (await p.send(topic, value(due, i), partition=0))
+                    pace.acks[i] = perf() - due
+            else:
+                for i, due in pace.slots():
+                    # never a bare spin: the client's sender task runs only when this one awaits
+                    left = due - perf()
+                    while left > 0:
+                        await asyncio.sleep(left - 0.0002 if left > 0.0002 else 0)
+                        left = due - perf()
+                    on_done(await p.send(topic, value(due, i), partition=0), pace.callback(i, due))
+            took = perf() - pace.start
+            await p.flush()
+            return pace.acks, took
         finally:
-            await p.stop()
+            await stop(p)
 
     return asyncio.run(run())
 
@@ -192,30 +189,21 @@ def produce_confluent(bootstrap: str, topic: str, rate: str, n: int):
     import confluent_kafka
 
     p = confluent_kafka.Producer({"bootstrap.servers": bootstrap, "acks": 1, "linger.ms": 0})
+
+    def send_and_wait(v: bytes) -> None:
+        delivered: list = []
+        p.produce(topic, v, partition=0, on_delivery=lambda *_a: delivered.append(1))
+        while not delivered:
+            p.poll(1.0)  # returns as soon as the delivery report is served
+
+    def send_with_callback(v: bytes, done) -> None:
+        p.produce(topic, v, partition=0, on_delivery=done)
+        p.poll(0)
+
     try:
-        for _ in range(WARMUP):
-            p.produce(topic, value(0.0, _WARM_SEQ), partition=0)
-            p.flush(30)
-        pace, perf = Pacer(rate, n), time.perf_counter
-        pace.start = perf()
-        if pace.interval is None:
-            for i in range(n):
-                due = perf()
-                done = pace.callback(i, due)
-                p.produce(topic, value(due, i), partition=0, on_delivery=done)
-                while math.isnan(pace.acks[i]):
-                    p.poll(1.0)  # returns as soon as the delivery report is served
-        else:
-            for i in range(n):
-                due = pace.due(i)
-                if pace.gave_up(i, due):
-                    break
-                pace.wait_until(due, p.poll)
-                p.produce(topic, value(due, i), partition=0, on_delivery=pace.callback(i, due))
-                p.poll(0)
-        took = perf() - pace.start
+        out = _sync_paced(rate, n, send_and_wait, send_with_callback, p.poll)
         p.flush(60)
-        return pace.acks, took
+        return out
     finally:
         p.flush(10)
 
@@ -225,25 +213,10 @@ def produce_kafka_python(bootstrap: str, topic: str, rate: str, n: int):
 
     p = kafka.KafkaProducer(bootstrap_servers=bootstrap, acks=1, linger_ms=0)
     try:
-        for _ in range(WARMUP):
-            p.send(topic, value(0.0, _WARM_SEQ), partition=0).get(30)
-        pace, perf = Pacer(rate, n), time.perf_counter
-        pace.start = perf()
-        if pace.interval is None:
-            for i in range(n):
-                due = perf()
-                p.send(topic, value(due, i), partition=0).get(30)
-                pace.acks[i] = perf() - due
-        else:
-            for i in range(n):
-                due = pace.due(i)
-                if pace.gave_up(i, due):
-                    break
-                pace.wait_until(due)
-                p.send(topic, value(due, i), partition=0).add_callback(pace.callback(i, due))
-        took = perf() - pace.start
+        out = _sync_paced(rate, n, lambda v: p.send(topic, v, partition=0).get(30),
+                          lambda v, done: p.send(topic, v, partition=0).add_callback(done))
         p.flush(60)
-        return pace.acks, took
+        return out
     finally:
         p.close(10)
 
