@@ -210,6 +210,23 @@ def test_group_authorization_ends_a_group_consumers_poll(shell, bob, describe_on
                 c.poll(0.5)
 
 
+def test_a_subscribed_topic_the_member_may_not_describe_ends_poll(kafka, shell, bob, topic4):
+    from confluent_kafka.admin import (AclBinding, AclOperation, AclPermissionType, AdminClient,
+                                       ResourcePatternType, ResourceType)
+
+    group = unique_name("g")
+    binding = AclBinding(ResourceType.GROUP, group, ResourcePatternType.LITERAL, "User:bob", "*",
+                         AclOperation.READ, AclPermissionType.ALLOW)
+    ck_admin = AdminClient({"bootstrap.servers": kafka.bootstrap})
+    for fut in ck_admin.create_acls([binding]).values():
+        fut.result(30)
+    with shell.Consumer(**bob, group_id=group, auto_offset_reset="earliest") as c:
+        c.subscribe([topic4])
+        with pytest.raises(errors.TopicAuthorizationFailedError):
+            for _ in range(40):
+                c.poll(0.5)
+
+
 def test_transactional_id_authorization_ends_init_transactions(shell, bob):
     with shell.Producer(**bob, transactional_id=unique_name("tx")) as p:
         with pytest.raises(errors.TransactionalIdAuthorizationFailedError, match="transactional id"):

@@ -97,3 +97,15 @@ def test_a_poll_takes_each_answers_error_once():
 def test_broker_errors_say_what_to_do():
     assert "message.max.bytes" in str(errors.broker_error(10, "produce"))
     assert "ACL on the group id" in str(errors.broker_error(30, "join"))
+
+
+def test_a_poll_loop_looks_once_per_answer():
+    meta = ClusterMetadata(300000, 100)
+    meta.raise_new_topic_error(None)  # not subscribed
+    meta.apply(answer(29), 1.0)
+    with pytest.raises(errors.TopicAuthorizationFailedError):
+        meta.raise_new_topic_error({"t"})
+    meta.raise_new_topic_error({"t"})  # no new answer: nothing
+    meta.apply(answer(29), 2.0)
+    with pytest.raises(errors.TopicAuthorizationFailedError):
+        meta.raise_new_topic_error({"t"})

@@ -300,6 +300,8 @@ class AsyncConsumer:
                 err, f.pending_error = f.pending_error, None
                 raise err
             if group is not None:
+                # A subscribed topic the broker refuses (not authorized) ends poll().
+                self.cluster.meta.raise_new_topic_error(group.topics)
                 group.step()
             todo = f.needs_position(group.pending_positions if group is not None else ())
             if todo:

@@ -318,6 +318,8 @@ class Consumer:
                 err, self._fetcher.pending_error = self._fetcher.pending_error, None
                 raise err
             if group is not None:
+                # A subscribed topic the broker refuses (not authorized) ends poll().
+                self.cluster.meta.raise_new_topic_error(group.topics)
                 group.step()
             self._handle_resets(deadline)
             # Fetches go out before decoding and again before returning, so the broker

@@ -136,6 +136,7 @@ class ClusterMetadata:
         #: current word only for callers who asked after that (see topic_error).
         self.topic_seen: dict[str, float] = {}
         self._errors_taken: dict[str, float | None] = {}  # see take_topic_error
+        self._looked_at = -1.0  # see raise_new_topic_error
 
     def request(self, version: int) -> tuple[Any, frozenset[str]]:
         """The Metadata request for ``version`` and the topics it asks about."""
@@ -232,6 +233,15 @@ class ClusterMetadata:
                 self._errors_taken[topic] = self.topic_seen.get(topic)
                 return exc
         return None
+
+    def raise_new_topic_error(self, topics: Any) -> None:
+        """Raise :meth:`take_topic_error`'s error for ``topics`` (None: none), looking only
+        when an answer came since the last look, so a poll loop may call it every time."""
+        if topics and self.last_refresh != self._looked_at:
+            self._looked_at = self.last_refresh
+            exc = self.take_topic_error(topics)
+            if exc is not None:
+                raise exc
 
     def why_unavailable(self, topic: str) -> str:
         meta = self.topics.get(topic)
