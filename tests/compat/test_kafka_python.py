@@ -191,24 +191,42 @@ def same_view(data):
     return ours
 
 
-def fetched(cls, data, fetch_offset=0, check_crcs=True, **kw):
-    """The fetcher's own unpacking (ConsumerRecords, then an exception type or None)."""
+def fetched(cls, data, fetch_offset=0, check_crcs=True, counters=None, **kw):
+    """The fetcher's unpacking (ConsumerRecords, then an exception type or None); with
+    ``counters`` (a list), its records_read, bytes_read and leader_epoch are appended."""
     pr = Fetcher.PartitionRecords(fetch_offset, TopicPartition("t", 0), cls(data),
                                   check_crcs=check_crcs, **kw)
     got = []
+    error = None
     while pr:  # until drained, as the fetcher does
         try:
-            got += pr.take()
+            got += pr.take(5)
         except Exception as exc:  # noqa: BLE001
-            return got, type(exc), pr.next_fetch_offset
-    return got, None, pr.next_fetch_offset
+            error = type(exc)
+            break
+    if counters is not None:
+        counters.append((pr.records_read, pr.bytes_read, pr.leader_epoch))
+    return got, error, pr.next_fetch_offset
 
 
-def same_fetch(data, **kw):
-    got, error, nxt = fetched(ORIG["MemoryRecords"], data, **kw)
-    theirs = (got, kafka_python_bug(("raises", error))[1] if error else None, nxt)
-    ours = fetched(kwkp.MemoryRecords, data, **kw)
+def same_fetch(data, user_errors=False, **kw):
+    """``user_errors``: the exceptions come from the user's deserializers, not from
+    decoding (kafka_python_bug() does not apply)."""
+    theirs_counters, ours_counters = [], []
+    got, error, nxt = fetched(ORIG["MemoryRecords"], data, counters=theirs_counters, **kw)
+    if error and not user_errors:
+        error = kafka_python_bug(("raises", error))[1]
+    theirs = (got, error, nxt)
+    ours = fetched(kwkp.MemoryRecords, data, **kw)  # kafka-python's own per-record loop
     assert ours == theirs
+    kwkp.install()  # and kafkawire's in its place
+    try:
+        patched = fetched(kwkp.MemoryRecords, data, counters=ours_counters, **kw)
+    finally:
+        kwkp.uninstall()
+    assert patched == theirs
+    if error is None:  # (kafka-python counts a record read before raising the next)
+        assert ours_counters == theirs_counters
     return ours
 
 
@@ -288,6 +306,28 @@ def test_transactional_and_control_batches():
     got, error, nxt = same_fetch(data, isolation_level=IsolationLevel.READ_COMMITTED,
                                  aborted_transactions=[Aborted()])
     assert [r.value for r in got] == [b"c"] and error is None
+
+
+class _Upper:
+    def deserialize(self, topic, headers, data):
+        return None if data is None else data.upper()
+
+
+class _FailsOnValue4:
+    def deserialize(self, topic, headers, data):
+        if data == b"value-4":
+            raise ValueError("cannot read value-4")
+        return data
+
+
+@pytest.mark.parametrize("magic", [1, 2])
+def test_deserializers_and_one_failing_mid_batch(magic):
+    data = assign_offsets(orig_build(magic, 0, sample(magic, 12)), BASE)
+    got, error, _ = same_fetch(data, key_deserializer=_Upper(), value_deserializer=_Upper())
+    assert error is None and got[1].value == b"VALUE-1"
+    # the records before it come out, then the error, at the same record as kafka-python
+    got, error, nxt = same_fetch(data, user_errors=True, value_deserializer=_FailsOnValue4())
+    assert error is ValueError and [r.offset for r in got] == [BASE + i for i in range(4)]
 
 
 def test_empty_batch_and_sequence_wrap():

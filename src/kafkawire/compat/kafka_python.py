@@ -9,8 +9,10 @@ record batch / builder / record classes with classes of the same interface backe
 kafkawire's codec, in every kafka-python module that holds a reference to them (the
 consumer's fetcher, the producer's accumulator and KafkaProducer).  A fetched
 MemoryRecords decodes all of its batches in one call of the compiled decoder (CRCs
-checked there) and hands out light tuple-backed record objects; producer batches are
-encoded in one call when they close.
+checked there) and hands out light tuple-backed record objects, which the fetcher's
+per-record loop (``Fetcher.PartitionRecords._unpack_records``, also replaced) turns into
+ConsumerRecords a batch at a time; producer batches are encoded in one call when they
+close, compressed by kafka-python's own compressor so the bytes are kafka-python's.
 
 Without touching code: set ``KAFKAWIRE_PATCH_KAFKA_PYTHON=1`` and import this module (for
 example ``import kafkawire.compat.kafka_python`` next to ``import kafka``), or run a
@@ -1047,6 +1049,104 @@ class MemoryRecordsBuilder:
 
 
 # ---------------------------------------------------------------------------------------
+# the consumer's per-record path
+# ---------------------------------------------------------------------------------------
+
+_ConsumerRecord = _k_fetcher.ConsumerRecord
+_READ_COMMITTED = _k_fetcher.IsolationLevel.READ_COMMITTED
+_ORIG_UNPACK = _k_fetcher.Fetcher.PartitionRecords._unpack_records
+
+
+def _headers_bytes(headers):
+    # the header size a ConsumerRecord reports (kafka-python's measure): keys' UTF-8 bytes
+    # plus values' bytes, no length prefixes
+    return sum(len(k.encode("utf-8")) + (0 if v is None else len(v)) for k, v in headers)
+
+
+def _unpack_records(self, tp, records, key_deserializer, value_deserializer):
+    """Fetcher.PartitionRecords._unpack_records over kafkawire's MemoryRecords.
+
+    The same ConsumerRecords, positions, counters and exceptions, raised at the same
+    record, as kafka-python's own generator; a magic-2 batch read without deserializers
+    turns its decoded records into ConsumerRecords in one comprehension, so the per-record
+    work left is handing each one out.  Other MemoryRecords go to kafka-python's own.
+    """
+    if type(records) is not MemoryRecords:
+        yield from _ORIG_UNPACK(self, tp, records, key_deserializer, value_deserializer)
+        return
+    topic, partition = tp.topic, tp.partition
+    plain = key_deserializer is None and value_deserializer is None
+    deserialize = self._deserialize
+    new, cr_type = _new, _ConsumerRecord
+    try:
+        batch = records.next_batch()
+        last_batch = None
+        while batch is not None:
+            last_batch = batch
+            if self.check_crcs and not batch.validate_crc():
+                raise _CORRUPT("Record batch for partition %s at offset %s failed crc check" % (
+                    self.topic_partition, batch.base_offset))
+            v2 = batch.magic == 2
+            if v2:
+                self.leader_epoch = batch.leader_epoch
+                if self.isolation_level == _READ_COMMITTED and batch.has_producer_id():
+                    # KIP-98: a batch of a transaction aborted before it ends is skipped;
+                    # the abort marker retires its producer id
+                    self._consume_aborted_transactions_up_to(batch.last_offset)
+                    if self._contains_abort_marker(batch):
+                        self.aborted_producer_ids.discard(batch.producer_id)
+                    elif self._is_batch_aborted(batch):
+                        self.next_fetch_offset = batch.next_offset
+                        batch = records.next_batch()
+                        continue
+                if batch.is_control_batch:
+                    self.next_fetch_offset = batch.next_offset
+                    batch = records.next_batch()
+                    continue
+            if v2 and plain:
+                # DefaultRecord: (offset, timestamp, timestamp_type, key, value, headers,
+                # checksum None, size); its CRC is the batch's, checked above
+                recs = batch._materialize()
+                epoch = self.leader_epoch
+                out = [new(cr_type, (topic, partition, epoch, r[0], r[1], r[2], r[3], r[4], r[5],
+                                     None, -1 if r[3] is None else len(r[3]),
+                                     -1 if r[4] is None else len(r[4]),
+                                     _headers_bytes(r[5]) if r[5] else -1))
+                       for r in recs]
+                for r, record in zip(recs, out):
+                    self.records_read += 1
+                    self.bytes_read += r[7]
+                    self.next_fetch_offset = r[0] + 1
+                    yield record
+            else:
+                for r in batch:
+                    if self.check_crcs and not r.validate_crc():
+                        raise _CORRUPT("Record for partition %s at offset %s failed crc check" % (
+                            self.topic_partition, r.offset))
+                    key, value, headers = r.key, r.value, r.headers
+                    key_size = -1 if key is None else len(key)
+                    value_size = -1 if value is None else len(value)
+                    key = deserialize(key_deserializer, topic, headers, key)
+                    value = deserialize(value_deserializer, topic, headers, value)
+                    self.records_read += 1
+                    self.bytes_read += r.size_in_bytes
+                    self.next_fetch_offset = r.offset + 1
+                    yield cr_type(topic, partition, self.leader_epoch, r.offset, r.timestamp,
+                                  r.timestamp_type, key, value, headers, r.checksum, key_size,
+                                  value_size, _headers_bytes(headers) if headers else -1)
+            batch = records.next_batch()
+        # a magic-2 batch keeps its last offset even when compaction removed that record:
+        # the next fetch starts after it
+        if last_batch is not None and last_batch.magic == 2:
+            self.next_fetch_offset = last_batch.next_offset
+        self.drain()
+    except StopIteration:
+        # a StopIteration inside a generator would end it silently; kafka-python turns it
+        # into this error, and so does kafkawire
+        raise RuntimeError("StopIteration raised unpacking messageset") from None
+
+
+# ---------------------------------------------------------------------------------------
 # install / uninstall
 # ---------------------------------------------------------------------------------------
 
@@ -1072,6 +1172,7 @@ _TARGETS = [
     (_k_accumulator, "MemoryRecordsBuilder", MemoryRecordsBuilder),
     (_k_producer, "DefaultRecordBatchBuilder", DefaultRecordBatchBuilder),
     (_k_producer, "LegacyRecordBatchBuilder", LegacyRecordBatchBuilder),
+    (_k_fetcher.Fetcher.PartitionRecords, "_unpack_records", _unpack_records),
 ]
 _ORIGINALS = [(module, name, module.__dict__[name]) for module, name, _ in _TARGETS]
 
