@@ -268,6 +268,23 @@ def test_a_record_above_message_max_bytes_fails_with_message_too_large(kafka, sh
         assert p.send(topic4, b"small", partition=0).result(30).partition == 0
 
 
+def test_a_record_without_a_key_on_a_compacted_topic_fails_with_invalid_record(kafka, shell):
+    topic = create_topic(kafka.bootstrap, "compacted", 1, **{"cleanup.policy": "compact"})
+    with shell.Producer(bootstrap_servers=kafka.bootstrap) as p:
+        exc = p.send(topic, b"no key", partition=0).exception(30)
+        assert isinstance(exc, errors.InvalidRecordError), exc
+        assert "producing 1 record(s)" in str(exc)
+        assert p.send(topic, b"keyed", key=b"k", partition=0).result(30).offset >= 0
+
+
+def test_a_timestamp_older_than_the_topic_allows_fails_with_invalid_timestamp(kafka, shell):
+    topic = create_topic(kafka.bootstrap, "recent", 1, **{"message.timestamp.before.max.ms": 3_600_000})
+    with shell.Producer(bootstrap_servers=kafka.bootstrap) as p:
+        exc = p.send(topic, b"old", partition=0, timestamp=1_000_000_000_000).exception(30)  # 2001
+        assert isinstance(exc, errors.InvalidTimestampError), exc
+        assert p.send(topic, b"now", partition=0).result(30).offset >= 0
+
+
 def test_a_topic_that_does_not_exist_waits_for_the_deadline_and_says_so(kafka, shell):
     # UNKNOWN_TOPIC_OR_PARTITION is retriable (the topic may be being created).
     name = unique_name("absent")
