@@ -361,11 +361,13 @@ class Producer:
             if type(partition) is not int or partition < 0:
                 partition = check_partition(partition)
             # As the Java client: a partition the topic lacks is refused before queueing.
-            deadline = _monotonic() + self.config.max_block_ms / 1000.0
-            n = self._partition_counts.get(topic) or self._num_partitions(topic, deadline)
-            if partition >= n:
-                n = self._fresh_partition_count(topic, deadline)
-            check_partition_in_range(topic, partition, n)
+            n = self._partition_counts.get(topic)
+            if n is None or partition >= n:
+                deadline = _monotonic() + self.config.max_block_ms / 1000.0
+                n = n or self._num_partitions(topic, deadline)
+                if partition >= n:
+                    n = self._fresh_partition_count(topic, deadline)
+                check_partition_in_range(topic, partition, n)
         record = (key, value, timestamp, headers) if headers else (key, value, timestamp)
         tp = (topic, partition)
         wake = kick = False
