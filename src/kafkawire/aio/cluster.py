@@ -23,7 +23,7 @@ from kafkawire.client._fork import ForkedClientError
 from kafkawire.client.config import Config
 from kafkawire.client.errors import KafkaConnectionError, KafkaTimeoutError, NoBrokersAvailableError
 from kafkawire.protocol import apis
-from kafkawire.protocol.metadata import Backoff, ClusterMetadata
+from kafkawire.protocol.metadata import Backoff, ClusterMetadata, bootstrap_failure
 
 __all__ = ["AsyncCluster"]
 
@@ -163,6 +163,28 @@ class AsyncCluster:
         raise err
 
     # -- metadata ------------------------------------------------------------------------
+
+    async def bootstrap(self, timeout: float) -> None:
+        """Fetch metadata through the first bootstrap address that takes a connection,
+        within ``timeout``; as the sync shell's bootstrap, each address is tried once, so
+        nothing listening fails at once (NoBrokersAvailableError) instead of at the limit."""
+        self.check_fork()
+        start = self._now()
+        deadline = start + timeout
+        failures: list[str] = []
+        connected = False
+        for host, port in self.config.bootstrap_servers:
+            if self._now() >= deadline:
+                break
+            try:
+                await self._connect(("bootstrap", host, port), host, port, None, deadline)
+                connected = True
+                break
+            except (KafkaConnectionError, KafkaTimeoutError) as exc:
+                failures.append(f"{host}:{port}: {type(exc).__name__}: {exc}")
+        if not connected:
+            raise NoBrokersAvailableError(bootstrap_failure(failures, self._now() - start, timeout))
+        await self.refresh(max(0.001, deadline - self._now()))
 
     async def refresh(self, timeout: float) -> None:
         """Fetch metadata now (one refresh at a time; callers share it), within ``timeout``."""

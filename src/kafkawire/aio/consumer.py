@@ -74,7 +74,7 @@ class AsyncConsumer:
         """Fetch the cluster's metadata (done by the first call that needs it otherwise)."""
         self._check_open()
         if not self._started:
-            await self.cluster.refresh(self._timeout(timeout))
+            await self.cluster.bootstrap(self._timeout(timeout))
             self._woken = asyncio.Event()
             if self.config.group_id is not None:
                 self._group = AsyncConsumerGroup(self, self._woken.set)

@@ -134,7 +134,7 @@ class AsyncProducer:
             if self._closing:
                 raise ClientClosedError("the producer is closed")
             c = self.config
-            await self.cluster.refresh(c.max_block_ms / 1000 if timeout is None else timeout)
+            await self.cluster.bootstrap(c.max_block_ms / 1000 if timeout is None else timeout)
             self._wake = asyncio.Event()
             self._space = asyncio.Event()
             self._sender = asyncio.ensure_future(self._run())

@@ -38,7 +38,13 @@ from kafkawire.client.errors import (
 )
 from kafkawire.client.future import Future
 from kafkawire.protocol import apis
-from kafkawire.protocol.metadata import Backoff, ClusterMetadata, PartitionMetadata, TopicMetadata
+from kafkawire.protocol.metadata import (
+    Backoff,
+    ClusterMetadata,
+    PartitionMetadata,
+    TopicMetadata,
+    bootstrap_failure,
+)
 
 __all__ = ["Cluster", "TopicMetadata", "PartitionMetadata"]
 
@@ -270,15 +276,7 @@ class Cluster:
                 failures.append(f"{host}:{port}: {type(exc).__name__}: {exc}")
                 if time.monotonic() >= deadline:
                     break
-        # The time spent, not the limit: a refused connection fails in milliseconds.
-        spent = time.monotonic() - start
-        took = f"{spent * 1000:.0f} ms" if spent < 1 else f"{spent:.1f} s"
-        raise NoBrokersAvailableError(
-            f"could not bootstrap from bootstrap_servers (gave up after {took} of the "
-            f"{timeout:g} s allowed); tried:\n  "
-            + "\n  ".join(failures or ["(no time to try any)"])
-            + "\ncheck the addresses and that the brokers are running"
-        )
+        raise NoBrokersAvailableError(bootstrap_failure(failures, time.monotonic() - start, timeout))
 
     def _send_metadata(self, conn: BrokerConnection) -> Future:
         version = conn.version_for(METADATA)

@@ -14,7 +14,7 @@ from kafkawire import errors
 from kafkawire.protocol import apis
 
 __all__ = ["ClusterMetadata", "TopicMetadata", "PartitionMetadata", "Backoff", "reconnect_delay_ms",
-           "check_topic_name", "check_partition_in_range", "MAX_TOPIC_NAME_LENGTH"]
+           "check_topic_name", "check_partition_in_range", "MAX_TOPIC_NAME_LENGTH", "bootstrap_failure"]
 
 METADATA = apis.get("Metadata")
 
@@ -45,6 +45,15 @@ def check_topic_name(topic: Any) -> str:
             f"invalid topic name {topic!r}: {problem}; a topic name is 1-{MAX_TOPIC_NAME_LENGTH} "
             f"ASCII letters, digits, '.', '_' and '-' (not '.' or '..')")
     return topic
+
+
+def bootstrap_failure(failures: list[str], spent: float, timeout: float) -> str:
+    """The message of a bootstrap that reached no address: each address's failure, and
+    the time spent (a refused connection fails in milliseconds, not at the limit)."""
+    took = f"{spent * 1000:.0f} ms" if spent < 1 else f"{spent:.1f} s"
+    return (f"could not bootstrap from bootstrap_servers (gave up after {took} of the "
+            f"{timeout:g} s allowed); tried:\n  " + "\n  ".join(failures or ["(no time to try any)"])
+            + "\ncheck the addresses and that the brokers are running")
 
 
 def check_partition_in_range(topic: str, partition: int, count: int) -> None:
