@@ -2,9 +2,10 @@
 wait for the call's deadline and then say what was missing (issue 25 item 7).
 
 One single-node cluster serves the module: ACLs on (``super_users``: the SASL user
-``admin`` and PLAINTEXT clients may do anything, ``bob`` has no ACL, so Kafka refuses each
-of his calls with an authorization error), ``message.max.bytes`` low enough to refuse a
-record of 150 kB, and no auto-created topics (a topic not there is UNKNOWN_TOPIC_OR_PARTITION).
+``admin`` and PLAINTEXT clients may do anything; ``bob`` has only the ACLs a test grants him
+(Describe on one topic, Read on one group), so Kafka refuses his other calls with an
+authorization error), ``message.max.bytes`` low enough to refuse a record of 150 kB, and
+no auto-created topics (a topic not there is UNKNOWN_TOPIC_OR_PARTITION).
 
 A call that waited for its deadline would end in KafkaTimeoutError after max_block_ms
 (60 s by default): the typed error asserted below is what proves it ended at once.
