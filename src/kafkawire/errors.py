@@ -1201,8 +1201,8 @@ def raise_for_code(code: int, context: str = "") -> None:
         exc.code = code
         raise exc
     hint = " (retriable: retry after a backoff)" if cls.retriable else ""
-    fix = f"; {cls.fix}" if cls.fix else ""
-    raise cls(f"{prefix}{cls.name} ({code}): {cls.meaning}{hint}{fix}")
+    meaning, fix = (cls.meaning.rstrip("."), f"; {cls.fix}") if cls.fix else (cls.meaning, "")
+    raise cls(f"{prefix}{cls.name} ({code}): {meaning}{hint}{fix}")
 
 
 def broker_error(code: int, context: str, detail: str | None = None) -> BrokerError:
