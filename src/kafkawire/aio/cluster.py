@@ -6,8 +6,8 @@ After ``os.fork()`` an asyncio client made before the fork cannot go on in the c
 belongs to its event loop, whose epoll instance and self-pipe the child shares with the
 parent, and whose tasks did not come along.  Right after the fork the child closes its
 copies of the sockets (the parent's connections go on untouched, see
-:mod:`kafkawire.client._fork`); then every call that needs the cluster raises
-:class:`~kafkawire.client._fork.ForkedClientError`, and ``close()`` only lets go of the
+:mod:`kafkawire.core.fork`); then every call that needs the cluster raises
+:class:`~kafkawire.core.fork.ForkedClientError`, and ``close()`` only lets go of the
 copy.  Create the client again in the child, inside the child's own event loop.
 """
 
@@ -18,10 +18,10 @@ import random
 from typing import Any
 
 from kafkawire.aio.conn import AsyncBrokerConnection
-from kafkawire.client import _fork
-from kafkawire.client._fork import ForkedClientError
-from kafkawire.client.config import Config
-from kafkawire.client.errors import KafkaConnectionError, KafkaTimeoutError, NoBrokersAvailableError
+from kafkawire.core import fork as _fork
+from kafkawire.core.fork import ForkedClientError
+from kafkawire.core.config import Config
+from kafkawire.core.errors import KafkaConnectionError, KafkaTimeoutError, NoBrokersAvailableError
 from kafkawire.protocol import apis
 from kafkawire.protocol.metadata import Backoff, ClusterMetadata, bootstrap_failure
 

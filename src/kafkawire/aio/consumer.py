@@ -24,8 +24,8 @@ from typing import Any, AsyncIterator, Iterable
 
 from kafkawire.aio.cluster import AsyncCluster
 from kafkawire.aio.group import AsyncConsumerGroup
-from kafkawire.client.config import Config
-from kafkawire.client.errors import (
+from kafkawire.core.config import Config
+from kafkawire.core.errors import (
     ClientClosedError,
     KafkaConnectionError,
     KafkaTimeoutError,

@@ -22,17 +22,17 @@ import time
 from typing import Any, Iterable
 
 from kafkawire.aio.cluster import AsyncCluster
-from kafkawire.client import _fork
-from kafkawire.client.config import Config
-from kafkawire.client.errors import (
+from kafkawire.core import fork as _fork
+from kafkawire.core.config import Config
+from kafkawire.core.errors import (
     BufferExhaustedError,
     ConfigError,
     ClientClosedError,
     KafkaConnectionError,
     KafkaTimeoutError,
 )
-from kafkawire.client.partitioner import StickyPartitioner, check_partition, choose_partition
-from kafkawire.client.producer import RecordFuture, RecordMetadata
+from kafkawire.core.partitioner import StickyPartitioner, check_partition, choose_partition
+from kafkawire.core.records import RecordFuture, RecordMetadata
 from kafkawire.protocol import apis
 from kafkawire.protocol.accumulator import BATCH_OVERHEAD, Accumulator, Appender, Batch, prepare_record
 from kafkawire.protocol.idempotence import INIT_PRODUCER_ID

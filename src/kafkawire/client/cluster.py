@@ -19,7 +19,7 @@ consumer's caller).
 
 After ``os.fork()`` the child's copy of a Cluster keeps its metadata, while its
 :class:`~kafkawire.client.conn.Poller` lets go of the parent's sockets, epoll instance and
-wake-up pipe (see :mod:`kafkawire.client._fork`): each broker is connected again, by the
+wake-up pipe (see :mod:`kafkawire.core.fork`): each broker is connected again, by the
 child's own sockets, on next use.
 """
 
@@ -29,14 +29,14 @@ import random
 import time
 from typing import Any
 
-from kafkawire.client.config import Config
+from kafkawire.core.config import Config
 from kafkawire.client.conn import BrokerConnection, Poller
-from kafkawire.client.errors import (
+from kafkawire.core.errors import (
     KafkaConnectionError,
     KafkaTimeoutError,
     NoBrokersAvailableError,
 )
-from kafkawire.client.future import Future
+from kafkawire.core.future import Future
 from kafkawire.protocol import apis
 from kafkawire.protocol.metadata import (
     Backoff,

@@ -44,7 +44,7 @@ from kafkawire.core.errors import (
     KafkaConnectionError,
     RequestTimeoutError,
 )
-from kafkawire.client.future import Future
+from kafkawire.core.future import Future
 from kafkawire.protocol.api import Api
 from kafkawire.protocol.connection import Connection, ProtocolError
 from kafkawire.protocol.sasl import SaslMechanism, SaslResult

@@ -12,7 +12,7 @@ import time
 from typing import Any, Callable
 
 from kafkawire.client.cluster import Cluster
-from kafkawire.client.future import Future
+from kafkawire.core.future import Future
 from kafkawire.client.steps import run_blocking
 from kafkawire.core import fork as _fork
 from kafkawire.core import group as _shared

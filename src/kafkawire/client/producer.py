@@ -12,7 +12,7 @@ record's future and its callback.
 Keyed records go to ``murmur2(key) % partitions`` exactly like the Java client; unkeyed
 records stick to one partition until its batch is sent (KIP-480).
 
-After ``os.fork()`` (see :mod:`kafkawire.client._fork`), the child's copy of a producer
+After ``os.fork()`` (see :mod:`kafkawire.core.fork`), the child's copy of a producer
 starts afresh on its first call: the records queued before the fork stay the parent's to
 deliver (their futures fail in the child with ForkedClientError), a new sender thread and
 its own connections start, and an idempotent producer asks for a producer id of its own.
@@ -30,19 +30,20 @@ from typing import Any, Callable, Iterable
 
 from kafkawire import codec, errors
 from kafkawire._columnar import Columns
-from kafkawire.client import _fork
-from kafkawire.client._fork import ForkedClientError
+from kafkawire.core import fork as _fork
+from kafkawire.core.fork import ForkedClientError
 from kafkawire.client.cluster import Cluster
-from kafkawire.client.config import Config
-from kafkawire.client.errors import (
+from kafkawire.core.config import Config
+from kafkawire.core.errors import (
     BufferExhaustedError,
     ClientClosedError,
     KafkaConnectionError,
     KafkaTimeoutError,
     RecordTooLargeError,
 )
-from kafkawire.client.future import Future
-from kafkawire.client.partitioner import StickyPartitioner, check_partition, choose_partition
+from kafkawire.core.future import Future
+from kafkawire.core.records import BatchMetadata, RecordFuture, RecordMetadata
+from kafkawire.core.partitioner import StickyPartitioner, check_partition, choose_partition
 from kafkawire.protocol import apis
 from kafkawire.protocol.accumulator import (
     BATCH_OVERHEAD,
@@ -62,95 +63,6 @@ __all__ = ["Producer", "RecordMetadata", "RecordFuture", "BatchMetadata"]
 PRODUCE = apis.get("Produce")
 _RECORD_OVERHEAD = RECORD_OVERHEAD
 _BATCH_OVERHEAD = BATCH_OVERHEAD
-
-
-class RecordMetadata:
-    """Where a record landed: topic, partition, offset (-1 with acks=0) and timestamp."""
-
-    __slots__ = ("topic", "partition", "offset", "timestamp")
-
-    def __init__(self, topic: str, partition: int, offset: int, timestamp: int):
-        self.topic = topic
-        self.partition = partition
-        self.offset = offset
-        self.timestamp = timestamp
-
-    def __repr__(self) -> str:
-        return (f"RecordMetadata(topic={self.topic!r}, partition={self.partition}, "
-                f"offset={self.offset}, timestamp={self.timestamp})")
-
-
-class BatchMetadata:
-    """Where a batch from send_batch landed: its first offset and its record count."""
-
-    __slots__ = ("topic", "partition", "base_offset", "count")
-
-    def __init__(self, topic: str, partition: int, base_offset: int, count: int):
-        self.topic = topic
-        self.partition = partition
-        self.base_offset = base_offset
-        self.count = count
-
-    def __repr__(self) -> str:
-        return (f"BatchMetadata(topic={self.topic!r}, partition={self.partition}, "
-                f"base_offset={self.base_offset}, count={self.count})")
-
-
-class RecordFuture(tuple):
-    """The future of one record: ``result(timeout)`` gives its :class:`RecordMetadata`.
-
-    Lean on purpose, as one is made per send(): a tuple (batch, index in the batch,
-    timestamp), the batch's one future resolving every record of the batch."""
-
-    __slots__ = ()
-
-    @property
-    def _batch_future(self) -> Future:
-        return self[0].future
-
-    @property
-    def _topic(self) -> str:
-        return self[0].topic
-
-    @property
-    def _partition(self) -> int:
-        return self[0].partition
-
-    @property
-    def _index(self) -> int:
-        return self[1]
-
-    def _metadata(self, value: tuple[int, int]) -> RecordMetadata:
-        batch, index, timestamp = self
-        base, append_time = value
-        offset = -1 if base < 0 else base + index
-        ts = append_time if append_time is not None and append_time >= 0 else timestamp
-        return RecordMetadata(batch.topic, batch.partition, offset, ts)
-
-    def done(self) -> bool:
-        return self._batch_future.done()
-
-    def result(self, timeout: float | None = None) -> RecordMetadata:
-        return self._metadata(self._batch_future.result(timeout))
-
-    def exception(self, timeout: float | None = None) -> BaseException | None:
-        return self._batch_future.exception(timeout)
-
-    def add_callback(self, fn: Callable[[RecordMetadata | None, BaseException | None], Any]) -> None:
-        """Call ``fn(metadata, None)`` on success or ``fn(None, exception)`` on failure,
-        on the sender thread (keep it short)."""
-
-        def done(f: Future) -> None:
-            exc = f.exception()
-            if exc is not None:
-                fn(None, exc)
-            else:
-                fn(self._metadata(f.result()), None)
-
-        self._batch_future.add_done_callback(done)
-
-    def __repr__(self) -> str:
-        return f"<RecordFuture {self._topic}[{self._partition}] #{self._index} {self._batch_future!r}>"
 
 
 class Producer:
@@ -220,7 +132,7 @@ class Producer:
     # -- fork ---------------------------------------------------------------------------
 
     def _after_fork_in_child(self) -> None:
-        # Right after the fork, in the child: no I/O, no callbacks (kafkawire.client._fork).
+        # Right after the fork, in the child: no I/O, no callbacks (kafkawire.core.fork).
         # The sender thread did not come along, and a lock it held stays held.
         self._lock = threading.Lock()
         self._space = threading.Condition(self._lock)

@@ -13,8 +13,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from kafkawire.client.config import Config
-from kafkawire.client.errors import ConfigError
+from kafkawire.core.config import Config
+from kafkawire.core.errors import ConfigError
 
 __all__ = ["KafkawireOptionError", "SourceOptions", "SinkOptions", "EARLIEST", "LATEST"]
 

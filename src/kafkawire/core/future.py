@@ -1,0 +1,118 @@
+"""A small future: a value or an exception that arrives later.
+
+Futures made by a :class:`~kafkawire.client.conn.BrokerConnection` are *driven*: waiting
+on one runs the connection's I/O loop until it resolves, so no thread is needed.  Futures
+completed by another thread (the producer's sender) are waited on with a condition
+variable created only when someone actually waits.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, Callable
+
+from kafkawire.core.errors import KafkaTimeoutError
+
+__all__ = ["Future"]
+
+_PENDING = object()
+
+
+class Future:
+    __slots__ = ("_value", "_exception", "_callbacks", "_driver", "_cond", "__weakref__")
+
+    def __init__(self, driver: Callable[[float], Any] | None = None):
+        self._value: Any = _PENDING
+        self._exception: BaseException | None = None
+        self._callbacks: list[Callable[[Future], Any]] | None = None
+        # driver(timeout) does some I/O for at most ``timeout`` seconds.
+        self._driver = driver
+        self._cond: threading.Condition | None = None
+
+    def done(self) -> bool:
+        return self._value is not _PENDING or self._exception is not None
+
+    def succeeded(self) -> bool:
+        return self._value is not _PENDING
+
+    def failed(self) -> bool:
+        return self._exception is not None
+
+    def set_result(self, value: Any) -> None:
+        if self.done():
+            return
+        self._value = value
+        self._finish()
+
+    def set_exception(self, exc: BaseException) -> None:
+        if self.done():
+            return
+        self._exception = exc
+        self._finish()
+
+    def _finish(self) -> None:
+        cond = self._cond
+        if cond is not None:
+            with cond:
+                cond.notify_all()
+        callbacks, self._callbacks = self._callbacks, None
+        if callbacks:
+            for cb in callbacks:
+                cb(self)
+
+    def add_done_callback(self, fn: Callable[[Future], Any]) -> None:
+        """Call ``fn(future)`` when the future resolves (now, if it already has)."""
+        if self.done():
+            fn(self)
+            return
+        if self._callbacks is None:
+            self._callbacks = []
+        self._callbacks.append(fn)
+        if self.done():  # resolved by another thread meanwhile
+            callbacks, self._callbacks = self._callbacks, None
+            if callbacks:
+                for cb in callbacks:
+                    cb(self)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until resolved or ``timeout`` seconds pass; True when resolved."""
+        if self.done():
+            return True
+        deadline = None if timeout is None else time.monotonic() + timeout
+        if self._driver is not None:
+            while not self.done():
+                remaining = 3600.0 if deadline is None else deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self._driver(min(remaining, 1.0))
+            return True
+        if self._cond is None:
+            self._cond = threading.Condition()
+        with self._cond:
+            while not self.done():
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    return False
+                self._cond.wait(remaining if remaining is None else min(remaining, 1.0))
+        return True
+
+    def result(self, timeout: float | None = None) -> Any:
+        """The value; raises the failure, or KafkaTimeoutError after ``timeout`` seconds."""
+        if not self.wait(timeout):
+            raise KafkaTimeoutError(f"no result within {timeout}s")
+        if self._exception is not None:
+            raise self._exception
+        return self._value
+
+    def exception(self, timeout: float | None = None) -> BaseException | None:
+        if not self.wait(timeout):
+            raise KafkaTimeoutError(f"no result within {timeout}s")
+        return self._exception
+
+    def __repr__(self) -> str:
+        if self._exception is not None:
+            return f"<Future failed {self._exception!r}>"
+        if self._value is not _PENDING:
+            return f"<Future done {self._value!r}>"
+        return "<Future pending>"
