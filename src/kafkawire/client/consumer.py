@@ -10,7 +10,7 @@ poll() returns, so it is in flight while the caller works.
 
 Not thread-safe: call it from one thread.
 
-After ``os.fork()`` (see :mod:`kafkawire.client._fork`): the child's copy of a consumer
+After ``os.fork()`` (see :mod:`kafkawire.core.fork`): the child's copy of a consumer
 made before the fork lets go of the parent's connections without touching them (the
 parent goes on undisturbed) and
 
@@ -19,7 +19,7 @@ parent goes on undisturbed) and
   (records the parent had prefetched are fetched again), and a ``group_id`` consumer gets
   a new group thread;
 * subscribed to a group (a member): every call but close() raises
-  :class:`~kafkawire.client._fork.ForkedClientError`, since the parent is the member and
+  :class:`~kafkawire.core.fork.ForkedClientError`, since the parent is the member and
   the child is not.  Create a new Consumer in the child.  close() there only lets go of
   the copy: no commit, no LeaveGroup, the parent stays in the group.
 """
@@ -29,16 +29,16 @@ from __future__ import annotations
 import time
 from typing import Any, Iterable
 
-from kafkawire.client import _fork
-from kafkawire.client._fork import ForkedClientError
+from kafkawire.core import fork as _fork
+from kafkawire.core.fork import ForkedClientError
 from kafkawire.client.cluster import Cluster
-from kafkawire.client.config import Config
-from kafkawire.client.errors import (
+from kafkawire.core.config import Config
+from kafkawire.core.errors import (
     ClientClosedError,
     KafkaConnectionError,
     KafkaTimeoutError,
 )
-from kafkawire.client.future import Future
+from kafkawire.core.future import Future
 from kafkawire.client.group import ConsumerGroup, ConsumerRebalanceListener
 from kafkawire.protocol import apis
 from kafkawire.protocol.fetcher import (
@@ -279,8 +279,10 @@ class Consumer:
                 by_node.setdefault(leader, {})[tp] = offset
         for node, wanted in by_node.items():
             # Tansu answers a Fetch with max_wait_ms=0 with no partitions at all: wait a little.
+            # min_bytes=0: Kafka answers at once instead of holding a fetch at the log end
+            # for max_wait_ms (100 ms per call, paid by every Spark read's planning).
             req = FETCH.Request(
-                replica_id=-1, max_wait_ms=100, min_bytes=1, max_bytes=1 << 16,
+                replica_id=-1, max_wait_ms=100, min_bytes=0, max_bytes=1 << 16,
                 isolation_level=self._fetcher.isolation, session_id=0, session_epoch=-1,
                 topics=Fetcher.fetch_topics(wanted, 1 << 16, self.cluster.topics))
             resp = self.cluster.request(node, FETCH, req, max(0.0, deadline - time.monotonic()))
