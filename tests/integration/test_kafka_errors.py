@@ -14,6 +14,7 @@ A call that waited for its deadline would end in KafkaTimeoutError after max_blo
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 import pytest
@@ -209,6 +210,22 @@ def test_group_authorization_ends_a_group_consumers_poll(shell, bob, describe_on
         with pytest.raises(errors.GroupAuthorizationFailedError, match="ACL on the group id"):
             for _ in range(100):
                 c.poll(0.5)
+
+
+@pytest.mark.parametrize("call", ["commit", "committed"])
+def test_group_authorization_ends_commit_and_committed_at_once(shell, bob, describe_only, call):
+    # assign() and a group id the user may not use: FindCoordinator's refusal ends the
+    # call held for a coordinator, instead of the timeout.
+    tp = (describe_only, 0)
+    with shell.Consumer(**bob, group_id=unique_name("g")) as c:
+        c.assign([tp])
+        started = time.monotonic()
+        with pytest.raises(errors.GroupAuthorizationFailedError):
+            if call == "commit":
+                c.commit({tp: 1}, timeout=60)
+            else:
+                c.committed([tp], timeout=60)
+        assert time.monotonic() - started < 20
 
 
 def test_a_subscribed_topic_the_member_may_not_describe_ends_poll(kafka, shell, bob, topic4):

@@ -1232,3 +1232,17 @@ def test_commits_held_without_a_coordinator_expire_after_their_request_timeout()
     m.commit({("t", 0): (6, None)}, token="c2")
     m.coordinator = (1, "h", 1)
     assert m.expire_held(10 * timeout) == []  # a known coordinator sends them
+
+
+def test_a_permanent_find_coordinator_error_ends_the_commits_and_fetches_held_for_it():
+    # An assign()ed consumer's commit waits for a coordinator; a group id it may not use
+    # means none will come: the held requests end with that error at once, not at their
+    # request timeout (expire_held), and nothing else is dropped.
+    m = machine()
+    m.commit({("t", 0): (5, "")}, token="commit")
+    m.fetch_offsets([("t", 0)], token="fetch")
+    m.on_response(only(m.poll(0.0), "find"), find_resp(code=GROUP_AUTHORIZATION_FAILED), 0.0)
+    refused = m.take_refused()
+    assert sorted(o.token for o, _ in refused) == ["commit", "fetch"]
+    assert all(isinstance(e, errors.for_code(GROUP_AUTHORIZATION_FAILED)) for _, e in refused)
+    assert m.take_refused() == [] and m.expire_held(1000.0) == []

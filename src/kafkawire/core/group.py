@@ -106,8 +106,11 @@ class GroupDriver:
                      getattr(e, "reason", "") or getattr(e, "error", "") or "")
 
     def _expire_held(self, now: float) -> None:
-        """Fail what the machine held too long for want of a coordinator (expire_held)."""
+        """Fail what the machine held too long for want of a coordinator (expire_held),
+        or held for one a permanent error says will not come (take_refused)."""
         m = self.machine
+        for o, exc in m.take_refused():
+            settle(o.token, exc=exc)
         expired = m.expire_held(now)
         if not expired:
             return
@@ -165,6 +168,8 @@ class GroupDriver:
             settle(out.token, exc=err)
             return
         settle(out.token, result)
+        for o, refused in self.machine.take_refused():  # a FindCoordinator answer ended them
+            settle(o.token, exc=refused)
 
 
 def _version(protocol: Any, api: Any) -> int:

@@ -210,6 +210,8 @@ class GroupMembership:
         self._last_poll: float | None = None
         self._sync_assignments: dict[str, bytes] = {}
         self._pending: list[Outgoing] = []  # commits / offset fetches waiting for a coordinator
+        # Held ones a permanent FindCoordinator error refused, with it (take_refused).
+        self._refused: list[tuple[Outgoing, BaseException]] = []
         # id(outgoing) -> (outgoing, since) of those held while no coordinator is known.
         self._held_since: dict[int, tuple[Outgoing, float]] = {}
         self._events: list[Any] = []
@@ -291,6 +293,13 @@ class GroupMembership:
             for o in expired:
                 del self._held_since[id(o)]
         return expired
+
+    def take_refused(self) -> list[tuple[Outgoing, BaseException]]:
+        """The commits and offset fetches a permanent FindCoordinator error ended (the
+        group id not authorized, say), each with that error, dequeued: the caller fails
+        them at once instead of holding them for a coordinator that will not come."""
+        out, self._refused = self._refused, []
+        return out
 
     def fetch_offsets(self, partitions: Iterable[tuple[str, int]], token: Any = None) -> None:
         """Queue an OffsetFetch of the group's committed offsets for ``partitions``."""
@@ -474,6 +483,9 @@ class GroupMembership:
                 self._not_before["find"] = now + self.retry_backoff
                 self.last_error = err
             else:
+                held = [o for o in self._pending if o.kind in ("commit", "fetch_offsets")]
+                self._pending = [o for o in self._pending if o not in held]
+                self._refused.extend((o, err) for o in held)
                 self._fail(err)
             return
         self.coordinator = (node, host, port)
