@@ -46,3 +46,28 @@ def test_driver_is_called_until_done():
 
     f = Future(driver)
     assert f.result(5) == "ok" and len(calls) == 3
+
+
+def test_every_waiting_thread_wakes_once_resolved_and_a_late_waiter_is_forgotten():
+    f = Future()
+    assert not f.wait(0.01) and not f._waiters  # a waiter that gave up leaves no lock behind
+    woke: list = []
+    threads = [threading.Thread(target=lambda: woke.append(f.result(10))) for _ in range(8)]
+    for t in threads:
+        t.start()
+    time.sleep(0.05)
+    f.set_result("v")
+    for t in threads:
+        t.join(10)
+    assert woke == ["v"] * 8 and f._waiters is None
+
+
+def test_resolving_while_threads_start_waiting_never_strands_one():
+    # Each round resolves the future from another thread at about the moment this one
+    # starts waiting: whichever comes first, the wait ends with the value (no hang).
+    for i in range(2000):
+        f = Future()
+        t = threading.Thread(target=f.set_result, args=(i,))
+        t.start()
+        assert f.result(5) == i
+        t.join(5)

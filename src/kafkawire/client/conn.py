@@ -754,8 +754,7 @@ class BrokerConnection:
         self.state = CLOSED
         self.last_error = error
         for fut in orphans:
-            # A condition variable another thread used in the parent may be locked for good.
-            fut._cond = None
+            fut._after_fork()
         return [(fut, error) for fut in orphans]
 
     def _forget_session(self) -> None:

@@ -2,12 +2,15 @@
 
 Futures made by a :class:`~kafkawire.client.conn.BrokerConnection` are *driven*: waiting
 on one runs the connection's I/O loop until it resolves, so no thread is needed.  Futures
-completed by another thread (the producer's sender) are waited on with a condition
-variable created only when someone actually waits.
+completed by another thread (the producer's sender) are waited on with a one-shot lock
+per waiting thread, made only when someone actually waits: the thread that resolves the
+future releases it.  That is one hand-off between threads, not a Condition's lock round
+trips (a send().result() waits on one of these for every record it sends).
 """
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from typing import Any, Callable
@@ -17,10 +20,22 @@ from kafkawire.core.errors import KafkaTimeoutError
 __all__ = ["Future"]
 
 _PENDING = object()
+# Guards the creation of a future's list of waiters and its hand-over to the resolving
+# thread; taken only on the slow path, when a thread waits.
+_WAITERS = threading.Lock()
+
+
+def _new_waiters_lock() -> None:
+    # In a forked child: a parent thread may have held it at the fork, for good.
+    global _WAITERS
+    _WAITERS = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_new_waiters_lock)
 
 
 class Future:
-    __slots__ = ("_value", "_exception", "_callbacks", "_driver", "_cond", "__weakref__")
+    __slots__ = ("_value", "_exception", "_callbacks", "_driver", "_waiters", "__weakref__")
 
     def __init__(self, driver: Callable[[float], Any] | None = None):
         self._value: Any = _PENDING
@@ -28,7 +43,8 @@ class Future:
         self._callbacks: list[Callable[[Future], Any]] | None = None
         # driver(timeout) does some I/O for at most ``timeout`` seconds.
         self._driver = driver
-        self._cond: threading.Condition | None = None
+        # One acquired lock per thread blocked in wait(); _finish releases them.
+        self._waiters: list[Any] | None = None
 
     def done(self) -> bool:
         return self._value is not _PENDING or self._exception is not None
@@ -52,10 +68,11 @@ class Future:
         self._finish()
 
     def _finish(self) -> None:
-        cond = self._cond
-        if cond is not None:
-            with cond:
-                cond.notify_all()
+        if self._waiters is not None:
+            with _WAITERS:
+                waiters, self._waiters = self._waiters, None
+            for lock in waiters or ():
+                lock.release()
         callbacks, self._callbacks = self._callbacks, None
         if callbacks:
             for cb in callbacks:
@@ -87,15 +104,31 @@ class Future:
                     return False
                 self._driver(min(remaining, 1.0))
             return True
-        if self._cond is None:
-            self._cond = threading.Condition()
-        with self._cond:
-            while not self.done():
-                remaining = None if deadline is None else deadline - time.monotonic()
-                if remaining is not None and remaining <= 0:
-                    return False
-                self._cond.wait(remaining if remaining is None else min(remaining, 1.0))
+        lock = threading.Lock()
+        lock.acquire()
+        with _WAITERS:
+            if self._waiters is None:
+                self._waiters = []
+            self._waiters.append(lock)
+        # Resolved before the lock was listed: _finish may have released the list already.
+        while not self.done():
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                self._forget_waiter(lock)
+                return self.done()
+            # In slices, so that a signal handler (KeyboardInterrupt) runs in time.
+            if lock.acquire(timeout=1.0 if remaining is None else min(remaining, 1.0)):
+                break
         return True
+
+    def _forget_waiter(self, lock: Any) -> None:
+        with _WAITERS:
+            if self._waiters is not None and lock in self._waiters:
+                self._waiters.remove(lock)
+
+    def _after_fork(self) -> None:
+        """In a forked child: the threads that waited here stayed in the parent."""
+        self._waiters = None
 
     def result(self, timeout: float | None = None) -> Any:
         """The value; raises the failure, or KafkaTimeoutError after ``timeout`` seconds."""
