@@ -93,21 +93,16 @@ _DEFAULT_JVM_OPTIONS = (
 # -- where the jars come from ----------------------------------------------------------
 
 
-def _binary(name: str, env_home: str | None, hint: str) -> str:
-    if env_home and os.environ.get(env_home):
-        path = os.path.join(os.environ[env_home], "bin", name)
-        if os.access(path, os.X_OK):
-            return path
-    found = shutil.which(name)
-    if found is None:
-        raise BrokerStartError(f"{name} is not on the PATH: {hint}")
-    return found
-
-
 def java_binary() -> str:
     """``$JAVA_HOME/bin/java``, else ``java`` on the PATH (Kafka 4 needs Java 17 or newer)."""
-    return _binary("java", "JAVA_HOME", "Apache Kafka needs Java 17 or newer "
-                   "(apt-get install -y openjdk-17-jre-headless), or set JAVA_HOME")
+    home = os.environ.get("JAVA_HOME")
+    if home and os.access(os.path.join(home, "bin", "java"), os.X_OK):
+        return os.path.join(home, "bin", "java")
+    found = shutil.which("java")
+    if found is None:
+        raise BrokerStartError("java is not on the PATH: Apache Kafka needs Java 17 or newer "
+                               "(apt-get install -y openjdk-17-jre-headless), or set JAVA_HOME")
+    return found
 
 
 def _home_libs() -> str | None:
