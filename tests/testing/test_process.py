@@ -18,7 +18,7 @@ from typing import Iterator
 import pytest
 
 from kafkawire.testing import BrokerStartError, MotoS3Server, Stunnel, TestCertificates, TLSService
-from kafkawire.testing._process import LoopbackServer, _RUNNING, free_port, port_accepts
+from kafkawire.testing._process import LOOPBACK, LoopbackServer, _RUNNING, free_port, free_ports, port_accepts
 
 pytestmark = [pytest.mark.broker, pytest.mark.timeout(120)]
 
@@ -177,3 +177,11 @@ def test_stunnel_lifecycle(tmp_path, taken_port: int) -> None:
         assert repr(stunnel) == (f"<Stunnel 127.0.0.1 a={stunnel.port('a')}, "
                                  f"b={stunnel.port('b')} pid {pid}>")
     assert gone(pid) and conf_dir is not None and not os.path.exists(conf_dir)
+
+
+def test_ports_chosen_together_are_distinct_and_free():
+    ports = free_ports(40)
+    assert len(set(ports)) == 40
+    for port in ports[:5]:  # nothing listens there: each can be bound at once
+        with socket.socket() as s:
+            s.bind((LOOPBACK, port))

@@ -45,6 +45,22 @@ def free_port(host: str = LOOPBACK) -> int:
         return s.getsockname()[1]
 
 
+def free_ports(count: int, host: str = LOOPBACK) -> list[int]:
+    """``count`` distinct TCP ports on ``host`` that nothing listens on right now.  All
+    are held open while they are chosen: ports picked one at a time can repeat once
+    the earlier one is closed (seen: two listeners of one Kafka node on one port)."""
+    held = []
+    try:
+        for _ in range(count):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            held.append(s)
+            s.bind((host, 0))
+        return [s.getsockname()[1] for s in held]
+    finally:
+        for s in held:
+            s.close()
+
+
 def port_accepts(host: str, port: int, timeout: float = 0.5) -> bool:
     """True when a TCP connection to (host, port) succeeds."""
     try:

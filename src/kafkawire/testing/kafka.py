@@ -41,7 +41,7 @@ import time
 from typing import Any, Iterable, Mapping
 
 from kafkawire.testing._maven import cache_dir, cached_dependencies, is_cached
-from kafkawire.testing._process import LOOPBACK, ChildProcess, Lifecycle, free_port, port_accepts
+from kafkawire.testing._process import LOOPBACK, ChildProcess, Lifecycle, free_ports, port_accepts
 from kafkawire.testing.brokers import BrokerStartError
 
 __all__ = [
@@ -554,8 +554,10 @@ class KafkaCluster(Lifecycle):
                 f.write(_LOG4J2)
             if any("SSL" in x for x in self.listeners):
                 self._prepare_tls()
+            names = [*self.listeners, "CONTROLLER"]
+            chosen = iter(free_ports(len(names) * self.size))
             for i in range(self.size):
-                ports = {x: free_port() for x in [*self.listeners, "CONTROLLER"]}
+                ports = {x: next(chosen) for x in names}
                 if i == 0 and self.plaintext_port:
                     ports["PLAINTEXT"] = self.plaintext_port
                 self.nodes.append(KafkaNode(self, i + 1, ports, os.path.join(self.directory, f"node-{i + 1}")))
