@@ -71,3 +71,14 @@ def test_resolving_while_threads_start_waiting_never_strands_one():
         t.start()
         assert f.result(5) == i
         t.join(5)
+
+
+def test_a_callback_added_while_another_thread_resolves_runs_exactly_once():
+    for i in range(2000):
+        f = Future()
+        runs: list = []
+        t = threading.Thread(target=f.set_result, args=(i,))
+        t.start()
+        f.add_done_callback(lambda fut: runs.append(fut.result(0)))
+        t.join(5)
+        assert runs == [i]

@@ -20,8 +20,8 @@ from kafkawire.core.errors import KafkaTimeoutError
 __all__ = ["Future"]
 
 _PENDING = object()
-# Guards the creation of a future's list of waiters and its hand-over to the resolving
-# thread; taken only on the slow path, when a thread waits.
+# Guards a future's lists of waiters and of callbacks as threads add to them and the
+# resolving thread takes them (uncontended: one acquire per wait() or callback added).
 _WAITERS = threading.Lock()
 
 
@@ -73,24 +73,28 @@ class Future:
                 waiters, self._waiters = self._waiters, None
             for lock in waiters or ():
                 lock.release()
-        callbacks, self._callbacks = self._callbacks, None
-        if callbacks:
-            for cb in callbacks:
-                cb(self)
+        if self._callbacks is not None:
+            self._run_callbacks()
+
+    def _run_callbacks(self) -> None:
+        # Taken under the guard: the resolving thread and one adding a callback may both
+        # get here, and each callback must run once.
+        with _WAITERS:
+            callbacks, self._callbacks = self._callbacks, None
+        for cb in callbacks or ():
+            cb(self)
 
     def add_done_callback(self, fn: Callable[[Future], Any]) -> None:
         """Call ``fn(future)`` when the future resolves (now, if it already has)."""
         if self.done():
             fn(self)
             return
-        if self._callbacks is None:
-            self._callbacks = []
-        self._callbacks.append(fn)
-        if self.done():  # resolved by another thread meanwhile
-            callbacks, self._callbacks = self._callbacks, None
-            if callbacks:
-                for cb in callbacks:
-                    cb(self)
+        with _WAITERS:
+            if self._callbacks is None:
+                self._callbacks = []
+            self._callbacks.append(fn)
+        if self.done():  # resolved by another thread meanwhile: it may have missed fn
+            self._run_callbacks()
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until resolved or ``timeout`` seconds pass; True when resolved."""

@@ -30,8 +30,6 @@ from kafkawire.protocol.sasl import (
 __all__ = ["ConnectionSetup", "broker_name", "sasl_error", "NEGOTIATING", "AUTHENTICATING", "DONE"]
 
 NEGOTIATING, AUTHENTICATING, DONE = "negotiating", "authenticating", "done"
-# A broker that keeps answering UNSUPPORTED_VERSION with other versions is not converging.
-NEGOTIATION_ATTEMPTS = 5
 
 
 def broker_name(host: str, port: int, node_id: int | None) -> str:
@@ -178,9 +176,8 @@ class ConnectionSetup:
             return self._start_login()
         if not proto.retry_api_versions:
             raise self._closed_error_for(f"answered ApiVersions with error code {resp.error_code}")
-        if self.api_versions_sent >= NEGOTIATION_ATTEMPTS:
-            raise self._closed_error_for("ApiVersions negotiation did not converge")
-        # UNSUPPORTED_VERSION (35): ask again at the version the broker named.
+        # UNSUPPORTED_VERSION (35): ask again at the version the broker named (always lower:
+        # Connection gives up with ApiVersionError below v0, so this ends).
         return self._ask_versions()
 
     # -- SASL ---------------------------------------------------------------------------
