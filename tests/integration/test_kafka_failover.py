@@ -386,7 +386,13 @@ def _check_failed_by_deadline(ended: dict, expected_type, why: str) -> None:
 def _isr_seen_by(admin: Admin, node: int, topic: str) -> int:
     """How many in-sync replicas ``node``'s own metadata lists for ``topic``'s partition 0."""
     metadata = apis.get("Metadata")
-    conn = admin.cluster.connection(node, time.monotonic() + 10)
+    try:
+        conn = admin.cluster.connection(node, time.monotonic() + 10)
+    except errors.KafkaConnectionError:
+        # Admin's last metadata may predate ``node``'s return from an earlier test's
+        # restart; fresh metadata lists it, and the caller asks again.
+        admin.cluster.refresh(10)
+        return -1
     request = metadata.Request(topics=[metadata.Request.MetadataRequestTopic(name=topic)],
                                allow_auto_topic_creation=False)
     answer = conn.send(metadata, request, conn.version_for(metadata)).result(10)
