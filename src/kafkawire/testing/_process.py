@@ -34,6 +34,12 @@ _PORT_TAKEN_MARKS = ("address in use", "address already in use")
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
+class BrokerStartError(RuntimeError):
+    """A test broker (or a server one needs) could not be found, did not start, or died
+    while starting.  Defined here, beside the lifecycle that raises it, so that every
+    server module imports it from below and none from another."""
+
+
 class PortTaken(Exception):
     """Another process bound the port between :func:`free_port` and the child's bind."""
 

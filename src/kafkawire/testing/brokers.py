@@ -29,6 +29,7 @@ import time
 # LOOPBACK, port_accepts and the __all__ names stay importable from here, as before.
 from kafkawire.testing._process import (  # noqa: F401
     LOOPBACK,
+    BrokerStartError,
     LoopbackServer,
     Lifecycle,
     PortTaken,
@@ -36,6 +37,7 @@ from kafkawire.testing._process import (  # noqa: F401
     port_accepts,
     wait_for_port,
 )
+from kafkawire.testing.s3 import MotoS3Server
 
 __all__ = ["BrokerStartError", "TansuBroker", "TansuCluster", "free_port", "tansu_binary",
            "wait_for_port"]
@@ -59,10 +61,6 @@ _TANSU_ENV_VARS = (
     "SCHEMA_REGISTRY",
     "OTEL_EXPORTER_OTLP_ENDPOINT",
 )
-
-
-class BrokerStartError(RuntimeError):
-    """A test broker could not be found, did not start, or died while starting."""
 
 
 def tansu_binary() -> str:
@@ -252,7 +250,7 @@ class TansuCluster(Lifecycle):
         self.brokers: list[TansuBroker] = []
 
     @property
-    def s3(self):  # -> MotoS3Server
+    def s3(self) -> MotoS3Server:
         if self._s3 is None:
             raise BrokerStartError("the cluster has not been started; call start() first")
         return self._s3
@@ -279,8 +277,6 @@ class TansuCluster(Lifecycle):
             raise BrokerStartError(f"{self!r} is already started")
         try:
             if self._s3 is None:
-                from kafkawire.testing.s3 import MotoS3Server
-
                 self._s3 = MotoS3Server().start()
             self.s3.create_bucket(self.bucket)
             env = self.s3.tansu_env()

@@ -22,8 +22,7 @@ import urllib.parse
 import urllib.request
 import xml.etree.ElementTree as ET
 
-from kafkawire.testing._process import LoopbackServer
-from kafkawire.testing.brokers import BrokerStartError
+from kafkawire.testing._process import BrokerStartError, LoopbackServer
 
 __all__ = ["MotoS3Server"]
 
