@@ -2075,7 +2075,7 @@ def decode_columnar(data, *, start_offset=0, check_crcs=True, max_depth=DEFAULT_
         "_header_value_starts": (hdr, 8 * hcap, nh),
         "_header_key_lengths": (hdr, 16 * hcap, nh),
         "header_value_lengths": (hdr, 20 * hcap, nh),
-    }, _gather_spans)
+    }, _gather_spans, Record)
 
 
 def _gather_spans(segments, bases, starts, lengths, out, Py_ssize_t pos, offsets):

@@ -5,7 +5,9 @@ the fetched bytes (nothing copied: arrays of where each key and value starts the
 ``data`` and the offsets arrays are built from it on first use.  ``to_arrow`` turns a
 Columns into a pyarrow RecordBatch with Spark's Kafka schema sharing ``data``, and
 :func:`kafkawire.codec.encode_columnar` encodes one.  Both codec implementations build
-this same class.
+this same class; each hands it its own ``Record`` type, so the records a Columns gives out
+are those of the implementation that decoded it.  This module imports neither
+implementation nor :mod:`kafkawire.codec` (they import it).
 
 This module does no I/O; numpy is imported at module level, pyarrow only when used.
 """
@@ -53,6 +55,17 @@ _FIELDS = (
     ("header_value_offsets", np.int32),
     ("header_value_lengths", np.int32),
 )
+
+
+# The Record type of a Columns made by its public constructors without ``record_type``:
+# that of the implementation kafkawire.codec loaded, which codec registers when it loads.
+_default_record_type = None
+
+
+def use_record_type(record_type: type) -> None:
+    """Make ``record_type`` the Record of Columns built without one (kafkawire.codec's)."""
+    global _default_record_type
+    _default_record_type = record_type
 
 
 def data_too_large(total: int) -> errors.CodecError:
@@ -204,6 +217,9 @@ class Columns:
     once when decoded, so changing it later never changes decoded records; pass bytes or
     a read-only memoryview to avoid that copy.  While a view, the Columns keeps the whole
     input alive (buffers no kept record points into are let go at once).
+
+    ``record_type`` is the class ``record`` and ``to_records`` build: a decoder passes its
+    own implementation's, and the constructors default to ``kafkawire.codec.Record``.
     """
 
     __slots__ = tuple(
@@ -221,6 +237,7 @@ class Columns:
         "_header_key_lengths",
         "_header_value_starts",
         "_raw",  # a view's arrays not yet wrapped: see _from_view
+        "_record_type",  # None: _default_record_type
     )
 
     def __init__(
@@ -237,6 +254,8 @@ class Columns:
         header_key_offsets,
         header_value_offsets,
         header_value_lengths,
+        *,
+        record_type: type | None = None,
     ):
         args = (
             data,
@@ -258,18 +277,19 @@ class Columns:
                 arrays[name] = np.frombuffer(arg, dtype=dtype)
             except (TypeError, ValueError) as exc:
                 raise _bad(f"{name} is not a buffer of {np.dtype(dtype).name} ({exc})") from None
-        self._set_arrays(arrays)
+        self._set_arrays(arrays, record_type)
         self._validate()
 
-    def _set_arrays(self, arrays) -> None:
+    def _set_arrays(self, arrays, record_type) -> None:
         for name, _ in _FIELDS:
             setattr(self, "_" + name if name in _LAZY else name, arrays[name])
         self._view = memoryview(self._data)
         self._segments = None
         self._raw = None
+        self._record_type = record_type
 
     @classmethod
-    def _from_decoder(cls, *buffers) -> Columns:
+    def _from_decoder(cls, *buffers, record_type: type | None = None) -> Columns:
         """Wrap the buffers a codec decoder filled, in constructor order, without _validate.
 
         The decoders build these arrays consistent by construction (and check the 2 GiB
@@ -277,12 +297,13 @@ class Columns:
         """
         self = cls.__new__(cls)
         self._set_arrays(
-            {name: np.frombuffer(arg, dtype=dtype) for (name, dtype), arg in zip(_FIELDS, buffers)}
+            {name: np.frombuffer(arg, dtype=dtype) for (name, dtype), arg in zip(_FIELDS, buffers)},
+            record_type,
         )
         return self
 
     @classmethod
-    def _from_view(cls, segments, bases, raw, gather=None) -> Columns:
+    def _from_view(cls, segments, bases, raw, gather=None, record_type=None) -> Columns:
         """A view (see the class): record fields in place in ``segments``, not copied.
 
         ``segments`` are "B" memoryviews; segment ``j`` covers ``bases[j]`` up to
@@ -291,11 +312,13 @@ class Columns:
         name in _VIEW_ARRAYS to (buffer, byte offset, item count) of its array: the
         decoders' results, wrapped as numpy arrays on first use (a decode wraps none).
         Starts of null entries are where their bytes would have been.  ``gather`` copies
-        spans into ``data`` (the extension passes its C loop; default: ``gather_spans``).
-        Both codecs build views with identical arrays; decoders checked them: no _validate.
+        spans into ``data`` (the extension passes its C loop; default: ``gather_spans``);
+        ``record_type`` is the decoding implementation's Record.  Both codecs build views
+        with identical arrays; decoders checked them: no _validate.
         """
         self = cls.__new__(cls)
         self._raw = raw
+        self._record_type = record_type
         # the _LAZY attributes, unbuilt (spelled out: a loop of setattr was nearly half the
         # fixed cost of a decode_columnar call)
         self._data = self._key_offsets = self._value_offsets = None
@@ -557,11 +580,20 @@ class Columns:
             out.append((k, None if n < 0 else take(int(hvs[j]), n)))
         return tuple(out)
 
-    def record(self, i: int):
-        from kafkawire import codec  # lazily: codec imports this module
+    @property
+    def record_type(self) -> type:
+        """The Record class :meth:`record` and :meth:`to_records` build."""
+        record_type = self._record_type or _default_record_type
+        if record_type is None:
+            raise errors.CodecError(
+                "this Columns was built without a Record type before kafkawire.codec was "
+                "imported: import kafkawire.codec, or pass record_type="
+            )
+        return record_type
 
+    def record(self, i: int):
         i = self._index(i)
-        return codec.Record(
+        return self.record_type(
             int(self.offsets[i]),
             int(self.timestamps[i]),
             int(self.timestamp_types[i]),
@@ -571,10 +603,8 @@ class Columns:
         )
 
     def to_records(self) -> list:
-        """Every record as a ``kafkawire.codec.Record`` (copies keys and values out)."""
-        from kafkawire import codec
-
-        Record = codec.Record
+        """Every record as a :attr:`record_type` (copies keys and values out)."""
+        Record = self.record_type
         if self._segments is not None:
             take = self._slicer()
             ks = self._key_starts.tolist()
@@ -682,7 +712,7 @@ class Columns:
 
     # ---- building, for encoding ----------------------------------------------------------
     @classmethod
-    def from_records(cls, records, timestamp: int = -1) -> Columns:
+    def from_records(cls, records, timestamp: int = -1, *, record_type: type | None = None) -> Columns:
         """Columns from encoder input (Records or tuples, as ``encode_record_batch`` takes).
 
         A Record keeps its offset and timestamp type; tuple ``i`` gets offset ``i`` and
@@ -717,10 +747,12 @@ class Columns:
             tt_arr = np.array(ttypes, dtype=np.int8)
         except OverflowError as exc:
             raise errors.encode_error(f"Columns.from_records: value out of range ({exc})") from None
-        return cls._build(offsets_arr, ts_arr, tt_arr, keys, values, hcounts, hkeys, hvalues)
+        return cls._build(offsets_arr, ts_arr, tt_arr, keys, values, hcounts, hkeys, hvalues,
+                          record_type)
 
     @classmethod
-    def _build(cls, offsets, timestamps, ttypes, keys, values, hcounts, hkeys, hvalues):
+    def _build(cls, offsets, timestamps, ttypes, keys, values, hcounts, hkeys, hvalues,
+               record_type):
         def spans(items, start):
             lengths = np.fromiter(
                 (-1 if x is None else len(x) for x in items), dtype=np.int64, count=len(items)
@@ -755,10 +787,11 @@ class Columns:
             hko.astype(i32),
             hvo.astype(i32),
             hvl.astype(i32),
+            record_type=record_type,
         )
 
     @classmethod
-    def from_arrow(cls, batch) -> Columns:
+    def from_arrow(cls, batch, *, record_type: type | None = None) -> Columns:
         """Columns from a pyarrow RecordBatch or Table with (at least) ``key`` and ``value``.
 
         Optional columns, as ``to_arrow`` writes them: ``offset`` (default: row number),
@@ -855,4 +888,5 @@ class Columns:
             (hko + bases[2]).astype(i32),
             (hvo + bases[3]).astype(i32),
             hvl.astype(i32),
+            record_type=record_type,
         )

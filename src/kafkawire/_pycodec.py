@@ -1331,7 +1331,7 @@ def decode_columnar(
         "_header_key_lengths": arr(hkl, i32),
         "_header_value_starts": arr(hvs, i64),
     }
-    return Columns._from_view([memoryview(b"".join(parts))], [0], raw)
+    return Columns._from_view([memoryview(b"".join(parts))], [0], raw, record_type=Record)
 
 
 # ---------------------------------------------------------------------------------------

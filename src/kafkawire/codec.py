@@ -22,7 +22,7 @@ else:
     except ImportError:  # no compiler at install time: the twin is complete, only slower
         from kafkawire import _pycodec as _impl  # type: ignore[no-redef]
 
-from kafkawire._columnar import Columns
+from kafkawire._columnar import Columns, use_record_type
 from kafkawire.compression import (
     CODEC_GZIP,
     CODEC_LZ4,
@@ -93,6 +93,9 @@ DEFAULT_MAX_DECOMPRESSED_SIZE: int = _impl.DEFAULT_MAX_DECOMPRESSED_SIZE
 
 Record = _impl.Record
 Batch = _impl.Batch
+# A Columns its user builds (Columns(...), from_records, from_arrow) gives out these Records;
+# one a decoder builds gives out that decoder's own.
+use_record_type(Record)
 crc32 = _impl.crc32
 crc32c = _impl.crc32c
 crc32c_implementation = _impl.crc32c_implementation

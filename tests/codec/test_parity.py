@@ -12,6 +12,8 @@ import os
 import random
 import re
 import struct
+import subprocess
+import sys
 import zlib
 from pathlib import Path
 
@@ -680,6 +682,48 @@ def test_columnar_views_are_the_same(index, start):
         assert norm(b) == norm(a)  # builds data and the offsets arrays
         assert not a.is_view and not b.is_view
         assert b.to_records() == a.to_records() == py.decode_records(buf, start_offset=start)
+
+
+def test_a_columns_hands_out_the_records_of_the_implementation_that_built_it():
+    # The decoder hands Columns its own Record type: the twin's Columns must never give
+    # out the extension's records (nor the other way round), whichever kafkawire.codec loaded.
+    data = _view_sets()[4]
+    for impl in (py, cy):
+        cols = impl.decode_columnar(data)
+        assert cols.record_type is impl.Record
+        assert type(cols.record(0)) is impl.Record
+        assert {type(r) for r in cols.to_records()} == {impl.Record}
+    # Built by hand: kafkawire.codec's Record, unless the builder names another.
+    from kafkawire import codec
+
+    records = py.decode_records(data)
+    assert type(Columns.from_records(records).record(0)) is codec.Record
+    for impl in (py, cy):
+        made = Columns.from_records(records, record_type=impl.Record)
+        assert type(made.record(0)) is impl.Record and made.to_records() == records
+        arrow = Columns.from_arrow(made.to_arrow(), record_type=impl.Record)
+        assert type(arrow.to_records()[0]) is impl.Record
+
+
+def test_a_columns_built_before_the_codec_loads_asks_for_a_record_type():
+    # _columnar imports no implementation (that was an import circle), so until
+    # kafkawire.codec registers its Record a hand-built Columns has none to give out.
+    code = (
+        "from kafkawire import _pycodec as py, errors\n"
+        "import sys\n"
+        "assert 'kafkawire.codec' not in sys.modules\n"
+        "cols = py.Columns.from_records([(b'k', b'v')])\n"
+        "assert cols.key(0) == b'k'\n"
+        "try:\n"
+        "    cols.record(0)\n"
+        "except errors.CodecError as exc:\n"
+        "    assert 'record_type=' in str(exc), exc\n"
+        "else:\n"
+        "    raise AssertionError('no error')\n"
+        "assert type(py.Columns.from_records([(b'k', b'v')], record_type=py.Record).record(0)) is py.Record\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
 
 
 def test_the_extension_view_points_into_the_input():
