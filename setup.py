@@ -40,7 +40,7 @@ def extensions():
             include_dirs=["src/kafkawire"],
             extra_compile_args=args,
         )
-        for name in ("_codec", "_accumulate")
+        for name in ("_codec", "_accumulate", "_compat")
     ]
     return cythonize(
         exts,

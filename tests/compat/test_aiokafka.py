@@ -296,6 +296,54 @@ def test_partition_records_deserializer_error_after_earlier_records():
     same_consumer(one_set(2, 0, 0, 8), kd=kd, vd=lambda v: v, step=2)
 
 
+def getall_run(pr_class, mr_class, data, max_records, *, fetch_offset=0, vd=None):
+    """aiokafka's FetchResult.getall until the result is used up: each call's records,
+    the consumed position and whether more is left, then the error, if any."""
+    from aiokafka.consumer.subscription_state import Assignment
+
+    async def made():  # aiokafka creates its assignment's futures on the running loop
+        return Assignment([TP])
+
+    assignment = asyncio.run(made())
+    assignment.state_value(TP).seek(fetch_offset)
+    pr = pr_class(TP, mr_class(data), None, fetch_offset, None, vd, True, 0)
+    result = aio_fetcher.FetchResult(TP, assignment=assignment, partition_records=pr, backoff=0)
+    seen = []
+    while result.has_more():
+        try:
+            got = result.getall(max_records)
+        except Exception as exc:  # noqa: BLE001
+            seen.append(("error", type(exc), assignment.state_value(TP).position))
+            break
+        seen.append(([tuple(vars(r).values()) for r in got],
+                     assignment.state_value(TP).position, result.has_more()))
+    return seen
+
+
+@pytest.mark.parametrize("max_records", [None, 1, 4, 5, 1000])
+def test_fetch_result_getall_like_aiokafka(max_records):
+    data = mixed()
+    bad = bytearray(one_set(2, 0, 0, 5) + one_set(2, 0, 5, 5))
+    bad[len(bad) - 20] ^= 0x01
+
+    def vd(value):
+        if value.endswith(b"-3"):
+            raise ValueError("bad value")
+        return value
+
+    for buf, kw in [(data, {}), (data, {"fetch_offset": 12}), (bytes(bad), {}),
+                    (one_set(2, 0, 0, 8), {"vd": vd})]:
+        theirs = getall_run(ORIG_PARTITION_RECORDS, PY_MEMORY, buf, max_records, **kw)
+        kc.install()
+        try:
+            assert aio_fetcher.FetchResult.getall is not kc._ORIGINAL_GETALL
+            ours = getall_run(kc.PartitionRecords, kc.MemoryRecords, buf, max_records, **kw)
+        finally:
+            kc.uninstall()
+        assert aio_fetcher.FetchResult.getall is kc._ORIGINAL_GETALL
+        assert ours == theirs and ours
+
+
 def test_partition_records_gaps_and_empty_batches():
     # a compacted batch: offsets 0, 2, 5 of 0..9; then a batch with no records left
     records = [(b"k", b"v%d" % i, 5, []) for i in range(3)]

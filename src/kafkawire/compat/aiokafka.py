@@ -30,7 +30,7 @@ import os
 import struct
 import sys
 import time
-from itertools import chain as _chain
+from itertools import chain as _chain, islice as _islice
 from typing import Any
 
 import aiokafka.codec as _aiocodec
@@ -47,7 +47,7 @@ import aiokafka.record.memory_records as _memory
 from kafkawire import codec as _codec
 from kafkawire import compression as _compression
 from kafkawire import errors as _errors
-from kafkawire.compat import _hostbytes
+from kafkawire.compat import _factory, _hostbytes
 
 __all__ = [
     "install",
@@ -548,12 +548,7 @@ class PartitionRecords(_ORIGINAL_PARTITION_RECORDS):
             if batch.is_control_batch:
                 self._pos = batch.next_offset
                 continue
-            out: list = []
-            error = None
-            try:
-                self._add(out, batch, self._pos)
-            except Exception as exc:  # noqa: BLE001 - raised after the records before it
-                error = exc
+            out, error = self._batch_records(batch, self._pos)
             if out:
                 self._cur = out
                 self._rest = iter(out)
@@ -571,43 +566,59 @@ class PartitionRecords(_ORIGINAL_PARTITION_RECORDS):
         self._cur = []
         self._rest = iter(self._cur)
 
-    def _add(self, out: list, batch, pos: int) -> None:
+    def _batch_records(self, batch, pos: int) -> tuple[list, Exception | None]:
+        """(ConsumerRecords, error) of one batch, from offset ``pos`` on: the records up to
+        the first error (raised after them), and that error or None."""
         tp = self._tp
-        topic, partition = tp.topic, tp.partition
-        cr = _fetcher.ConsumerRecord
         kd = self._key_deserializer
         vd = self._value_deserializer
         if type(batch) is DefaultRecordBatch:
             batch._iterated = True
-            recs = batch._kw_records()
-            if not recs:
-                return
-            first = recs[0].offset
-            if (kd is None and vd is None and first >= pos
-                    and recs[-1].offset - first == len(recs) - 1):
-                # consecutive offsets, none before the position: keep them all
-                out += [cr(topic, partition, r.offset, r.timestamp, r.timestamp_type, r.key,
-                           r.value, None, -1 if r.key is None else len(r.key),
-                           -1 if r.value is None else len(r.value), r.headers)
-                        for r in recs]
-                return
-            checksum = None
-        else:
-            recs = batch  # legacy (checksums) or a foreign batch class
-            checksum = False
-        for r in recs:
-            offset = r.offset
-            if offset < pos:
-                continue  # an earlier record of a compressed set
-            key = r.key
-            value = r.value
-            out.append(cr(topic, partition, offset, r.timestamp, r.timestamp_type,
-                          key if kd is None else kd(key),
-                          value if vd is None else vd(value),
-                          r.checksum if checksum is False else None,
-                          -1 if key is None else len(key), -1 if value is None else len(value),
-                          tuple(r.headers)))
-            pos = offset + 1
+            try:
+                recs = batch._kw_records()
+            except Exception as exc:  # noqa: BLE001 - raised after the batches before
+                return [], exc
+            return _factory.aiokafka_records(_fetcher.ConsumerRecord, tp.topic, tp.partition,
+                                             recs, pos, kd, vd)
+        # legacy (checksums) or a foreign batch class: record by record, as aiokafka does
+        out: list = []
+        cr = _fetcher.ConsumerRecord
+        try:
+            for r in batch:
+                offset = r.offset
+                if offset < pos:
+                    continue  # an earlier record of a compressed set
+                key = r.key
+                value = r.value
+                out.append(cr(tp.topic, tp.partition, offset, r.timestamp, r.timestamp_type,
+                              key if kd is None else kd(key),
+                              value if vd is None else vd(value),
+                              r.checksum, -1 if key is None else len(key),
+                              -1 if value is None else len(value), tuple(r.headers)))
+                pos = offset + 1
+        except Exception as exc:  # noqa: BLE001 - raised after the records before it
+            return out, exc
+        return out, None
+
+
+def _getall(self, max_records=None):
+    """aiokafka's FetchResult.getall over kafkawire's PartitionRecords: the records are
+    taken by a C slice of its iterator instead of a Python loop, with the same results,
+    positions and exceptions (an error drops the records taken with it, as aiokafka's
+    loop does)."""
+    records = self._partition_records
+    if type(records) is not PartitionRecords or (max_records is not None and max_records < 1):
+        return _ORIGINAL_GETALL(self, max_records)
+    if not self.check_assignment(self._topic_partition) or not self.has_more():
+        return []
+    out = list(_islice(records._it, max_records))
+    self._update_position()
+    if max_records is None or len(out) < max_records:
+        self._partition_records = None  # exhausted
+    return out
+
+
+_ORIGINAL_GETALL = _fetcher.FetchResult.getall
 
 
 # ---------------------------------------------------------------------------------------
@@ -966,6 +977,9 @@ def install(builders: bool = False) -> None:
             if name in namespace and namespace[name] is originals[name]:
                 _patched.append((mod, name, originals[name]))
                 setattr(mod, name, new)
+    # the consumer's per-record loop that hands the records out (see _getall)
+    _patched.append((_fetcher.FetchResult, "getall", _ORIGINAL_GETALL))
+    _fetcher.FetchResult.getall = _getall
 
 
 def uninstall() -> None:

@@ -9,9 +9,9 @@ record batch / builder / record classes with classes of the same interface backe
 kafkawire's codec, in every kafka-python module that holds a reference to them (the
 consumer's fetcher, the producer's accumulator and KafkaProducer).  A fetched
 MemoryRecords decodes all of its batches in one call of the compiled decoder (CRCs
-checked there) and hands out light tuple-backed record objects, which the fetcher's
-per-record loop (``Fetcher.PartitionRecords._unpack_records``, also replaced) turns into
-ConsumerRecords a batch at a time; producer batches are encoded in one call when they
+checked there); the fetcher's ``Fetcher.PartitionRecords`` (also replaced) turns each
+decoded batch into kafka-python's own ConsumerRecords with one call of a compiled record
+factory (kafkawire._compat) and hands them out through a C iterator; producer batches are encoded in one call when they
 close, compressed by kafka-python's own compressor so the bytes are kafka-python's.
 
 Without touching code: set ``KAFKAWIRE_PATCH_KAFKA_PYTHON=1`` and import this module (for
@@ -26,6 +26,7 @@ Differences from kafka-python kept on purpose are marked "kafka-python bug:" or
 from __future__ import annotations
 
 import functools
+import itertools
 import operator
 import os
 import struct
@@ -44,7 +45,7 @@ import kafka.record.memory_records as _k_memory
 from kafka.record.abc import ABCRecord, ABCRecordBatch, ABCRecordBatchBuilder, ABCRecords
 
 from kafkawire import codec, compression as _compression, errors as _kw_errors
-from kafkawire.compat import _hostbytes
+from kafkawire.compat import _factory, _factory_py, _hostbytes
 
 __all__ = [
     "ENV_VAR",
@@ -102,6 +103,16 @@ def _k_error(exc: Exception) -> Exception:
     if isinstance(exc, (_kw_errors.UnsupportedCodecError, _kw_errors.CompressionLibraryMissingError)):
         return _k_errors.UnsupportedCodecError(str(exc))
     return _CORRUPT(str(exc))
+
+
+class _NoRecords:
+    """What a batch decodes to when the codec found no records in it."""
+
+    __slots__ = ()
+    records: list = []
+
+
+_NO_RECORDS = _NoRecords()
 
 
 def _raising(exc):
@@ -216,15 +227,10 @@ class _BadCrcLegacyRecord(LegacyRecord):
 
 
 _new = tuple.__new__
-_V2_FIELDS = operator.attrgetter("offset", "timestamp", "key", "value", "headers")
 
 
 def _header_size(headers) -> int:
-    n = _sv(len(headers))
-    for h_key, h_value in headers:
-        kn = len(h_key.encode("utf-8"))
-        n += _sv(kn) + kn + (1 if h_value is None else _sv(len(h_value)) + len(h_value))
-    return n
+    return _factory_py.headers_wire_size(headers)[0]
 
 
 def _v2_records(recs, base_offset, base_ts, raw_ts, ttype, control):
@@ -232,37 +238,15 @@ def _v2_records(recs, base_offset, base_ts, raw_ts, ttype, control):
 
     ``raw_ts``: the records' timestamps as stored (a list), when the batch uses
     LogAppendTime and the decoded timestamps are the batch's.  The size is that of the
-    record body as kafka-python reports it (its length varint's value).
+    record body as kafka-python reports it (its length varint's value), as the record
+    factory measures it.
     """
     cls = ControlRecord if control else DefaultRecord
-    sv = _sv
-    out = []
-    append = out.append
-    i = 0
-    for offset, ts, key, value, headers in map(_V2_FIELDS, recs):
-        size = (
-            2  # attributes, and the header count of a record without headers
-            + sv(offset - base_offset)
-            + sv((ts if raw_ts is None else raw_ts[i]) - base_ts)
-        )
-        if key is not None:
-            n = len(key)
-            size += sv(n) + n
-        else:
-            size += 1
-        if value is not None:
-            n = len(value)
-            size += sv(n) + n
-        else:
-            size += 1
-        if headers:
-            size += _header_size(headers) - 1
-            headers = list(headers)
-        else:
-            headers = []
-        append(_new(cls, (offset, ts, ttype, key, value, headers, None, size)))
-        i += 1
-    return out
+    consumer_records, cum, _ = _factory.kafka_python_records(
+        _ConsumerRecord, "", 0, -1, recs, base_offset, base_ts, raw_ts)
+    # ConsumerRecord fields 3..8: offset, timestamp, timestamp_type, key, value, headers
+    return [_new(cls, (c[3], c[4], ttype, c[6], c[7], c[8], None, cum[i + 1] - cum[i]))
+            for i, c in enumerate(consumer_records)]
 
 
 # ---------------------------------------------------------------------------------------
@@ -356,17 +340,21 @@ class DefaultRecordBatch(_k_default.DefaultRecordBase, ABCRecordBatch):
             self._crc_ok = codec.crc32c(memoryview(self._buffer)[21:]) == self._header_data[4]
         return self._crc_ok
 
+    def _codec_records(self):
+        """The codec's records of this batch (decoded now if MemoryRecords did not), and
+        their timestamps as stored when the batch uses LogAppendTime (else None)."""
+        cb = self._codec_batch
+        if cb is None:
+            cb = self._codec_batch = _decode_one(self._buffer) or _NO_RECORDS
+        recs = cb.records
+        raw_ts = self._stored_timestamps() if self._header_data[5] & 0x08 and recs else None
+        return recs, raw_ts
+
     def _materialize(self):
         if self._records is None:
             h = self._header_data
-            cb = self._codec_batch
-            if cb is None:
-                cb = _decode_one(self._buffer)
-            recs = cb.records if cb is not None else _EMPTY
-            raw_ts = None
+            recs, raw_ts = self._codec_records()
             attributes = h[5]
-            if attributes & 0x08 and recs:
-                raw_ts = self._stored_timestamps()
             self._records = _v2_records(
                 recs, h[0], h[7], raw_ts, 1 if attributes & 0x08 else 0, attributes & 0x20
             )
@@ -1054,96 +1042,160 @@ class MemoryRecordsBuilder:
 
 _ConsumerRecord = _k_fetcher.ConsumerRecord
 _READ_COMMITTED = _k_fetcher.IsolationLevel.READ_COMMITTED
-_ORIG_UNPACK = _k_fetcher.Fetcher.PartitionRecords._unpack_records
+_HostPartitionRecords = _k_fetcher.Fetcher.PartitionRecords
+_chain = itertools.chain.from_iterable
+_NOTHING = iter(())
 
 
 def _headers_bytes(headers):
     # the header size a ConsumerRecord reports (kafka-python's measure): keys' UTF-8 bytes
     # plus values' bytes, no length prefixes
-    return sum(len(k.encode("utf-8")) + (0 if v is None else len(v)) for k, v in headers)
+    return _factory_py.headers_wire_size(headers)[1]
 
 
-def _unpack_records(self, tp, records, key_deserializer, value_deserializer):
-    """Fetcher.PartitionRecords._unpack_records over kafkawire's MemoryRecords.
+class PartitionRecords(_HostPartitionRecords):
+    """kafka-python's Fetcher.PartitionRecords, handing out a whole batch at a time.
 
-    The same ConsumerRecords, positions, counters and exceptions, raised at the same
-    record, as kafka-python's own generator; a magic-2 batch read without deserializers
-    turns its decoded records into ConsumerRecords in one comprehension, so the per-record
-    work left is handing each one out.  Other MemoryRecords go to kafka-python's own.
+    Over kafkawire's MemoryRecords, each batch becomes one list of ConsumerRecords (one
+    call of the record factory for a magic-2 batch) when the fetcher's ``take()`` reaches
+    it, and the lists are chained by a C iterator: no Python frame runs per record.  The
+    records, positions, counters and exceptions are kafka-python's, raised at the same
+    record: ``next_fetch_offset``, ``records_read`` and ``bytes_read`` count the records
+    of the current list handed out so far.  Other records (kafka-python's own classes,
+    when installed mid-way) go through kafka-python's own generator.
     """
-    if type(records) is not MemoryRecords:
-        yield from _ORIG_UNPACK(self, tp, records, key_deserializer, value_deserializer)
-        return
-    topic, partition = tp.topic, tp.partition
-    plain = key_deserializer is None and value_deserializer is None
-    deserialize = self._deserialize
-    new, cr_type = _new, _ConsumerRecord
-    try:
-        batch = records.next_batch()
-        last_batch = None
-        while batch is not None:
-            last_batch = batch
-            if self.check_crcs and not batch.validate_crc():
-                raise _CORRUPT("Record batch for partition %s at offset %s failed crc check" % (
-                    self.topic_partition, batch.base_offset))
-            v2 = batch.magic == 2
-            if v2:
-                self.leader_epoch = batch.leader_epoch
-                if self.isolation_level == _READ_COMMITTED and batch.has_producer_id():
-                    # KIP-98: a batch of a transaction aborted before it ends is skipped;
-                    # the abort marker retires its producer id
-                    self._consume_aborted_transactions_up_to(batch.last_offset)
-                    if self._contains_abort_marker(batch):
-                        self.aborted_producer_ids.discard(batch.producer_id)
-                    elif self._is_batch_aborted(batch):
-                        self.next_fetch_offset = batch.next_offset
+
+    def __init__(self, fetch_offset, tp, records, key_deserializer=None,
+                 value_deserializer=None, *args, **kwargs):
+        self._cur = []  # ConsumerRecords of the current batch
+        self._cum = None  # their running sizes (see kafka_python_records)
+        self._rest = _NOTHING  # what is left of the current list
+        self._read = self._bytes = 0  # counters of the lists before
+        self._pos = fetch_offset  # the position before the current list
+        super().__init__(fetch_offset, tp, records, key_deserializer, value_deserializer,
+                         *args, **kwargs)
+        if type(records) is MemoryRecords:
+            self.record_iterator = itertools.dropwhile(
+                self._maybe_skip_record,
+                _chain(self._lists(tp, records, key_deserializer, value_deserializer)))
+
+    @property
+    def next_fetch_offset(self):
+        k = len(self._cur) - self._rest.__length_hint__()
+        return self._cur[k - 1][3] + 1 if k else self._pos
+
+    @next_fetch_offset.setter
+    def next_fetch_offset(self, value):
+        self._pos = value
+
+    @property
+    def records_read(self):
+        return self._read + len(self._cur) - self._rest.__length_hint__()
+
+    @records_read.setter
+    def records_read(self, value):
+        self._read = value
+
+    @property
+    def bytes_read(self):
+        k = len(self._cur) - self._rest.__length_hint__()
+        return self._bytes + self._cum[k] if k else self._bytes
+
+    @bytes_read.setter
+    def bytes_read(self, value):
+        self._bytes = value
+
+    def _settle(self):
+        """Fold the handed-out records of the current list into the counters."""
+        self._pos, self._read, self._bytes = (
+            self.next_fetch_offset, self.records_read, self.bytes_read)
+        self._cur = []
+        self._cum = None
+        self._rest = _NOTHING
+
+    def _lists(self, tp, records, key_deserializer, value_deserializer):
+        """The ConsumerRecords of each batch, as a list iterator per batch; errors come
+        after the records before them, as kafka-python's generator raises them."""
+        topic, partition = tp.topic, tp.partition
+        custom = key_deserializer is not None or value_deserializer is not None
+        deserialize = self._deserialize
+        try:
+            batch = records.next_batch()
+            last_batch = None
+            while batch is not None:
+                last_batch = batch
+                if self.check_crcs and not batch.validate_crc():
+                    raise _CORRUPT("Record batch for partition %s at offset %s failed crc check"
+                                   % (self.topic_partition, batch.base_offset))
+                v2 = batch.magic == 2
+                if v2:
+                    self.leader_epoch = batch.leader_epoch
+                    if self.isolation_level == _READ_COMMITTED and batch.has_producer_id():
+                        # KIP-98: a batch of a transaction aborted before it ends is
+                        # skipped; the abort marker retires its producer id
+                        self._consume_aborted_transactions_up_to(batch.last_offset)
+                        if self._contains_abort_marker(batch):
+                            self.aborted_producer_ids.discard(batch.producer_id)
+                        elif self._is_batch_aborted(batch):
+                            self._pos = batch.next_offset
+                            batch = records.next_batch()
+                            continue
+                    if batch.is_control_batch:
+                        self._pos = batch.next_offset
                         batch = records.next_batch()
                         continue
-                if batch.is_control_batch:
-                    self.next_fetch_offset = batch.next_offset
-                    batch = records.next_batch()
-                    continue
-            if v2 and plain:
-                # DefaultRecord: (offset, timestamp, timestamp_type, key, value, headers,
-                # checksum None, size); its CRC is the batch's, checked above
-                recs = batch._materialize()
-                epoch = self.leader_epoch
-                out = [new(cr_type, (topic, partition, epoch, r[0], r[1], r[2], r[3], r[4], r[5],
-                                     None, -1 if r[3] is None else len(r[3]),
-                                     -1 if r[4] is None else len(r[4]),
-                                     _headers_bytes(r[5]) if r[5] else -1))
-                       for r in recs]
-                for r, record in zip(recs, out):
-                    self.records_read += 1
-                    self.bytes_read += r[7]
-                    self.next_fetch_offset = r[0] + 1
-                    yield record
-            else:
-                for r in batch:
-                    if self.check_crcs and not r.validate_crc():
-                        raise _CORRUPT("Record for partition %s at offset %s failed crc check" % (
-                            self.topic_partition, r.offset))
-                    key, value, headers = r.key, r.value, r.headers
-                    key_size = -1 if key is None else len(key)
-                    value_size = -1 if value is None else len(value)
-                    key = deserialize(key_deserializer, topic, headers, key)
-                    value = deserialize(value_deserializer, topic, headers, value)
-                    self.records_read += 1
-                    self.bytes_read += r.size_in_bytes
-                    self.next_fetch_offset = r.offset + 1
-                    yield cr_type(topic, partition, self.leader_epoch, r.offset, r.timestamp,
-                                  r.timestamp_type, key, value, headers, r.checksum, key_size,
-                                  value_size, _headers_bytes(headers) if headers else -1)
-            batch = records.next_batch()
-        # a magic-2 batch keeps its last offset even when compaction removed that record:
-        # the next fetch starts after it
-        if last_batch is not None and last_batch.magic == 2:
-            self.next_fetch_offset = last_batch.next_offset
-        self.drain()
-    except StopIteration:
-        # a StopIteration inside a generator would end it silently; kafka-python turns it
-        # into this error, and so does kafkawire
-        raise RuntimeError("StopIteration raised unpacking messageset") from None
+                    recs, raw_ts = batch._codec_records()
+                    h = batch._header_data
+                    out, cum, error = _factory.kafka_python_records(
+                        _ConsumerRecord, topic, partition, self.leader_epoch, recs, h[0], h[7],
+                        raw_ts, deserialize if custom else None, key_deserializer,
+                        value_deserializer)
+                else:
+                    out, cum, error = self._legacy_list(
+                        batch, topic, partition, key_deserializer, value_deserializer)
+                if out:
+                    self._cur = out
+                    self._cum = cum
+                    self._rest = rest = iter(out)
+                    yield rest
+                    self._settle()
+                if error is not None:
+                    raise error
+                batch = records.next_batch()
+            # a magic-2 batch keeps its last offset even when compaction removed that
+            # record: the next fetch starts after it
+            if last_batch is not None and last_batch.magic == 2:
+                self._pos = last_batch.next_offset
+            self.drain()
+        except StopIteration:
+            # a StopIteration inside a generator would end it silently; kafka-python turns
+            # it into this error, and so does kafkawire
+            raise RuntimeError("StopIteration raised unpacking messageset") from None
+
+    def _legacy_list(self, batch, topic, partition, key_deserializer, value_deserializer):
+        """(ConsumerRecords, running sizes, error) of a magic 0/1 message, record by record
+        as kafka-python makes them (a message's own CRC is checked on the way)."""
+        out = []
+        cum = [0]
+        deserialize = self._deserialize
+        try:
+            for r in batch:
+                if self.check_crcs and not r.validate_crc():
+                    raise _CORRUPT("Record for partition %s at offset %s failed crc check" % (
+                        self.topic_partition, r.offset))
+                key, value, headers = r.key, r.value, r.headers
+                key_size = -1 if key is None else len(key)
+                value_size = -1 if value is None else len(value)
+                key = deserialize(key_deserializer, topic, headers, key)
+                value = deserialize(value_deserializer, topic, headers, value)
+                cum.append(cum[-1] + r.size_in_bytes)
+                out.append(_ConsumerRecord(
+                    topic, partition, self.leader_epoch, r.offset, r.timestamp,
+                    r.timestamp_type, key, value, headers, r.checksum, key_size, value_size,
+                    _headers_bytes(headers) if headers else -1))
+        except Exception as exc:  # noqa: BLE001 - raised after the records before it
+            return out, cum, exc
+        return out, cum, None
 
 
 # ---------------------------------------------------------------------------------------
@@ -1172,7 +1224,7 @@ _TARGETS = [
     (_k_accumulator, "MemoryRecordsBuilder", MemoryRecordsBuilder),
     (_k_producer, "DefaultRecordBatchBuilder", DefaultRecordBatchBuilder),
     (_k_producer, "LegacyRecordBatchBuilder", LegacyRecordBatchBuilder),
-    (_k_fetcher.Fetcher.PartitionRecords, "_unpack_records", _unpack_records),
+    (_k_fetcher.Fetcher, "PartitionRecords", PartitionRecords),
 ]
 _ORIGINALS = [(module, name, module.__dict__[name]) for module, name, _ in _TARGETS]
 

@@ -1,0 +1,183 @@
+# cython: language_level=3
+"""Record factories for the drop-in codec (kafkawire.compat): the host client's own
+ConsumerRecord objects for every record of one decoded batch, built in one call.
+
+The host clients (kafka-python, aiokafka) turn each decoded record into their
+ConsumerRecord in a Python loop; that loop, not decoding, is what their consumers spend
+most of their time on once kafkawire's codec decodes the batches.  These functions take
+the records of one codec Batch and return the host's records with the very fields the
+host fills in.  Pure-Python twin: kafkawire.compat._factory_py (same names, same results,
+tests/compat/test_factory.py holds them to it).
+"""
+
+from cpython.object cimport PyObject, PyTypeObject
+from cpython.ref cimport Py_INCREF
+from cpython.list cimport PyList_New, PyList_GET_SIZE, PyList_GET_ITEM
+from cpython.tuple cimport PyTuple_GET_SIZE, PyTuple_GET_ITEM
+from cpython.unicode cimport PyUnicode_Check
+from cpython.bytes cimport PyBytes_GET_SIZE, PyBytes_CheckExact
+from cpython cimport array
+from libc.stdint cimport int64_t, uint64_t
+
+import array as _array
+
+cdef extern from "Python.h":
+    # A tuple subclass's instance (kafka-python's ConsumerRecord namedtuple) filled in place.
+    object PyType_GenericAlloc(PyTypeObject* tp, Py_ssize_t n)
+    void PyTuple_SET_ITEM_RAW "PyTuple_SET_ITEM" (PyObject* t, Py_ssize_t i, PyObject* o)
+    const char* PyUnicode_AsUTF8AndSize(object s, Py_ssize_t* size) except NULL
+
+cdef array.array _SIZES = _array.array("q")
+
+
+cdef inline void _put(object t, Py_ssize_t i, object o):
+    # fills slot i of a new tuple (it takes a reference)
+    Py_INCREF(o)
+    PyTuple_SET_ITEM_RAW(<PyObject*>t, i, <PyObject*>o)
+
+
+cdef inline int _size_of_varint(int64_t value) noexcept:
+    # zigzag varint size (KIP-98 record fields), as codec.size_of_varint
+    cdef uint64_t v = (<uint64_t>value << 1) ^ <uint64_t>(value >> 63)
+    cdef int n = 1
+    while v >= 0x80:
+        v >>= 7
+        n += 1
+    return n
+
+
+cdef inline Py_ssize_t _len_or_minus1(object b) except -2:
+    if b is None:
+        return -1
+    if PyBytes_CheckExact(b):
+        return PyBytes_GET_SIZE(b)
+    return len(b)
+
+
+cdef int64_t _headers_wire_size(object headers, int64_t *names_and_values) except -1:
+    """Encoded size of magic-2 record headers; their keys' UTF-8 plus values' bytes (the
+    header size kafka-python reports) into names_and_values."""
+    cdef Py_ssize_t n = len(headers), klen, vlen
+    cdef int64_t size = _size_of_varint(n), plain = 0
+    for pair in headers:
+        h_key, h_value = pair
+        PyUnicode_AsUTF8AndSize(h_key, &klen)
+        size += _size_of_varint(klen) + klen
+        plain += klen
+        if h_value is None:
+            size += 1
+        else:
+            vlen = len(h_value)
+            size += _size_of_varint(vlen) + vlen
+            plain += vlen
+    names_and_values[0] = plain
+    return size
+
+
+def kafka_python_records(cr_type, str topic, partition, leader_epoch, list records,
+                         int64_t base_offset, int64_t base_timestamp, raw_timestamps,
+                         deserialize=None, key_deserializer=None, value_deserializer=None):
+    """(ConsumerRecords, sizes, error): kafka-python's ConsumerRecords for the codec
+    ``records`` of one magic-2 batch; the running total of their sizes (an ``array('q')``
+    whose entry k is the sum of the first k records' ``size_in_bytes``, what kafka-python
+    adds to its fetch metrics per record); and the exception a deserializer raised (the
+    records are then those before it, as kafka-python hands them out before raising), or
+    None.
+
+    ``raw_timestamps``: the records' timestamps as stored, when the batch uses
+    LogAppendTime (the decoded ones are then the batch's); None otherwise.  With
+    ``deserialize`` (the fetcher's own ``_deserialize``) keys and values go through it
+    with each deserializer, key first, as kafka-python does per record.
+    """
+    cdef Py_ssize_t n = PyList_GET_SIZE(records), i
+    cdef list out = []
+    cdef array.array sizes = array.clone(_SIZES, n + 1, zero=False)
+    cdef long long *cum = sizes.data.as_longlongs
+    cdef PyTypeObject *tp = <PyTypeObject*>cr_type
+    cdef int64_t offset, ts, total = 0, size, hplain = 0
+    cdef Py_ssize_t klen, vlen
+    cdef bint custom = deserialize is not None and (
+        key_deserializer is not None or value_deserializer is not None)
+    cdef object r, h, key, value, headers, rec, o_offset, o_ts, ksize, vsize, hsize
+    cum[0] = 0
+    for i in range(n):
+        r = <object>PyList_GET_ITEM(records, i)
+        o_offset = r.offset
+        o_ts = r.timestamp
+        key = r.key
+        value = r.value
+        h = r.headers
+        offset = o_offset
+        ts = o_ts if raw_timestamps is None else raw_timestamps[i]
+        klen = _len_or_minus1(key)
+        vlen = _len_or_minus1(value)
+        # attributes, offset delta, timestamp delta, key, value, headers (KIP-98)
+        size = (1 + _size_of_varint(offset - base_offset) + _size_of_varint(ts - base_timestamp)
+                + (1 if klen < 0 else _size_of_varint(klen) + klen)
+                + (1 if vlen < 0 else _size_of_varint(vlen) + vlen))
+        if PyTuple_GET_SIZE(h):
+            headers = list(h)
+            size += _headers_wire_size(headers, &hplain)
+        else:
+            headers = PyList_New(0)
+            size += 1
+        total += size
+        cum[i + 1] = total
+        if custom:
+            try:
+                key = deserialize(key_deserializer, topic, headers, key)
+                value = deserialize(value_deserializer, topic, headers, value)
+            except Exception as exc:
+                return out, sizes, exc
+            if headers:  # a deserializer may have changed them: measured afterwards
+                _headers_wire_size(headers, &hplain)
+        hsize = hplain if headers else -1
+        ksize = klen
+        vsize = vlen
+        rec = PyType_GenericAlloc(tp, 13)
+        _put(rec, 0, topic)
+        _put(rec, 1, partition)
+        _put(rec, 2, leader_epoch)
+        _put(rec, 3, o_offset)
+        _put(rec, 4, o_ts)
+        _put(rec, 5, r.timestamp_type)
+        _put(rec, 6, key)
+        _put(rec, 7, value)
+        _put(rec, 8, headers)
+        _put(rec, 9, None)
+        _put(rec, 10, ksize)
+        _put(rec, 11, vsize)
+        _put(rec, 12, hsize)
+        out.append(rec)
+    return out, sizes, None
+
+
+def aiokafka_records(cr_type, str topic, partition, list records, int64_t position,
+                     key_deserializer=None, value_deserializer=None):
+    """(ConsumerRecords, error): aiokafka's ConsumerRecords for the codec ``records`` of
+    one batch, leaving out those before ``position`` (the earlier records of a compressed
+    set) as aiokafka's fetcher does; each deserializer is called with the raw key or value,
+    key first.  ``error``: what a deserializer raised (the records are those before it),
+    or None."""
+    cdef Py_ssize_t n = PyList_GET_SIZE(records), i
+    cdef list out = []
+    cdef int64_t offset
+    cdef object r, key, value, o_offset
+    for i in range(n):
+        r = <object>PyList_GET_ITEM(records, i)
+        o_offset = r.offset
+        offset = o_offset
+        if offset < position:
+            continue
+        position = offset + 1
+        key = r.key
+        value = r.value
+        try:
+            out.append(cr_type(
+                topic, partition, o_offset, r.timestamp, r.timestamp_type,
+                key if key_deserializer is None else key_deserializer(key),
+                value if value_deserializer is None else value_deserializer(value),
+                None, _len_or_minus1(key), _len_or_minus1(value), r.headers))
+        except Exception as exc:
+            return out, exc
+    return out, None
