@@ -5,20 +5,6 @@ from __future__ import annotations
 
 from kafkawire import errors
 
-__all__ = [
-    "SaslError",
-    "SaslPrepError",
-    "SaslProtocolError",
-    "ScramIterationCountError",
-    "ScramServerSignatureError",
-    "SaslAuthenticationError",
-    "ScramServerError",
-    "OAuthBearerServerError",
-    "OAuthBearerTokenError",
-    "SaslUnsupportedMechanismError",
-    "SaslIllegalStateError",
-]
-
 
 class SaslError(errors.KafkaWireError):
     """A SASL failure found on the client's side (no broker error code)."""

@@ -22,15 +22,6 @@ from kafkawire.protocol.sasl._oauthbearer import OAuthBearerMechanism
 from kafkawire.protocol.sasl._timing import reauthentication_at_ms
 from kafkawire.protocol.schema import Struct
 
-__all__ = [
-    "SaslExchange",
-    "SaslStep",
-    "SaslResult",
-    "RawTokenReader",
-    "frame_raw_token",
-    "exchange_for",
-]
-
 
 _I32 = struct.Struct(">i")
 

@@ -5,11 +5,6 @@ from __future__ import annotations
 
 from kafkawire.protocol.sasl._errors import SaslIllegalStateError, SaslProtocolError
 
-__all__ = [
-    "SaslMechanism",
-    "PlainMechanism",
-]
-
 
 class SaslMechanism:
     """One client side of one SASL authentication.

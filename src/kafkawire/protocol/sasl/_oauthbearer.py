@@ -11,12 +11,6 @@ from kafkawire.protocol.sasl._errors import OAuthBearerServerError, OAuthBearerT
 from kafkawire.protocol.sasl._mechanism import SaslMechanism
 from kafkawire.protocol.sasl._timing import token_refresh_at_ms
 
-__all__ = [
-    "OAuthBearerToken",
-    "TokenProvider",
-    "OAuthBearerMechanism",
-]
-
 
 class OAuthBearerToken:
     """An OAuth 2 bearer token: ``value``, and when it expires, ``expiry_ms``, in

@@ -8,11 +8,6 @@ import unicodedata
 
 from kafkawire.protocol.sasl._errors import SaslPrepError
 
-__all__ = [
-    "saslprep",
-    "scram_escape_username",
-]
-
 
 # RFC 4013 section 2.3: the stringprep tables whose characters must not appear in output.
 _PROHIBITED = (

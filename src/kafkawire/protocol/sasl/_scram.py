@@ -22,15 +22,6 @@ from kafkawire.protocol.sasl._errors import (
 from kafkawire.protocol.sasl._mechanism import SaslMechanism
 from kafkawire.protocol.sasl._saslprep import saslprep, scram_escape_username
 
-__all__ = [
-    "SCRAM_MIN_ITERATIONS",
-    "SCRAM_MAX_ITERATIONS",
-    "SCRAM_MECHANISM_TYPES",
-    "ScramCredential",
-    "scram_credential",
-    "ScramMechanism",
-]
-
 
 #: Kafka refuses SCRAM iteration counts below this (and RFC 7677 asks for at least 4096).
 SCRAM_MIN_ITERATIONS = 4096

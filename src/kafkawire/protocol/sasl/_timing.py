@@ -4,11 +4,6 @@ never read here: the caller passes ``now_ms`` and its random ``jitter``."""
 
 from __future__ import annotations
 
-__all__ = [
-    "reauthentication_at_ms",
-    "token_refresh_at_ms",
-]
-
 
 def _check_fraction(jitter: float) -> None:
     if not 0.0 <= jitter <= 1.0:
