@@ -11,7 +11,7 @@ import pytest
 from kafkawire.client.future import Future
 from kafkawire.protocol import apis
 from kafkawire.client.steps import run_blocking
-from kafkawire.protocol.steps import Await, Request, Sleep, StepRun, drive_async
+from kafkawire.protocol.steps import NOW, Await, Refresh, Request, Sleep, StepRun, drive_async
 
 METADATA = apis.get("Metadata")
 
@@ -199,3 +199,55 @@ def test_cancelling_the_awaiting_task_is_not_thrown_into_the_generator() -> None
     # CancelledError is not an Exception: it ends the task instead of being thrown in as a
     # failed step (the generator is closed when it is collected: GeneratorExit).
     assert "CancelledError" not in seen
+
+
+@pytest.mark.parametrize("mode", ["polled", "blocking", "awaited"])
+def test_now_is_answered_from_the_runners_clock_and_refresh_is_the_shells(mode: str) -> None:
+    refreshed: list = []
+
+    def steps():
+        t0 = yield NOW
+        yield Refresh(2.5)
+        t1 = yield NOW
+        return t0, t1
+
+    def start(step):
+        assert isinstance(step, Refresh)
+        refreshed.append(step.timeout)
+        fut = Future()
+        fut.set_result(None)
+        return fut
+
+    if mode == "polled":
+        run = StepRun(steps())
+        assert run.advance(7.0, start) is None
+        t0, t1 = run.value
+        assert t0 == t1 == 7.0
+    elif mode == "blocking":
+        before = time.monotonic()
+        t0, t1 = run_blocking(steps(), before + 5, TimeoutError, start)
+        assert before <= t0 <= t1 <= time.monotonic()
+    else:
+        async def do_step(step):
+            return start(step).result(0)
+
+        t0, t1 = asyncio.run(drive_async(steps(), do_step, lambda: 42.0))
+        assert t0 == t1 == 42.0
+    assert refreshed == [2.5]
+
+
+def test_the_blocking_runner_sleeps_by_the_shells_sleep_and_gives_up_on_a_connection_at_the_deadline():
+    slept: list = []
+
+    def steps():
+        yield Sleep(0.01)
+        try:
+            yield ask(1)
+        except TimeoutError as exc:
+            return str(exc)
+
+    t0 = time.monotonic()
+    got = run_blocking(steps(), t0 + 0.2, lambda: TimeoutError("no connection in time"),
+                       lambda step: None, sleep=lambda s: (slept.append(s), time.sleep(s)))
+    assert got == "no connection in time" and slept[0] == pytest.approx(0.01)
+    assert time.monotonic() - t0 < 5

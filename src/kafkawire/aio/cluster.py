@@ -14,8 +14,7 @@ copy.  Create the client again in the child, inside the child's own event loop.
 from __future__ import annotations
 
 import asyncio
-import random
-from typing import Any
+from typing import Any, Generator
 
 from kafkawire.aio.conn import AsyncBrokerConnection
 from kafkawire.core import fork as _fork
@@ -23,20 +22,31 @@ from kafkawire.core.fork import ForkedClientError
 from kafkawire.core.config import Config
 from kafkawire.core.errors import KafkaConnectionError, KafkaTimeoutError, NoBrokersAvailableError
 from kafkawire.protocol import apis
-from kafkawire.protocol.metadata import Backoff, ClusterMetadata, bootstrap_failure
+from kafkawire.protocol.metadata import (
+    Backoff,
+    Backoffs,
+    ClusterMetadata,
+    ClusterView,
+    bootstrap_steps,
+    candidates,
+    no_brokers_message,
+    partitions_steps,
+    refresh_steps,
+)
+from kafkawire.protocol.steps import Await, Refresh, Request, Sleep, drive_async
 
 __all__ = ["AsyncCluster"]
 
 METADATA = apis.get("Metadata")
 
 
-class AsyncCluster:
+class AsyncCluster(ClusterView):
     def __init__(self, config: Config):
         self.config = config
         self.meta = ClusterMetadata(config.metadata_max_age_ms, config.retry_backoff_ms)
         self._conns: dict[Any, AsyncBrokerConnection] = {}
         self._connecting: dict[Any, asyncio.Task] = {}
-        self._backoff: dict[tuple[str, int], Backoff] = {}
+        self.backoffs = Backoffs(config.reconnect_backoff_ms, config.reconnect_backoff_max_ms)
         self._refresh: asyncio.Task | None = None
         self.closed = False
         self.forked = False  # this is a forked child's copy: see the module docstring
@@ -62,22 +72,6 @@ class AsyncCluster:
         if self.forked:
             raise ForkedClientError(self._forked_message())
 
-    leader_for = property(lambda self: self.meta.leader_for)
-    topics = property(lambda self: self.meta.topics)
-    brokers = property(lambda self: self.meta.brokers)
-    interest = property(lambda self: self.meta.interest)
-
-    @property
-    def all_topics(self) -> bool:
-        return self.meta.all_topics
-
-    @all_topics.setter
-    def all_topics(self, value: bool) -> None:
-        self.meta.all_topics = value
-
-    def request_refresh(self) -> None:
-        self.meta.need_refresh = True
-
     @staticmethod
     def _now() -> float:
         return asyncio.get_running_loop().time()
@@ -92,9 +86,10 @@ class AsyncCluster:
             return conn
         task = self._connecting.get(key)
         if task is None:
-            b = self._backoff.setdefault((host, port), Backoff())
-            if b.next_attempt > self._now() and b.last_error is not None:
-                raise b.last_error
+            refused = self.backoffs.refusal(host, port, self._now())
+            if refused is not None:
+                raise refused
+            b = self.backoffs.get(host, port)
             c = self.config
             conn = AsyncBrokerConnection(
                 host, port, node_id=node_id, client_id=c.client_id,
@@ -118,8 +113,7 @@ class AsyncCluster:
         try:
             await conn.connect(self.config.socket_connection_setup_timeout_ms / 1000)
         except KafkaConnectionError as exc:
-            b.failed(exc, self._now(), self.config.reconnect_backoff_ms,
-                     self.config.reconnect_backoff_max_ms, random.uniform(0.8, 1.2))
+            self.backoffs.failed(b, exc, self._now())
             self.meta.need_refresh = True  # the broker may have left the cluster
             raise
         finally:
@@ -140,86 +134,106 @@ class AsyncCluster:
             raise KafkaConnectionError(f"broker {node_id} is not in the cluster metadata")
         return await self._connect(node_id, addr[0], addr[1], node_id, deadline)
 
+    def next_connect_delay(self) -> float:
+        """Seconds until some broker leaves its backoff (for sleeping when all are down)."""
+        return self.backoffs.next_delay(self._now())
+
     async def any_connection(self, deadline: float) -> AsyncBrokerConnection:
+        """As the sync Cluster.any_connection: known brokers first, then bootstrap
+        addresses, least recently failed first."""
         self.check_fork()
         for conn in self._conns.values():
             if conn.ready:
                 return conn
-        candidates = [(nid, h, p, nid) for nid, (h, p) in self.meta.brokers.items()]
-        candidates += [(("bootstrap", h, p), h, p, None) for h, p in self.config.bootstrap_servers]
         tried = []
-        final = bool(candidates)
-        for key, host, port, node_id in candidates:
+        final = True
+        for key, host, port, node_id in candidates(self.meta.brokers, self.config.bootstrap_servers,
+                                                   self.backoffs, self._now()):
             try:
                 return await self._connect(key, host, port, node_id, deadline)
             except (KafkaConnectionError, KafkaTimeoutError) as exc:
                 tried.append(f"{host}:{port}: {type(exc).__name__}: {exc}")
                 final = final and not getattr(exc, "retriable", True)
-        err = NoBrokersAvailableError("no broker could be reached; tried:\n  " + "\n  ".join(tried)
-                                      + "\ncheck bootstrap_servers and that the brokers are running")
+        err = NoBrokersAvailableError(no_brokers_message(tried))
         # Every broker refused for a reason waiting does not fix (a TLS certificate or
-        # protocol mismatch): not retried until the deadline, as the sync shell does not.
-        err.retriable = not final
+        # protocol mismatch): not retried until the deadline.
+        err.retriable = not (final and tried)
         raise err
+
+    # -- running step generators (protocol/steps.py) --------------------------------------
+
+    async def run(self, steps: Generator[Any, Any, Any], deadline: float, what: str) -> Any:
+        """Run ``steps`` to its end by ``deadline`` (the loop's clock): requests go to
+        their broker, Refresh fetches the metadata, answers are awaited.  One not in by
+        the deadline has KafkaTimeoutError ("``what``: no answer in time") thrown in."""
+        async def do_step(step: Any) -> Any:
+            return await self.do_step(step, deadline, what)
+
+        return await drive_async(steps, do_step, self._now)
+
+    async def do_step(self, step: Any, deadline: float, what: str) -> Any:
+        """One step of a generator :meth:`run` runs."""
+        if isinstance(step, Sleep):
+            await asyncio.sleep(step.seconds)
+            return None
+        if isinstance(step, Refresh):
+            return await self.refresh(step.timeout)
+        if isinstance(step, Await):
+            try:
+                return await asyncio.wait_for(asyncio.shield(step.answer), max(0.0, deadline - self._now()))
+            except asyncio.TimeoutError:
+                raise KafkaTimeoutError(f"{what}: no answer in time") from None
+        assert isinstance(step, Request), step
+        conn = await (self.any_connection(deadline) if step.node is None else self.connection(step.node, deadline))
+        version = step.version(conn.protocol.version_for(step.api), conn.protocol.finalized_features)
+        # The caller's deadline ends only its wait: the request keeps request_timeout_ms
+        # (see conn.request), so a short one does not close a busy connection.
+        return await conn.request(step.api, step.build(version), version, wait=max(0.001, deadline - self._now()))
 
     # -- metadata ------------------------------------------------------------------------
 
     async def bootstrap(self, timeout: float) -> None:
-        """Fetch metadata through the first bootstrap address that takes a connection,
-        within ``timeout``; as the sync shell's bootstrap, each address is tried once, so
-        nothing listening fails at once (NoBrokersAvailableError) instead of at the limit."""
+        """Fetch metadata from the first bootstrap address that answers, within
+        ``timeout``; each address is tried once, so nothing listening fails at once
+        (NoBrokersAvailableError) instead of at the limit."""
         self.check_fork()
-        start = self._now()
-        deadline = start + timeout
-        failures: list[str] = []
-        connected = False
-        for host, port in self.config.bootstrap_servers:
-            if self._now() >= deadline:
-                break
-            try:
-                await self._connect(("bootstrap", host, port), host, port, None, deadline)
-                connected = True
-                break
-            except (KafkaConnectionError, KafkaTimeoutError) as exc:
-                failures.append(f"{host}:{port}: {type(exc).__name__}: {exc}")
-        if not connected:
-            raise NoBrokersAvailableError(bootstrap_failure(failures, self._now() - start, timeout))
-        await self.refresh(max(0.001, deadline - self._now()))
+
+        def attempt(host: str, port: int, deadline: float) -> asyncio.Future:
+            return _background(self._fetch_metadata(deadline, ("bootstrap", host, port)))
+
+        failed = await self.run(bootstrap_steps(self.config.bootstrap_servers, timeout, attempt),
+                                self._now() + timeout, "Metadata")
+        if failed is not None:
+            raise NoBrokersAvailableError(failed)
+
+    def _refresh_attempt(self, deadline: float) -> asyncio.Future:
+        """The refresh in flight (one at a time; callers share it), or a new one."""
+        if self._refresh is None or self._refresh.done():
+            self._refresh = _background(self._fetch_metadata(deadline))
+        return self._refresh
 
     async def refresh(self, timeout: float) -> None:
-        """Fetch metadata now (one refresh at a time; callers share it), within ``timeout``."""
+        """Fetch metadata now, within ``timeout``."""
         self.check_fork()
-        deadline = self._now() + timeout
-        last: BaseException | None = None
-        while True:
-            remaining = deadline - self._now()
-            if remaining <= 0:
-                raise KafkaTimeoutError(f"cluster metadata not refreshed within {timeout:g}s"
-                                        + (f"; last error: {last}" if last else ""))
-            if self._refresh is None or self._refresh.done():
-                self._refresh = asyncio.ensure_future(self._fetch_metadata(deadline))
-                # A caller that stops waiting at its deadline leaves the task to fail
-                # alone: retrieve its error, or asyncio logs "exception was never retrieved".
-                self._refresh.add_done_callback(lambda t: t.cancelled() or t.exception())
-            try:
-                await asyncio.wait_for(asyncio.shield(self._refresh), remaining)
-                return
-            except asyncio.TimeoutError:
-                continue
-            except (KafkaConnectionError, KafkaTimeoutError) as exc:
-                if not exc.retriable:
-                    raise
-                last = exc
-                await asyncio.sleep(min(self.config.retry_backoff_ms / 1000, max(0.0, deadline - self._now())))
+        steps = refresh_steps(timeout, self.config.retry_backoff_ms / 1000, self._refresh_attempt,
+                              self.next_connect_delay)
+        await self.run(steps, self._now() + timeout, "Metadata")
 
-    async def _fetch_metadata(self, deadline: float) -> None:
-        conn = await self.any_connection(deadline)
+    async def _fetch_metadata(self, deadline: float, bootstrap: tuple[str, str, int] | None = None) -> None:
+        if bootstrap is None:
+            conn = await self.any_connection(deadline)
+        else:
+            conn = await self._connect(bootstrap, bootstrap[1], bootstrap[2], None, deadline)
         request, _topics = self.meta.request(conn.protocol.version_for(METADATA))
         # The request's own timeout, not the caller's deadline: refresh() stops waiting at its
         # deadline while this task goes on, and a request timed out closes the connection
         # with every request in flight on it (a short poll() once did so, and a Metadata
         # request held behind a KIP-368 re-login missed such a deadline every few seconds).
-        resp = await conn.request(METADATA, request)
+        try:
+            resp = await conn.request(METADATA, request)
+        except (KafkaConnectionError, KafkaTimeoutError):
+            self.meta.need_refresh = True
+            raise
         self.meta.apply(resp, self._now())
         for key in [k for k in self._conns if isinstance(k, tuple)]:
             if not self._connecting.get(key):
@@ -231,29 +245,13 @@ class AsyncCluster:
         now = self._now()
         if (self._refresh is None or self._refresh.done()) and self.meta.refresh_due(now) \
                 and self.meta.refresh_allowed(now):
-            self._refresh = asyncio.ensure_future(self._fetch_metadata(now + self.config.request_timeout_ms / 1000))
-            self._refresh.add_done_callback(lambda t: t.cancelled() or t.exception())  # seen later, if at all
+            self._refresh = _background(self._fetch_metadata(now + self.config.request_timeout_ms / 1000))
 
     async def partitions_for(self, topic: str, timeout: float) -> list[int]:
+        """As the sync Cluster.partitions_for."""
         self.check_fork()
-        asked = self._now()
-        deadline = asked + timeout
-        self.meta.interest.add(topic)
-        while True:
-            parts = self.meta.partitions(topic, asked)  # a permanent error in a new answer raises
-            if parts is not None:
-                return parts
-            remaining = deadline - self._now()
-            if remaining <= 0:
-                raise KafkaTimeoutError(f"topic {topic!r} not available within {timeout:g}s: "
-                                        f"{self.meta.why_unavailable(topic)}")
-            if topic in self.meta.topics:
-                await asyncio.sleep(min(self.config.retry_backoff_ms / 1000, remaining))
-            self.meta.need_refresh = True
-            try:
-                await self.refresh(max(0.001, deadline - self._now()))
-            except KafkaTimeoutError:
-                continue  # out of time: the check above says what the topic lacks
+        steps = partitions_steps(self.meta, topic, timeout, self.config.retry_backoff_ms / 1000)
+        return await self.run(steps, self._now() + timeout, "Metadata")
 
     async def request(self, node_id: int | None, api: Any, request: Any, timeout: float,
                       version: int | None = None) -> Any:
@@ -276,3 +274,11 @@ class AsyncCluster:
             await asyncio.wait(tasks, timeout=1.0)
         await asyncio.gather(*(conn.aclose() for conn in self._conns.values()))
         self._conns.clear()
+
+
+def _background(coro: Any) -> asyncio.Future:
+    """``coro`` as a task whose waiter may stop waiting at its deadline: its error is
+    retrieved here, or asyncio logs "exception was never retrieved"."""
+    task = asyncio.ensure_future(coro)
+    task.add_done_callback(lambda t: t.cancelled() or t.exception())
+    return task

@@ -25,13 +25,8 @@ from typing import Any, AsyncIterator, Iterable
 from kafkawire.aio.cluster import AsyncCluster
 from kafkawire.aio.group import AsyncConsumerGroup
 from kafkawire.core.config import Config
-from kafkawire.core.errors import (
-    ClientClosedError,
-    KafkaConnectionError,
-    KafkaTimeoutError,
-)
+from kafkawire.core.errors import ClientClosedError, KafkaTimeoutError
 from kafkawire.protocol import apis
-from kafkawire.protocol.api import ApiVersionError
 from kafkawire.protocol.fetcher import (
     EARLIEST,
     LATEST,
@@ -41,17 +36,13 @@ from kafkawire.protocol.fetcher import (
     OffsetAndTimestamp,
     PartitionState,
     TopicPartition,
-    apply_list_offsets,
-    check_timestamps,
-    list_offsets_request,
-    offsets_and_times,
 )
 from kafkawire.protocol.fetcher import as_topic_partition as _tp
+from kafkawire.protocol.offsets import check_timestamps, list_offsets_steps, offsets_and_times, reset_steps
 
 __all__ = ["AsyncConsumer"]
 
 FETCH = apis.get("Fetch")
-LIST_OFFSETS = apis.get("ListOffsets")
 
 
 class AsyncConsumer:
@@ -63,8 +54,7 @@ class AsyncConsumer:
         self._woken: asyncio.Event | None = None
         self.cluster = AsyncCluster(c)
         self._fetcher = Fetcher(c)
-        self._inflight: dict[int, asyncio.Task] = {}
-        self._fetch_backoff: dict[int, float] = {}
+        self._inflight: dict[int, asyncio.Task] = {}  # broker id -> its Fetch's task
         self._started = False
         self._closed = False
 
@@ -176,80 +166,25 @@ class AsyncConsumer:
         query = check_timestamps(timestamps)
         return offsets_and_times(query, await self._list_offsets(query, self._timeout(timeout)))
 
+    # The lookups and their retries are protocol/offsets.py's; they run here, awaited.
+
     async def _list_offsets(self, query: dict[TopicPartition, int], timeout: float
                             ) -> dict[TopicPartition, tuple[int, int]]:
         self._check_open()
-        deadline = self._now() + timeout
-        todo = dict(query)
-        result: dict[TopicPartition, tuple[int, int]] = {}
-        last: BaseException | None = None
-        self.cluster.meta.interest.update(tp.topic for tp in todo)
-        while todo:
-            remaining = deadline - self._now()
-            if remaining <= 0:
-                raise KafkaTimeoutError(f"offsets for {sorted(todo)} not found within {timeout:g}s"
-                                        + (f"; last error: {last}" if last else ""))
-            by_node: dict[int, list[TopicPartition]] = {}
-            for tp in todo:
-                leader = self.cluster.leader_for(*tp)
-                if leader is None:
-                    by_node.clear()
-                    break
-                by_node.setdefault(leader, []).append(tp)
-            if not by_node:
-                exc = self.cluster.meta.take_topic_error({t.topic for t in todo})
-                if exc is not None:  # not authorized, invalid: waiting cannot help
-                    raise exc
-                try:
-                    self.cluster.meta.need_refresh = True
-                    await self.cluster.refresh(remaining)
-                except KafkaTimeoutError as exc:
-                    last = exc
-                continue
-            for node, tps in by_node.items():
-                try:
-                    conn = await self.cluster.connection(node, deadline)
-                    version = conn.protocol.version_for(LIST_OFFSETS)
-                    # A short poll() or end_offsets() abandons the answer at its deadline;
-                    # the request keeps its request_timeout_ms (see conn.request's wait).
-                    resp = await conn.request(
-                        LIST_OFFSETS, list_offsets_request({tp: todo[tp] for tp in tps}, self._fetcher.isolation),
-                        version, wait=max(0.001, deadline - self._now()))
-                    if apply_list_offsets(resp, version, todo, result):
-                        self.cluster.meta.need_refresh = True
-                except (KafkaConnectionError, KafkaTimeoutError) as exc:
-                    last = exc
-                    self.cluster.meta.need_refresh = True
-                except Exception as exc:  # a broker error: retried only if retriable
-                    if not getattr(exc, "retriable", False):
-                        raise
-                    last = exc
-            if todo:
-                await asyncio.sleep(min(self.config.retry_backoff_ms / 1000, max(0.0, deadline - self._now())))
-                if self.cluster.meta.refresh_due(self._now()):
-                    try:
-                        await self.cluster.refresh(max(0.001, deadline - self._now()))
-                    except KafkaTimeoutError as exc:
-                        last = exc
-        return result
+        steps = list_offsets_steps(self.cluster.meta, query, self._fetcher.isolation, timeout,
+                                   self._fetcher.retry_backoff)
+        return await self.cluster.run(steps, self._now() + timeout, "ListOffsets")
 
-    async def _reset_positions(self, tps: list[TopicPartition], timeout: float, out_of_range: bool = False) -> None:
-        query = self._fetcher.reset_query(tps, out_of_range)
-        self._fetcher.apply_reset(await self._list_offsets(query, timeout))
+    async def _reset_positions(self, tps: list[TopicPartition], timeout: float) -> None:
+        steps = reset_steps(self._fetcher, self.cluster.meta, tps, timeout)
+        await self.cluster.run(steps, self._now() + timeout, "ListOffsets")
 
     # -- fetching --------------------------------------------------------------------------
 
     def _send_fetches(self) -> None:
         f = self._fetcher
-        by_node, offsets, buffered, leaderless = f.plan(self.cluster.leader_for)
-        if leaderless:
-            self.cluster.meta.need_refresh = True
-            if f.pending_error is None:  # the next poll raises a permanent topic error
-                f.pending_error = self.cluster.meta.take_topic_error(f.assigned_topics())
-        now = self._now()
-        for node, tps in by_node.items():
-            if node in self._inflight or self._fetch_backoff.get(node, 0.0) > now:
-                continue
+        due, offsets, buffered = f.due(self.cluster.meta, self._now(), self._inflight)
+        for node, tps in due:
             req, positions = f.request(tps, offsets, buffered, self.cluster.topics)
             self._inflight[node] = asyncio.ensure_future(self._fetch(node, req, positions))
 
@@ -263,28 +198,13 @@ class AsyncConsumer:
         except asyncio.CancelledError:
             f.on_failure(positions)
             raise
-        except (KafkaConnectionError, KafkaTimeoutError):
-            f.on_failure(positions)
-            self.cluster.meta.need_refresh = True
-            self._back_off(node)
-            return
-        except ApiVersionError as exc:
-            # No Fetch version to send (an override the broker does not serve, e.g. v0-v3
-            # on Kafka 4, KIP-896): the next poll() raises it, as the sync shell's does,
-            # instead of the task failing unseen and every poll coming back empty.
-            f.on_failure(positions)
-            f.pending_error = exc
+        except Exception as exc:  # noqa: BLE001 - the fetcher says what it means
+            # Never left to fail the task unseen: retried, or raised by the next poll().
+            f.fetch_failed(positions, exc, self.cluster.meta, node, self._now())
             return
         finally:
             self._inflight.pop(node, None)
-        refresh, back_off = f.on_response(resp, positions, self.cluster.topics, node)
-        if refresh:
-            self.cluster.meta.need_refresh = True
-        if back_off:
-            self._back_off(node)
-
-    def _back_off(self, node: int) -> None:
-        self._fetch_backoff[node] = self._now() + self.config.retry_backoff_ms / 1000
+        f.fetched(resp, positions, self.cluster.meta, node, self._now())
 
     async def _poll(self, timeout: float, max_records: int, columnar: bool) -> list[Any]:
         self._check_open()
@@ -296,18 +216,15 @@ class AsyncConsumer:
         if not self._started:
             await self.start(timeout)
         while True:
-            if f.pending_error is not None:
-                err, f.pending_error = f.pending_error, None
-                raise err
+            f.raise_pending()
             if group is not None:
                 # A subscribed topic the broker refuses (not authorized) ends poll().
                 self.cluster.meta.raise_new_topic_error(group.topics)
                 group.step()
             todo = f.needs_position(group.pending_positions if group is not None else ())
             if todo:
-                out_of_range = any(f.assigned[tp].reset_to is not None for tp in todo)
                 try:
-                    await self._reset_positions(todo, max(0.001, deadline - self._now()), out_of_range)
+                    await self._reset_positions(todo, max(0.001, deadline - self._now()))
                 except KafkaTimeoutError:
                     pass  # no answer within this poll's timeout: the next poll asks again
             self._send_fetches()
@@ -320,7 +237,8 @@ class AsyncConsumer:
             if remaining <= 0:
                 return []
             waits: list[Any] = list(self._inflight.values())
-            wait = remaining if waits else min(remaining, self.config.retry_backoff_ms / 1000)
+            # Connection setups and refreshes do not wake this wait: no connect delay.
+            wait = f.idle_wait(remaining, bool(waits))
             assert self._woken is not None
             self._woken.clear()
             woken = asyncio.ensure_future(self._woken.wait())  # the group has news

@@ -25,9 +25,8 @@ child's own sockets, on next use.
 
 from __future__ import annotations
 
-import random
 import time
-from typing import Any
+from typing import Any, Generator
 
 from kafkawire.core.config import Config
 from kafkawire.client.conn import BrokerConnection, Poller
@@ -37,21 +36,29 @@ from kafkawire.core.errors import (
     NoBrokersAvailableError,
 )
 from kafkawire.core.future import Future
+from kafkawire.client.steps import run_blocking
 from kafkawire.protocol import apis
 from kafkawire.protocol.metadata import (
     Backoff,
+    Backoffs,
     ClusterMetadata,
+    ClusterView,
     PartitionMetadata,
     TopicMetadata,
-    bootstrap_failure,
+    bootstrap_steps,
+    candidates,
+    no_brokers_message,
+    partitions_steps,
+    refresh_steps,
 )
+from kafkawire.protocol.steps import Refresh, Request
 
 __all__ = ["Cluster", "TopicMetadata", "PartitionMetadata"]
 
 METADATA = apis.get("Metadata")
 
 
-class Cluster:
+class Cluster(ClusterView):
     def __init__(self, config: Config, poller: Poller | None = None):
         self.config = config
         self.poller = poller or Poller()
@@ -60,25 +67,10 @@ class Cluster:
         #: Brokers, topics and leaders, and when to refresh them (I/O-free).
         self.meta = ClusterMetadata(config.metadata_max_age_ms, config.retry_backoff_ms)
         self._conns: dict[Any, BrokerConnection] = {}  # node id, or ("bootstrap", host, port)
-        self._backoff: dict[tuple[str, int], Backoff] = {}
+        self.backoffs = Backoffs(config.reconnect_backoff_ms, config.reconnect_backoff_max_ms)
         self._refresh_future: Future | None = None
         self._refresh_topics: frozenset[str] = frozenset()  # what that refresh asked for
         self.closed = False
-
-    # The metadata, as attributes of the cluster (the clients read them so).
-    brokers = property(lambda self: self.meta.brokers)
-    topics = property(lambda self: self.meta.topics)
-    cluster_id = property(lambda self: self.meta.cluster_id)
-    controller_id = property(lambda self: self.meta.controller_id)
-    interest = property(lambda self: self.meta.interest)
-
-    @property
-    def all_topics(self) -> bool:
-        return self.meta.all_topics
-
-    @all_topics.setter
-    def all_topics(self, value: bool) -> None:
-        self.meta.all_topics = value
 
     # -- connections --------------------------------------------------------------------
 
@@ -94,23 +86,14 @@ class Cluster:
         )
 
     def backoff_remaining(self, host: str, port: int) -> float:
-        b = self._backoff.get((host, port))
-        return 0.0 if b is None else max(0.0, b.next_attempt - time.monotonic())
-
-    def _record_failure(self, b: Backoff, exc: BaseException) -> None:
-        b.failed(exc, time.monotonic(), self.config.reconnect_backoff_ms,
-                 self.config.reconnect_backoff_max_ms, random.uniform(0.8, 1.2))
-
-    @staticmethod
-    def _record_success(b: Backoff) -> None:
-        b.succeeded()
+        return self.backoffs.remaining(host, port, time.monotonic())
 
     def _on_setup(self, b: Backoff, setup: Future) -> None:
         exc = setup.exception(0)
         if exc is None:
-            self._record_success(b)
+            b.succeeded()
             return
-        self._record_failure(b, exc)
+        self.backoffs.failed(b, exc, time.monotonic())
         self.meta.need_refresh = True  # the broker may have left the cluster
 
     def _conn_at(self, key: Any, host: str, port: int, node_id: int | None) -> BrokerConnection:
@@ -130,7 +113,7 @@ class Cluster:
         conn = self._conns.get(key)
         if conn is not None and (conn.ready or conn.connecting):
             return conn
-        b = self._backoff.setdefault((host, port), Backoff())
+        b = self.backoffs.get(host, port)
         if b.next_attempt > time.monotonic():
             return None
         conn = self._conn_at(key, host, port, node_id)
@@ -153,9 +136,10 @@ class Cluster:
             if not setup.wait(None if deadline is None else max(0.0, deadline - now)):
                 raise KafkaTimeoutError(f"no time left to finish connecting to {conn.name}")
             return setup.result(0)
-        b = self._backoff.setdefault((host, port), Backoff())
-        if b.next_attempt > now and b.last_error is not None:
-            raise b.last_error
+        refused = self.backoffs.refusal(host, port, now)
+        if refused is not None:
+            raise refused
+        b = self.backoffs.get(host, port)
         conn = self._conn_at(key, host, port, node_id)
         timeout = self.config.socket_connection_setup_timeout_ms / 1000.0
         if deadline is not None:
@@ -165,9 +149,9 @@ class Cluster:
         try:
             conn.connect(timeout)
         except KafkaConnectionError as exc:
-            self._record_failure(b, exc)
+            self.backoffs.failed(b, exc, time.monotonic())
             raise
-        self._record_success(b)
+        b.succeeded()
         return conn
 
     def connection(self, node_id: int, deadline: float | None = None) -> BrokerConnection:
@@ -205,25 +189,10 @@ class Cluster:
 
     def next_connect_delay(self) -> float:
         """Seconds until some broker leaves its backoff (for sleeping when all are down)."""
-        now = time.monotonic()
-        waits = [b.next_attempt - now for b in self._backoff.values() if b.next_attempt > now]
-        return min(waits) if waits else 0.0
+        return self.backoffs.next_delay(time.monotonic())
 
     def _candidates(self) -> list[tuple[Any, str, int, int | None]]:
-        """Every broker to try, known ones first, then bootstrap addresses, least
-        recently failed first (a broker in backoff is tried last), one per address."""
-        candidates: list[tuple[Any, str, int, int | None]] = [
-            (nid, h, p, nid) for nid, (h, p) in self.brokers.items()
-        ]
-        candidates += [(("bootstrap", h, p), h, p, None) for h, p in self.bootstrap_addresses]
-        candidates.sort(key=lambda c: self.backoff_remaining(c[1], c[2]))
-        seen = set()
-        out = []
-        for c in candidates:
-            if (c[1], c[2]) not in seen:
-                seen.add((c[1], c[2]))
-                out.append(c)
-        return out
+        return candidates(self.brokers, self.bootstrap_addresses, self.backoffs, time.monotonic())
 
     def any_ready_connection(self) -> BrokerConnection | None:
         """A ready connection to any broker, never waiting; None while there is none,
@@ -241,8 +210,11 @@ class Cluster:
         return None
 
     def any_connection(self, deadline: float | None = None) -> BrokerConnection:
-        """A ready connection to any broker: known brokers first, then bootstrap addresses."""
+        """A ready connection to any broker: known brokers first, then bootstrap addresses.
+        NoBrokersAvailableError when none connects; not retriable when every one refused
+        for a reason waiting does not fix (a TLS certificate, a protocol mismatch)."""
         tried: list[str] = []
+        final = True
         for conn in self._conns.values():
             if conn.ready:
                 return conn
@@ -250,33 +222,46 @@ class Cluster:
             try:
                 return self._connect(key, host, port, node_id, deadline)
             except (KafkaConnectionError, KafkaTimeoutError) as exc:
-                tried.append(f"{host}:{port}: {exc}")
-        raise NoBrokersAvailableError(
-            "no broker could be reached; tried:\n  " + "\n  ".join(tried)
-            + "\ncheck bootstrap_servers and that the brokers are running"
-        )
+                tried.append(f"{host}:{port}: {type(exc).__name__}: {exc}")
+                final = final and not getattr(exc, "retriable", True)
+        err = NoBrokersAvailableError(no_brokers_message(tried))
+        err.retriable = not (final and tried)
+        raise err
 
     # -- metadata -----------------------------------------------------------------------
 
+    # -- running step generators (protocol/steps.py) --------------------------------------
+
+    def run(self, steps: Generator[Any, Any, Any], deadline: float, what: str) -> Any:
+        """Run ``steps`` here, blocking, by ``deadline`` (time.monotonic()): requests go
+        to their broker (connecting and waiting for it), Refresh fetches the metadata,
+        sleeps poll the connections.  An answer not in by the deadline has
+        KafkaTimeoutError ("``what``: no answer in time") thrown in."""
+        return run_blocking(steps, deadline, lambda: KafkaTimeoutError(f"{what}: no answer in time"),
+                            lambda step: self.start_step(step, deadline), sleep=self.poll)
+
+    def start_step(self, step: Any, deadline: float) -> Future:
+        """Begin a Request step (connecting to its broker, waiting up to ``deadline``)
+        and return its answer's future; a Refresh step is done here, blocking."""
+        if isinstance(step, Refresh):
+            self.refresh(step.timeout)
+            done = Future()
+            done.set_result(None)
+            return done
+        assert isinstance(step, Request)
+        conn = self.any_connection(deadline) if step.node is None else self.connection(step.node, deadline)
+        version = step.version(conn.version_for(step.api), conn.protocol.finalized_features)
+        return conn.send(step.api, step.build(version), version)
+
     def bootstrap(self, timeout: float) -> None:
         """Fetch metadata from the first bootstrap address that answers, within ``timeout``."""
-        start = time.monotonic()
-        deadline = start + timeout
-        failures: list[str] = []
-        for host, port in self.bootstrap_addresses:
-            key = ("bootstrap", host, port)
-            try:
-                conn = self._connect(key, host, port, None, deadline)
-                fut = self._send_metadata(conn)
-                if not fut.wait(max(0.0, deadline - time.monotonic())):
-                    raise KafkaTimeoutError(f"no Metadata answer from {host}:{port} in time")
-                fut.result()
-                return
-            except (KafkaConnectionError, KafkaTimeoutError) as exc:
-                failures.append(f"{host}:{port}: {type(exc).__name__}: {exc}")
-                if time.monotonic() >= deadline:
-                    break
-        raise NoBrokersAvailableError(bootstrap_failure(failures, time.monotonic() - start, timeout))
+        def attempt(host: str, port: int, deadline: float) -> Future:
+            return self._send_metadata(self._connect(("bootstrap", host, port), host, port, None, deadline))
+
+        failed = self.run(bootstrap_steps(self.bootstrap_addresses, timeout, attempt),
+                          time.monotonic() + timeout, "Metadata")
+        if failed is not None:
+            raise NoBrokersAvailableError(failed)
 
     def _send_metadata(self, conn: BrokerConnection) -> Future:
         version = conn.version_for(METADATA)
@@ -305,9 +290,6 @@ class Cluster:
                 conn.close()
                 del self._conns[key]
 
-    def request_refresh(self) -> None:
-        self.meta.need_refresh = True
-
     def refresh_due(self) -> bool:
         return self.meta.refresh_due(time.monotonic())
 
@@ -325,59 +307,25 @@ class Cluster:
         if conn is not None:
             self._send_metadata(conn)
 
+    def _refresh_attempt(self, deadline: float) -> Future:
+        fut = self._refresh_future
+        if fut is None or fut.done() or not self.interest <= self._refresh_topics:
+            # No refresh in flight (maybe_refresh's) that asks for these topics.
+            fut = self._send_metadata(self.any_connection(deadline))
+        return fut
+
     def refresh(self, timeout: float, topics: Any = ()) -> None:
         """Fetch metadata now (for ``topics`` too), waiting up to ``timeout`` seconds."""
         self.interest.update(topics)
-        deadline = time.monotonic() + timeout
-        last: BaseException | None = None
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise KafkaTimeoutError(
-                    f"cluster metadata not refreshed within {timeout:g}s"
-                    + (f"; last error: {last}" if last else "")
-                )
-            try:
-                fut = self._refresh_future
-                if fut is None or fut.done() or not self.interest <= self._refresh_topics:
-                    # No refresh in flight (maybe_refresh's) that asks for these topics.
-                    fut = self._send_metadata(self.any_connection(deadline))
-                if fut.wait(remaining):
-                    fut.result()
-                    return
-            except NoBrokersAvailableError as exc:
-                last = exc
-                # Every broker is in backoff or down: sleep until one may be tried again.
-                self.poller.poll(min(max(self.next_connect_delay(), 0.01), max(0.0, deadline - time.monotonic())))
-            except (KafkaConnectionError, KafkaTimeoutError) as exc:
-                last = exc
+        steps = refresh_steps(timeout, self.config.retry_backoff_ms / 1000, self._refresh_attempt,
+                              self.next_connect_delay)
+        self.run(steps, time.monotonic() + timeout, "Metadata")
 
     def partitions_for(self, topic: str, timeout: float) -> list[int]:
         """Partition ids of ``topic``, fetching its metadata (and waiting for a leaderless
         new topic to settle) within ``timeout`` seconds."""
-        asked = time.monotonic()
-        deadline = asked + timeout
-        self.interest.add(topic)
-        while True:
-            parts = self.meta.partitions(topic, asked)  # a permanent error in a new answer raises
-            if parts is not None:
-                return parts
-            meta = self.topics.get(topic)
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                why = self.meta.why_unavailable(topic)
-                raise KafkaTimeoutError(
-                    f"topic {topic!r} not available within {timeout:g}s: {why}"
-                )
-            if meta is not None:  # UNKNOWN_TOPIC or LEADER_NOT_AVAILABLE: retry soon
-                self.poller.poll(min(self.config.retry_backoff_ms / 1000, remaining))
-            try:
-                self.refresh(max(0.001, deadline - time.monotonic()))
-            except KafkaTimeoutError:
-                continue  # out of time: the check above says what the topic lacks
-
-    def leader_for(self, topic: str, partition: int) -> int | None:
-        return self.meta.leader_for(topic, partition)
+        steps = partitions_steps(self.meta, topic, timeout, self.config.retry_backoff_ms / 1000)
+        return self.run(steps, time.monotonic() + timeout, "Metadata")
 
     # -- requests -----------------------------------------------------------------------
 

@@ -33,11 +33,7 @@ from kafkawire.core import fork as _fork
 from kafkawire.core.fork import ForkedClientError
 from kafkawire.client.cluster import Cluster
 from kafkawire.core.config import Config
-from kafkawire.core.errors import (
-    ClientClosedError,
-    KafkaConnectionError,
-    KafkaTimeoutError,
-)
+from kafkawire.core.errors import ClientClosedError, KafkaTimeoutError
 from kafkawire.core.future import Future
 from kafkawire.client.group import ConsumerGroup, ConsumerRebalanceListener
 from kafkawire.protocol import apis
@@ -48,19 +44,15 @@ from kafkawire.protocol.fetcher import (
     OffsetAndTimestamp,
     PartitionState,
     TopicPartition,
-    apply_list_offsets,
-    check_timestamps,
-    list_offsets_request,
-    offsets_and_times,
 )
 from kafkawire.protocol.fetcher import EARLIEST, LATEST
 from kafkawire.protocol.fetcher import as_topic_partition as _tp
+from kafkawire.protocol.offsets import check_timestamps, list_offsets_steps, offsets_and_times, reset_steps
 
 __all__ = ["Consumer", "ConsumerRecord", "TopicPartition", "FetchedBatch", "OffsetAndTimestamp",
            "ConsumerRebalanceListener"]
 
 FETCH = apis.get("Fetch")
-LIST_OFFSETS = apis.get("ListOffsets")
 
 
 class Consumer:
@@ -86,10 +78,7 @@ class Consumer:
             self.cluster.close()
             raise
         self._fetcher = Fetcher(c)
-        self._inflight: dict[int, Future] = {}
-        # Broker id -> monotonic time before which it is not fetched from again (after a
-        # failed fetch: a connection error, or a retriable error for the whole response).
-        self._fetch_backoff: dict[int, float] = {}
+        self._inflight: dict[int, Future] = {}  # broker id -> its Fetch's answer
         self._closed = False
         self._group = ConsumerGroup(self) if c.group_id is not None else None
 
@@ -161,105 +150,48 @@ class Consumer:
     def _timeout(self, timeout: float | None) -> float:
         return self.config.request_timeout_ms / 1000.0 if timeout is None else timeout
 
+    # The lookups and their retries are protocol/offsets.py's; they run here, blocking.
+
     def _list_offsets(self, query: dict[TopicPartition, int], timeout: float
                       ) -> dict[TopicPartition, tuple[int, int]]:
         self._check_open()
-        deadline = time.monotonic() + timeout
-        result: dict[TopicPartition, tuple[int, int]] = {}
-        todo = dict(query)
-        last: BaseException | None = None
-        self.cluster.interest.update(tp.topic for tp in todo)
-        while todo:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise KafkaTimeoutError(
-                    f"offsets for {sorted(todo)} not found within {timeout:g}s"
-                    + (f"; last error: {last}" if last else "")
-                )
-            by_node: dict[int, list[TopicPartition]] = {}
-            for tp in todo:
-                leader = self.cluster.leader_for(*tp)
-                if leader is None:
-                    exc = self.cluster.meta.take_topic_error({t.topic for t in todo})
-                    if exc is not None:  # not authorized, invalid: waiting cannot help
-                        raise exc
-                    try:
-                        self.cluster.refresh(remaining)
-                    except KafkaTimeoutError as exc:
-                        last = exc
-                    break
-                by_node.setdefault(leader, []).append(tp)
-            else:
-                for node, tps in by_node.items():
-                    try:
-                        self._list_offsets_node(node, tps, todo, result, deadline)
-                    except (KafkaConnectionError, KafkaTimeoutError) as exc:
-                        last = exc
-                        self.cluster.request_refresh()
-                    except Exception as exc:  # broker errors that are not retriable
-                        if getattr(exc, "retriable", False):
-                            last = exc
-                        else:
-                            raise
-                if todo:
-                    self.cluster.poll(min(self.config.retry_backoff_ms / 1000, max(0.0, deadline - time.monotonic())))
-                    if self.cluster.refresh_due():
-                        try:
-                            self.cluster.refresh(max(0.001, deadline - time.monotonic()))
-                        except KafkaTimeoutError as exc:
-                            last = exc
-        return result
+        steps = list_offsets_steps(self.cluster.meta, query, self._fetcher.isolation, timeout,
+                                   self._fetcher.retry_backoff)
+        return self.cluster.run(steps, time.monotonic() + timeout, "ListOffsets")
 
-    def _list_offsets_node(self, node: int, tps: list[TopicPartition], todo: dict, result: dict,
-                           deadline: float) -> None:
-        conn = self.cluster.connection(node, deadline)
-        version = conn.version_for(LIST_OFFSETS)
-        fut = conn.send(LIST_OFFSETS, list_offsets_request({tp: todo[tp] for tp in tps}, self._fetcher.isolation), version)
-        if not fut.wait(max(0.0, deadline - time.monotonic())):
-            raise KafkaTimeoutError(f"ListOffsets to {conn.name}: no answer in time")
-        if apply_list_offsets(fut.result(), version, todo, result):
-            self.cluster.request_refresh()
-
-    def _reset_positions(self, tps: list[TopicPartition], timeout: float, out_of_range: bool = False) -> None:
-        query = self._fetcher.reset_query(tps, out_of_range)
-        self._fetcher.apply_reset(self._list_offsets(query, timeout))
+    def _reset_positions(self, tps: list[TopicPartition], timeout: float) -> None:
+        steps = reset_steps(self._fetcher, self.cluster.meta, tps, timeout)
+        self.cluster.run(steps, time.monotonic() + timeout, "ListOffsets")
 
     # -- fetching -------------------------------------------------------------------------
 
     def _send_fetches(self) -> None:
         f = self._fetcher
-        by_node, offsets, buffered, leaderless = f.plan(self.cluster.leader_for)
-        if leaderless:
-            self.cluster.request_refresh()
-            if f.pending_error is None:  # the next poll raises a permanent topic error
-                f.pending_error = self.cluster.meta.take_topic_error(f.assigned_topics())
         now = time.monotonic()
-        for node, tps in by_node.items():
-            if node in self._inflight or self._fetch_backoff.get(node, 0.0) > now:
-                continue
+        due, offsets, buffered = f.due(self.cluster.meta, now, self._inflight)
+        for node, tps in due:
             # Never waits: a connection being set up finishes inside the polls that
             # follow, and the partitions are fetched once it is ready.
             conn = self.cluster.ready_connection(node)
             if conn is None:
                 continue
             req, positions = f.request(tps, offsets, buffered, self.cluster.topics)
-            fut = conn.send(FETCH, req, conn.version_for(FETCH))
+            try:
+                fut = conn.send(FETCH, req, conn.version_for(FETCH))
+            except Exception as exc:  # noqa: BLE001 - the fetcher says what it means
+                f.fetch_failed(positions, exc, self.cluster.meta, node, now)
+                continue
             self._inflight[node] = fut
             fut.add_done_callback(lambda fut, node=node, positions=positions: self._on_fetch(fut, node, positions))
 
-    def _on_fetch(self, f: Future, node: int, positions: dict[TopicPartition, int]) -> None:
-        if self._inflight.get(node) is f:
+    def _on_fetch(self, fut: Future, node: int, positions: dict[TopicPartition, int]) -> None:
+        if self._inflight.get(node) is fut:
             del self._inflight[node]
-        if f.exception() is not None:
-            self._fetcher.on_failure(positions)
-            self.cluster.request_refresh()
-            self._back_off(node)
-            return
-        refresh, back_off = self._fetcher.on_response(f.result(), positions, self.cluster.topics, node)
-        if refresh:
-            self.cluster.request_refresh()
-        if back_off:
-            self._back_off(node)
+        exc = fut.exception()
+        if exc is not None:
+            self._fetcher.fetch_failed(positions, exc, self.cluster.meta, node, time.monotonic())
+        else:
+            self._fetcher.fetched(fut.result(), positions, self.cluster.meta, node, time.monotonic())
 
     def high_watermarks(self, partitions: Iterable[Any], timeout: float | None = None) -> dict[TopicPartition, int]:
         """The offset after each partition's last readable record, as a Fetch response
@@ -294,20 +226,13 @@ class Consumer:
                         out[tp] = max(out[tp], lso if self._fetcher.isolation and lso >= 0 else p.high_watermark)
         return out
 
-    def _back_off(self, node: int) -> None:
-        # Retried after retry_backoff_ms, not at once: a failing broker costs little.
-        self._fetch_backoff[node] = time.monotonic() + self.config.retry_backoff_ms / 1000
-
     def _handle_resets(self, deadline: float) -> None:
         todo = self._fetcher.needs_position(self._group.pending_positions if self._group is not None else ())
         if todo:
-            out_of_range = any(self._assigned[tp].reset_to is not None for tp in todo)
             try:
-                self._reset_positions(todo, max(0.001, deadline - time.monotonic()), out_of_range)
+                self._reset_positions(todo, max(0.001, deadline - time.monotonic()))
             except KafkaTimeoutError:
-                return  # no answer within this poll's timeout: the next poll asks again
-            for tp in todo:
-                self._assigned[tp].reset_to = None
+                pass  # no answer within this poll's timeout: the next poll asks again
 
     def _poll(self, timeout: float, max_records: int, columnar: bool) -> list[Any]:
         self._check_open()
@@ -316,9 +241,7 @@ class Consumer:
             raise ValueError("poll() with no partitions assigned; call assign() or subscribe() first")
         deadline = time.monotonic() + timeout
         while True:
-            if self._fetcher.pending_error is not None:
-                err, self._fetcher.pending_error = self._fetcher.pending_error, None
-                raise err
+            self._fetcher.raise_pending()
             if group is not None:
                 # A subscribed topic the broker refuses (not authorized) ends poll().
                 self.cluster.meta.raise_new_topic_error(group.topics)
@@ -335,12 +258,8 @@ class Consumer:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return []
-            wait = remaining
-            if not self._inflight:
-                # Waiting for a connection's setup, a broker's backoff or a refresh:
-                # their progress ends the poll, a backoff ends within this.
-                wait = min(wait, max(self.cluster.next_connect_delay(), self.config.retry_backoff_ms / 1000))
-            self.cluster.poll(wait)
+            # A fetch's answer, a connection's setup or a refresh ends the wait.
+            self.cluster.poll(self._fetcher.idle_wait(remaining, bool(self._inflight), self.cluster.next_connect_delay()))
 
     def poll(self, timeout: float = 1.0, max_records: int | None = None) -> list[ConsumerRecord]:
         """Records from the assigned partitions, waiting up to ``timeout`` seconds for
@@ -380,13 +299,8 @@ class Consumer:
                 self._forked_member = True
                 return
             g.after_fork()
-        for st in self._fetcher.assigned.values():
-            # The parent's prefetched data is the child's too (copied memory); fetch it
-            # again from the position instead, so the child's buffers are its own reads.
-            st.clear()
-            st.fetching = False
+        self._fetcher.forget_fetches()
         self._inflight.clear()
-        self._fetch_backoff.clear()
 
     def metrics(self) -> dict[str, int]:
         """What the consumer holds that poll() has not returned yet:

@@ -25,19 +25,22 @@ from typing import Any, Iterator, Mapping
 
 from kafkawire import codec, errors
 from kafkawire.codec import _decode_consumer_records
-from kafkawire.errors import REFRESH_METADATA_CODES, OffsetOutOfRangeError, RecordTooLargeError, broker_error
+from kafkawire.errors import (
+    REFRESH_METADATA_CODES,
+    KafkaConnectionError,
+    KafkaTimeoutError,
+    OffsetOutOfRangeError,
+    RecordTooLargeError,
+    broker_error,
+)
 from kafkawire.protocol import apis
 
-__all__ = ["Fetcher", "list_offsets_request", "apply_list_offsets", "EARLIEST", "LATEST",
-           "check_timestamps", "offsets_and_times", "ConsumerRecord", "TopicPartition", "FetchedBatch", "OffsetAndTimestamp",
-           "PartitionState", "as_topic_partition"]
+__all__ = ["Fetcher", "EARLIEST", "LATEST", "ConsumerRecord", "TopicPartition", "FetchedBatch",
+           "OffsetAndTimestamp", "PartitionState", "as_topic_partition"]
 
 FETCH = apis.get("Fetch")
-LIST_OFFSETS = apis.get("ListOffsets")
 _FetchTopic = FETCH.Request.FetchTopic
 _FetchPartition = _FetchTopic.FetchPartition
-_LOTopic = LIST_OFFSETS.Request.ListOffsetsTopic
-_LOPartition = _LOTopic.ListOffsetsPartition
 
 #: ListOffsets' timestamps for "the first offset" and "the offset after the last record".
 EARLIEST, LATEST = -2, -1
@@ -301,6 +304,11 @@ class Fetcher:
         self.isolation = 1 if config.isolation_level == "read_committed" else 0
         self.kdes = config.key_deserializer
         self.vdes = config.value_deserializer
+        self.retry_backoff = config.retry_backoff_ms / 1000
+        #: Broker id -> the time (the shell's clock) before which it is not fetched from
+        #: again: after a failed fetch (a connection error, or a retriable error for the
+        #: whole response), so that a failing broker costs little.
+        self.backoff: dict[int, float] = {}
 
     # -- positions (the same for both shells) -------------------------------------------
 
@@ -393,6 +401,72 @@ class Fetcher:
         for tp in tps:
             self.assigned[tp].fetching = True
         return req, positions
+
+    # -- the fetch loop's decisions, for both shells (``now``: the shell's clock) ---------
+
+    def raise_pending(self) -> None:
+        """Raise the error a fetch or an earlier poll left for this poll, once."""
+        err = self.pending_error
+        if err is not None:
+            self.pending_error = None
+            raise err
+
+    def due(self, meta: Any, now: float, busy: Any) -> tuple[list[tuple[int, list[TopicPartition]]],
+                                                             dict[TopicPartition, int], bool]:
+        """What to fetch now, from :meth:`plan`: ([(broker, partitions)], partition ->
+        fetch offset, whether records are buffered), leaving out brokers in ``busy`` (a
+        fetch in flight) or backing off.  ``meta`` is the ClusterMetadata: a partition
+        without a known leader asks it for a refresh, and a permanent error its answer
+        carries for an assigned topic is raised by the next poll."""
+        by_node, offsets, buffered, leaderless = self.plan(meta.leader_for)
+        if leaderless:
+            meta.need_refresh = True
+            if self.pending_error is None:
+                self.pending_error = meta.take_topic_error(self.assigned_topics())
+        backoff = self.backoff
+        due = [(node, tps) for node, tps in by_node.items()
+               if node not in busy and backoff.get(node, 0.0) <= now]
+        return due, offsets, buffered
+
+    def fetched(self, resp: Any, positions: dict[TopicPartition, int], meta: Any, node: int, now: float) -> None:
+        """Apply broker ``node``'s Fetch answer for ``positions`` (see :meth:`on_response`),
+        marking ``meta`` for refresh and backing off from the broker as it says."""
+        refresh, back_off = self.on_response(resp, positions, meta.topics, node)
+        if refresh:
+            meta.need_refresh = True
+        if back_off:
+            self.backoff[node] = now + self.retry_backoff
+
+    def fetch_failed(self, positions: dict[TopicPartition, int], exc: BaseException, meta: Any, node: int,
+                     now: float) -> None:
+        """The Fetch to broker ``node`` for ``positions`` got no answer but ``exc``.  A
+        connection lost or an answer late (any retriable error) refreshes the metadata
+        and leaves the broker alone for retry_backoff_ms; anything else (no Fetch version
+        the broker serves, KIP-896) is raised by the next poll."""
+        self.on_failure(positions)
+        if isinstance(exc, (KafkaConnectionError, KafkaTimeoutError)) or getattr(exc, "retriable", False):
+            meta.need_refresh = True
+            self.backoff[node] = now + self.retry_backoff
+        else:
+            self.pending_error = exc
+
+    def idle_wait(self, remaining: float, fetching: bool, connect_delay: float = 0.0) -> float:
+        """How long a poll with nothing to return waits for news: up to its
+        ``remaining`` time while a fetch is in flight (its answer ends the wait); else
+        (a connection being set up, a broker backing off, a refresh) no longer than
+        retry_backoff_ms or ``connect_delay`` (until a broker leaves its reconnect
+        backoff), so that a backoff ends within it."""
+        if fetching:
+            return remaining
+        return min(remaining, max(connect_delay, self.retry_backoff))
+
+    def forget_fetches(self) -> None:
+        """After os.fork(): the fetches in flight and the data buffered were the parent's
+        (the child fetches again from its positions, so its buffers are its own reads)."""
+        for st in self.assigned.values():
+            st.clear()
+            st.fetching = False
+        self.backoff.clear()
 
     def on_failure(self, positions: dict[TopicPartition, int]) -> None:
         """The Fetch for ``positions`` got no answer."""
@@ -612,53 +686,3 @@ class Fetcher:
         if len(data) < 12:
             return False
         return 12 + _HEAD.unpack_from(data, 0)[1] <= len(data)
-
-
-def list_offsets_request(query: Mapping[TopicPartition, int], isolation: int) -> Any:
-    """A ListOffsets request for ``query``: partition -> timestamp (ms), or EARLIEST / LATEST."""
-    topics: dict[str, list[Any]] = {}
-    for tp, ts in query.items():
-        topics.setdefault(tp.topic, []).append(
-            _LOPartition(partition_index=tp.partition, timestamp=ts, max_num_offsets=1))
-    return LIST_OFFSETS.Request(replica_id=-1, isolation_level=isolation,
-                                topics=[_LOTopic(name=t, partitions=p) for t, p in topics.items()])
-
-
-def apply_list_offsets(resp: Any, version: int, todo: dict[TopicPartition, int],
-                       result: dict[TopicPartition, tuple[int, int]]) -> bool:
-    """Move the partitions ``resp`` answers from ``todo`` to ``result`` as (offset,
-    timestamp); raises a partition's error unless it is retriable (the partition then
-    stays in ``todo``).  Returns whether the metadata should be refreshed first."""
-    refresh = False
-    for t in resp.topics:
-        for p in t.partitions:
-            tp = TopicPartition(t.name, p.partition_index)
-            if tp not in todo:
-                continue
-            if p.error_code:
-                refresh = refresh or p.error_code in REFRESH_METADATA_CODES
-                if not errors.for_code(p.error_code).retriable:
-                    raise broker_error(p.error_code, f"ListOffsets for {tp}")
-                continue
-            if version == 0:
-                offsets = p.old_style_offsets
-                result[tp] = (offsets[0] if offsets else -1, -1)
-            else:
-                result[tp] = (p.offset, p.timestamp)
-            del todo[tp]
-    return refresh
-
-
-def check_timestamps(timestamps: Mapping[Any, int]) -> dict[TopicPartition, int]:
-    """offsets_for_times' query, checked: (topic, partition) -> timestamp (ms) >= 0."""
-    query = {as_topic_partition(k): v for k, v in timestamps.items()}
-    for tp, ts in query.items():
-        if not isinstance(ts, int) or ts < 0:
-            raise ValueError(f"timestamp for {tp} must be an int >= 0 (ms), got {ts!r}")
-    return query
-
-
-def offsets_and_times(query: Mapping[TopicPartition, int], found: Mapping[TopicPartition, tuple[int, int]]
-                      ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
-    """offsets_for_times' answer: None where no record has such a timestamp."""
-    return {tp: (OffsetAndTimestamp(*found[tp]) if found[tp][0] >= 0 else None) for tp in query}

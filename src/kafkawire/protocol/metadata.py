@@ -2,19 +2,27 @@
 when to ask for metadata again, and how long to wait before reconnecting to a broker.
 
 The sync :class:`~kafkawire.client.cluster.Cluster` and the asyncio cluster both keep one
-:class:`ClusterMetadata`; they send the request it builds and feed back the answer.
+:class:`ClusterMetadata` and one :class:`Backoffs`; they send the request it builds and
+feed back the answer.  What both decide the same way lives here too: which broker to ask
+(:func:`candidates`), how long a failed refresh waits and which failures end it
+(:func:`refresh_wait`), what a bootstrap or connection failure says, and
+``partitions_for`` as a step generator (:func:`partitions_steps`, see protocol/steps.py).
 Time is passed in (monotonic seconds).
 """
 
 from __future__ import annotations
 
-from typing import Any
+import random
+from typing import Any, Callable, Generator
 
 from kafkawire import errors
 from kafkawire.protocol import apis
+from kafkawire.protocol.steps import NOW, Await, Refresh, Sleep
 
-__all__ = ["ClusterMetadata", "TopicMetadata", "PartitionMetadata", "Backoff", "reconnect_delay_ms",
-           "check_topic_name", "check_partition_in_range", "MAX_TOPIC_NAME_LENGTH", "bootstrap_failure"]
+__all__ = ["ClusterMetadata", "ClusterView", "TopicMetadata", "PartitionMetadata", "Backoff", "Backoffs", "reconnect_delay_ms",
+           "check_topic_name", "check_partition_in_range", "MAX_TOPIC_NAME_LENGTH", "bootstrap_failure",
+           "no_brokers_message", "refresh_timeout", "refresh_wait", "candidates", "partitions_steps",
+           "bootstrap_steps", "refresh_steps"]
 
 METADATA = apis.get("Metadata")
 
@@ -54,6 +62,29 @@ def bootstrap_failure(failures: list[str], spent: float, timeout: float) -> str:
     return (f"could not bootstrap from bootstrap_servers (gave up after {took} of the "
             f"{timeout:g} s allowed); tried:\n  " + "\n  ".join(failures or ["(no time to try any)"])
             + "\ncheck the addresses and that the brokers are running")
+
+
+def no_brokers_message(tried: list[str]) -> str:
+    """The message of a connection to any broker that found none: each attempt's failure."""
+    return ("no broker could be reached; tried:\n  " + "\n  ".join(tried)
+            + "\ncheck bootstrap_servers and that the brokers are running")
+
+
+def refresh_timeout(timeout: float, last: BaseException | None) -> errors.KafkaTimeoutError:
+    return errors.KafkaTimeoutError(f"cluster metadata not refreshed within {timeout:g}s"
+                                    + (f"; last error: {last}" if last else ""))
+
+
+def refresh_wait(exc: BaseException, remaining: float, retry_backoff: float, connect_delay: float) -> float:
+    """How long a metadata refresh that failed with ``exc`` waits before it tries again
+    (never past ``remaining``).  Raises ``exc`` when waiting cannot help (every broker
+    refused for a reason that does not pass: a TLS certificate, a protocol mismatch).
+    When no broker could be reached the wait ends as one leaves its reconnect backoff,
+    in ``connect_delay`` seconds; after another failure it is ``retry_backoff``."""
+    if not getattr(exc, "retriable", True):
+        raise exc
+    wait = max(connect_delay, 0.01) if isinstance(exc, errors.NoBrokersAvailableError) else retry_backoff
+    return max(0.0, min(wait, remaining))
 
 
 def check_partition_in_range(topic: str, partition: int, count: int) -> None:
@@ -123,6 +154,153 @@ class Backoff:
         self.failures = 0
         self.next_attempt = 0.0
         self.last_error = None
+
+
+class Backoffs:
+    """The reconnect :class:`Backoff` of every broker address (host, port) of a client:
+    ``reconnect_backoff_ms`` doubling per failure up to ``reconnect_backoff_max_ms``,
+    with +-20% jitter."""
+
+    def __init__(self, base_ms: int, max_ms: int, jitter: Callable[[], float] | None = None):
+        self.base_ms, self.max_ms = base_ms, max_ms
+        self.jitter = jitter or (lambda: random.uniform(0.8, 1.2))
+        self.by_address: dict[tuple[str, int], Backoff] = {}
+
+    def get(self, host: str, port: int) -> Backoff:
+        return self.by_address.setdefault((host, port), Backoff())
+
+    def failed(self, b: Backoff, exc: BaseException, now: float) -> None:
+        b.failed(exc, now, self.base_ms, self.max_ms, self.jitter())
+
+    def remaining(self, host: str, port: int, now: float) -> float:
+        b = self.by_address.get((host, port))
+        return 0.0 if b is None else max(0.0, b.next_attempt - now)
+
+    def refusal(self, host: str, port: int, now: float) -> BaseException | None:
+        """The last error of an address still in its backoff: a caller that may not try
+        it now gets that error at once."""
+        b = self.by_address.get((host, port))
+        return b.last_error if b is not None and b.next_attempt > now else None
+
+    def next_delay(self, now: float) -> float:
+        """Seconds until some address leaves its backoff (0.0: none is in one)."""
+        waits = [b.next_attempt - now for b in self.by_address.values() if b.next_attempt > now]
+        return min(waits) if waits else 0.0
+
+
+def candidates(brokers: dict[int, tuple[str, int]], bootstrap: list[tuple[str, int]], backoffs: Backoffs,
+               now: float) -> list[tuple[Any, str, int, int | None]]:
+    """Every broker to ask when any will do, as (connection key, host, port, node id):
+    known ones first, then bootstrap addresses (keyed ("bootstrap", host, port)), least
+    recently failed first (one in backoff is tried last), one per address."""
+    out: list[tuple[Any, str, int, int | None]] = [(nid, h, p, nid) for nid, (h, p) in brokers.items()]
+    out += [(("bootstrap", h, p), h, p, None) for h, p in bootstrap]
+    out.sort(key=lambda c: backoffs.remaining(c[1], c[2], now))
+    seen: set[tuple[str, int]] = set()
+    unique = []
+    for c in out:
+        if (c[1], c[2]) not in seen:
+            seen.add((c[1], c[2]))
+            unique.append(c)
+    return unique
+
+
+def bootstrap_steps(addresses: list[tuple[str, int]], timeout: float,
+                    attempt: Callable[[str, int, float], Any]) -> Generator[Any, Any, str | None]:
+    """Bootstrap: each address in turn, until one answers Metadata, within ``timeout``
+    seconds (a step generator).  ``attempt(host, port, deadline)`` connects there and
+    asks; it returns the answer's future (or raises).  Returns None once one answered,
+    else the failure's message for NoBrokersAvailableError: nothing listening fails at
+    once, stating the time spent, rather than at the limit."""
+    start = yield NOW
+    deadline = start + timeout
+    failures: list[str] = []
+    now = start
+    for host, port in addresses:
+        if now >= deadline:
+            break
+        try:
+            yield Await(attempt(host, port, deadline))
+            return None
+        except (errors.KafkaConnectionError, errors.KafkaTimeoutError) as exc:
+            failures.append(f"{host}:{port}: {type(exc).__name__}: {exc}")
+        now = yield NOW
+    return bootstrap_failure(failures, now - start, timeout)
+
+
+def refresh_steps(timeout: float, retry_backoff: float, attempt: Callable[[float], Any],
+                  connect_delay: Callable[[], float]) -> Generator[Any, Any, None]:
+    """A metadata refresh within ``timeout`` seconds (a step generator):
+    ``attempt(deadline)`` gives the future of a Metadata answer (the shell's refresh in
+    flight, or a new one to any broker; it may raise); failures wait as
+    :func:`refresh_wait` says (``connect_delay()``: the shell's next_connect_delay)."""
+    now = yield NOW
+    deadline = now + timeout
+    last: BaseException | None = None
+    while now < deadline:
+        try:
+            yield Await(attempt(deadline))
+            return
+        except (errors.KafkaConnectionError, errors.KafkaTimeoutError) as exc:
+            last = exc
+            now = yield NOW
+            yield Sleep(refresh_wait(exc, deadline - now, retry_backoff, connect_delay()))
+        now = yield NOW
+    raise refresh_timeout(timeout, last)
+
+
+def partitions_steps(meta: ClusterMetadata, topic: str, timeout: float, retry_backoff: float
+                     ) -> Generator[Any, Any, list[int]]:
+    """``topic``'s partition ids, refreshing its metadata (and waiting ``retry_backoff``
+    between tries while a new topic has no leader yet) within ``timeout`` seconds: a
+    step generator (protocol/steps.py).  A permanent topic error in an answer received
+    after the call began is raised at once."""
+    asked = yield NOW
+    deadline = asked + timeout
+    meta.interest.add(topic)
+    now = asked
+    while True:
+        parts = meta.partitions(topic, asked)
+        if parts is not None:
+            return parts
+        remaining = deadline - now
+        if remaining <= 0:
+            raise errors.KafkaTimeoutError(f"topic {topic!r} not available within {timeout:g}s: "
+                                           f"{meta.why_unavailable(topic)}")
+        if topic in meta.topics:  # UNKNOWN_TOPIC or LEADER_NOT_AVAILABLE: retry soon
+            yield Sleep(min(retry_backoff, remaining))
+            now = yield NOW
+        meta.need_refresh = True
+        try:
+            yield Refresh(max(0.001, deadline - now))
+        except errors.KafkaTimeoutError:
+            pass  # out of time: the check above says what the topic lacks
+        now = yield NOW
+
+
+class ClusterView:
+    """What both cluster shells show of their :class:`ClusterMetadata` (``meta``), as
+    attributes of the cluster: the clients read them so."""
+
+    meta: ClusterMetadata
+    brokers = property(lambda self: self.meta.brokers)
+    topics = property(lambda self: self.meta.topics)
+    cluster_id = property(lambda self: self.meta.cluster_id)
+    controller_id = property(lambda self: self.meta.controller_id)
+    interest = property(lambda self: self.meta.interest)
+    #: leader_for(topic, partition): the partition's leader's node id, None if unknown.
+    leader_for = property(lambda self: self.meta.leader_for)
+
+    @property
+    def all_topics(self) -> bool:
+        return self.meta.all_topics
+
+    @all_topics.setter
+    def all_topics(self, value: bool) -> None:
+        self.meta.all_topics = value
+
+    def request_refresh(self) -> None:
+        self.meta.need_refresh = True
 
 
 class ClusterMetadata:

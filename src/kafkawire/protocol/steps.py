@@ -9,7 +9,12 @@ return value is the outcome.  There are three kinds of step:
 * :class:`Request`: send ``build(version)`` to broker ``node`` (None: any broker);
   resumed with the response;
 * :class:`Await`: an answer already on its way (a future); resumed with its result;
-* :class:`Sleep`: resumed after ``seconds``.
+* :class:`Sleep`: resumed after ``seconds``;
+* :class:`Refresh`: resumed once the cluster metadata has been fetched again (within
+  ``timeout`` seconds; the shell's refresh error is thrown in);
+* :data:`NOW`: resumed at once with the runner's clock (monotonic seconds: the sync
+  shell's ``time.monotonic()``, the asyncio shell's ``loop.time()``), so that a generator
+  keeps deadlines without reading a clock itself.
 
 A shell only says how a request starts and how to wait: the sync shell moves a
 generator with :class:`StepRun` (never blocking, from its sender thread or its polls;
@@ -21,7 +26,7 @@ from __future__ import annotations
 
 from typing import Any, Awaitable, Callable, Generator, Mapping, NamedTuple
 
-__all__ = ["Request", "Await", "Sleep", "StepRun", "drive_async"]
+__all__ = ["Request", "Await", "Sleep", "Refresh", "Now", "NOW", "StepRun", "drive_async"]
 
 # A cap on the version that depends on the broker's finalized features (KIP-584).
 VersionCap = Callable[[Mapping[str, int]], "int | None"]
@@ -53,6 +58,19 @@ class Sleep(NamedTuple):
     seconds: float
 
 
+class Refresh(NamedTuple):
+    """Fetch the cluster metadata again, waiting up to ``timeout`` seconds."""
+
+    timeout: float
+
+
+class Now(NamedTuple):
+    """Resumed with the runner's clock: see :data:`NOW`."""
+
+
+NOW = Now()
+
+
 # How long a runner waiting for an answer says it can wait: the answer's arrival wakes
 # the shell anyway (the sender's poll, a callback), so this only bounds a lost wake-up.
 ANSWER_LOOK = 0.1
@@ -67,12 +85,15 @@ class StepRun:
 
     ``on_wait(future)`` is called for each answer waited for, so that the shell can
     arrange to be woken when it arrives.  Given ``now``, the generator starts at once
-    (its first request is asked for before the first :meth:`advance`)."""
+    (its first request is asked for before the first :meth:`advance`).  :data:`NOW` is
+    answered with the ``now`` of the call that resumes the generator, or ``clock()``."""
 
     def __init__(self, steps: Generator[Any, Any, Any], on_wait: Callable[[Any], Any] | None = None,
-                 now: float | None = None):
+                 now: float | None = None, clock: Callable[[], float] | None = None):
         self.steps = steps
         self.on_wait = on_wait
+        # Answers NOW when given (a blocking start() makes the ``now`` passed in stale).
+        self.clock = clock
         self.request: Request | None = None  # yielded, not yet sent
         self.waiting: Any = None  # the future of the answer waited for
         self.sleep_until = 0.0
@@ -83,11 +104,12 @@ class StepRun:
         if now is not None:
             self._resume(None, None, now)
 
-    def advance(self, now: float, start: Callable[[Request], Any] | None = None) -> float | None:
-        """Go as far as the answers in and ``now`` allow.  ``start(request)`` sends a
-        request and returns its future, or None while no connection is ready (it is then
-        asked again later); what it raises is thrown into the generator.  Returns how
-        long until another look is due, or None once the generator has ended."""
+    def advance(self, now: float, start: Callable[[Any], Any] | None = None) -> float | None:
+        """Go as far as the answers in and ``now`` allow.  ``start(step)`` begins a
+        :class:`Request` (or a :class:`Refresh`) and returns its future, or None while no
+        connection is ready (it is then asked again later); what it raises is thrown into
+        the generator.  Returns how long until another look is due, or None once the
+        generator has ended."""
         if not self._started:
             self._started = True
             self._resume(None, None, now)
@@ -100,7 +122,7 @@ class StepRun:
                 self._resume(None if exc is not None else fut.result(), exc, now)
             elif self.request is not None:
                 if start is None:
-                    self.fail(TypeError(f"a {self.request.api.name} request step, and nothing to send it"), now)
+                    self.fail(TypeError(f"{_name(self.request)} step, and nothing to start it"), now)
                     continue
                 try:
                     fut = start(self.request)
@@ -130,15 +152,19 @@ class StepRun:
     def _resume(self, value: Any, exc: BaseException | None, now: float) -> None:
         self.waiting = self.request = None
         self.sleep_until = 0.0
-        try:
-            step = self.steps.throw(exc) if exc is not None else self.steps.send(value)
-        except StopIteration as stop:
-            self.finished, self.value = True, stop.value
-            return
-        except Exception as err:  # noqa: BLE001 - the outcome, for the shell to raise
-            self.finished, self.error = True, err
-            return
-        if isinstance(step, Request):
+        while True:
+            try:
+                step = self.steps.throw(exc) if exc is not None else self.steps.send(value)
+            except StopIteration as stop:
+                self.finished, self.value = True, stop.value
+                return
+            except Exception as err:  # noqa: BLE001 - the outcome, for the shell to raise
+                self.finished, self.error = True, err
+                return
+            if type(step) is not Now:
+                break
+            value, exc = now if self.clock is None else self.clock(), None  # the runner's clock
+        if isinstance(step, (Request, Refresh)):
             self.request = step
         elif isinstance(step, Await):
             self._wait_for(step.answer)
@@ -148,10 +174,15 @@ class StepRun:
             self.fail(TypeError(f"not a step: {step!r}"), now)
 
 
-async def drive_async(steps: Generator[Any, Any, Any], do_step: Callable[[Any], Awaitable[Any]]) -> Any:
+def _name(step: Any) -> str:
+    return f"a {step.api.name} request" if isinstance(step, Request) else f"a {type(step).__name__}"
+
+
+async def drive_async(steps: Generator[Any, Any, Any], do_step: Callable[[Any], Awaitable[Any]],
+                      clock: Callable[[], float] | None = None) -> Any:
     """Run ``steps`` to its end in a coroutine, each step done by ``await
     do_step(step)``: what it returns is sent in, what it raises is thrown in.  Returns
-    the generator's return value."""
+    the generator's return value.  Given ``clock``, :data:`NOW` is answered from it."""
     value: Any = None
     exc: BaseException | None = None
     while True:
@@ -160,6 +191,9 @@ async def drive_async(steps: Generator[Any, Any, Any], do_step: Callable[[Any], 
         except StopIteration as stop:
             return stop.value
         value, exc = None, None
+        if clock is not None and type(step) is Now:
+            value = clock()
+            continue
         try:
             value = await do_step(step)
         except Exception as err:  # noqa: BLE001 - thrown into the generator
