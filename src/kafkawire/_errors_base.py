@@ -19,7 +19,6 @@ class KafkaWireError(Exception):
     retriable: bool = False
 
 
-
 class BrokerError(KafkaWireError):
     """An error code returned by a Kafka broker.  Subclasses exist per code."""
 

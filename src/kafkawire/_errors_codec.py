@@ -88,7 +88,6 @@ class EncodeError(CodecError):
     """A record or option that cannot be encoded (out of range, wrong type)."""
 
 
-
 # ---------------------------------------------------------------------------------------
 # Factories shared by the two codec implementations, so their messages are identical.
 # ---------------------------------------------------------------------------------------
