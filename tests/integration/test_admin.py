@@ -1,4 +1,6 @@
-"""kafkawire.Admin against real brokers, cross-checked with confluent-kafka.
+"""kafkawire.Admin against real brokers, cross-checked with confluent-kafka; each test
+runs on the sync Admin and the asyncio AsyncAdmin (behind the same blocking interface,
+see shells.py), on Apache Kafka and on the cheap brokers alike.
 
 What every broker answers alike runs on Apache Kafka and Tansu (``modern_admin``), the
 group offset calls on the mock too (``any_broker``); the calls only Kafka answers are in
@@ -27,6 +29,7 @@ import pytest
 
 import kafkawire
 from kafkawire import errors
+from kafkawire.aio import AsyncAdmin
 from kafkawire.client.admin import (
     Admin,
     AdminError,
@@ -41,6 +44,7 @@ from kafkawire.client.producer import Producer
 from kafkawire.protocol import consumer as consumer_protocol
 from kafkawire.protocol.api import ApiVersionError
 from settle import eventually, until_known
+from shells import _AsyncShell
 from topics import unique_name
 
 ck = pytest.importorskip("confluent_kafka")
@@ -48,24 +52,39 @@ ck = pytest.importorskip("confluent_kafka")
 pytestmark = pytest.mark.broker
 
 
+class AsyncAdminShell(_AsyncShell):
+    """AsyncAdmin behind Admin's blocking interface: its calls run on the shared loop."""
+
+    client_class = AsyncAdmin
+
+
+ADMINS = {"sync": Admin, "asyncio": AsyncAdminShell}
+
+
+@pytest.fixture(params=sorted(ADMINS))
+def make_admin(request):
+    """Admin, or AsyncAdmin behind the same interface."""
+    return ADMINS[request.param]
+
+
 @pytest.fixture
-def tansu_admin(tansu_broker):
-    with Admin(bootstrap_servers=tansu_broker.bootstrap, request_timeout_ms=5000) as admin:
+def tansu_admin(tansu_broker, make_admin):
+    with make_admin(bootstrap_servers=tansu_broker.bootstrap, request_timeout_ms=5000) as admin:
         yield admin
 
 
 @pytest.fixture
-def mock_admin(mock_cluster):
-    with Admin(bootstrap_servers=mock_cluster.bootstrap, request_timeout_ms=5000) as admin:
+def mock_admin(mock_cluster, make_admin):
+    with make_admin(bootstrap_servers=mock_cluster.bootstrap, request_timeout_ms=5000) as admin:
         yield admin
 
 
 @pytest.fixture(params=[pytest.param("kafka", marks=pytest.mark.kafka),
                         pytest.param("tansu", marks=pytest.mark.tansu)])
-def modern_admin(request):
+def modern_admin(request, make_admin):
     """(kind, broker, admin) on Apache Kafka, then Tansu: the calls both answer alike."""
     broker = request.getfixturevalue(f"{request.param}_broker")
-    with Admin(bootstrap_servers=broker.bootstrap, request_timeout_ms=15000) as admin:
+    with make_admin(bootstrap_servers=broker.bootstrap, request_timeout_ms=15000) as admin:
         yield request.param, broker, admin
 
 
@@ -106,23 +125,23 @@ def _topic_on(broker_kind: str, request, admin: Admin, partitions: int) -> str:
 _FIXTURES = {"kafka": "kafka_broker", "tansu": "tansu_broker", "mock": "mock_cluster"}
 
 
-def _broker_and_admin(request):
+def _broker_and_admin(request, make_admin):
     broker = request.getfixturevalue(_FIXTURES[request.param])
-    with Admin(bootstrap_servers=broker.bootstrap, request_timeout_ms=5000) as admin:
+    with make_admin(bootstrap_servers=broker.bootstrap, request_timeout_ms=5000) as admin:
         yield request.param, broker.bootstrap, admin
 
 
 @pytest.fixture(params=[pytest.param(kind, marks=getattr(pytest.mark, kind)) for kind in _FIXTURES])
-def any_broker(request):
+def any_broker(request, make_admin):
     """(kind, bootstrap, admin) for each broker that speaks the group offset APIs."""
-    yield from _broker_and_admin(request)
+    yield from _broker_and_admin(request, make_admin)
 
 
 @pytest.fixture(params=[pytest.param(kind, marks=getattr(pytest.mark, kind)) for kind in ("kafka", "mock")])
-def exact_end_broker(request):
+def exact_end_broker(request, make_admin):
     """(kind, bootstrap, admin) for the brokers whose ListOffsets "latest" is the high
     watermark (Tansu's may fall short)."""
-    yield from _broker_and_admin(request)
+    yield from _broker_and_admin(request, make_admin)
 
 
 # -- topics and cluster --------------------------------------------------------------------
@@ -337,14 +356,14 @@ def test_group_lag_and_list_offsets(exact_end_broker, request):
     assert isinstance(bad[(topic, 9)], errors.UnknownTopicOrPartitionError)
 
 
-def test_coordinator_errors_are_retried_within_the_deadline(mock_cluster_factory):
+def test_coordinator_errors_are_retried_within_the_deadline(mock_cluster_factory, make_admin):
     cluster = mock_cluster_factory(3)
     topic = unique_name("coord")
     cluster.create_topic(topic, 1, 1)
     opts = dict(bootstrap_servers=cluster.bootstrap, request_timeout_ms=5000, retry_backoff_ms=20)
-    with Admin(**opts) as admin:
+    with make_admin(**opts) as admin:
         admin.alter_group_offsets("g", {(topic, 0): 4})
-    with Admin(**opts) as admin:  # a new client: it has to find the coordinator first
+    with make_admin(**opts) as admin:  # a new client: it has to find the coordinator first
         # FindCoordinator: not available twice; OffsetFetch: not coordinator, then loading.
         cluster.push_request_errors(10, [15, 15])
         cluster.push_request_errors(9, [16, 14])
@@ -357,9 +376,9 @@ def test_coordinator_errors_are_retried_within_the_deadline(mock_cluster_factory
         cluster.clear_request_errors(9)
 
 
-def test_slow_broker_never_makes_a_call_hang(mock_cluster_factory):
+def test_slow_broker_never_makes_a_call_hang(mock_cluster_factory, make_admin):
     cluster = mock_cluster_factory(1)
-    with Admin(bootstrap_servers=cluster.bootstrap, request_timeout_ms=5000) as admin:
+    with make_admin(bootstrap_servers=cluster.bootstrap, request_timeout_ms=5000) as admin:
         cluster.broker_set_rtt(-1, 3000)
         start = time.monotonic()
         with pytest.raises(KafkaTimeoutError, match="list_topics did not finish within 0.5s"):

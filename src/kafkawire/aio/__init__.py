@@ -1,10 +1,12 @@
 """kafkawire's asyncio shell: the same I/O-free state machines as the sync client
 (:mod:`kafkawire.protocol`: connection, metadata, accumulator, fetcher, group), driven by asyncio.
 
-:class:`AsyncProducer` and :class:`AsyncConsumer` (manual assignment or consumer groups).
+:class:`AsyncProducer`, :class:`AsyncConsumer` (manual assignment or consumer groups) and
+:class:`AsyncAdmin`.
 """
 
+from kafkawire.aio.admin import AsyncAdmin
 from kafkawire.aio.consumer import AsyncConsumer
 from kafkawire.aio.producer import AsyncProducer
 
-__all__ = ["AsyncConsumer", "AsyncProducer"]
+__all__ = ["AsyncAdmin", "AsyncConsumer", "AsyncProducer"]

@@ -1,0 +1,214 @@
+"""The asyncio admin client: :class:`kafkawire.Admin`'s calls, awaited.
+
+::
+
+    async with AsyncAdmin(bootstrap_servers="127.0.0.1:9092") as admin:
+        await admin.create_topics([NewTopic("events", num_partitions=3)])
+        (await admin.group_lag("billing")).total
+
+Every call is a coroutine with :class:`~kafkawire.Admin`'s name, arguments, results and
+typed errors (see :mod:`kafkawire.client.admin`), and returns by its ``timeout`` (seconds;
+default ``request_timeout_ms``).  Both clients run the same requests and decisions
+(:mod:`kafkawire.protocol.admin`); this one connects, sends and waits with asyncio.  Calls
+may run concurrently on one client; they share its connections and the group
+coordinators found.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Iterable, Mapping
+
+from kafkawire.aio.cluster import AsyncCluster
+from kafkawire.core.config import Config
+from kafkawire.core.errors import ClientClosedError, KafkaTimeoutError, NoBrokersAvailableError
+from kafkawire.protocol.admin import *  # noqa: F403 - the result types, defined with the calls
+from kafkawire.protocol.admin import AdminCore, Op
+from kafkawire.protocol.fetcher import OffsetAndTimestamp
+from kafkawire.protocol.steps import Request, Sleep, drive_async
+
+__all__ = ["AsyncAdmin"]
+
+
+def _now() -> float:
+    return asyncio.get_running_loop().time()
+
+
+class AsyncAdmin:
+    """A Kafka admin client for asyncio.  Options are :class:`kafkawire.Admin`'s.
+
+    ``await start()`` (or ``async with``) fetches the cluster's metadata; the first call
+    does it otherwise.  ``await close()`` closes every connection.
+    """
+
+    def __init__(self, **config: Any):
+        self.config = c = Config.client(**config)
+        self.cluster = AsyncCluster(c)
+        self._core = AdminCore(c, self.cluster.meta, _now, (KafkaTimeoutError, NoBrokersAvailableError))
+        self._started = False
+        self._closed = False
+
+    async def start(self, timeout: float | None = None) -> None:
+        """Fetch the cluster's metadata within ``timeout`` (default request_timeout_ms)."""
+        self._check_open()
+        if not self._started:
+            await self.cluster.bootstrap(self._core.budget(timeout).timeout)
+            self._started = True
+
+    async def __aenter__(self) -> AsyncAdmin:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Close every connection (idempotent)."""
+        if not self._closed:
+            self._closed = True
+            await self.cluster.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ClientClosedError("the admin client is closed")
+        self.cluster.check_fork()
+
+    async def _call(self, op: Op, timeout: float | None) -> Any:
+        """Run ``op`` to its end, by its deadline: connecting, sending and waiting for
+        what its steps ask."""
+        self._check_open()
+        budget = self._core.budget(timeout)
+        if not self._started:
+            await self.start(max(0.001, budget.deadline - _now()))
+
+        async def do_step(step: Request | Sleep) -> Any:
+            if isinstance(step, Sleep):
+                await asyncio.sleep(step.seconds)
+                return None
+            conn = await (self.cluster.any_connection(budget.deadline) if step.node is None
+                          else self.cluster.connection(step.node, budget.deadline))
+            version, request = self._core.prepare(op.name, step, conn.name, conn.protocol, budget.deadline)
+            try:
+                return await asyncio.wait_for(conn.request(step.api, request, version),
+                                              max(0.0, budget.deadline - _now()))
+            except asyncio.TimeoutError:
+                abandoned, late = self._core.late(op.name, step.api, conn.name)
+                conn.close(abandoned)
+                raise late from None
+
+        return await drive_async(op.steps(budget), do_step)
+
+    # -- cluster and topics ------------------------------------------------------------
+
+    async def describe_cluster(self, timeout: float | None = None) -> ClusterDescription:
+        """As :meth:`kafkawire.Admin.describe_cluster`."""
+        return await self._call(self._core.describe_cluster(), timeout)
+
+    async def list_topics(self, timeout: float | None = None, include_internal: bool = False
+                          ) -> dict[str, TopicDescription]:
+        """As :meth:`kafkawire.Admin.list_topics`."""
+        return await self._call(self._core.list_topics(include_internal), timeout)
+
+    async def describe_topics(self, topics: Iterable[str], timeout: float | None = None,
+                              raise_on_error: bool = True) -> dict[str, TopicDescription]:
+        """As :meth:`kafkawire.Admin.describe_topics`."""
+        return await self._call(self._core.describe_topics(topics, raise_on_error), timeout)
+
+    async def create_topics(self, topics: Iterable[NewTopic | str], *, num_partitions: int = -1,
+                            replication_factor: int = -1, configs: Mapping[str, str] | None = None,
+                            validate_only: bool = False, timeout: float | None = None,
+                            raise_on_error: bool = True) -> dict[str, CreatedTopic]:
+        """As :meth:`kafkawire.Admin.create_topics`."""
+        return await self._call(self._core.create_topics(topics, num_partitions, replication_factor, configs, validate_only,
+                                                           raise_on_error), timeout)
+
+    async def delete_topics(self, topics: Iterable[str], timeout: float | None = None,
+                            raise_on_error: bool = True) -> dict[str, None]:
+        """As :meth:`kafkawire.Admin.delete_topics`."""
+        return await self._call(self._core.delete_topics(topics, raise_on_error), timeout)
+
+    async def create_partitions(self, new_counts: Mapping[str, int], *, validate_only: bool = False,
+                                timeout: float | None = None, raise_on_error: bool = True) -> dict[str, None]:
+        """As :meth:`kafkawire.Admin.create_partitions`."""
+        return await self._call(self._core.create_partitions(new_counts, validate_only, raise_on_error), timeout)
+
+    # -- partitions: offsets and records -------------------------------------------------
+
+    async def list_offsets(self, specs: Mapping[Any, str | int], *, read_committed: bool = False,
+                           timeout: float | None = None, raise_on_error: bool = True
+                           ) -> dict[TopicPartition, OffsetAndTimestamp]:
+        """As :meth:`kafkawire.Admin.list_offsets`."""
+        return await self._call(self._core.list_offsets(specs, read_committed, raise_on_error), timeout)
+
+    async def delete_records(self, before: Mapping[Any, int], timeout: float | None = None,
+                             raise_on_error: bool = True) -> dict[TopicPartition, DeletedRecords]:
+        """As :meth:`kafkawire.Admin.delete_records`."""
+        return await self._call(self._core.delete_records(before, raise_on_error), timeout)
+
+    # -- groups ----------------------------------------------------------------------------
+
+    async def list_groups(self, timeout: float | None = None) -> dict[str, GroupListing]:
+        """As :meth:`kafkawire.Admin.list_groups`."""
+        return await self._call(self._core.list_groups(), timeout)
+
+    async def describe_groups(self, group_ids: Iterable[str], timeout: float | None = None,
+                              raise_on_error: bool = True) -> dict[str, GroupDescription]:
+        """As :meth:`kafkawire.Admin.describe_groups`."""
+        return await self._call(self._core.describe_groups(group_ids, raise_on_error), timeout)
+
+    async def delete_groups(self, group_ids: Iterable[str], timeout: float | None = None,
+                            raise_on_error: bool = True) -> dict[str, None]:
+        """As :meth:`kafkawire.Admin.delete_groups`."""
+        return await self._call(self._core.delete_groups(group_ids, raise_on_error), timeout)
+
+    async def list_group_offsets(self, group_id: str, partitions: Iterable[Any] | None = None,
+                                 timeout: float | None = None, raise_on_error: bool = True
+                                 ) -> dict[TopicPartition, OffsetAndMetadata | None]:
+        """As :meth:`kafkawire.Admin.list_group_offsets`."""
+        return await self._call(self._core.list_group_offsets(group_id, partitions, raise_on_error), timeout)
+
+    async def alter_group_offsets(self, group_id: str, offsets: Mapping[Any, int | OffsetAndMetadata],
+                                  timeout: float | None = None, raise_on_error: bool = True
+                                  ) -> dict[TopicPartition, None]:
+        """As :meth:`kafkawire.Admin.alter_group_offsets`."""
+        return await self._call(self._core.alter_group_offsets(group_id, offsets, raise_on_error), timeout)
+
+    async def delete_group_offsets(self, group_id: str, partitions: Iterable[Any],
+                                   timeout: float | None = None, raise_on_error: bool = True
+                                   ) -> dict[TopicPartition, None]:
+        """As :meth:`kafkawire.Admin.delete_group_offsets`."""
+        return await self._call(self._core.delete_group_offsets(group_id, partitions, raise_on_error), timeout)
+
+    async def group_lag(self, group_id: str, partitions: Iterable[Any] | None = None,
+                        timeout: float | None = None) -> GroupLag:
+        """As :meth:`kafkawire.Admin.group_lag`."""
+        return await self._call(self._core.group_lag(group_id, partitions), timeout)
+
+    # -- configs ---------------------------------------------------------------------------
+
+    async def describe_configs(self, resources: Iterable[Any], keys: Iterable[str] | None = None,
+                               timeout: float | None = None, raise_on_error: bool = True
+                               ) -> dict[ConfigResource, dict[str, ConfigEntry]]:
+        """As :meth:`kafkawire.Admin.describe_configs`."""
+        return await self._call(self._core.describe_configs(resources, keys, raise_on_error), timeout)
+
+    async def alter_configs(self, changes: Mapping[Any, Mapping[str, str | None]], *,
+                            validate_only: bool = False, timeout: float | None = None,
+                            raise_on_error: bool = True) -> dict[ConfigResource, None]:
+        """As :meth:`kafkawire.Admin.alter_configs`."""
+        return await self._call(self._core.alter_configs(changes, validate_only, raise_on_error), timeout)
+
+    # -- SCRAM credentials (KIP-554) -------------------------------------------------------
+
+    async def describe_user_scram_credentials(self, users: Iterable[str] | None = None,
+                                              timeout: float | None = None, raise_on_error: bool = True
+                                              ) -> dict[str, list[ScramCredentialInfo]]:
+        """As :meth:`kafkawire.Admin.describe_user_scram_credentials`."""
+        return await self._call(self._core.describe_user_scram_credentials(users, raise_on_error), timeout)
+
+    async def alter_user_scram_credentials(
+        self, alterations: Iterable[UserScramCredentialUpsertion | UserScramCredentialDeletion],
+        timeout: float | None = None, raise_on_error: bool = True,
+    ) -> dict[str, None]:
+        """As :meth:`kafkawire.Admin.alter_user_scram_credentials`."""
+        return await self._call(self._core.alter_user_scram_credentials(alterations, raise_on_error), timeout)

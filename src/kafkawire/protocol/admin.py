@@ -1,0 +1,1219 @@
+"""The admin client's requests and answers, with no I/O: the result types, the request
+for each call, the reading of each answer and the decisions between them (which errors
+are worth another round, when the controller, a leader or a group's coordinator moved,
+what each item's outcome is).
+
+Each call is an :class:`Op`: a name and a generator of protocol/steps.py's
+:class:`~kafkawire.protocol.steps.Request` and :class:`~kafkawire.protocol.steps.Sleep`
+steps whose return value is the call's result.  :class:`AdminCore` makes them; the sync
+:class:`kafkawire.Admin` runs them with client/steps.py's runner, the asyncio
+:class:`kafkawire.aio.AsyncAdmin` with ``drive_async``: a shell only connects, sends,
+waits and sleeps.  Time comes from the shell's clock, the one its deadlines are on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Generator, Iterable, Mapping, NamedTuple
+
+from kafkawire import errors
+from kafkawire.errors import KafkaConnectionError, KafkaTimeoutError, broker_error
+from kafkawire.protocol import apis
+from kafkawire.protocol import consumer as consumer_protocol
+from kafkawire.protocol.api import Api, ApiVersionError
+from kafkawire.protocol.coordinator import COORDINATOR_MOVED, FIND_COORDINATOR, GROUP, find_request
+from kafkawire.protocol.coordinator import answers as coordinator_answers
+from kafkawire.protocol.fetcher import OffsetAndTimestamp, TopicPartition
+from kafkawire.protocol.fetcher import as_topic_partition as _tp
+from kafkawire.protocol.metadata import ClusterMetadata
+from kafkawire.protocol.sasl import SCRAM_MECHANISM_TYPES, SCRAM_MIN_ITERATIONS, scram_credential
+from kafkawire.protocol.steps import Request, Sleep
+
+# The calls' results and errors: kafkawire.client.admin and kafkawire.aio.admin hand them out.
+RESULT_TYPES = [
+    "AdminError",
+    "BrokerInfo",
+    "ClusterDescription",
+    "ConfigEntry",
+    "ConfigResource",
+    "CreatedTopic",
+    "DeletedRecords",
+    "GroupDescription",
+    "GroupLag",
+    "GroupListing",
+    "MemberDescription",
+    "NewTopic",
+    "OffsetAndMetadata",
+    "PartitionInfo",
+    "PartitionLag",
+    "ScramCredentialInfo",
+    "TopicDescription",
+    "TopicPartition",
+    "UserScramCredentialDeletion",
+    "UserScramCredentialUpsertion",
+]
+__all__ = ["AdminCore", "Budget", "Op", "RESULT_TYPES", *RESULT_TYPES]
+
+CREATE_PARTITIONS = apis.get("CreatePartitions")
+DELETE_RECORDS = apis.get("DeleteRecords")
+ALTER_CONFIGS = apis.get("AlterConfigs")
+INCREMENTAL_ALTER_CONFIGS = apis.get("IncrementalAlterConfigs")
+OFFSET_DELETE = apis.get("OffsetDelete")
+METADATA = apis.get("Metadata")
+CREATE_TOPICS = apis.get("CreateTopics")
+DELETE_TOPICS = apis.get("DeleteTopics")
+DESCRIBE_CONFIGS = apis.get("DescribeConfigs")
+LIST_OFFSETS = apis.get("ListOffsets")
+OFFSET_COMMIT = apis.get("OffsetCommit")
+OFFSET_FETCH = apis.get("OffsetFetch")
+DESCRIBE_GROUPS = apis.get("DescribeGroups")
+LIST_GROUPS = apis.get("ListGroups")
+DELETE_GROUPS = apis.get("DeleteGroups")
+DESCRIBE_USER_SCRAM_CREDENTIALS = apis.get("DescribeUserScramCredentials")
+ALTER_USER_SCRAM_CREDENTIALS = apis.get("AlterUserScramCredentials")
+
+# Answers worth asking again after a backoff: the cluster is moving (leaders, controller,
+# coordinators) or was slow.  Other codes the error table calls retriable, such as
+# UNKNOWN_TOPIC_OR_PARTITION, are final for an admin call: retrying a delete of a topic
+# that does not exist would only run into the deadline.
+_RETRY = frozenset({5, 6, 7, 13, 14, 15, 16, 41})
+# Group-wide errors that OffsetFetch before v2 repeats per partition: the coordinator
+# moved, or is still loading (COORDINATOR_LOAD_IN_PROGRESS).
+_GROUP_WIDE = COORDINATOR_MOVED | {14}
+
+# ListOffsets' special timestamps: -1 latest, -2 earliest, -3 max timestamp (KIP-734).
+_MAX_TIMESTAMP = -3
+_OFFSET_SPECS = {"latest": -1, "earliest": -2, "max_timestamp": _MAX_TIMESTAMP}
+
+_RESOURCE_TYPES = {"topic": 2, "broker": 4, "broker_logger": 8}
+_RESOURCE_NAMES = {v: k for k, v in _RESOURCE_TYPES.items()}
+_CONFIG_SOURCES = {
+    1: "DYNAMIC_TOPIC_CONFIG", 2: "DYNAMIC_BROKER_CONFIG", 3: "DYNAMIC_DEFAULT_BROKER_CONFIG",
+    4: "STATIC_BROKER_CONFIG", 5: "DEFAULT_CONFIG", 6: "DYNAMIC_BROKER_LOGGER_CONFIG",
+    7: "CLIENT_METRICS_CONFIG", 8: "GROUP_CONFIG",
+}
+
+# -- result types --------------------------------------------------------------------------
+
+
+class AdminError(errors.KafkaWireError):
+    """Some items of an admin call failed (see the module docstring).
+
+    ``errors`` maps each failed item to its exception (a BrokerError with its ``code``);
+    ``results`` maps every item to its result or exception.  ``code`` and ``retriable``
+    are those of the failures when they all share one code, else None and False.
+    """
+
+    def __init__(self, operation: str, results: dict[Any, Any], failed: dict[Any, BaseException]):
+        self.operation = operation
+        self.results = results
+        self.errors = failed
+        codes = {getattr(e, "code", None) for e in failed.values()}
+        self.code = codes.pop() if len(codes) == 1 else None
+        self.retriable = all(getattr(e, "retriable", False) for e in failed.values())
+        lines = "\n  ".join(str(e) for e in failed.values())
+        super().__init__(
+            f"{operation}: {len(failed)} of {len(results)} failed:\n  {lines}\n"
+            f"(every item's result is in .results, the failures in .errors; "
+            f"pass raise_on_error=False to have them returned instead)"
+        )
+
+
+class ConfigResource(NamedTuple):
+    """A config owner: ``("topic", name)``, ``("broker", "<node id>")`` (``""`` for the
+    cluster-wide broker default) or ``("broker_logger", "<node id>")``."""
+
+    type: str
+    name: str
+
+
+@dataclass(frozen=True)
+class NewTopic:
+    """A topic to create; -1 leaves the count to the broker's default (KIP-464)."""
+
+    name: str
+    num_partitions: int = -1
+    replication_factor: int = -1
+    configs: Mapping[str, str | None] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CreatedTopic:
+    """What the broker says it created (counts are -1 before CreateTopics v5)."""
+
+    name: str
+    topic_id: Any
+    num_partitions: int
+    replication_factor: int
+
+
+@dataclass(frozen=True)
+class BrokerInfo:
+    node_id: int
+    host: str
+    port: int
+    rack: str | None = None
+
+
+@dataclass(frozen=True)
+class ClusterDescription:
+    cluster_id: str | None
+    controller_id: int
+    brokers: dict[int, BrokerInfo]
+
+
+@dataclass(frozen=True)
+class PartitionInfo:
+    """A partition's leader (-1: none), leader epoch, replicas and in-sync replicas."""
+
+    partition: int
+    leader: int
+    leader_epoch: int
+    replicas: list[int]
+    isr: list[int]
+    offline_replicas: list[int]
+
+
+@dataclass(frozen=True)
+class TopicDescription:
+    name: str
+    topic_id: Any
+    is_internal: bool
+    partitions: dict[int, PartitionInfo]
+
+
+@dataclass(frozen=True)
+class GroupListing:
+    group_id: str
+    protocol_type: str
+    state: str | None  # None before ListGroups v4
+
+
+@dataclass(frozen=True)
+class MemberDescription:
+    """A group member.  ``assignment`` ({topic: [partitions]}) and ``subscription``
+    (topics) are decoded for protocol type "consumer" (else None); ``raw_assignment``
+    and ``raw_metadata`` are the bytes as the broker sent them."""
+
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    host: str
+    assignment: dict[str, list[int]] | None
+    subscription: list[str] | None
+    raw_assignment: bytes
+    raw_metadata: bytes
+
+
+@dataclass(frozen=True)
+class GroupDescription:
+    """A group as its coordinator describes it; ``protocol`` is the assignor's name."""
+
+    group_id: str
+    state: str
+    protocol_type: str
+    protocol: str
+    members: list[MemberDescription]
+    coordinator: int
+
+
+@dataclass(frozen=True)
+class OffsetAndMetadata:
+    offset: int
+    metadata: str = ""
+    leader_epoch: int = -1
+
+
+@dataclass(frozen=True)
+class PartitionLag:
+    """``lag`` is ``end_offset - committed``, or None without a committed offset."""
+
+    committed: int | None
+    end_offset: int
+    lag: int | None
+
+
+@dataclass(frozen=True)
+class GroupLag:
+    group_id: str
+    partitions: dict[TopicPartition, PartitionLag]
+    total: int
+
+
+@dataclass(frozen=True)
+class DeletedRecords:
+    low_watermark: int
+
+
+@dataclass(frozen=True)
+class ConfigEntry:
+    """One config; ``source`` is Kafka's name for where the value comes from
+    (DYNAMIC_TOPIC_CONFIG, DEFAULT_CONFIG, ...; UNKNOWN before DescribeConfigs v1)."""
+
+    name: str
+    value: str | None
+    source: str
+    is_default: bool
+    read_only: bool
+    is_sensitive: bool
+
+
+@dataclass(frozen=True)
+class ScramCredentialInfo:
+    """One SCRAM credential of a user as the broker describes it (never the password)."""
+
+    mechanism: str  # SCRAM-SHA-256, SCRAM-SHA-512, or UNKNOWN
+    iterations: int
+
+
+@dataclass(frozen=True)
+class UserScramCredentialUpsertion:
+    """Create or replace ``user``'s ``mechanism`` credential for ``password``.  The client
+    salts it (RFC 5802 Hi() with ``iterations`` and a random ``salt`` unless one is given);
+    only the salt and the salted password are sent."""
+
+    user: str
+    mechanism: str
+    password: str = field(repr=False)
+    iterations: int = SCRAM_MIN_ITERATIONS
+    salt: bytes | None = field(default=None, repr=False)
+
+
+@dataclass(frozen=True)
+class UserScramCredentialDeletion:
+    """Remove ``user``'s ``mechanism`` credential."""
+
+    user: str
+    mechanism: str
+
+
+def _scram_mechanism_type(mechanism: Any) -> int:
+    name = mechanism.upper() if isinstance(mechanism, str) else mechanism
+    if name not in SCRAM_MECHANISM_TYPES:
+        raise ValueError(f"SCRAM credentials are for {' or '.join(SCRAM_MECHANISM_TYPES)}; got {mechanism!r}")
+    return SCRAM_MECHANISM_TYPES[name]
+
+
+_SCRAM_MECHANISM_NAMES = {v: k for k, v in SCRAM_MECHANISM_TYPES.items()}
+
+
+# -- bookkeeping for one call --------------------------------------------------------------
+
+
+class _Progress:
+    """Items still to do, results so far, and the last retriable error of each."""
+
+    def __init__(self, items: Iterable[Any]):
+        self.todo: dict[Any, None] = dict.fromkeys(items)
+        self.results: dict[Any, Any] = {}
+        self.retry: dict[Any, BaseException] = {}
+
+    def done(self, item: Any, value: Any) -> None:
+        self.results[item] = value
+        self.todo.pop(item, None)
+        self.retry.pop(item, None)
+
+    def failed(self, item: Any, exc: BaseException) -> None:
+        """Record ``exc`` for ``item``: retried later when its code is worth it, else final."""
+        if getattr(exc, "code", None) in _RETRY:
+            self.retry[item] = exc
+        else:
+            self.done(item, exc)
+
+
+def _label(item: Any) -> str:
+    if item is None:  # the one item of a call about nothing in particular
+        return "the request"
+    if isinstance(item, TopicPartition):
+        return f"{item.topic}[{item.partition}]"
+    if isinstance(item, ConfigResource):
+        return f"{item.type} {item.name!r}"
+    return repr(item)
+
+
+def _resource(x: Any) -> ConfigResource:
+    if isinstance(x, ConfigResource):
+        res = x
+    else:
+        try:
+            res = ConfigResource(*x)
+        except TypeError:
+            raise TypeError(f"expected a ConfigResource or (type, name), got {x!r}") from None
+    if res.type not in _RESOURCE_TYPES:
+        raise ValueError(f"config resource type must be one of {', '.join(_RESOURCE_TYPES)}; "
+                         f"got {res.type!r}")
+    return ConfigResource(res.type, str(res.name))
+
+
+def _decoded_member(protocol_type: str, m: Any) -> MemberDescription:
+    assignment = subscription = None
+    if protocol_type == consumer_protocol.PROTOCOL_TYPE:
+        # A member between JoinGroup and SyncGroup has empty bytes: nothing assigned yet.
+        try:
+            if len(m.member_assignment):
+                assignment = consumer_protocol.assignment_to_map(
+                    consumer_protocol.decode_assignment(m.member_assignment))
+            if len(m.member_metadata):
+                subscription = list(consumer_protocol.decode_subscription(m.member_metadata).topics)
+        except errors.CodecError:
+            pass  # a client that says "consumer" but writes something else: raw bytes only
+    return MemberDescription(
+        m.member_id, m.group_instance_id, m.client_id, m.client_host, assignment, subscription,
+        bytes(m.member_assignment), bytes(m.member_metadata))
+
+
+# -- the calls as steps ----------------------------------------------------------------------
+
+Steps = Generator[Any, Any, Any]
+
+
+class Budget(NamedTuple):
+    """A call's time: ``timeout`` seconds, ending at ``deadline`` on the shell's clock."""
+
+    timeout: float
+    deadline: float
+
+
+class Op(NamedTuple):
+    """One admin call: its ``name`` (for messages) and ``steps(budget)``, the generator
+    that does it."""
+
+    name: str
+    steps: Callable[[Budget], Steps]
+
+
+class _Speaks(Exception):
+    """Raised by a probe's build: the broker has the API (the probe is never sent)."""
+
+
+def _probe(version: int) -> Any:
+    raise _Speaks(version)
+
+
+class AdminCore:
+    """The admin calls, as :class:`Op` s, over a cluster's metadata (``meta``, kept up to
+    date here from the Metadata answers these steps ask for) and the group coordinators
+    found so far.  ``clock()`` is the shell's clock; ``vague`` are the errors that say
+    less than an earlier one ("no time left", "no broker reachable"): a timeout names
+    the earlier one instead."""
+
+    def __init__(self, config: Any, meta: ClusterMetadata, clock: Callable[[], float],
+                 vague: tuple[type[BaseException], ...] = (KafkaTimeoutError,)):
+        self.config = config
+        self.meta = meta
+        self.clock = clock
+        self.vague = vague
+        self.coordinators: dict[str, int] = {}
+
+    # -- what a shell asks of the core ---------------------------------------------------
+
+    def budget(self, timeout: float | None) -> Budget:
+        """The budget of a call given ``timeout`` (None: request_timeout_ms)."""
+        t = self.config.request_timeout_ms / 1000.0 if timeout is None else float(timeout)
+        if t < 0:
+            raise ValueError(f"timeout must be >= 0 seconds, got {timeout!r}")
+        return Budget(t, self.clock() + t)
+
+    def prepare(self, what: str, step: Request, broker: str, protocol: Any, deadline: float) -> tuple[int, Any]:
+        """The version and the request to send for ``step`` on a ready connection
+        (``broker`` its name, ``protocol`` its protocol.connection.Connection)."""
+        try:
+            version = step.version(protocol.version_for(step.api), protocol.finalized_features)
+        except ApiVersionError as exc:
+            err = ApiVersionError(f"{what}: {broker} cannot answer it: {exc}")
+            err.broker, err.reason = broker, str(exc)  # type: ignore[attr-defined]
+            raise err from None
+        if deadline - self.clock() <= 0:
+            raise KafkaTimeoutError(f"{what}: no time left to send {step.api.name} to {broker}")
+        return version, step.build(version)
+
+    @staticmethod
+    def late(what: str, api: Api, broker: str) -> tuple[KafkaTimeoutError, KafkaTimeoutError]:
+        """For an answer not in by the call's deadline: the error to close its connection
+        with, and the one for the call.  A broker answers a connection's requests in
+        order: one left unanswered (Kafka holding a CreateTopics for a controller it
+        cannot reach) would hold up every later call on it, so the next connects afresh."""
+        return (KafkaTimeoutError(f"{what}: {api.name} to {broker} abandoned at the call's deadline"),
+                KafkaTimeoutError(f"{what}: {api.name} to {broker}: no response in time"))
+
+    # -- rounds and retries ----------------------------------------------------------------
+
+    def _rest(self, deadline: float, least: float = 0.0) -> Budget:
+        """What is left of a call's budget (at least ``least`` seconds), for a part of it."""
+        t = max(least, deadline - self.clock())
+        return Budget(t, max(deadline, self.clock() + t))
+
+    def _ms_left(self, deadline: float) -> int:
+        return max(1, min(2**31 - 1, int((deadline - self.clock()) * 1000)))
+
+    def _rounds(self, operation: str, items: Iterable[Any], step: Callable[[_Progress, float], Steps],
+                raise_on_error: bool) -> Op:
+        """The call that runs ``step(progress, deadline)`` until every item is done,
+        backing off between rounds that left retriable work, up to the deadline."""
+        items = list(items)
+        return Op(operation, lambda budget: self._rounds_steps(operation, items, step, raise_on_error, budget))
+
+    def _rounds_steps(self, operation: str, items: list[Any], step: Callable[[_Progress, float], Steps],
+                      raise_on_error: bool, budget: Budget) -> Steps:
+        t, deadline = budget
+        progress = _Progress(items)
+        backoff = self.config.retry_backoff_ms / 1000.0
+        last: BaseException | None = None
+        while progress.todo:
+            try:
+                yield from step(progress, deadline)
+            except (KafkaConnectionError, KafkaTimeoutError) as exc:
+                # "No time left" says less than the error that made the round fail before.
+                if last is None or not isinstance(exc, self.vague):
+                    last = exc
+                self.meta.need_refresh = True
+            except errors.BrokerError as exc:
+                if exc.code not in _RETRY:
+                    raise
+                last = exc
+                if exc.code in COORDINATOR_MOVED:
+                    self.coordinators.clear()
+            if not progress.todo:
+                break
+            remaining = deadline - self.clock()
+            if remaining <= 0:
+                pending = "; ".join(
+                    f"{_label(k)}: {progress.retry.get(k) or last or 'no answer'}"
+                    for k in list(progress.todo)[:10])
+                more = f" (and {len(progress.todo) - 10} more)" if len(progress.todo) > 10 else ""
+                raise KafkaTimeoutError(
+                    f"{operation} did not finish within {t:g}s; still pending: {pending}{more}; "
+                    f"check that the brokers are up, or pass a longer timeout")
+            yield Sleep(min(backoff, remaining))
+            backoff = min(backoff * 2, self.config.retry_backoff_max_ms / 1000.0)
+            if self.meta.refresh_due(self.clock()):  # a leader, controller or coordinator moved
+                try:
+                    resp = yield Request(None, METADATA, lambda v: self.meta.request(v)[0])
+                    self.meta.apply(resp, self.clock())
+                except (KafkaConnectionError, KafkaTimeoutError):
+                    pass  # the next round fails the same way, and says so
+        results = {k: progress.results[k] for k in items}  # in the caller's order
+        return _outcome(operation, results, raise_on_error)
+
+    def _one(self, operation: str, fetch: Callable[[float], Steps]) -> Op:
+        """The call that runs ``fetch(deadline)`` (a call without items) with the same
+        retries as _rounds."""
+        def step(progress: _Progress, deadline: float) -> Steps:
+            progress.done(None, (yield from fetch(deadline)))
+
+        op = self._rounds(operation, [None], step, raise_on_error=True)
+
+        def steps(budget: Budget) -> Steps:
+            return (yield from op.steps(budget))[None]
+
+        return Op(operation, steps)
+
+    @staticmethod
+    def _send(node: int | None, api: Api, build: Callable[[int], Any]) -> Steps:
+        """One request to ``node`` (None: any broker), built by ``build(version)`` for the
+        version the broker negotiates; returns (version, response)."""
+        sent: list[int] = []
+
+        def at(version: int) -> Any:
+            request = build(version)
+            sent.append(version)
+            return request
+
+        resp = yield Request(node, api, at)
+        return sent[-1], resp
+
+    def _controller(self) -> int | None:
+        cid = self.meta.controller_id
+        return cid if cid in self.meta.brokers else None
+
+    def _after_error(self, code: int) -> None:
+        if code in (5, 6, 41):  # leaders or the controller moved: refreshed before the next round
+            self.meta.need_refresh = True
+
+    def _settle(self, progress: _Progress, item: Any, code: int, context: str, value: Any = None,
+                message: str | None = None) -> None:
+        """Record one item's answer: ``value`` when ``code`` is 0, else the broker's error."""
+        if item not in progress.todo:
+            return
+        if code:
+            self._after_error(code)
+            progress.failed(item, broker_error(code, context, message))
+        else:
+            progress.done(item, value)
+
+    # -- cluster and topics ------------------------------------------------------------
+
+    def _metadata(self, topics: list[str] | None) -> Steps:
+        def build(version: int) -> Any:
+            if topics is None:
+                # v0 cannot say "all topics" with null: an empty array means all there.
+                req_topics: Any = [] if version == 0 else None
+            else:
+                if version == 0 and not topics:
+                    raise ValueError("Metadata v0 cannot ask for no topics")
+                req_topics = [METADATA.Request.MetadataRequestTopic(name=t) for t in topics]
+            return METADATA.Request(topics=req_topics, allow_auto_topic_creation=False)
+
+        return (yield from self._send(None, METADATA, build))[1]
+
+    def describe_cluster(self) -> Op:
+        def fetch(deadline: float) -> Steps:
+            resp = yield from self._metadata([])
+            brokers = {b.node_id: BrokerInfo(b.node_id, b.host, b.port, b.rack) for b in resp.brokers}
+            return ClusterDescription(resp.cluster_id, resp.controller_id, brokers)
+
+        return self._one("describe_cluster", fetch)
+
+    def list_topics(self, include_internal: bool) -> Op:
+        def fetch(deadline: float) -> Steps:
+            resp = yield from self._metadata(None)
+            out = {}
+            for t in resp.topics:
+                if t.name is None or t.error_code or (t.is_internal and not include_internal):
+                    continue
+                out[t.name] = _topic_description(t)
+            return dict(sorted(out.items()))
+
+        return self._one("list_topics", fetch)
+
+    def describe_topics(self, topics: Iterable[str], raise_on_error: bool) -> Op:
+        names = list(dict.fromkeys(topics))
+
+        def step(progress: _Progress, deadline: float) -> Steps:
+            resp = yield from self._metadata(list(progress.todo))
+            for t in resp.topics:
+                if t.name not in progress.todo:
+                    continue
+                if t.error_code:
+                    progress.failed(t.name, broker_error(t.error_code, f"topic {t.name!r}"))
+                else:
+                    progress.done(t.name, _topic_description(t))
+
+        return self._rounds("describe_topics", names, step, raise_on_error)
+
+    def create_topics(self, topics: Iterable[NewTopic | str], num_partitions: int, replication_factor: int,
+                      configs: Mapping[str, str] | None, validate_only: bool, raise_on_error: bool) -> Op:
+        wanted: dict[str, NewTopic] = {}
+        for t in topics:
+            nt = NewTopic(t, num_partitions, replication_factor, dict(configs or {})) if isinstance(t, str) else t
+            if not isinstance(nt, NewTopic):
+                raise TypeError(f"create_topics expects topic names or NewTopic, got {t!r}")
+            wanted[nt.name] = nt
+        CT = CREATE_TOPICS.Request.CreatableTopic
+
+        def step(progress: _Progress, deadline: float) -> Steps:
+            def build(version: int) -> Any:
+                if version < 4 and any(wanted[n].num_partitions < 0 or wanted[n].replication_factor < 0
+                                       for n in progress.todo):
+                    raise ValueError(
+                        f"this broker speaks CreateTopics v{version}, which needs explicit "
+                        f"num_partitions and replication_factor (broker defaults need v4, KIP-464)")
+                return CREATE_TOPICS.Request(
+                    topics=[CT(name=n, num_partitions=wanted[n].num_partitions,
+                               replication_factor=wanted[n].replication_factor, assignments=[],
+                               configs=[CT.CreatableTopicConfig(name=k, value=v)
+                                        for k, v in wanted[n].configs.items()])
+                            for n in progress.todo],
+                    timeout_ms=self._ms_left(deadline), validate_only=validate_only)
+
+            version, resp = yield from self._send(self._controller(), CREATE_TOPICS, build)
+            for r in resp.topics:
+                created = CreatedTopic(r.name, r.topic_id if version >= 7 else None, r.num_partitions,
+                                       r.replication_factor)
+                self._settle(progress, r.name, r.error_code, f"topic {r.name!r}", created, r.error_message)
+
+        return self._rounds("create_topics", wanted, step, raise_on_error)
+
+    def delete_topics(self, topics: Iterable[str], raise_on_error: bool) -> Op:
+        names = list(dict.fromkeys(topics))
+
+        def step(progress: _Progress, deadline: float) -> Steps:
+            def build(version: int) -> Any:
+                todo = list(progress.todo)
+                if version >= 6:
+                    state = DELETE_TOPICS.Request.DeleteTopicState
+                    return DELETE_TOPICS.Request(topics=[state(name=n) for n in todo],
+                                                 timeout_ms=self._ms_left(deadline))
+                return DELETE_TOPICS.Request(topic_names=todo, timeout_ms=self._ms_left(deadline))
+
+            _v, resp = yield from self._send(self._controller(), DELETE_TOPICS, build)
+            for r in resp.responses:
+                self._settle(progress, r.name, r.error_code, f"topic {r.name!r}", None, r.error_message)
+
+        return self._rounds("delete_topics", names, step, raise_on_error)
+
+    def create_partitions(self, new_counts: Mapping[str, int], validate_only: bool, raise_on_error: bool) -> Op:
+        counts = dict(new_counts)
+        CPT = CREATE_PARTITIONS.Request.CreatePartitionsTopic
+
+        def step(progress: _Progress, deadline: float) -> Steps:
+            def build(version: int) -> Any:
+                return CREATE_PARTITIONS.Request(
+                    topics=[CPT(name=n, count=counts[n]) for n in progress.todo],
+                    timeout_ms=self._ms_left(deadline), validate_only=validate_only)
+
+            _v, resp = yield from self._send(self._controller(), CREATE_PARTITIONS, build)
+            for r in resp.results:
+                self._settle(progress, r.name, r.error_code, f"topic {r.name!r}", None, r.error_message)
+
+        return self._rounds("create_partitions", counts, step, raise_on_error)
+
+    # -- partitions: offsets and records -------------------------------------------------
+
+    def _by_leader(self, progress: _Progress) -> Generator[Any, Any, dict[int, list[TopicPartition]]]:
+        """The pending partitions grouped by leader, from fresh metadata; unknown ones
+        are marked failed, leaderless ones left for the next round."""
+        topics = sorted({tp.topic for tp in progress.todo})
+        resp = yield from self._metadata(topics)
+        leaders: dict[TopicPartition, int] = {}
+        topic_errors: dict[str, int] = {}
+        for t in resp.topics:
+            topic_errors[t.name] = t.error_code
+            for p in t.partitions:
+                leaders[TopicPartition(t.name, p.partition_index)] = p.leader_id
+        by_node: dict[int, list[TopicPartition]] = {}
+        for tp in list(progress.todo):
+            code = topic_errors.get(tp.topic, 3)
+            if code:
+                progress.failed(tp, broker_error(code, f"{_label(tp)}"))
+            elif tp not in leaders:
+                progress.failed(tp, broker_error(3, f"{_label(tp)} (the topic has no such partition)"))
+            elif leaders[tp] < 0 or leaders[tp] not in self.meta.brokers:
+                self.meta.need_refresh = True
+                progress.failed(tp, broker_error(5, _label(tp)))
+            else:
+                by_node.setdefault(leaders[tp], []).append(tp)
+        return by_node
+
+    def list_offsets(self, specs: Mapping[Any, str | int], read_committed: bool, raise_on_error: bool) -> Op:
+        query: dict[TopicPartition, int] = {}
+        for k, v in specs.items():
+            if isinstance(v, str) and v in _OFFSET_SPECS:
+                query[_tp(k)] = _OFFSET_SPECS[v]
+            elif isinstance(v, int) and not isinstance(v, bool) and v >= 0:
+                query[_tp(k)] = v
+            else:
+                raise ValueError(f"offset spec for {k!r} must be 'earliest', 'latest', "
+                                 f"'max_timestamp' or a timestamp in ms >= 0, got {v!r}")
+        LOT = LIST_OFFSETS.Request.ListOffsetsTopic
+
+        def step(progress: _Progress, deadline: float) -> Steps:
+            for node, tps in (yield from self._by_leader(progress)).items():
+                topics: dict[str, list[Any]] = {}
+                for tp in tps:
+                    topics.setdefault(tp.topic, []).append(LOT.ListOffsetsPartition(
+                        partition_index=tp.partition, timestamp=query[tp], max_num_offsets=1))
+                req = LIST_OFFSETS.Request(replica_id=-1, isolation_level=int(read_committed),
+                                           topics=[LOT(name=t, partitions=p) for t, p in topics.items()])
+
+                def build(version: int, tps: list[TopicPartition] = tps, node: int = node) -> Any:
+                    # An older broker would read -3 as a timestamp and answer nonsense.
+                    if version < 7 and any(query[tp] == _MAX_TIMESTAMP for tp in tps):
+                        raise errors.UnsupportedVersionError(
+                            f"list_offsets: 'max_timestamp' needs ListOffsets v7 (KIP-734, "
+                            f"Kafka 3.0+); broker {node} speaks v{version}: ask for "
+                            f"'latest' or a timestamp instead")
+                    return req
+
+                version, resp = yield from self._send(node, LIST_OFFSETS, build)
+                for t in resp.topics:
+                    for p in t.partitions:
+                        tp = TopicPartition(t.name, p.partition_index)
+                        if tp not in progress.todo:
+                            continue
+                        if p.error_code:
+                            self._after_error(p.error_code)
+                            progress.failed(tp, broker_error(p.error_code, _label(tp)))
+                        elif version == 0:
+                            old = p.old_style_offsets
+                            progress.done(tp, OffsetAndTimestamp(old[0] if old else -1, -1))
+                        else:
+                            progress.done(tp, OffsetAndTimestamp(p.offset, p.timestamp))
+
+        return self._rounds("list_offsets", query, step, raise_on_error)
+
+    def delete_records(self, before: Mapping[Any, int], raise_on_error: bool) -> Op:
+        offsets = {_tp(k): int(v) for k, v in before.items()}
+        DRT = DELETE_RECORDS.Request.DeleteRecordsTopic
+
+        def step(progress: _Progress, deadline: float) -> Steps:
+            for node, tps in (yield from self._by_leader(progress)).items():
+                topics: dict[str, list[Any]] = {}
+                for tp in tps:
+                    topics.setdefault(tp.topic, []).append(
+                        DRT.DeleteRecordsPartition(partition_index=tp.partition, offset=offsets[tp]))
+
+                def build(version: int, topics: dict[str, list[Any]] = topics) -> Any:
+                    return DELETE_RECORDS.Request(
+                        topics=[DRT(name=t, partitions=p) for t, p in topics.items()],
+                        timeout_ms=self._ms_left(deadline))
+
+                _v, resp = yield from self._send(node, DELETE_RECORDS, build)
+                for t in resp.topics:
+                    for p in t.partitions:
+                        tp = TopicPartition(t.name, p.partition_index)
+                        self._settle(progress, tp, p.error_code, f"{_label(tp)} before offset {offsets.get(tp)}",
+                                     DeletedRecords(p.low_watermark))
+
+        return self._rounds("delete_records", offsets, step, raise_on_error)
+
+    # -- groups ----------------------------------------------------------------------------
+
+    def _find_coordinators(self, groups: list[str]) -> Generator[Any, Any, dict[str, int | BaseException]]:
+        """Each group's coordinator node id (cached), or the error FindCoordinator gave."""
+        out: dict[str, int | BaseException] = {g: self.coordinators[g] for g in groups if g in self.coordinators}
+        missing = [g for g in groups if g not in out]
+        found = []
+        todo = missing
+        while todo:
+            # KIP-699 (v4+): every key in one request; before, one request per key.
+            version, resp = yield from self._send(
+                None, FIND_COORDINATOR, lambda v: find_request(todo if v >= 4 else todo[:1], GROUP))
+            keys, todo = (todo, []) if version >= 4 else (todo[:1], todo[1:])
+            found.extend(coordinator_answers(resp, keys))
+        for key, node, _host, _port, code, message in found:
+            if key not in missing:
+                continue
+            if code:
+                out[key] = broker_error(code, f"finding the coordinator of group {key!r}", message)
+            elif node not in self.meta.brokers:
+                self.meta.need_refresh = True
+                out[key] = broker_error(15, f"group {key!r}: coordinator {node} is not in the metadata yet")
+            else:
+                out[key] = self.coordinators[key] = node
+        return out
+
+    def _coordinator(self, group: str) -> Generator[Any, Any, int]:
+        """The coordinator of ``group``; raises FindCoordinator's error (retried by the
+        rounds when the coordinator is merely moving)."""
+        node = (yield from self._find_coordinators([group])).get(group)
+        if node is None:
+            raise broker_error(15, f"no FindCoordinator answer for group {group!r}")
+        if isinstance(node, BaseException):
+            raise node
+        return node
+
+    def _group_error(self, group: str, code: int, what: str) -> None:
+        """Raise a group-wide error code (forgetting the coordinator if it moved)."""
+        if code:
+            if code in COORDINATOR_MOVED:
+                self.coordinators.pop(group, None)
+            raise broker_error(code, f"{what} of group {group!r}")
+
+    def _by_coordinator(self, progress: _Progress) -> Generator[Any, Any, dict[int, list[str]]]:
+        by_node: dict[int, list[str]] = {}
+        for g, node in (yield from self._find_coordinators(list(progress.todo))).items():
+            if isinstance(node, BaseException):
+                progress.failed(g, node)
+            else:
+                by_node.setdefault(node, []).append(g)
+        return by_node
+
+    def _group_result(self, progress: _Progress, group: str, code: int, what: str, value: Any) -> None:
+        if not code:
+            progress.done(group, value)
+            return
+        if code in COORDINATOR_MOVED:
+            self.coordinators.pop(group, None)
+        progress.failed(group, broker_error(code, f"{what} group {group!r}"))
+
+    def list_groups(self) -> Op:
+        def step(progress: _Progress, deadline: float) -> Steps:
+            for node in list(progress.todo):
+                _v, resp = yield from self._send(node, LIST_GROUPS, lambda v: LIST_GROUPS.Request())
+                if resp.error_code:
+                    progress.failed(node, broker_error(resp.error_code, f"ListGroups on broker {node}"))
+                    continue
+                progress.done(node, [GroupListing(g.group_id, g.protocol_type, g.group_state or None)
+                                     for g in resp.groups])
+
+        def steps(budget: Budget) -> Steps:
+            cluster = yield from self.describe_cluster().steps(self._rest(budget.deadline, 0.001))
+            per_node = yield from self._rounds("list_groups", cluster.brokers, step, True).steps(
+                self._rest(budget.deadline))
+            out = {g.group_id: g for listing in per_node.values() for g in listing}
+            return dict(sorted(out.items()))
+
+        return Op("list_groups", steps)
+
+    def describe_groups(self, group_ids: Iterable[str], raise_on_error: bool) -> Op:
+        groups = list(dict.fromkeys(group_ids))
+
+        def step(progress: _Progress, deadline: float) -> Steps:
+            for node, gs in (yield from self._by_coordinator(progress)).items():
+                _v, resp = yield from self._send(node, DESCRIBE_GROUPS, lambda v, gs=gs: DESCRIBE_GROUPS.Request(
+                    groups=gs, include_authorized_operations=False))
+                for g in resp.groups:
+                    if g.group_id not in progress.todo:
+                        continue
+                    desc = GroupDescription(
+                        g.group_id, g.group_state, g.protocol_type, g.protocol_data,
+                        [_decoded_member(g.protocol_type, m) for m in g.members], node)
+                    self._group_result(progress, g.group_id, g.error_code, "describing", desc)
+
+        return self._rounds("describe_groups", groups, step, raise_on_error)
+
+    def delete_groups(self, group_ids: Iterable[str], raise_on_error: bool) -> Op:
+        groups = list(dict.fromkeys(group_ids))
+
+        def step(progress: _Progress, deadline: float) -> Steps:
+            for node, gs in (yield from self._by_coordinator(progress)).items():
+                _v, resp = yield from self._send(node, DELETE_GROUPS, lambda v, gs=gs: DELETE_GROUPS.Request(
+                    groups_names=gs))
+                for r in resp.results:
+                    if r.group_id in progress.todo:
+                        self._group_result(progress, r.group_id, r.error_code, "deleting", None)
+
+        return self._rounds("delete_groups", groups, step, raise_on_error)
+
+    def list_group_offsets(self, group_id: str, partitions: Iterable[Any] | None, raise_on_error: bool) -> Op:
+        wanted = None if partitions is None else [_tp(x) for x in partitions]
+        req_topics: dict[str, list[int]] | None = None
+        if wanted is not None:
+            req_topics = {}
+            for tp in wanted:
+                req_topics.setdefault(tp.topic, []).append(tp.partition)
+
+        def build(version: int) -> Any:
+            if version >= 8:  # KIP-709: a list of groups
+                grp = OFFSET_FETCH.Request.OffsetFetchRequestGroup
+                topics = None if req_topics is None else [
+                    grp.OffsetFetchRequestTopics(name=t, partition_indexes=p) for t, p in req_topics.items()]
+                return OFFSET_FETCH.Request(groups=[grp(group_id=group_id, topics=topics)])
+            if req_topics is None and version < 2:
+                raise ValueError(f"OffsetFetch v{version} cannot ask for every partition; "
+                                 f"pass partitions=")
+            topics = None if req_topics is None else [
+                OFFSET_FETCH.Request.OffsetFetchRequestTopic(name=t, partition_indexes=p)
+                for t, p in req_topics.items()]
+            return OFFSET_FETCH.Request(group_id=group_id, topics=topics)
+
+        # The partitions are this call's items once the answer says which there are.
+        def fetch(deadline: float) -> Steps:
+            node = yield from self._coordinator(group_id)
+            version, resp = yield from self._send(node, OFFSET_FETCH, build)
+            if version >= 8:
+                answer = next((g for g in resp.groups if g.group_id == group_id), None)
+                if answer is None:
+                    raise broker_error(-1, f"OffsetFetch answered without group {group_id!r}")
+                self._group_error(group_id, answer.error_code, "committed offsets")
+                topics = answer.topics
+            else:
+                self._group_error(group_id, resp.error_code, "committed offsets")
+                topics = resp.topics
+            # librdkafka's mock answers a request for every partition with a null array.
+            topics = topics or []
+            out: dict[TopicPartition, Any] = {}
+            for t in topics:
+                for p in t.partitions:
+                    tp = TopicPartition(t.name, p.partition_index)
+                    # Before v2, coordinator errors come per partition.
+                    self._group_error(group_id, p.error_code if p.error_code in _GROUP_WIDE else 0,
+                                      "committed offsets")
+                    if p.error_code:
+                        out[tp] = broker_error(p.error_code, f"group {group_id!r} {_label(tp)}")
+                    elif p.committed_offset >= 0:
+                        out[tp] = OffsetAndMetadata(p.committed_offset, p.metadata or "",
+                                                    p.committed_leader_epoch)
+                    elif wanted is not None:
+                        out[tp] = None
+            if wanted is not None:
+                out = {tp: out.get(tp) for tp in wanted}
+            return dict(sorted(out.items()))
+
+        return self._checked(self._one("list_group_offsets", fetch), raise_on_error)
+
+    @staticmethod
+    def _checked(op: Op, raise_on_error: bool) -> Op:
+        """``op``, whose dict result holds the failed items' errors, under raise_on_error."""
+        def steps(budget: Budget) -> Steps:
+            return _outcome(op.name, (yield from op.steps(budget)), raise_on_error)
+
+        return Op(op.name, steps)
+
+    def alter_group_offsets(self, group_id: str, offsets: Mapping[Any, int | OffsetAndMetadata],
+                            raise_on_error: bool) -> Op:
+        commits: dict[TopicPartition, OffsetAndMetadata] = {}
+        for k, v in offsets.items():
+            om = v if isinstance(v, OffsetAndMetadata) else OffsetAndMetadata(int(v))
+            if om.offset < 0:
+                raise ValueError(f"offset for {k!r} must be >= 0, got {om.offset}")
+            commits[_tp(k)] = om
+        OCT = OFFSET_COMMIT.Request.OffsetCommitRequestTopic
+
+        def step(progress: _Progress, deadline: float) -> Steps:
+            node = yield from self._coordinator(group_id)
+
+            def build(version: int) -> Any:
+                topics: dict[str, list[Any]] = {}
+                for tp in progress.todo:
+                    om = commits[tp]
+                    topics.setdefault(tp.topic, []).append(OCT.OffsetCommitRequestPartition(
+                        partition_index=tp.partition, committed_offset=om.offset,
+                        committed_leader_epoch=om.leader_epoch, committed_metadata=om.metadata))
+                return OFFSET_COMMIT.Request(
+                    group_id=group_id, generation_id_or_member_epoch=-1, member_id="",
+                    topics=[OCT(name=t, partitions=p) for t, p in topics.items()])
+
+            _v, resp = yield from self._send(node, OFFSET_COMMIT, build)
+            for t in resp.topics:
+                for p in t.partitions:
+                    tp = TopicPartition(t.name, p.partition_index)
+                    if tp not in progress.todo:
+                        continue
+                    if p.error_code in COORDINATOR_MOVED:
+                        self.coordinators.pop(group_id, None)
+                    self._settle(progress, tp, p.error_code, f"group {group_id!r} {_label(tp)}")
+
+        return self._rounds("alter_group_offsets", commits, step, raise_on_error)
+
+    def delete_group_offsets(self, group_id: str, partitions: Iterable[Any], raise_on_error: bool) -> Op:
+        tps = [_tp(x) for x in partitions]
+        ODT = OFFSET_DELETE.Request.OffsetDeleteRequestTopic
+
+        def step(progress: _Progress, deadline: float) -> Steps:
+            node = yield from self._coordinator(group_id)
+            topics: dict[str, list[Any]] = {}
+            for tp in progress.todo:
+                topics.setdefault(tp.topic, []).append(ODT.OffsetDeleteRequestPartition(partition_index=tp.partition))
+            _v, resp = yield from self._send(node, OFFSET_DELETE, lambda v: OFFSET_DELETE.Request(
+                group_id=group_id, topics=[ODT(name=t, partitions=p) for t, p in topics.items()]))
+            self._group_error(group_id, resp.error_code, "deleting offsets")
+            for t in resp.topics:
+                for p in t.partitions:
+                    tp = TopicPartition(t.name, p.partition_index)
+                    self._settle(progress, tp, p.error_code, f"group {group_id!r} {_label(tp)}")
+
+        return self._rounds("delete_group_offsets", tps, step, raise_on_error)
+
+    def group_lag(self, group_id: str, partitions: Iterable[Any] | None) -> Op:
+        def steps(budget: Budget) -> Steps:
+            deadline = budget.deadline
+            committed = yield from self.list_group_offsets(group_id, partitions, True).steps(self._rest(deadline))
+            ends = (yield from self.list_offsets({tp: "latest" for tp in committed}, False, True).steps(
+                self._rest(deadline))) if committed else {}
+            parts = {}
+            for tp, om in committed.items():
+                end = ends[tp].offset
+                done = None if om is None else om.offset
+                parts[tp] = PartitionLag(done, end, None if done is None else max(0, end - done))
+            return GroupLag(group_id, parts, sum(p.lag or 0 for p in parts.values()))
+
+        return Op("group_lag", steps)
+
+    # -- configs ---------------------------------------------------------------------------
+
+    @staticmethod
+    def _config_node(res: ConfigResource) -> int | None:
+        # Broker and broker-logger configs are answered by that broker only.
+        if res.type != "topic" and res.name:
+            if not res.name.isdigit():
+                raise ValueError(f"{res.type} config resources are named by node id, got {res.name!r}")
+            return int(res.name)
+        return None
+
+    def _by_config_node(self, progress: _Progress) -> dict[int | None, list[ConfigResource]]:
+        by_node: dict[int | None, list[ConfigResource]] = {}
+        for res in progress.todo:
+            by_node.setdefault(self._config_node(res), []).append(res)
+        return by_node
+
+    def describe_configs(self, resources: Iterable[Any], keys: Iterable[str] | None, raise_on_error: bool) -> Op:
+        wanted = [_resource(r) for r in resources]
+        only = None if keys is None else list(keys)
+        DCR = DESCRIBE_CONFIGS.Request.DescribeConfigsResource
+
+        def step(progress: _Progress, deadline: float) -> Steps:
+            for node, group in self._by_config_node(progress).items():
+                version, resp = yield from self._send(node, DESCRIBE_CONFIGS, lambda v, group=group: DESCRIBE_CONFIGS.Request(
+                    resources=[DCR(resource_type=_RESOURCE_TYPES[r.type], resource_name=r.name,
+                                   configuration_keys=only) for r in group]))
+                for r in resp.results:
+                    res = ConfigResource(_RESOURCE_NAMES.get(r.resource_type, str(r.resource_type)),
+                                         r.resource_name)
+                    if res not in progress.todo:
+                        continue
+                    if r.error_code:
+                        progress.failed(res, broker_error(r.error_code, _label(res), r.error_message))
+                        continue
+                    entries = {}
+                    for c in r.configs:
+                        source = _CONFIG_SOURCES.get(c.config_source, "UNKNOWN")
+                        is_default = c.is_default if version == 0 else c.config_source == 5
+                        entries[c.name] = ConfigEntry(c.name, c.value, source, bool(is_default),
+                                                      bool(c.read_only), bool(c.is_sensitive))
+                    progress.done(res, dict(sorted(entries.items())))
+
+        return self._rounds("describe_configs", wanted, step, raise_on_error)
+
+    def alter_configs(self, changes: Mapping[Any, Mapping[str, str | None]], validate_only: bool,
+                      raise_on_error: bool) -> Op:
+        wanted = {_resource(r): dict(c) for r, c in changes.items()}
+
+        def step(progress: _Progress, deadline: float) -> Steps:
+            for node, group in self._by_config_node(progress).items():
+                incremental = _incremental_request(group, wanted, validate_only)
+                try:
+                    _v, resp = yield from self._send(node, INCREMENTAL_ALTER_CONFIGS, lambda v: incremental)
+                except ApiVersionError as first:
+                    try:  # AlterConfigs, if the broker has it: asked before reading the configs to keep
+                        yield Request(node, ALTER_CONFIGS, _probe)
+                    except _Speaks:
+                        pass
+                    except ApiVersionError as second:
+                        raise ApiVersionError(
+                            f"alter_configs: {getattr(first, 'broker', 'the broker')} cannot answer it: "
+                            f"{getattr(first, 'reason', first)}; nor {getattr(second, 'reason', second)}") from None
+                    req = yield from self._legacy_request(group, wanted, validate_only, progress, deadline)
+                    if req is None:
+                        continue
+                    _v, resp = yield from self._send(node, ALTER_CONFIGS, lambda v: req)
+                for r in resp.responses:
+                    res = ConfigResource(_RESOURCE_NAMES.get(r.resource_type, str(r.resource_type)),
+                                         r.resource_name)
+                    self._settle(progress, res, r.error_code, _label(res), None, r.error_message)
+
+        return self._rounds("alter_configs", wanted, step, raise_on_error)
+
+    def _legacy_request(self, group: list[ConfigResource], wanted: dict[ConfigResource, dict[str, str | None]],
+                        validate_only: bool, progress: _Progress, deadline: float) -> Steps:
+        current = yield from self.describe_configs(group, None, False).steps(self._rest(deadline, 0.001))
+        ACR = ALTER_CONFIGS.Request.AlterConfigsResource
+        resources = []
+        for r in group:
+            now = current[r]
+            if isinstance(now, BaseException):
+                progress.failed(r, now)
+                continue
+            # The resource's own dynamic values; a broker's default ("") has its own source.
+            own = {"topic": "DYNAMIC_TOPIC_CONFIG", "broker_logger": "DYNAMIC_BROKER_LOGGER_CONFIG",
+                   "broker": "DYNAMIC_BROKER_CONFIG" if r.name else "DYNAMIC_DEFAULT_BROKER_CONFIG"}[r.type]
+            merged = {e.name: e.value for e in now.values() if e.source == own}
+            lost = [k for k in merged if now[k].is_sensitive and k not in wanted[r]]
+            if lost:
+                progress.done(r, errors.UnsupportedVersionError(
+                    f"{_label(r)}: the broker lacks IncrementalAlterConfigs, and AlterConfigs "
+                    f"replaces every config, but the sensitive {', '.join(sorted(lost))} cannot "
+                    f"be read back to keep: set it in the same call, or upgrade the broker"))
+                continue
+            for k, v in wanted[r].items():
+                if v is None:
+                    merged.pop(k, None)
+                else:
+                    merged[k] = v
+            resources.append(ACR(resource_type=_RESOURCE_TYPES[r.type], resource_name=r.name, configs=[
+                ACR.AlterableConfig(name=k, value=v) for k, v in sorted(merged.items())]))
+        if not resources:
+            return None
+        return ALTER_CONFIGS.Request(resources=resources, validate_only=validate_only)
+
+    # -- SCRAM credentials (KIP-554) -------------------------------------------------------
+
+    def describe_user_scram_credentials(self, users: Iterable[str] | None, raise_on_error: bool) -> Op:
+        names = None if users is None else list(dict.fromkeys(users))
+        UN = DESCRIBE_USER_SCRAM_CREDENTIALS.Request.UserName
+
+        def fetch(deadline: float) -> Steps:
+            # Any broker answers: Kafka's brokers read the credentials from the metadata log.
+            _v, resp = yield from self._send(None, DESCRIBE_USER_SCRAM_CREDENTIALS,
+                                             lambda v: DESCRIBE_USER_SCRAM_CREDENTIALS.Request(
+                                                 users=None if names is None else [UN(name=n) for n in names]))
+            if resp.error_code:
+                raise broker_error(resp.error_code, "describe_user_scram_credentials", resp.error_message)
+            out: dict[str, Any] = {}
+            for r in resp.results:
+                out[r.user] = (broker_error(r.error_code, f"SCRAM credentials of user {r.user!r}", r.error_message)
+                               if r.error_code else
+                               # Kafka lists them in no fixed order: by mechanism here.
+                               sorted((ScramCredentialInfo(_SCRAM_MECHANISM_NAMES.get(c.mechanism, "UNKNOWN"),
+                                                           c.iterations) for c in r.credential_infos),
+                                      key=lambda info: info.mechanism))
+            if names is not None:
+                # Kafka answers for every user named; a broker that left one out gets asked again.
+                out = {n: out[n] if n in out else errors.KafkaWireError(
+                    f"user {n!r}: the broker left it out of its DescribeUserScramCredentials "
+                    f"answer; ask again") for n in names}
+            return out
+
+        return self._checked(self._one("describe_user_scram_credentials", fetch), raise_on_error)
+
+    def alter_user_scram_credentials(
+        self, alterations: Iterable[UserScramCredentialUpsertion | UserScramCredentialDeletion],
+        raise_on_error: bool,
+    ) -> Op:
+        req_type = ALTER_USER_SCRAM_CREDENTIALS.Request
+        Del, Ups = req_type.ScramCredentialDeletion, req_type.ScramCredentialUpsertion
+        queues: dict[str, list[Any]] = {}  # per user, the alterations still to send, in order
+        seen: set[tuple[str, int]] = set()
+        for a in alterations:
+            if isinstance(a, UserScramCredentialUpsertion):
+                # Salted once, before any retry: the same credential goes every time.
+                cred = scram_credential(a.mechanism, a.password, iterations=a.iterations, salt=a.salt)
+                item: Any = Ups(name=a.user, mechanism=cred.mechanism_type, iterations=cred.iterations,
+                                salt=cred.salt, salted_password=cred.salted_password)
+            elif isinstance(a, UserScramCredentialDeletion):
+                item = Del(name=a.user, mechanism=_scram_mechanism_type(a.mechanism))
+            else:
+                raise TypeError(f"expected a UserScramCredentialUpsertion or UserScramCredentialDeletion, got {a!r}")
+            if (a.user, item.mechanism) in seen:
+                raise ValueError(f"user {a.user!r} has more than one alteration of its "
+                                 f"{_SCRAM_MECHANISM_NAMES[item.mechanism]} credential in this call; keep one")
+            seen.add((a.user, item.mechanism))
+            queues.setdefault(a.user, []).append(item)
+
+        def step(progress: _Progress, deadline: float) -> Steps:
+            # Kafka answers DUPLICATE_RESOURCE for a user named twice in one request, even for
+            # two mechanisms (KRaft's SCRAM control manager, KIP-554): one alteration per user
+            # per request, the user's next one in the next.
+            while True:
+                heads = {u: q[0] for u, q in queues.items() if u in progress.todo and q}
+                if not heads:
+                    return
+                request = req_type(deletions=[x for x in heads.values() if isinstance(x, Del)],
+                                   upsertions=[x for x in heads.values() if isinstance(x, Ups)])
+                # Any broker: Kafka forwards it to the active controller.
+                _v, resp = yield from self._send(None, ALTER_USER_SCRAM_CREDENTIALS, lambda v: request)
+                advanced = False
+                for r in resp.results:
+                    if r.user not in heads:
+                        continue
+                    if r.error_code:
+                        self._settle(progress, r.user, r.error_code, f"SCRAM credentials of user {r.user!r}",
+                                     None, r.error_message)
+                        continue
+                    queues[r.user].pop(0)
+                    advanced = True
+                    if not queues[r.user]:
+                        progress.done(r.user, None)
+                if not advanced or progress.retry:
+                    return  # the rounds back off before what is left
+
+        return self._rounds("alter_user_scram_credentials", queues, step, raise_on_error)
+
+
+def _outcome(operation: str, results: dict[Any, Any], raise_on_error: bool) -> dict[Any, Any]:
+    """``results``, or AdminError when some failed and ``raise_on_error``."""
+    failed = {k: v for k, v in results.items() if isinstance(v, BaseException)}
+    if failed and raise_on_error:
+        raise AdminError(operation, results, failed)
+    return results
+
+
+def _topic_description(t: Any) -> TopicDescription:
+    parts = {
+        p.partition_index: PartitionInfo(
+            p.partition_index, p.leader_id, p.leader_epoch, list(p.replica_nodes),
+            list(p.isr_nodes), list(p.offline_replicas))
+        for p in t.partitions
+    }
+    return TopicDescription(t.name, t.topic_id, bool(t.is_internal), dict(sorted(parts.items())))
+
+
+def _incremental_request(group: list[ConfigResource], wanted: dict[ConfigResource, dict[str, str | None]],
+                         validate_only: bool) -> Any:
+    ACR = INCREMENTAL_ALTER_CONFIGS.Request.AlterConfigsResource
+    return INCREMENTAL_ALTER_CONFIGS.Request(validate_only=validate_only, resources=[
+        ACR(resource_type=_RESOURCE_TYPES[r.type], resource_name=r.name, configs=[
+            ACR.AlterableConfig(name=k, config_operation=1 if v is None else 0, value=v)
+            for k, v in wanted[r].items()])
+        for r in group])
