@@ -25,11 +25,11 @@ from kafkawire.protocol import apis
 from kafkawire.protocol.metadata import (
     Backoff,
     Backoffs,
+    BrokerAttempts,
     ClusterMetadata,
     ClusterView,
     bootstrap_steps,
     candidates,
-    no_brokers_message,
     partitions_steps,
     refresh_steps,
 )
@@ -145,20 +145,14 @@ class AsyncCluster(ClusterView):
         for conn in self._conns.values():
             if conn.ready:
                 return conn
-        tried = []
-        final = True
+        attempts = BrokerAttempts()
         for key, host, port, node_id in candidates(self.meta.brokers, self.config.bootstrap_servers,
                                                    self.backoffs, self._now()):
             try:
                 return await self._connect(key, host, port, node_id, deadline)
             except (KafkaConnectionError, KafkaTimeoutError) as exc:
-                tried.append(f"{host}:{port}: {type(exc).__name__}: {exc}")
-                final = final and not getattr(exc, "retriable", True)
-        err = NoBrokersAvailableError(no_brokers_message(tried))
-        # Every broker refused for a reason waiting does not fix (a TLS certificate or
-        # protocol mismatch): not retried until the deadline.
-        err.retriable = not (final and tried)
-        raise err
+                attempts.failed(host, port, exc)
+        raise attempts.error()
 
     # -- running step generators (protocol/steps.py) --------------------------------------
 

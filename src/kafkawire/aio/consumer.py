@@ -25,7 +25,7 @@ from typing import Any, AsyncIterator, Iterable
 from kafkawire.aio.cluster import AsyncCluster
 from kafkawire.aio.group import AsyncConsumerGroup
 from kafkawire.core.config import Config
-from kafkawire.core.errors import ClientClosedError, KafkaTimeoutError
+from kafkawire.core.errors import ClientClosedError
 from kafkawire.protocol import apis
 from kafkawire.protocol.fetcher import (
     EARLIEST,
@@ -34,10 +34,10 @@ from kafkawire.protocol.fetcher import (
     FetchedBatch,
     Fetcher,
     OffsetAndTimestamp,
-    PartitionState,
     TopicPartition,
 )
 from kafkawire.protocol.fetcher import as_topic_partition as _tp
+from kafkawire.protocol.consumer_base import ConsumerBase
 from kafkawire.protocol.offsets import check_timestamps, list_offsets_steps, offsets_and_times, reset_steps
 
 __all__ = ["AsyncConsumer"]
@@ -45,7 +45,7 @@ __all__ = ["AsyncConsumer"]
 FETCH = apis.get("Fetch")
 
 
-class AsyncConsumer:
+class AsyncConsumer(ConsumerBase):
     """An asyncio Kafka consumer; options as :class:`kafkawire.Consumer`'s."""
 
     def __init__(self, **config: Any):
@@ -101,39 +101,16 @@ class AsyncConsumer:
         if self._closed:
             raise ClientClosedError("the consumer is closed")
 
-    def _timeout(self, timeout: float | None) -> float:
-        return self.config.request_timeout_ms / 1000 if timeout is None else timeout
-
     @staticmethod
     def _now() -> float:
         return asyncio.get_running_loop().time()
 
     # -- assignment and positions ------------------------------------------------------------
 
-    @property
-    def _assigned(self) -> dict[TopicPartition, PartitionState]:
-        return self._fetcher.assigned
-
     def assign(self, partitions: Iterable[Any]) -> None:
         """Consume exactly these (topic, partition) pairs (replacing any earlier set)."""
-        self._check_open()
-        if self._group is not None and self._group.subscribed:
-            raise ValueError("assign() while subscribed: call unsubscribe() first")
-        tps = [_tp(x) for x in partitions]
-        self._fetcher.assign(tps)
-        self.cluster.meta.interest.update(tp.topic for tp in tps)
-        if any(self.cluster.leader_for(*tp) is None for tp in tps):
+        if self._assign(partitions):  # a leader unknown: the next poll refreshes
             self.cluster.meta.need_refresh = True
-
-    def assignment(self) -> set[TopicPartition]:
-        return set(self._fetcher.assigned)
-
-    def _state(self, tp: Any) -> PartitionState:
-        return self._fetcher.state(tp)
-
-    def seek(self, partition: Any, offset: int) -> None:
-        """Make the next poll start at ``offset`` for ``partition``."""
-        self._fetcher.seek(partition, offset)
 
     async def seek_to_beginning(self, partitions: Iterable[Any] | None = None, timeout: float | None = None) -> None:
         await self._seek_to(EARLIEST, partitions, timeout)
@@ -207,38 +184,20 @@ class AsyncConsumer:
         f.fetched(resp, positions, self.cluster.meta, node, self._now())
 
     async def _poll(self, timeout: float, max_records: int, columnar: bool) -> list[Any]:
-        self._check_open()
-        f = self._fetcher
-        group = self._group
-        if not f.assigned and (group is None or not group.subscribed):
-            raise ValueError("poll() with no partitions assigned; call assign() or subscribe() first")
+        self._check_poll()
         deadline = self._now() + timeout
         if not self._started:
             await self.start(timeout)
         while True:
-            f.raise_pending()
-            if group is not None:
-                # A subscribed topic the broker refuses (not authorized) ends poll().
-                self.cluster.meta.raise_new_topic_error(group.topics)
-                group.step()
-            todo = f.needs_position(group.pending_positions if group is not None else ())
-            if todo:
-                try:
-                    await self._reset_positions(todo, max(0.001, deadline - self._now()))
-                except KafkaTimeoutError:
-                    pass  # no answer within this poll's timeout: the next poll asks again
-            self._send_fetches()
-            out = f.drain(max_records, columnar)
-            self.cluster.maybe_refresh()
-            self._send_fetches()
-            if out:
+            lookup = self._poll_start(deadline)
+            if lookup is not None:
+                await self.cluster.run(*lookup, "ListOffsets")
+            out = self._fetch_round(max_records, columnar, deadline)
+            if out is not None:
                 return out
-            remaining = deadline - self._now()
-            if remaining <= 0:
-                return []
             waits: list[Any] = list(self._inflight.values())
             # Connection setups and refreshes do not wake this wait: no connect delay.
-            wait = f.idle_wait(remaining, bool(waits))
+            wait = self._fetcher.idle_wait(deadline - self._now(), bool(waits))
             assert self._woken is not None
             self._woken.clear()
             woken = asyncio.ensure_future(self._woken.wait())  # the group has news
@@ -256,32 +215,7 @@ class AsyncConsumer:
         """Like poll(), but one FetchedBatch (columnar) per partition fetched."""
         return await self._poll(timeout, 1 << 62, True)
 
-    def pause(self, partitions: Iterable[Any]) -> None:
-        self._fetcher.pause(partitions)
-
-    def resume(self, partitions: Iterable[Any]) -> None:
-        self._fetcher.pause(partitions, False)
-
     # -- groups and offsets ------------------------------------------------------------------
-
-    def _need_group(self, what: str) -> AsyncConsumerGroup:
-        self._check_open()
-        if self.config.group_id is None:
-            raise ValueError(f"{what} needs a consumer group: create the consumer with group_id=...")
-        if self._group is None:
-            raise ValueError(f"{what}: await start() first (or use 'async with')")
-        return self._group
-
-    def subscribe(self, topics: Iterable[str] | str | None = None, *, pattern: Any = None,
-                  listener: Any = None) -> None:
-        """Join the group and consume its share of ``topics`` (or of every topic whose name
-        matches ``pattern``; with ``group_protocol="consumer"`` an RE2/J str the broker
-        matches); ``listener`` as for the sync consumer (called inside poll())."""
-        self._need_group("subscribe()").subscribe(topics, pattern, listener)
-
-    def subscription(self) -> set[str]:
-        g = self._group
-        return set(g.topics) if g is not None and g.topics is not None else set()
 
     async def unsubscribe(self, timeout: float | None = None) -> None:
         await self._need_group("unsubscribe()").unsubscribe_wait(self._now() + self._timeout(timeout))
@@ -290,22 +224,12 @@ class AsyncConsumer:
         """Commit ``offsets`` (default: every assigned partition's position) and wait for
         the group's answer; CommitFailedError when the group moved on."""
         g = self._need_group("commit()")
-        await g.commit_wait(None if offsets is None else {_tp(k): v for k, v in offsets.items()},
-                            self._now() + self._timeout(timeout))
-
-    def commit_async(self, offsets: dict[Any, int] | None = None, callback: Any = None) -> None:
-        """Commit without waiting; ``callback(offsets, exception_or_None)`` runs inside a later poll()."""
-        g = self._need_group("commit_async()")
-        g.commit_async(None if offsets is None else {_tp(k): v for k, v in offsets.items()}, callback)
+        await g.commit_wait(self._offsets(offsets), self._now() + self._timeout(timeout))
 
     async def committed(self, partitions: Iterable[Any], timeout: float | None = None
                         ) -> dict[TopicPartition, int | None]:
         g = self._need_group("committed()")
         return await g.committed_wait([_tp(x) for x in partitions], self._now() + self._timeout(timeout))
-
-    def group_state(self) -> dict[str, Any]:
-        """The member's health, as the sync consumer's group_state() gives it."""
-        return self._need_group("group_state()").state()
 
     def __aiter__(self) -> AsyncIterator[ConsumerRecord]:
         return self._records()

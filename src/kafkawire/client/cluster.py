@@ -41,13 +41,13 @@ from kafkawire.protocol import apis
 from kafkawire.protocol.metadata import (
     Backoff,
     Backoffs,
+    BrokerAttempts,
     ClusterMetadata,
     ClusterView,
     PartitionMetadata,
     TopicMetadata,
     bootstrap_steps,
     candidates,
-    no_brokers_message,
     partitions_steps,
     refresh_steps,
 )
@@ -213,20 +213,16 @@ class Cluster(ClusterView):
         """A ready connection to any broker: known brokers first, then bootstrap addresses.
         NoBrokersAvailableError when none connects; not retriable when every one refused
         for a reason waiting does not fix (a TLS certificate, a protocol mismatch)."""
-        tried: list[str] = []
-        final = True
         for conn in self._conns.values():
             if conn.ready:
                 return conn
+        attempts = BrokerAttempts()
         for key, host, port, node_id in self._candidates():
             try:
                 return self._connect(key, host, port, node_id, deadline)
             except (KafkaConnectionError, KafkaTimeoutError) as exc:
-                tried.append(f"{host}:{port}: {type(exc).__name__}: {exc}")
-                final = final and not getattr(exc, "retriable", True)
-        err = NoBrokersAvailableError(no_brokers_message(tried))
-        err.retriable = not (final and tried)
-        raise err
+                attempts.failed(host, port, exc)
+        raise attempts.error()
 
     # -- metadata -----------------------------------------------------------------------
 

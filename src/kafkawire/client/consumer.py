@@ -42,11 +42,11 @@ from kafkawire.protocol.fetcher import (
     FetchedBatch,
     Fetcher,
     OffsetAndTimestamp,
-    PartitionState,
     TopicPartition,
 )
 from kafkawire.protocol.fetcher import EARLIEST, LATEST
 from kafkawire.protocol.fetcher import as_topic_partition as _tp
+from kafkawire.protocol.consumer_base import ConsumerBase
 from kafkawire.protocol.offsets import check_timestamps, list_offsets_steps, offsets_and_times, reset_steps
 
 __all__ = ["Consumer", "ConsumerRecord", "TopicPartition", "FetchedBatch", "OffsetAndTimestamp",
@@ -55,7 +55,7 @@ __all__ = ["Consumer", "ConsumerRecord", "TopicPartition", "FetchedBatch", "Offs
 FETCH = apis.get("Fetch")
 
 
-class Consumer:
+class Consumer(ConsumerBase):
     """A Kafka consumer.  Options are the Java client's in snake_case
     (``bootstrap_servers``, ``group_id``, ``fetch_max_wait_ms``, ...).
 
@@ -66,6 +66,8 @@ class Consumer:
     records an earlier poll() returned, so every record is processed at least once).
     A member that assign()s its partitions can still commit to its group.
     """
+
+    _now = staticmethod(time.monotonic)
 
     def __init__(self, **config: Any):
         self.config = c = Config.consumer(**config)
@@ -86,32 +88,11 @@ class Consumer:
 
     def assign(self, partitions: Iterable[Any]) -> None:
         """Consume exactly these (topic, partition) pairs (replacing any earlier set)."""
-        self._check_open()
-        if self._group is not None and self._group.subscribed:
-            raise ValueError("assign() while subscribed: call unsubscribe() first")
-        tps = [_tp(x) for x in partitions]
-        self._fetcher.assign(tps)
-        self.cluster.interest.update(tp.topic for tp in tps)
-        missing = [tp for tp in tps if self.cluster.leader_for(*tp) is None]
-        if missing:
+        if self._assign(partitions):  # a leader unknown: ask now, as this call may wait
             try:
-                self.cluster.refresh(self.config.request_timeout_ms / 1000.0)
+                self.cluster.refresh(self._timeout(None))
             except KafkaTimeoutError:
                 pass  # poll() keeps trying
-
-    @property
-    def _assigned(self) -> dict[TopicPartition, PartitionState]:
-        return self._fetcher.assigned
-
-    def assignment(self) -> set[TopicPartition]:
-        return set(self._assigned)
-
-    def _state(self, tp: Any) -> PartitionState:
-        return self._fetcher.state(tp)
-
-    def seek(self, partition: Any, offset: int) -> None:
-        """Make the next poll start at ``offset`` for ``partition``."""
-        self._fetcher.seek(partition, offset)
 
     def seek_to_beginning(self, partitions: Iterable[Any] | None = None, timeout: float | None = None) -> None:
         self._seek_to(EARLIEST, partitions, timeout)
@@ -146,11 +127,6 @@ class Consumer:
     def end_offsets(self, partitions: Iterable[Any], timeout: float | None = None) -> dict[TopicPartition, int]:
         got = self._list_offsets({_tp(x): LATEST for x in partitions}, self._timeout(timeout))
         return {tp: v[0] for tp, v in got.items()}
-
-    def _timeout(self, timeout: float | None) -> float:
-        return self.config.request_timeout_ms / 1000.0 if timeout is None else timeout
-
-    # The lookups and their retries are protocol/offsets.py's; they run here, blocking.
 
     def _list_offsets(self, query: dict[TopicPartition, int], timeout: float
                       ) -> dict[TopicPartition, tuple[int, int]]:
@@ -226,40 +202,19 @@ class Consumer:
                         out[tp] = max(out[tp], lso if self._fetcher.isolation and lso >= 0 else p.high_watermark)
         return out
 
-    def _handle_resets(self, deadline: float) -> None:
-        todo = self._fetcher.needs_position(self._group.pending_positions if self._group is not None else ())
-        if todo:
-            try:
-                self._reset_positions(todo, max(0.001, deadline - time.monotonic()))
-            except KafkaTimeoutError:
-                pass  # no answer within this poll's timeout: the next poll asks again
-
     def _poll(self, timeout: float, max_records: int, columnar: bool) -> list[Any]:
-        self._check_open()
-        group = self._group
-        if not self._assigned and (group is None or not group.subscribed):
-            raise ValueError("poll() with no partitions assigned; call assign() or subscribe() first")
+        self._check_poll()
         deadline = time.monotonic() + timeout
         while True:
-            self._fetcher.raise_pending()
-            if group is not None:
-                # A subscribed topic the broker refuses (not authorized) ends poll().
-                self.cluster.meta.raise_new_topic_error(group.topics)
-                group.step()
-            self._handle_resets(deadline)
-            # Fetches go out before decoding and again before returning, so the broker
-            # works while kafkawire decodes and the caller processes.
-            self._send_fetches()
-            out = self._fetcher.drain(max_records, columnar)
-            self.cluster.maybe_refresh()
-            self._send_fetches()
-            if out:
+            lookup = self._poll_start(deadline)
+            if lookup is not None:
+                self.cluster.run(*lookup, "ListOffsets")
+            out = self._fetch_round(max_records, columnar, deadline)
+            if out is not None:
                 return out
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return []
             # A fetch's answer, a connection's setup or a refresh ends the wait.
-            self.cluster.poll(self._fetcher.idle_wait(remaining, bool(self._inflight), self.cluster.next_connect_delay()))
+            self.cluster.poll(self._fetcher.idle_wait(deadline - time.monotonic(), bool(self._inflight),
+                                                      self.cluster.next_connect_delay()))
 
     def poll(self, timeout: float = 1.0, max_records: int | None = None) -> list[ConsumerRecord]:
         """Records from the assigned partitions, waiting up to ``timeout`` seconds for
@@ -269,12 +224,6 @@ class Consumer:
     def poll_batch(self, timeout: float = 1.0) -> list[FetchedBatch]:
         """Like poll(), but one :class:`FetchedBatch` (columnar) per partition fetched."""
         return self._poll(timeout, 1 << 62, True)
-
-    def pause(self, partitions: Iterable[Any]) -> None:
-        self._fetcher.pause(partitions)
-
-    def resume(self, partitions: Iterable[Any]) -> None:
-        self._fetcher.pause(partitions, False)
 
     def _check_open(self) -> None:
         if self._closed:
@@ -340,27 +289,6 @@ class Consumer:
 
     # -- groups and offsets -----------------------------------------------------------------
 
-    def _need_group(self, what: str) -> ConsumerGroup:
-        self._check_open()
-        if self._group is None:
-            raise ValueError(f"{what} needs a consumer group: create the Consumer with group_id=...")
-        return self._group
-
-    def subscribe(self, topics: Iterable[str] | str | None = None, *, pattern: Any = None,
-                  listener: ConsumerRebalanceListener | None = None) -> None:
-        """Join the group and consume its share of ``topics`` (or of every topic whose
-        name matches ``pattern``, a regex; checked again on each metadata refresh).
-        ``listener`` gets on_partitions_revoked / _assigned / _lost calls inside poll().
-
-        With ``group_protocol="consumer"`` (KIP-848) the broker matches ``pattern``: give
-        it as a str in RE2/J syntax (a compiled Python pattern is refused)."""
-        self._need_group("subscribe()").subscribe(topics, pattern, listener)
-
-    def subscription(self) -> set[str]:
-        """The topics subscribed to (a pattern's current matches); empty when not subscribed."""
-        g = self._group
-        return set(g.topics) if g is not None and g.topics is not None else set()
-
     def unsubscribe(self, timeout: float | None = None) -> None:
         """Give up the subscription's partitions (committing with auto-commit) and leave the group."""
         self._need_group("unsubscribe()").unsubscribe(time.monotonic() + self._timeout(timeout))
@@ -371,30 +299,12 @@ class Consumer:
         and wait for the group's answer.  Raises :class:`~kafkawire.errors.CommitFailedError`
         when the group rebalanced in the meantime, KafkaTimeoutError after ``timeout``."""
         g = self._need_group("commit()")
-        g.commit(None if offsets is None else {_tp(k): v for k, v in offsets.items()},
-                 time.monotonic() + self._timeout(timeout))
-
-    def commit_async(self, offsets: dict[Any, int] | None = None, callback: Any = None) -> None:
-        """Like commit(), without waiting; ``callback(offsets, exception_or_None)`` runs
-        inside a later poll(), commit() or close()."""
-        g = self._need_group("commit_async()")
-        g.commit_async(None if offsets is None else {_tp(k): v for k, v in offsets.items()}, callback)
+        g.commit(self._offsets(offsets), time.monotonic() + self._timeout(timeout))
 
     def committed(self, partitions: Iterable[Any], timeout: float | None = None) -> dict[TopicPartition, int | None]:
         """The group's committed offset of each partition (None where there is none)."""
         g = self._need_group("committed()")
         return g.committed([_tp(x) for x in partitions], time.monotonic() + self._timeout(timeout))
-
-    def group_state(self) -> dict[str, Any]:
-        """The member's health: ``group_protocol``, ``state`` (unjoined, joining,
-        awaiting-assignment, syncing, stable; with KIP-848's protocol unjoined, joining,
-        reconciling, acknowledging, stable), ``member_id``, ``generation`` (KIP-848: the
-        member epoch), ``assignment``, ``protocol``, ``is_leader``, ``coordinator``,
-        ``rejoin_needed`` and why, the last rebalance's reason, the last heartbeat's age (s)
-        and result, the last error.  KIP-848 adds ``member_epoch``, ``server_assignor``,
-        ``subscribed_regex``, ``target_assignment``, ``unresolved_topic_ids``,
-        ``reconciling`` and the broker's ``heartbeat_interval_ms``."""
-        return self._need_group("group_state()").state()
 
     def close(self, timeout: float | None = None) -> None:
         """Leave the group (committing first with auto-commit) and close the

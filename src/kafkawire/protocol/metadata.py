@@ -21,7 +21,7 @@ from kafkawire.protocol.steps import NOW, Await, Refresh, Sleep
 
 __all__ = ["ClusterMetadata", "ClusterView", "TopicMetadata", "PartitionMetadata", "Backoff", "Backoffs", "reconnect_delay_ms",
            "check_topic_name", "check_partition_in_range", "MAX_TOPIC_NAME_LENGTH", "bootstrap_failure",
-           "no_brokers_message", "refresh_timeout", "refresh_wait", "candidates", "partitions_steps",
+           "BrokerAttempts", "refresh_timeout", "refresh_wait", "candidates", "partitions_steps",
            "bootstrap_steps", "refresh_steps"]
 
 METADATA = apis.get("Metadata")
@@ -64,10 +64,27 @@ def bootstrap_failure(failures: list[str], spent: float, timeout: float) -> str:
             + "\ncheck the addresses and that the brokers are running")
 
 
-def no_brokers_message(tried: list[str]) -> str:
-    """The message of a connection to any broker that found none: each attempt's failure."""
-    return ("no broker could be reached; tried:\n  " + "\n  ".join(tried)
+class BrokerAttempts:
+    """The failures of a connection to any broker (each :func:`candidates` in turn),
+    and the error when none connects."""
+
+    def __init__(self) -> None:
+        self.tried: list[str] = []
+        self.final = True  # every failure so far is one waiting does not fix
+
+    def failed(self, host: str, port: int, exc: BaseException) -> None:
+        self.tried.append(f"{host}:{port}: {type(exc).__name__}: {exc}")
+        self.final = self.final and not getattr(exc, "retriable", True)
+
+    def error(self) -> errors.NoBrokersAvailableError:
+        """NoBrokersAvailableError listing each attempt; not retriable when every broker
+        refused for a reason waiting does not fix (a TLS certificate, a protocol
+        mismatch), so that a refresh ends at once instead of at its deadline."""
+        err = errors.NoBrokersAvailableError(
+            "no broker could be reached; tried:\n  " + "\n  ".join(self.tried)
             + "\ncheck bootstrap_servers and that the brokers are running")
+        err.retriable = not (self.final and self.tried)
+        return err
 
 
 def refresh_timeout(timeout: float, last: BaseException | None) -> errors.KafkaTimeoutError:

@@ -20,7 +20,7 @@ from kafkawire.protocol.fetcher import Fetcher, OffsetAndTimestamp, TopicPartiti
 from kafkawire.protocol.metadata import ClusterMetadata
 from kafkawire.protocol.steps import NOW, Refresh, Request, Sleep
 
-__all__ = ["list_offsets_request", "apply_list_offsets", "list_offsets_steps", "reset_steps",
+__all__ = ["list_offsets_request", "apply_list_offsets", "list_offsets_steps", "reset_steps", "poll_reset_steps",
            "check_timestamps", "offsets_and_times"]
 
 LIST_OFFSETS = apis.get("ListOffsets")
@@ -149,6 +149,16 @@ def reset_steps(fetcher: Fetcher, meta: ClusterMetadata, tps: list[TopicPartitio
     query = fetcher.reset_query(tps, out_of_range)
     found = yield from list_offsets_steps(meta, query, fetcher.isolation, timeout, fetcher.retry_backoff)
     fetcher.apply_reset(found)
+
+
+def poll_reset_steps(fetcher: Fetcher, meta: ClusterMetadata, tps: list[TopicPartition], timeout: float
+                     ) -> Generator[Any, Any, None]:
+    """:func:`reset_steps` inside a poll: no answer within the poll's time is no error
+    (the next poll asks again)."""
+    try:
+        yield from reset_steps(fetcher, meta, tps, timeout)
+    except KafkaTimeoutError:
+        pass
 
 
 def check_timestamps(timestamps: Mapping[Any, int]) -> dict[TopicPartition, int]:
