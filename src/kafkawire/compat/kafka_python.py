@@ -230,7 +230,8 @@ _new = tuple.__new__
 
 
 def _header_size(headers) -> int:
-    return _factory_py.headers_wire_size(headers)[0]
+    # encoded size of magic-2 record headers (1: the count of none, the common case)
+    return _factory_py.headers_wire_size(headers)[0] if headers else 1
 
 
 def _v2_records(recs, base_offset, base_ts, raw_ts, ttype, control):
