@@ -224,8 +224,6 @@ class Cluster(ClusterView):
                 attempts.failed(host, port, exc)
         raise attempts.error()
 
-    # -- metadata -----------------------------------------------------------------------
-
     # -- running step generators (protocol/steps.py) --------------------------------------
 
     def run(self, steps: Generator[Any, Any, Any], deadline: float, what: str) -> Any:
@@ -248,6 +246,8 @@ class Cluster(ClusterView):
         conn = self.any_connection(deadline) if step.node is None else self.connection(step.node, deadline)
         version = step.version(conn.version_for(step.api), conn.protocol.finalized_features)
         return conn.send(step.api, step.build(version), version)
+
+    # -- metadata -----------------------------------------------------------------------
 
     def bootstrap(self, timeout: float) -> None:
         """Fetch metadata from the first bootstrap address that answers, within ``timeout``."""

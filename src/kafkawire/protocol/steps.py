@@ -4,7 +4,7 @@ An operation that needs several requests and waits (the transaction coordinator
 exchanges of protocol/transactions.py, the group's commits, offset lookups and leaving in
 client/group.py) is written once, as a generator that yields the step it needs next and
 is resumed with that step's result, or has the exception that stopped it thrown in; its
-return value is the outcome.  There are three kinds of step:
+return value is the outcome.  The steps:
 
 * :class:`Request`: send ``build(version)`` to broker ``node`` (None: any broker);
   resumed with the response;
@@ -19,7 +19,9 @@ return value is the outcome.  There are three kinds of step:
 A shell only says how a request starts and how to wait: the sync shell moves a
 generator with :class:`StepRun` (never blocking, from its sender thread or its polls;
 client/steps.py's ``run_blocking`` waits on it for callers that may block), the asyncio
-shell with :func:`drive_async`.
+shell with :func:`drive_async`.  Each shell's cluster runs a generator to its end with
+every step done the one way (``Cluster.run``, ``AsyncCluster.run``: offset lookups,
+bootstrap, metadata refresh and partitions_for today).
 """
 
 from __future__ import annotations
@@ -94,7 +96,7 @@ class StepRun:
         self.on_wait = on_wait
         # Answers NOW when given (a blocking start() makes the ``now`` passed in stale).
         self.clock = clock
-        self.request: Request | None = None  # yielded, not yet sent
+        self.request: Request | Refresh | None = None  # yielded, not yet begun
         self.waiting: Any = None  # the future of the answer waited for
         self.sleep_until = 0.0
         self.finished = False
