@@ -196,3 +196,34 @@ def test_a_request_waited_for_briefly_keeps_its_connection(kafka_broker):
             await c.close()
 
     asyncio.run(main())
+
+
+def test_bootstrap_walks_its_addresses_as_the_sync_shell_does(kafka_broker):
+    # Both shells run protocol/metadata.py's bootstrap_steps: each address in turn until
+    # one answers Metadata; none answering is NoBrokersAvailableError naming each one.
+    import socket
+
+    from kafkawire.client.errors import NoBrokersAvailableError
+    from kafkawire.testing import free_port
+
+    silent = socket.socket()  # takes the connection, never answers a byte
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)
+    hung, refused = f"127.0.0.1:{silent.getsockname()[1]}", f"127.0.0.1:{free_port()}"
+
+    async def main():
+        start = time.monotonic()
+        c = AsyncConsumer(bootstrap_servers=f"{refused},{hung}")
+        with pytest.raises(NoBrokersAvailableError, match=r"gave up after .* of the 0\.8 s allowed") as info:
+            await c.start(timeout=0.8)
+        assert time.monotonic() - start < 2.5
+        assert refused in str(info.value) and hung in str(info.value)
+        await c.close()
+        async with AsyncConsumer(bootstrap_servers=f"{refused},{kafka_broker.bootstrap}") as c:
+            assert c.cluster.brokers  # the refused address cost nothing: the next one answered
+            assert await c.cluster.partitions_for(_fill(kafka_broker.bootstrap, 1), 10) == [0]
+
+    try:
+        asyncio.run(asyncio.wait_for(main(), 30))
+    finally:
+        silent.close()

@@ -456,6 +456,7 @@ class Fetcher:
         (a connection being set up, a broker backing off, a refresh) no longer than
         retry_backoff_ms or ``connect_delay`` (until a broker leaves its reconnect
         backoff), so that a backoff ends within it."""
+        remaining = max(0.0, remaining)
         if fetching:
             return remaining
         return min(remaining, max(connect_delay, self.retry_backoff))
