@@ -5,8 +5,10 @@ The sync :class:`~kafkawire.client.cluster.Cluster` and the asyncio cluster both
 :class:`ClusterMetadata` and one :class:`Backoffs`; they send the request it builds and
 feed back the answer.  What both decide the same way lives here too: which broker to ask
 (:func:`candidates`), how long a failed refresh waits and which failures end it
-(:func:`refresh_wait`), what a bootstrap or connection failure says, and
-``partitions_for`` as a step generator (:func:`partitions_steps`, see protocol/steps.py).
+(:func:`refresh_wait`), what a failure to reach any broker says (:class:`BrokerAttempts`),
+and bootstrap, refresh and ``partitions_for`` as step generators (:func:`bootstrap_steps`,
+:func:`refresh_steps`, :func:`partitions_steps`; see protocol/steps.py) that each shell's
+cluster runs.  :class:`ClusterView` shows the metadata as the clusters' attributes.
 Time is passed in (monotonic seconds).
 """
 
