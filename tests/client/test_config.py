@@ -3,7 +3,7 @@ import ssl
 import pytest
 
 from kafkawire.client.config import Config, parse_bootstrap
-from kafkawire.client.errors import ConfigError
+from kafkawire.errors import ConfigError
 
 
 def test_defaults_are_the_java_clients():

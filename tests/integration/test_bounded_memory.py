@@ -25,7 +25,7 @@ import pytest
 from topics import ensure_topic
 
 from kafkawire.client.consumer import Consumer
-from kafkawire.client.errors import BufferExhaustedError
+from kafkawire.errors import BufferExhaustedError
 from kafkawire.client.producer import Producer
 
 pytestmark = pytest.mark.broker

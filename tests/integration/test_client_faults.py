@@ -24,7 +24,7 @@ import pytest
 
 from kafkawire import errors
 from kafkawire.client.consumer import Consumer, TopicPartition
-from kafkawire.client.errors import (
+from kafkawire.errors import (
     DeliveryTimeoutError,
     KafkaTimeoutError,
     OffsetOutOfRangeError,

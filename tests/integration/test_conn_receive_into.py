@@ -14,7 +14,7 @@ import pytest
 
 from kafkawire.client.conn import BrokerConnection
 from kafkawire.client.consumer import Consumer
-from kafkawire.client.errors import ConnectionClosedError
+from kafkawire.errors import ConnectionClosedError
 from kafkawire.client.producer import Producer
 from kafkawire.protocol import apis
 from kafkawire.protocol.connection import Connection

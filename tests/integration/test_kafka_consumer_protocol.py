@@ -34,7 +34,7 @@ from test_groups import _poll_until, _Recorder
 from topics import create_topic, unique_name
 
 from kafkawire import Admin, Producer
-from kafkawire.client.errors import ConfigError
+from kafkawire.errors import ConfigError
 from kafkawire.errors import UnsupportedVersionError
 from kafkawire.protocol import apis
 from kafkawire.testing import KafkaCluster

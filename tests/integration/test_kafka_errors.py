@@ -28,7 +28,7 @@ from kafkawire.client.admin import Admin
 from kafkawire.client.cluster import Cluster
 from kafkawire.client.config import Config
 from kafkawire.client.consumer import TopicPartition
-from kafkawire.client.errors import KafkaTimeoutError, NoBrokersAvailableError
+from kafkawire.errors import KafkaTimeoutError, NoBrokersAvailableError
 from kafkawire.client.producer import Producer
 from kafkawire.testing.kafka import KafkaCluster
 

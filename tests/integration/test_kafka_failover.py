@@ -35,7 +35,7 @@ from kafkawire import errors
 from kafkawire.aio import AsyncConsumer, AsyncProducer
 from kafkawire.client.admin import Admin, NewTopic
 from kafkawire.client.consumer import Consumer, TopicPartition
-from kafkawire.client.errors import KafkaTimeoutError
+from kafkawire.errors import KafkaTimeoutError
 from kafkawire.client.producer import Producer
 from kafkawire.protocol import apis
 from kafkawire.testing import KafkaCluster

@@ -44,7 +44,7 @@ from kafkawire.client.admin import (
 )
 from kafkawire.client.config import Config
 from kafkawire.client.conn import BrokerConnection
-from kafkawire.client.errors import BrokerTLSError, NoBrokersAvailableError
+from kafkawire.errors import BrokerTLSError, NoBrokersAvailableError
 from kafkawire.protocol.sasl import (
     OAuthBearerServerError,
     SaslAuthenticationError,

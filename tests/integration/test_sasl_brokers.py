@@ -21,7 +21,7 @@ from kafkawire.aio.conn import AsyncBrokerConnection
 from kafkawire.client.admin import Admin
 from kafkawire.client.config import Config
 from kafkawire.client.conn import BrokerConnection
-from kafkawire.client.errors import KafkaConnectionError
+from kafkawire.errors import KafkaConnectionError
 from kafkawire.protocol.sasl import (
     SaslAuthenticationError,
     SaslUnsupportedMechanismError,

@@ -13,7 +13,7 @@ import pytest
 from kafkawire.client.config import Config
 from kafkawire.client.conn import BrokerConnection
 from kafkawire.client.consumer import Consumer
-from kafkawire.client.errors import (
+from kafkawire.errors import (
     BrokerConnectTimeoutError,
     BrokerTLSError,
     BrokerTLSHandshakeTimeoutError,

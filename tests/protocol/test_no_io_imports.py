@@ -30,7 +30,8 @@ FORBIDDEN = {"socket", "ssl", "selectors", "asyncio", "threading", "time"}
 PACKAGE_DIR = Path(kafkawire.__file__).resolve().parent
 SRC_DIR = PACKAGE_DIR.parent
 
-TOP_MODULES = ["codec", "_pycodec", "compression", "errors", "_columnar"]
+TOP_MODULES = ["codec", "_pycodec", "compression", "errors", "_errors_base", "_errors_codec",
+               "_errors_table", "_errors_client", "_columnar"]
 
 
 def sans_io_files() -> dict[str, Path]:

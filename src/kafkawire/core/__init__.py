@@ -1,5 +1,5 @@
 """What the sync client (kafkawire.client) and the asyncio client (kafkawire.aio) share
-besides the I/O-free protocol layer: configuration, the errors a client meets, fork
+besides the I/O-free protocol layer: configuration, futures and record metadata, fork
 detection, the partitioner, TLS contexts and their failures.  Neither shell's loops
 live here: kafkawire.aio imports this and kafkawire.protocol, never kafkawire.client
 (tests/client/test_layers.py)."""

@@ -1,7 +1,7 @@
-"""Group membership (the classic protocol of spec/003, with KIP-394 and KIP-345) and the
+"""Group membership (the classic protocol of the 0.9 protocol guide, with KIP-394 and KIP-345) and the
 group's offset requests, as a state machine that does no I/O.
 
-A shell drives it, the sync consumer's group thread today and an asyncio task later::
+A shell drives it (the sync consumer's group thread, the asyncio consumer's task)::
 
     for out in m.poll(now): send(out)       # the requests due now
     m.on_response(out, response, now)       # an answer came (returns commit/fetch results)

@@ -1,8 +1,8 @@
-"""Kafka 0.7's wire protocol, sans-IO: encode and decode, kept as history (spec/004).
+"""Kafka 0.7's wire protocol, sans-IO: encode and decode, kept as history.
 
-Before 0.8 (see spec/001 for why it changed) a request carried no api version, no
-correlation id and no client id; it named one topic-partition, or a count of them for the
-MULTI* types, and PRODUCE had no response at all.  Message offsets were byte positions
+Before 0.8 (the 0.8 wire-format redesign says why it changed) a request carried no api
+version, no correlation id and no client id; it named one topic-partition, or a count of
+them for the MULTI* types, and PRODUCE had no response at all.  Message offsets were byte positions
 in the partition's log.  Every integer is big-endian.
 
 Request (REQUEST_TYPE 0 PRODUCE, 1 FETCH, 4 OFFSETS)::
@@ -89,7 +89,7 @@ class RequestType(enum.IntEnum):
 
 
 class ErrorCode(enum.IntEnum):
-    """0.7's error codes.  Names are the spec's (Unknown, NoError, ...) in Kafka's case."""
+    """0.7's error codes.  Names are 0.7's (Unknown, NoError, ...) in Kafka's case."""
 
     UNKNOWN = -1
     NO_ERROR = 0
@@ -99,7 +99,7 @@ class ErrorCode(enum.IntEnum):
     INVALID_FETCH_SIZE = 4
 
 
-#: code -> (the spec's name, its meaning)
+#: code -> (0.7's name, its meaning)
 ERROR_MEANINGS: dict[int, tuple[str, str]] = {
     -1: ("Unknown", "Unknown Error"),
     0: ("NoError", "Success"),

@@ -4,7 +4,7 @@ Record data is declared with the ``records`` type: a Fetch response hands it out
 zero-copy memoryview of the response buffer, and a Produce request sends the caller's
 encoded batch as its own chunk, never copied into the request buffer.
 
-v0 layouts follow the 0.8 protocol guide in spec/ (000_*, 003_*); later versions follow the
+v0 layouts follow the 0.8 protocol guide; later versions follow the
 Kafka protocol guide and the KIPs named beside each field.
 """
 

@@ -2,8 +2,8 @@
 JoinGroup (11), Heartbeat (12), LeaveGroup (13), SyncGroup (14), DescribeGroups (15),
 ListGroups (16), DeleteGroups (42) and OffsetDelete (47).
 
-v0 of OffsetCommit, OffsetFetch and FindCoordinator (the seeds' "ConsumerMetadata") are
-the layouts of spec/002; v0 of the group membership APIs those of spec/003.  Newer
+v0 of OffsetCommit, OffsetFetch and FindCoordinator (0.8.2's "ConsumerMetadata") are the
+layouts of the 0.8.2 protocol guide; v0 of the group membership APIs those of 0.9's.  Newer
 versions follow the Kafka protocol guide and the KIPs named next to the fields.
 
 The member metadata inside JoinGroup and the assignments inside SyncGroup are opaque
@@ -32,7 +32,7 @@ OFFSET_COMMIT = Api(
                 F("partition_index", "int32"),
                 F("committed_offset", "int64"),
                 F("committed_leader_epoch", "int32", since=6, default=-1),  # KIP-320
-                # v1 only (the spec's TimeStamp): -1 asks the broker to stamp the receive time.
+                # v1 only (0.8.2's TimeStamp): -1 asks the broker to stamp the receive time.
                 F("commit_timestamp", "int64", since=1, until=1, default=-1),
                 F("committed_metadata", "string", nullable_since=0, default=""),
             ]),
@@ -108,7 +108,7 @@ OFFSET_FETCH = Api(
 FIND_COORDINATOR = Api(
     10, "FindCoordinator", (0, 6), flexible_from=3,
     request=[
-        F("key", "string", until=3),  # the spec's ConsumerMetadata GroupId
+        F("key", "string", until=3),  # 0.8.2's ConsumerMetadata GroupId
         F("key_type", "int8", since=1, default=0),
         F("coordinator_keys", "[]string", since=4),  # KIP-699: batched lookups
     ],
