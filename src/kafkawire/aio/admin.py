@@ -25,7 +25,7 @@ from kafkawire.core.errors import ClientClosedError, KafkaTimeoutError, NoBroker
 from kafkawire.protocol.admin import *  # noqa: F403 - the result types, defined with the calls
 from kafkawire.protocol.admin import AdminCore, Op
 from kafkawire.protocol.fetcher import OffsetAndTimestamp
-from kafkawire.protocol.steps import Request, Sleep, drive_async
+from kafkawire.protocol.steps import Request, drive_async
 
 __all__ = ["AsyncAdmin"]
 
@@ -44,7 +44,7 @@ class AsyncAdmin:
     def __init__(self, **config: Any):
         self.config = c = Config.client(**config)
         self.cluster = AsyncCluster(c)
-        self._core = AdminCore(c, self.cluster.meta, _now, (KafkaTimeoutError, NoBrokersAvailableError))
+        self._core = AdminCore(c, self.cluster.meta, (KafkaTimeoutError, NoBrokersAvailableError))
         self._started = False
         self._closed = False
 
@@ -52,7 +52,7 @@ class AsyncAdmin:
         """Fetch the cluster's metadata within ``timeout`` (default request_timeout_ms)."""
         self._check_open()
         if not self._started:
-            await self.cluster.bootstrap(self._core.budget(timeout).timeout)
+            await self.cluster.bootstrap(self._core.budget(timeout, _now()).timeout)
             self._started = True
 
     async def __aenter__(self) -> AsyncAdmin:
@@ -75,19 +75,18 @@ class AsyncAdmin:
 
     async def _call(self, op: Op, timeout: float | None) -> Any:
         """Run ``op`` to its end, by its deadline: connecting, sending and waiting for
-        what its steps ask."""
+        what its steps ask (a metadata refresh and the sleeps are the cluster's)."""
         self._check_open()
-        budget = self._core.budget(timeout)
+        budget = self._core.budget(timeout, _now())
         if not self._started:
             await self.start(max(0.001, budget.deadline - _now()))
 
-        async def do_step(step: Request | Sleep) -> Any:
-            if isinstance(step, Sleep):
-                await asyncio.sleep(step.seconds)
-                return None
+        async def do_step(step: Any) -> Any:
+            if not isinstance(step, Request):
+                return await self.cluster.do_step(step, budget.deadline, op.name)
             conn = await (self.cluster.any_connection(budget.deadline) if step.node is None
                           else self.cluster.connection(step.node, budget.deadline))
-            version, request = self._core.prepare(op.name, step, conn.name, conn.protocol, budget.deadline)
+            version, request = self._core.prepare(op.name, step, conn.name, conn.protocol, budget.deadline, _now())
             try:
                 return await asyncio.wait_for(conn.request(step.api, request, version),
                                               max(0.0, budget.deadline - _now()))
@@ -96,7 +95,7 @@ class AsyncAdmin:
                 conn.close(abandoned)
                 raise late from None
 
-        return await drive_async(op.steps(budget), do_step)
+        return await drive_async(op.steps(budget), do_step, _now)
 
     # -- cluster and topics ------------------------------------------------------------
 

@@ -53,7 +53,7 @@ from kafkawire.core.future import Future
 from kafkawire.protocol.admin import *  # noqa: F403 - the result types, defined with the calls
 from kafkawire.protocol.admin import RESULT_TYPES, AdminCore, Op, _decoded_member  # noqa: F401 - tests use it
 from kafkawire.protocol.fetcher import OffsetAndTimestamp
-from kafkawire.protocol.steps import Request
+from kafkawire.protocol.steps import Refresh, Request
 
 __all__ = ["Admin", *RESULT_TYPES]
 
@@ -73,7 +73,7 @@ class Admin:
         except BaseException:
             self.cluster.close()
             raise
-        self._core = AdminCore(c, self.cluster.meta, time.monotonic, (KafkaTimeoutError, NoBrokersAvailableError))
+        self._core = AdminCore(c, self.cluster.meta, (KafkaTimeoutError, NoBrokersAvailableError))
         self._closed = False
 
     def close(self) -> None:
@@ -90,16 +90,19 @@ class Admin:
 
     def _call(self, op: Op, timeout: float | None) -> Any:
         """Run ``op`` here to its end, by its deadline: connecting, sending and waiting
-        for what its steps ask."""
+        for what its steps ask (a metadata refresh and the sleeps are the cluster's)."""
         if self._closed:
             raise ClientClosedError("the admin client is closed")
-        budget = self._core.budget(timeout)
+        budget = self._core.budget(timeout, time.monotonic())
         sent: list[Any] = []  # the connection and API of the answer waited for
 
-        def start(step: Request) -> Future:
+        def start(step: Request | Refresh) -> Future:
+            if isinstance(step, Refresh):
+                return self.cluster.start_step(step, budget.deadline)
             conn = (self.cluster.any_connection(budget.deadline) if step.node is None
                     else self.cluster.connection(step.node, budget.deadline))
-            version, request = self._core.prepare(op.name, step, conn.name, conn.protocol, budget.deadline)
+            version, request = self._core.prepare(op.name, step, conn.name, conn.protocol, budget.deadline,
+                                                  time.monotonic())
             sent[:] = [conn, step.api]
             return conn.send(step.api, request, version)
 
@@ -109,7 +112,7 @@ class Admin:
             conn.close(abandoned)
             return late
 
-        return run_blocking(op.steps(budget), budget.deadline, on_late, start)
+        return run_blocking(op.steps(budget), budget.deadline, on_late, start, sleep=self.cluster.poll)
 
     # -- cluster and topics ------------------------------------------------------------
 

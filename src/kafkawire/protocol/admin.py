@@ -8,7 +8,8 @@ Each call is an :class:`Op`: a name and a generator of protocol/steps.py's
 steps whose return value is the call's result.  :class:`AdminCore` makes them; the sync
 :class:`kafkawire.Admin` runs them with client/steps.py's runner, the asyncio
 :class:`kafkawire.aio.AsyncAdmin` with ``drive_async``: a shell only connects, sends,
-waits and sleeps.  Time comes from the shell's clock, the one its deadlines are on.
+waits and sleeps.  The steps read the time with the NOW step: the runner's clock, the
+one the call's deadline is on.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from kafkawire.protocol.fetcher import OffsetAndTimestamp, TopicPartition
 from kafkawire.protocol.fetcher import as_topic_partition as _tp
 from kafkawire.protocol.metadata import ClusterMetadata
 from kafkawire.protocol.sasl import SCRAM_MECHANISM_TYPES, SCRAM_MIN_ITERATIONS, scram_credential
-from kafkawire.protocol.steps import Request, Sleep
+from kafkawire.protocol.steps import NOW, Refresh, Request, Sleep
 
 # The calls' results and errors: kafkawire.client.admin and kafkawire.aio.admin hand them out.
 RESULT_TYPES = [
@@ -393,28 +394,28 @@ def _probe(version: int) -> Any:
 class AdminCore:
     """The admin calls, as :class:`Op` s, over a cluster's metadata (``meta``, kept up to
     date here from the Metadata answers these steps ask for) and the group coordinators
-    found so far.  ``clock()`` is the shell's clock; ``vague`` are the errors that say
+    found so far.  ``vague`` are the errors that say
     less than an earlier one ("no time left", "no broker reachable"): a timeout names
     the earlier one instead."""
 
-    def __init__(self, config: Any, meta: ClusterMetadata, clock: Callable[[], float],
+    def __init__(self, config: Any, meta: ClusterMetadata,
                  vague: tuple[type[BaseException], ...] = (KafkaTimeoutError,)):
         self.config = config
         self.meta = meta
-        self.clock = clock
         self.vague = vague
         self.coordinators: dict[str, int] = {}
 
     # -- what a shell asks of the core ---------------------------------------------------
 
-    def budget(self, timeout: float | None) -> Budget:
-        """The budget of a call given ``timeout`` (None: request_timeout_ms)."""
+    def budget(self, timeout: float | None, now: float) -> Budget:
+        """The budget of a call given ``timeout`` (None: request_timeout_ms) at ``now``."""
         t = self.config.request_timeout_ms / 1000.0 if timeout is None else float(timeout)
         if t < 0:
             raise ValueError(f"timeout must be >= 0 seconds, got {timeout!r}")
-        return Budget(t, self.clock() + t)
+        return Budget(t, now + t)
 
-    def prepare(self, what: str, step: Request, broker: str, protocol: Any, deadline: float) -> tuple[int, Any]:
+    def prepare(self, what: str, step: Request, broker: str, protocol: Any, deadline: float,
+                now: float) -> tuple[int, Any]:
         """The version and the request to send for ``step`` on a ready connection
         (``broker`` its name, ``protocol`` its protocol.connection.Connection)."""
         try:
@@ -423,7 +424,7 @@ class AdminCore:
             err = ApiVersionError(f"{what}: {broker} cannot answer it: {exc}")
             err.broker, err.reason = broker, str(exc)  # type: ignore[attr-defined]
             raise err from None
-        if deadline - self.clock() <= 0:
+        if deadline - now <= 0:
             raise KafkaTimeoutError(f"{what}: no time left to send {step.api.name} to {broker}")
         return version, step.build(version)
 
@@ -438,13 +439,16 @@ class AdminCore:
 
     # -- rounds and retries ----------------------------------------------------------------
 
-    def _rest(self, deadline: float, least: float = 0.0) -> Budget:
-        """What is left of a call's budget (at least ``least`` seconds), for a part of it."""
-        t = max(least, deadline - self.clock())
-        return Budget(t, max(deadline, self.clock() + t))
+    @staticmethod
+    def _rest(deadline: float, now: float, least: float = 0.0) -> Budget:
+        """What is left at ``now`` of a call's budget (at least ``least`` seconds), for a
+        part of it."""
+        t = max(least, deadline - now)
+        return Budget(t, max(deadline, now + t))
 
-    def _ms_left(self, deadline: float) -> int:
-        return max(1, min(2**31 - 1, int((deadline - self.clock()) * 1000)))
+    @staticmethod
+    def _ms_left(deadline: float, now: float) -> int:
+        return max(1, min(2**31 - 1, int((deadline - now) * 1000)))
 
     def _rounds(self, operation: str, items: Iterable[Any], step: Callable[[_Progress, float], Steps],
                 raise_on_error: bool) -> Op:
@@ -475,7 +479,7 @@ class AdminCore:
                     self.coordinators.clear()
             if not progress.todo:
                 break
-            remaining = deadline - self.clock()
+            remaining = deadline - (yield NOW)
             if remaining <= 0:
                 pending = "; ".join(
                     f"{_label(k)}: {progress.retry.get(k) or last or 'no answer'}"
@@ -486,10 +490,10 @@ class AdminCore:
                     f"check that the brokers are up, or pass a longer timeout")
             yield Sleep(min(backoff, remaining))
             backoff = min(backoff * 2, self.config.retry_backoff_max_ms / 1000.0)
-            if self.meta.refresh_due(self.clock()):  # a leader, controller or coordinator moved
+            now = yield NOW
+            if self.meta.refresh_due(now):  # a leader, controller or coordinator moved
                 try:
-                    resp = yield Request(None, METADATA, lambda v: self.meta.request(v)[0])
-                    self.meta.apply(resp, self.clock())
+                    yield Refresh(max(0.001, deadline - now))
                 except (KafkaConnectionError, KafkaTimeoutError):
                     pass  # the next round fails the same way, and says so
         results = {k: progress.results[k] for k in items}  # in the caller's order
@@ -602,6 +606,8 @@ class AdminCore:
         CT = CREATE_TOPICS.Request.CreatableTopic
 
         def step(progress: _Progress, deadline: float) -> Steps:
+            now = yield NOW
+
             def build(version: int) -> Any:
                 if version < 4 and any(wanted[n].num_partitions < 0 or wanted[n].replication_factor < 0
                                        for n in progress.todo):
@@ -614,7 +620,7 @@ class AdminCore:
                                configs=[CT.CreatableTopicConfig(name=k, value=v)
                                         for k, v in wanted[n].configs.items()])
                             for n in progress.todo],
-                    timeout_ms=self._ms_left(deadline), validate_only=validate_only)
+                    timeout_ms=self._ms_left(deadline, now), validate_only=validate_only)
 
             version, resp = yield from self._send(self._controller(), CREATE_TOPICS, build)
             for r in resp.topics:
@@ -628,13 +634,15 @@ class AdminCore:
         names = list(dict.fromkeys(topics))
 
         def step(progress: _Progress, deadline: float) -> Steps:
+            now = yield NOW
+
             def build(version: int) -> Any:
                 todo = list(progress.todo)
                 if version >= 6:
                     state = DELETE_TOPICS.Request.DeleteTopicState
                     return DELETE_TOPICS.Request(topics=[state(name=n) for n in todo],
-                                                 timeout_ms=self._ms_left(deadline))
-                return DELETE_TOPICS.Request(topic_names=todo, timeout_ms=self._ms_left(deadline))
+                                                 timeout_ms=self._ms_left(deadline, now))
+                return DELETE_TOPICS.Request(topic_names=todo, timeout_ms=self._ms_left(deadline, now))
 
             _v, resp = yield from self._send(self._controller(), DELETE_TOPICS, build)
             for r in resp.responses:
@@ -647,10 +655,12 @@ class AdminCore:
         CPT = CREATE_PARTITIONS.Request.CreatePartitionsTopic
 
         def step(progress: _Progress, deadline: float) -> Steps:
+            now = yield NOW
+
             def build(version: int) -> Any:
                 return CREATE_PARTITIONS.Request(
                     topics=[CPT(name=n, count=counts[n]) for n in progress.todo],
-                    timeout_ms=self._ms_left(deadline), validate_only=validate_only)
+                    timeout_ms=self._ms_left(deadline, now), validate_only=validate_only)
 
             _v, resp = yield from self._send(self._controller(), CREATE_PARTITIONS, build)
             for r in resp.results:
@@ -743,10 +753,12 @@ class AdminCore:
                     topics.setdefault(tp.topic, []).append(
                         DRT.DeleteRecordsPartition(partition_index=tp.partition, offset=offsets[tp]))
 
-                def build(version: int, topics: dict[str, list[Any]] = topics) -> Any:
+                now = yield NOW
+
+                def build(version: int, topics: dict[str, list[Any]] = topics, now: float = now) -> Any:
                     return DELETE_RECORDS.Request(
                         topics=[DRT(name=t, partitions=p) for t, p in topics.items()],
-                        timeout_ms=self._ms_left(deadline))
+                        timeout_ms=self._ms_left(deadline, now))
 
                 _v, resp = yield from self._send(node, DELETE_RECORDS, build)
                 for t in resp.topics:
@@ -828,9 +840,9 @@ class AdminCore:
                                      for g in resp.groups])
 
         def steps(budget: Budget) -> Steps:
-            cluster = yield from self.describe_cluster().steps(self._rest(budget.deadline, 0.001))
+            cluster = yield from self.describe_cluster().steps(self._rest(budget.deadline, (yield NOW), 0.001))
             per_node = yield from self._rounds("list_groups", cluster.brokers, step, True).steps(
-                self._rest(budget.deadline))
+                self._rest(budget.deadline, (yield NOW)))
             out = {g.group_id: g for listing in per_node.values() for g in listing}
             return dict(sorted(out.items()))
 
@@ -989,9 +1001,10 @@ class AdminCore:
     def group_lag(self, group_id: str, partitions: Iterable[Any] | None) -> Op:
         def steps(budget: Budget) -> Steps:
             deadline = budget.deadline
-            committed = yield from self.list_group_offsets(group_id, partitions, True).steps(self._rest(deadline))
+            committed = yield from self.list_group_offsets(group_id, partitions, True).steps(
+                self._rest(deadline, (yield NOW)))
             ends = (yield from self.list_offsets({tp: "latest" for tp in committed}, False, True).steps(
-                self._rest(deadline))) if committed else {}
+                self._rest(deadline, (yield NOW)))) if committed else {}
             parts = {}
             for tp, om in committed.items():
                 end = ends[tp].offset
@@ -1077,7 +1090,7 @@ class AdminCore:
 
     def _legacy_request(self, group: list[ConfigResource], wanted: dict[ConfigResource, dict[str, str | None]],
                         validate_only: bool, progress: _Progress, deadline: float) -> Steps:
-        current = yield from self.describe_configs(group, None, False).steps(self._rest(deadline, 0.001))
+        current = yield from self.describe_configs(group, None, False).steps(self._rest(deadline, (yield NOW), 0.001))
         ACR = ALTER_CONFIGS.Request.AlterConfigsResource
         resources = []
         for r in group:
