@@ -36,12 +36,12 @@ from kafkawire.client.admin import (
     ConfigResource,
     NewTopic,
     OffsetAndMetadata,
-    _decoded_member,
 )
 from kafkawire.client.consumer import TopicPartition
 from kafkawire.client.errors import ClientClosedError, KafkaTimeoutError
 from kafkawire.client.producer import Producer
 from kafkawire.protocol import consumer as consumer_protocol
+from kafkawire.protocol.admin import _decoded_member
 from kafkawire.protocol.api import ApiVersionError
 from settle import eventually, until_known
 from shells import _AsyncShell

@@ -51,7 +51,7 @@ from kafkawire.core.config import Config
 from kafkawire.core.errors import ClientClosedError, KafkaTimeoutError, NoBrokersAvailableError
 from kafkawire.core.future import Future
 from kafkawire.protocol.admin import *  # noqa: F403 - the result types, defined with the calls
-from kafkawire.protocol.admin import RESULT_TYPES, AdminCore, Op, _decoded_member  # noqa: F401 - tests use it
+from kafkawire.protocol.admin import RESULT_TYPES, AdminCore, Op
 from kafkawire.protocol.fetcher import OffsetAndTimestamp
 from kafkawire.protocol.steps import Refresh, Request
 

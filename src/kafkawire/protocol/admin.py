@@ -3,13 +3,12 @@ for each call, the reading of each answer and the decisions between them (which 
 are worth another round, when the controller, a leader or a group's coordinator moved,
 what each item's outcome is).
 
-Each call is an :class:`Op`: a name and a generator of protocol/steps.py's
-:class:`~kafkawire.protocol.steps.Request` and :class:`~kafkawire.protocol.steps.Sleep`
-steps whose return value is the call's result.  :class:`AdminCore` makes them; the sync
-:class:`kafkawire.Admin` runs them with client/steps.py's runner, the asyncio
-:class:`kafkawire.aio.AsyncAdmin` with ``drive_async``: a shell only connects, sends,
-waits and sleeps.  The steps read the time with the NOW step: the runner's clock, the
-one the call's deadline is on.
+Each call is an :class:`Op`: a name and a generator of protocol/steps.py's steps
+(Request, Sleep, Refresh, NOW) whose return value is the call's result.
+:class:`AdminCore` makes them; the sync :class:`kafkawire.Admin` runs them with
+client/steps.py's ``run_blocking``, the asyncio :class:`kafkawire.aio.AsyncAdmin` with
+``drive_async``: a shell only connects, sends, waits and sleeps.  The steps read the
+time with NOW, the runner's clock, which the call's deadline is on.
 """
 
 from __future__ import annotations
@@ -369,7 +368,7 @@ Steps = Generator[Any, Any, Any]
 
 
 class Budget(NamedTuple):
-    """A call's time: ``timeout`` seconds, ending at ``deadline`` on the shell's clock."""
+    """A call's time: ``timeout`` seconds, ending at ``deadline`` on the runner's clock."""
 
     timeout: float
     deadline: float
@@ -392,11 +391,10 @@ def _probe(version: int) -> Any:
 
 
 class AdminCore:
-    """The admin calls, as :class:`Op` s, over a cluster's metadata (``meta``, kept up to
-    date here from the Metadata answers these steps ask for) and the group coordinators
-    found so far.  ``vague`` are the errors that say
-    less than an earlier one ("no time left", "no broker reachable"): a timeout names
-    the earlier one instead."""
+    """The admin calls, as :class:`Op` s, over a cluster's metadata (``meta``: brokers
+    and controller; the steps ask for a Refresh when it is due) and the group
+    coordinators found so far.  ``vague`` are the errors that say less than an earlier
+    one ("no time left", "no broker reachable"): a timeout names the earlier one instead."""
 
     def __init__(self, config: Any, meta: ClusterMetadata,
                  vague: tuple[type[BaseException], ...] = (KafkaTimeoutError,)):
