@@ -18,7 +18,14 @@ import pytest
 import test_kafka_admin
 from kafkawire import errors
 from kafkawire.aio import AsyncAdmin
-from kafkawire.client.admin import AdminError, ConfigResource, NewTopic, OffsetAndMetadata, TopicPartition
+from kafkawire.client.admin import (
+    AdminError,
+    ConfigResource,
+    NewTopic,
+    OffsetAndMetadata,
+    TopicPartition,
+    UserScramCredentialUpsertion,
+)
 from kafkawire.core.errors import ClientClosedError, KafkaTimeoutError, NoBrokersAvailableError
 from kafkawire.protocol.api import ApiVersionError
 from test_admin import AsyncAdminShell
@@ -183,6 +190,41 @@ def test_every_call_has_a_deadline(kafka_broker):
         run(main())
     finally:
         silent.close()
+
+
+def test_every_call_ends_at_its_deadline_with_every_broker_stopped(tansu_broker_factory):
+    broker = tansu_broker_factory()
+    topic, group = unique_name("aio-down"), unique_name("g-aio-down")
+    tp, t = (topic, 0), 0.8
+    calls = {  # every call of AsyncAdmin, with arguments that would need the broker
+        "describe_cluster": (), "list_topics": (), "describe_topics": ([topic],),
+        "create_topics": ([f"{topic}-n"],), "delete_topics": ([topic],), "create_partitions": ({topic: 3},),
+        "list_offsets": ({tp: "latest"},), "delete_records": ({tp: 1},), "list_groups": (),
+        "describe_groups": ([group],), "delete_groups": ([group],), "list_group_offsets": (group,),
+        "alter_group_offsets": (group, {tp: 1}), "delete_group_offsets": (group, [tp]), "group_lag": (group,),
+        "describe_configs": ([("topic", topic)],), "alter_configs": ({("topic", topic): {"retention.ms": "1"}},),
+        "describe_user_scram_credentials": (),
+        "alter_user_scram_credentials": ([UserScramCredentialUpsertion("u", "SCRAM-SHA-256", "pw")],),
+    }
+    public = {n for n in dir(AsyncAdmin) if not n.startswith("_") and asyncio.iscoroutinefunction(getattr(AsyncAdmin, n))}
+    assert public - {"start", "close"} == set(calls)
+
+    async def main():
+        admin = AsyncAdmin(bootstrap_servers=broker.bootstrap, request_timeout_ms=1000,
+                           reconnect_backoff_ms=50, reconnect_backoff_max_ms=200)
+        try:
+            await admin.create_topics([topic], num_partitions=1, timeout=10)
+            await admin.alter_group_offsets(group, {tp: 0}, timeout=10)
+            broker.stop()
+            for name, args in calls.items():
+                start = time.monotonic()
+                with pytest.raises(KafkaTimeoutError):
+                    await getattr(admin, name)(*args, timeout=t)
+                assert time.monotonic() - start < t + 1.0, name
+        finally:
+            await admin.close()
+
+    run(main())
 
 
 def test_an_api_the_broker_lacks_is_named_at_once(mock_cluster):
