@@ -13,10 +13,12 @@ What changes:
   records already decoded and their CRCs already checked.  Data that fails that call
   (a bad CRC, a corrupt batch) is decoded batch by batch instead, so aiokafka's consumer
   sees the same batches, CRC results and exceptions as with its own classes.
-* The consumer's ``PartitionRecords`` (aiokafka/consumer/fetcher.py) turns those decoded
-  batches into ``ConsumerRecord`` objects a batch at a time and hands them out through a
-  C-level iterator, with aiokafka's rules for positions, control batches and aborted
-  transactions.
+* The consumer's ``PartitionRecords`` (aiokafka/consumer/fetcher.py) turns each decoded
+  batch into aiokafka's own ``ConsumerRecord`` objects with one call of a compiled record
+  factory (kafkawire._compat) and hands them out through a C-level iterator, with
+  aiokafka's rules for positions, control batches and aborted transactions;
+  ``FetchResult.getall`` (what ``getmany`` calls) takes them with a C slice of that
+  iterator instead of its per-record loop.
 * ``DefaultRecordBatchBuilder`` / ``LegacyRecordBatchBuilder`` keep appended records and
   encode the batch with one codec call in ``build()``.
 

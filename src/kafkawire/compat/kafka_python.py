@@ -11,8 +11,9 @@ consumer's fetcher, the producer's accumulator and KafkaProducer).  A fetched
 MemoryRecords decodes all of its batches in one call of the compiled decoder (CRCs
 checked there); the fetcher's ``Fetcher.PartitionRecords`` (also replaced) turns each
 decoded batch into kafka-python's own ConsumerRecords with one call of a compiled record
-factory (kafkawire._compat) and hands them out through a C iterator; producer batches are encoded in one call when they
-close, compressed by kafka-python's own compressor so the bytes are kafka-python's.
+factory (kafkawire._compat) and hands them out through a C iterator; producer batches are
+encoded in one call when they close, compressed by kafka-python's own compressor so the
+bytes are kafka-python's.
 
 Without touching code: set ``KAFKAWIRE_PATCH_KAFKA_PYTHON=1`` and import this module (for
 example ``import kafkawire.compat.kafka_python`` next to ``import kafka``), or run a
