@@ -11,7 +11,9 @@ typed errors (see :mod:`kafkawire.client.admin`), and returns by its ``timeout``
 default ``request_timeout_ms``).  Both clients run the same requests and decisions
 (:mod:`kafkawire.protocol.admin`); this one connects, sends and waits with asyncio.  Calls
 may run concurrently on one client; they share its connections and the group
-coordinators found.
+coordinators found.  As in Admin, an answer not in by a call's deadline closes its
+connection (a broker answers in order: a held request would hold up the rest); other
+calls waiting on it retry over a new one.
 """
 
 from __future__ import annotations
