@@ -23,7 +23,9 @@ from kafkawire.client.admin import (
     ConfigResource,
     NewTopic,
     OffsetAndMetadata,
+    ScramCredentialInfo,
     TopicPartition,
+    UserScramCredentialDeletion,
     UserScramCredentialUpsertion,
 )
 from kafkawire.core.errors import ClientClosedError, KafkaTimeoutError, NoBrokersAvailableError
@@ -164,6 +166,26 @@ async def test_refusals_are_the_sync_shells_typed_errors_at_once(admin, kafka_br
     await admin.close()
     with pytest.raises(ClientClosedError):
         await admin.list_topics()
+
+
+@on_kafka
+async def test_scram_credentials_awaited(admin, kafka_broker):
+    # Kafka keeps SCRAM credentials in its metadata log: a PLAINTEXT client manages them.
+    user = unique_name("scram")
+    made = await admin.alter_user_scram_credentials([  # two of one user: sent one after the other
+        UserScramCredentialUpsertion(user, "SCRAM-SHA-256", "pw", iterations=4096),
+        UserScramCredentialUpsertion(user, "SCRAM-SHA-512", "pw", iterations=8192)])
+    assert made == {user: None}
+    got = await _until(lambda: admin.describe_user_scram_credentials([user], raise_on_error=False),
+                       lambda got: not isinstance(got[user], Exception) and len(got[user]) == 2)
+    assert got[user] == [ScramCredentialInfo("SCRAM-SHA-256", 4096), ScramCredentialInfo("SCRAM-SHA-512", 8192)]
+    exc = await _prompt(admin.alter_user_scram_credentials([
+        UserScramCredentialUpsertion(user, "SCRAM-SHA-256", "pw", iterations=16385)]))  # Kafka's cap: 16384
+    assert isinstance(exc.errors[user], errors.UnacceptableCredentialError)
+    assert await admin.alter_user_scram_credentials([UserScramCredentialDeletion(user, "SCRAM-SHA-256"),
+                                                     UserScramCredentialDeletion(user, "SCRAM-SHA-512")]) == {user: None}
+    await _until(lambda: admin.describe_user_scram_credentials([user], raise_on_error=False),
+                 lambda got: isinstance(got[user], errors.ResourceNotFoundError))
 
 
 def test_every_call_has_a_deadline(kafka_broker):
