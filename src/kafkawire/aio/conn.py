@@ -217,6 +217,35 @@ class AsyncBrokerConnection:
             return None
         return await self._exchange(frame, self.request_timeout if timeout is None else timeout)
 
+    def send_nowait(self, api: Any, request: Any, version: int | None = None, *,
+                    expects_response: bool = True) -> asyncio.Future | None:
+        """Write ``request`` now, without awaiting anything: the future of its decoded
+        answer (of None, at once, when ``expects_response`` is False), or None when it
+        has to take :meth:`request` (not connected, or a KIP-368 re-login due).  The
+        answer is due within request_timeout; a late one closes the connection, as in
+        :meth:`request`.  The producer's per-request path: no task, no wait_for."""
+        loop = asyncio.get_running_loop()
+        if (not self.ready or self.protocol is None or self._reauth is not None
+                or (self._reauth_at is not None and loop.time() >= self._reauth_at)):
+            return None
+        _cid, chunks = self.protocol.send(api, request, version, expects_response=expects_response)
+        fut = loop.create_future()
+        if not expects_response:
+            self._write(chunks)
+            fut.set_result(None)
+            return fut
+        self._futures.append(fut)
+        self._write(chunks)
+        timer = loop.call_later(self.request_timeout, self._answer_late, fut)
+        fut.add_done_callback(lambda _f: timer.cancel())
+        return fut
+
+    def _answer_late(self, fut: asyncio.Future) -> None:
+        if not fut.done():
+            self.close(RequestTimeoutError(
+                f"{self.name} did not answer a request within {self.request_timeout:g}s; the "
+                f"connection was closed", host=self.host, port=self.port))
+
     async def _reauthenticate(self) -> None:
         """KIP-368: log in again once the requests in flight are answered (one login for
         every request that finds it due; they all wait for it)."""

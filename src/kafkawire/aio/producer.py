@@ -25,9 +25,9 @@ from kafkawire.aio.cluster import AsyncCluster
 from kafkawire.core import fork as _fork
 from kafkawire.core.config import Config
 from kafkawire.core.errors import (
-    BufferExhaustedError,
     ConfigError,
     ClientClosedError,
+    ConnectionClosedError,
     KafkaConnectionError,
     KafkaTimeoutError,
 )
@@ -36,13 +36,19 @@ from kafkawire.core.records import RecordFuture, RecordMetadata
 from kafkawire.protocol import apis
 from kafkawire.protocol.accumulator import BATCH_OVERHEAD, Accumulator, Appender, Batch, prepare_record
 from kafkawire.protocol.idempotence import INIT_PRODUCER_ID
-from kafkawire.protocol.metadata import check_partition_in_range, check_topic_name
+from kafkawire.protocol.metadata import check_topic_name
+from kafkawire.protocol.producer import NEED_COUNT, partition_check
 from kafkawire.protocol.steps import Sleep, drive_async
 from kafkawire.protocol.transactions import TransactionAbortedError, TransactionManager
 
 __all__ = ["AsyncProducer", "AsyncRecordFuture"]
 
 PRODUCE = apis.get("Produce")
+
+
+def _wake(fut: asyncio.Future) -> None:
+    if not fut.done():
+        fut.set_result(None)
 
 
 class AsyncRecordFuture(RecordFuture):
@@ -102,7 +108,10 @@ class AsyncProducer:
         # record, started and not closing.
         self._fast = False  # set by start()
         self._linger = c.linger_ms / 1000
-        self._wake: asyncio.Event | None = None
+        # The sender task sleeps on _wake_fut until its next timer or a _kick(); _kicked
+        # keeps a kick that came while it was busy.
+        self._wake_fut: asyncio.Future | None = None
+        self._kicked = False
         self._space: asyncio.Event | None = None
         self._sender: asyncio.Task | None = None
         self._requests: set[asyncio.Task] = set()
@@ -135,7 +144,6 @@ class AsyncProducer:
                 raise ClientClosedError("the producer is closed")
             c = self.config
             await self.cluster.bootstrap(c.max_block_ms / 1000 if timeout is None else timeout)
-            self._wake = asyncio.Event()
             self._space = asyncio.Event()
             self._sender = asyncio.ensure_future(self._run())
             self._fast = (c.key_serializer is None and c.value_serializer is None and self._txn is None
@@ -244,29 +252,22 @@ class AsyncProducer:
             n = await self._num_partitions(topic)
             partition, sticky = choose_partition(topic, key, n, c.partitioner, self._sticky)
         else:
-            partition = check_partition(partition)
-            # As the Java client: a partition the topic lacks is refused before queueing.
-            n = await self._num_partitions(topic)
-            if partition >= n:  # the count known may predate partitions added since: ask
-                await self.cluster.refresh(c.max_block_ms / 1000)
-                n = len(self.cluster.meta.partitions(topic) or ())
-            check_partition_in_range(topic, partition, n)
+            await self._check_partition(topic, check_partition(partition))
         self.cluster.meta.interest.add(topic)
         record = (key, value, timestamp, headers) if headers else (key, value, timestamp)
         tp = (topic, partition)
         acc = self._acc
-        if self._txn is not None:
-            self._txn.check_send()
-            self._txn.partition_used(tp)
-        reserve = 0
-        if acc.needs_new_batch(tp, size):
-            reserve = acc.reservation(size)
+        reserve = acc.admit(tp, size)
+        if reserve:
             await self._wait_for_room(reserve)
         batch, index, made, closed = acc.append(tp, record, size, reserve, self._now())
         if closed or (made and self._linger == 0):
             if sticky:
                 self._sticky.batch_done(topic, partition, await self._num_partitions(topic))
-            self._kick()
+            # Written here and now, not on the sender task's next turn (issue 23): what
+            # this pass cannot send is the sender's.
+            if self._dispatch(self._now())[1]:
+                self._kick()
         elif made:
             self._kick()  # the sender's wait may end after this batch's linger
         return AsyncRecordFuture((batch, index, timestamp))
@@ -275,20 +276,26 @@ class AsyncProducer:
         """send(), then wait for the acknowledgement."""
         return await (await self.send(*args, **kwargs))
 
+    async def _check_partition(self, topic: str, partition: int) -> None:
+        """Refuse an explicit partition the topic lacks (protocol/producer.py decides)."""
+        count = fresh = None
+        while True:
+            need = partition_check(topic, partition, count, fresh)
+            if need is None:
+                return
+            if need is NEED_COUNT:
+                count = await self._num_partitions(topic)
+            else:
+                await self.cluster.refresh(self.config.max_block_ms / 1000)
+                fresh = len(self.cluster.meta.partitions(topic) or ())
+
     async def _wait_for_room(self, size: int) -> None:
-        acc = self._acc
         deadline = self._now() + self.config.max_block_ms / 1000
-        while not acc.has_room(size):
-            remaining = deadline - self._now()
-            if remaining <= 0:
-                raise BufferExhaustedError(
-                    f"buffer_memory={acc.buffer_memory} bytes is full ({acc.used_memory} in use) and "
-                    f"no room was freed within max_block_ms={self.config.max_block_ms}; the "
-                    f"brokers are slower than the producer, or unreachable")
+        while wait := self._acc.room_wait(size, self._now(), deadline):
             assert self._space is not None
             self._space.clear()
             try:
-                await asyncio.wait_for(self._space.wait(), remaining)
+                await asyncio.wait_for(self._space.wait(), wait)
             except asyncio.TimeoutError:
                 pass
 
@@ -374,16 +381,30 @@ class AsyncProducer:
         await self._txn_call(txn.end_steps(False), max(0.0, deadline - self._now()), "abort_transaction()")
 
     def _kick(self) -> None:
-        if self._wake is not None:
-            self._wake.set()
+        self._kicked = True
+        fut = self._wake_fut
+        if fut is not None and not fut.done():
+            fut.set_result(None)
+
+    async def _sleep(self, seconds: float) -> None:
+        """Until ``seconds`` pass or _kick() (one future and one timer: no task)."""
+        if self._kicked:
+            return
+        fut = self._wake_fut = asyncio.get_running_loop().create_future()
+        timer = asyncio.get_running_loop().call_later(max(seconds, 0.0), _wake, fut)
+        try:
+            await fut
+        finally:
+            timer.cancel()
+            self._wake_fut = None
 
     # -- the sender task ----------------------------------------------------------------------
 
     async def _run(self) -> None:
         acc = self._acc
         cluster = self.cluster
-        assert self._wake is not None
         while not self._closed:
+            self._kicked = False
             cluster.maybe_refresh()
             now = self._now()
             if acc.init_wanted(now):
@@ -396,26 +417,34 @@ class AsyncProducer:
                     cluster.meta.need_refresh = True
                 self._txn_adding = asyncio.ensure_future(self._txn_steps(self._txn.add_partitions_steps()))
                 self._txn_adding.add_done_callback(lambda t: (t.cancelled() or t.exception(), self._kick()))
-            by_node, expired, wait, leaderless = acc.collect(
-                now, cluster.leader_for, self._flushing > 0 or self._closing)
-            if leaderless:
-                cluster.meta.interest.update(leaderless)
-                cluster.meta.need_refresh = True
-            for b in expired:
-                self._complete(b, acc.expired_error(b, cluster.meta))
-            for node, batches in by_node.items():
-                conn = cluster.ready_connection(node)
-                if conn is None:
-                    self._connect(node)
-                    wait = min(wait, 0.05)
-                    continue
-                while batches and self._in_flight.get(node, 0) < self.config.max_in_flight_requests_per_connection:
-                    batches = self._send_produce(node, conn, batches)
-            self._wake.clear()
-            try:
-                await asyncio.wait_for(self._wake.wait(), max(wait, 0.0))
-            except asyncio.TimeoutError:
-                pass
+            wait, _left = self._dispatch(now)
+            await self._sleep(wait)
+
+    def _dispatch(self, now: float) -> tuple[float, bool]:
+        """Send the batches due: how long until something else is due, and whether a
+        batch is left that only the sender task moves on (no leader or connection yet,
+        too many requests in flight)."""
+        acc = self._acc
+        cluster = self.cluster
+        by_node, expired, wait, leaderless = acc.collect(
+            now, cluster.leader_for, self._flushing > 0 or self._closing)
+        if leaderless:
+            cluster.meta.interest.update(leaderless)
+            cluster.meta.need_refresh = True
+        for b in expired:
+            self._complete(b, acc.expired_error(b, cluster.meta))
+        left = bool(leaderless)
+        for node, batches in by_node.items():
+            conn = cluster.ready_connection(node)
+            if conn is None:
+                self._connect(node)
+                wait = min(wait, 0.05)
+                left = True
+                continue
+            while batches and self._in_flight.get(node, 0) < self.config.max_in_flight_requests_per_connection:
+                batches = self._send_produce(node, conn, batches)
+            left = left or bool(batches)
+        return wait, left
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.ensure_future(coro)
@@ -473,35 +502,41 @@ class AsyncProducer:
             self._complete(b, exc)
         if request is not None:
             self._in_flight[node] = self._in_flight.get(node, 0) + 1
-            self._spawn(self._exchange(node, conn, request, version, sent))
+            # Written now, answered through a callback (no task per request); a
+            # connection re-authenticating takes the awaited way.
+            answer = conn.send_nowait(PRODUCE, request, version, expects_response=self.config.acks != 0)
+            if answer is None:
+                self._spawn(self._exchange(node, conn, request, version, sent))
+            else:
+                answer.add_done_callback(lambda f: self._on_answer(node, conn, sent, f))
         return rest
 
+    def _on_answer(self, node: int, conn: Any, sent: list[Batch], f: asyncio.Future) -> None:
+        exc = ConnectionClosedError(f"{conn.name}: the request was cancelled", host=conn.host,
+                                    port=conn.port) if f.cancelled() else f.exception()
+        self._settle(node, conn, sent, None if exc is not None else f.result(), exc)
+
     async def _exchange(self, node: int, conn: Any, request: Any, version: int, sent: list[Batch]) -> None:
-        acc = self._acc
         try:
             resp = await conn.request(PRODUCE, request, version, expects_response=self.config.acks != 0)
         except (KafkaConnectionError, KafkaTimeoutError) as exc:
-            self.cluster.meta.need_refresh = True
-            for b in sent:
-                self._retry_or_fail(b, exc, True)
+            self._settle(node, conn, sent, None, exc)
             return
-        finally:
+        except BaseException:
             self._in_flight[node] -= 1
             self._kick()
-        outcomes, refresh = acc.results(resp, sent, conn.name)
+            raise
+        self._settle(node, conn, sent, resp, None)
+
+    def _settle(self, node: int, conn: Any, sent: list[Batch], resp: Any, exc: BaseException | None) -> None:
+        """A Produce request's outcome: its answer, or why there is none."""
+        self._in_flight[node] -= 1
+        self._kick()
+        done, refresh = self._acc.settle(sent, resp, exc, conn.name, self._now(), self._closed)
         if refresh:
             self.cluster.meta.need_refresh = True
-        for b, result, retriable in outcomes:
-            if isinstance(result, BaseException):
-                self._retry_or_fail(b, result, retriable)
-            else:
-                acc.dequeue(b)
-                self._complete(b, result)
-
-    def _retry_or_fail(self, b: Batch, exc: BaseException, retriable: bool) -> None:
-        if not self._acc.retry(b, exc, retriable, self._now(), self._closed):
-            self._acc.dequeue(b)
-            self._complete(b, exc)
+        for b, result in done:
+            self._complete(b, result)
 
     def _complete(self, b: Batch, result: Any) -> None:
         self._acc.release(b)

@@ -164,6 +164,11 @@ class Poller:
         for conn in list(self.connections):
             conn._expire(now)
 
+    def busy(self) -> bool:
+        """Something needs a poll to move on: a connection is busy
+        (:attr:`BrokerConnection.busy`), or requests orphaned by a fork are to fail."""
+        return bool(self._orphans) or any(c.busy for c in self.connections)
+
     def close(self) -> None:
         for conn in list(self.connections):
             conn.close()
@@ -253,6 +258,13 @@ class BrokerConnection:
     @property
     def in_flight(self) -> int:
         return len(self._futures)
+
+    @property
+    def busy(self) -> bool:
+        """Requests in flight or held, bytes not written yet, a setup under way or a
+        re-authentication scheduled: only a poll moves these on."""
+        return bool(self._futures or self._held or self._out or self.state in _SETTING_UP
+                    or self._reauth is not None or self._reauth_at is not None)
 
     def can_send(self) -> bool:
         return self.state == READY and self._reauth is None and len(self._futures) < self.max_in_flight

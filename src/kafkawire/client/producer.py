@@ -35,13 +35,11 @@ from kafkawire.core.fork import ForkedClientError
 from kafkawire.client.cluster import Cluster
 from kafkawire.core.config import Config
 from kafkawire.core.errors import (
-    BufferExhaustedError,
     ClientClosedError,
-    KafkaConnectionError,
     KafkaTimeoutError,
     RecordTooLargeError,
 )
-from kafkawire.core.future import Future
+from kafkawire.core.future import _PENDING, Future
 from kafkawire.core.records import BatchMetadata, RecordFuture, RecordMetadata
 from kafkawire.core.partitioner import StickyPartitioner, check_partition, choose_partition
 from kafkawire.protocol import apis
@@ -54,7 +52,8 @@ from kafkawire.protocol.accumulator import (
     prepare_record,
 )
 from kafkawire.protocol.idempotence import INIT_PRODUCER_ID
-from kafkawire.protocol.metadata import check_partition_in_range, check_topic_name
+from kafkawire.protocol.metadata import check_topic_name
+from kafkawire.protocol.producer import NEED_COUNT, partition_check
 from kafkawire.protocol.steps import Request, StepRun
 from kafkawire.protocol.transactions import TransactionAbortedError, TransactionManager
 
@@ -63,6 +62,34 @@ __all__ = ["Producer", "RecordMetadata", "RecordFuture", "BatchMetadata"]
 PRODUCE = apis.get("Produce")
 _RECORD_OVERHEAD = RECORD_OVERHEAD
 _BATCH_OVERHEAD = BATCH_OVERHEAD
+
+
+class _BatchFuture(Future):
+    """A batch's future.  A thread that waits on it while the sender thread is parked
+    reads the answer itself (Producer._drive): no hand-off between threads.  A callback
+    added while it is pending wakes the sender, which then reads the answer."""
+
+    __slots__ = ("_producer",)
+
+    def __init__(self, producer: Producer):
+        Future.__init__(self)
+        self._producer = producer
+
+    def wait(self, timeout: float | None = None) -> bool:
+        if self._value is not _PENDING or self._exception is not None:
+            return True
+        if self._producer._parked:
+            start = _monotonic()
+            if self._producer._drive(self, timeout):
+                return True
+            if timeout is not None:
+                timeout = max(0.0, timeout - (_monotonic() - start))
+        return Future.wait(self, timeout)
+
+    def add_done_callback(self, fn: Callable[[Future], Any]) -> None:
+        Future.add_done_callback(self, fn)
+        if self._producer._parked and not self.done():
+            self._producer._wake_sender()
 
 
 class Producer:
@@ -83,9 +110,17 @@ class Producer:
         self._sticky = StickyPartitioner()
         self._lock = threading.Lock()
         self._space = threading.Condition(self._lock)
+        self._room_waiters = 0  # callers in _wait_for_room: only then is _space notified
         self._meta_cond = threading.Condition()
+        # Whoever holds _io does the I/O of this producer's cluster (its poller and
+        # connections): the sender thread, or, while the sender is parked (nothing in
+        # flight, nothing queued), a caller writing its request and reading the answer
+        # itself, with no hand-off between threads (_dispatch_direct, _drive).
+        self._io = threading.Lock()
+        self._park = threading.Lock()  # the parked sender waits on it (_park_for)
+        self._parked = False
         # Batching decisions and memory accounting (I/O-free; guarded by self._lock).
-        self._acc = acc = Accumulator(c, Future)
+        self._acc = acc = Accumulator(c, self._batch_future)
         # The accumulator's dicts, never rebound: send()'s hot path reads them directly.
         self._batches = acc.batches
         self._open = acc.open
@@ -136,7 +171,11 @@ class Producer:
         # The sender thread did not come along, and a lock it held stays held.
         self._lock = threading.Lock()
         self._space = threading.Condition(self._lock)
+        self._room_waiters = 0
         self._meta_cond = threading.Condition()
+        self._io = threading.Lock()
+        self._park = threading.Lock()
+        self._parked = False
         self._appender.lock = self._lock
         self._fast = False  # send() must take _send(), which finishes the job
 
@@ -180,7 +219,7 @@ class Producer:
             self._wanted_topics.add(topic)
             if topic in meta.topics:
                 meta.need_refresh = True  # an error known from before may be out of date
-            self._poller.wakeup()
+            self._wake_sender()
             while True:
                 n = self._partition_counts.get(topic)
                 if n is not None:
@@ -206,7 +245,7 @@ class Producer:
         meta = self.cluster.meta
         with self._meta_cond:
             meta.need_refresh = True
-            self._poller.wakeup()
+            self._wake_sender()
             while meta.topic_seen.get(topic, asked - 1) < asked and time.monotonic() < deadline \
                     and not self._closed:
                 self._meta_cond.wait(min(max(0.0, deadline - time.monotonic()), 0.1))
@@ -272,27 +311,17 @@ class Producer:
         else:
             if type(partition) is not int or partition < 0:
                 partition = check_partition(partition)
-            # As the Java client: a partition the topic lacks is refused before queueing.
             n = self._partition_counts.get(topic)
             if n is None or partition >= n:
-                deadline = _monotonic() + self.config.max_block_ms / 1000.0
-                n = n or self._num_partitions(topic, deadline)
-                if partition >= n:
-                    n = self._fresh_partition_count(topic, deadline)
-                check_partition_in_range(topic, partition, n)
+                self._check_partition(topic, partition, n, _monotonic() + self.config.max_block_ms / 1000.0)
         record = (key, value, timestamp, headers) if headers else (key, value, timestamp)
         tp = (topic, partition)
         wake = kick = False
         acc = self._acc
         with self._lock:
-            if self._txn is not None:
-                self._txn.check_send()
-                self._txn.partition_used(tp)
-            reserve = 0
-            if acc.needs_new_batch(tp, size):
-                reserve = acc.reservation(size)
-                if not acc.has_room(reserve):
-                    self._wait_for_room(reserve, _monotonic() + self.config.max_block_ms / 1000.0)
+            reserve = acc.admit(tp, size)
+            if reserve:
+                self._wait_for_room(reserve, _monotonic() + self.config.max_block_ms / 1000.0)
             batch, index, made, wake = acc.append(tp, record, size, reserve, _monotonic())
             if made:
                 if self._linger == 0:
@@ -304,28 +333,43 @@ class Producer:
                 n = self._partition_counts.get(topic)
                 if n:
                     self._sticky.batch_done(topic, partition, n)
-            self._poller.wakeup()
+            if self._parked and self._io.acquire(False):
+                try:
+                    self._dispatch_direct()
+                finally:
+                    self._io.release()
+            else:
+                self._wake_sender()
         elif kick:
-            self._poller.wakeup()
+            self._wake_sender()
         fut = RecordFuture((batch, index, timestamp))
         if callback is not None:
             fut.add_callback(callback)
         return fut
 
+    def _check_partition(self, topic: str, partition: int, count: int | None, deadline: float) -> None:
+        """Refuse an explicit partition the topic lacks (protocol/producer.py decides),
+        finding its partition count, or a fresh one, by ``deadline``."""
+        fresh = None
+        while True:
+            need = partition_check(topic, partition, count, fresh)
+            if need is None:
+                return
+            if need is NEED_COUNT:
+                count = self._num_partitions(topic, deadline)
+            else:
+                fresh = self._fresh_partition_count(topic, deadline)
+
     def _wait_for_room(self, size: int, deadline: float) -> None:
         # Called with self._lock held: wait until buffer_memory has room for ``size``.
-        acc = self._acc
-        while not acc.has_room(size):
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise BufferExhaustedError(
-                    f"buffer_memory={acc.buffer_memory} bytes is full ({acc.used_memory} in use) and "
-                    f"no room was freed within max_block_ms={self.config.max_block_ms}; the "
-                    f"brokers are slower than the producer, or unreachable"
-                )
+        while wait := self._acc.room_wait(size, _monotonic(), deadline):
             if self._fatal is not None:
                 raise self._fatal
-            self._space.wait(min(remaining, 0.1))
+            self._room_waiters += 1
+            try:
+                self._space.wait(wait)
+            finally:
+                self._room_waiters -= 1
 
     def send_batch(self, topic: str, partition: int | None, data: Any) -> Future:
         """Produce many records at once to one partition.
@@ -345,10 +389,7 @@ class Producer:
         if partition is None:
             partition = self._sticky.partition(topic, n)
         else:
-            partition = check_partition(partition)
-            if partition >= n:
-                n = self._fresh_partition_count(topic, deadline)
-            check_partition_in_range(topic, partition, n)
+            self._check_partition(topic, check_partition(partition), n, deadline)
         # Each piece: (Columns, None) or (record list, its magic-2 encoding).
         pieces: list[tuple[Any, bytes | None]] = []
         if isinstance(data, Columns):
@@ -381,12 +422,10 @@ class Producer:
                 )
             sizes.append(size)
         with self._lock:
-            if self._txn is not None:
-                self._txn.check_send()
-                self._txn.partition_used((topic, partition))
+            acc = self._acc
+            acc.admit((topic, partition), 0)  # the transaction's checks
             # Records sent after this call go after these batches, never into a batch
             # before them.
-            acc = self._acc
             current = self._open.get((topic, partition))
             if current is not None:
                 acc.close_open(current)
@@ -421,7 +460,7 @@ class Producer:
 
         for i, b in enumerate(created):
             b.future.add_done_callback(make_cb(i, b.count()))
-        self._poller.wakeup()
+        self._wake_sender()
         return out
 
     def _encode_pieces(self, data: Any, now_ms: int) -> list[tuple[list, bytes]]:
@@ -492,7 +531,7 @@ class Producer:
         fut = Future()
         with self._lock:
             self._txn_calls.append((steps, fut))
-        self._poller.wakeup()
+        self._wake_sender()
         if not fut.wait(max(0.0, deadline - time.monotonic())):
             raise KafkaTimeoutError(f"{call} not done in time; it goes on in the background: "
                                     f"call it again to wait for it")
@@ -563,7 +602,7 @@ class Producer:
         with self._lock:
             pending = list(self._incomplete)
             self._flushing += 1
-        self._poller.wakeup()
+        self._wake_sender()
         try:
             for b in pending:
                 remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
@@ -594,7 +633,7 @@ class Producer:
             pass
         finally:
             self._closed = True
-            self._poller.wakeup()
+            self._wake_sender()
             # The sender thread closes the connections as it stops (it owns them); it is
             # waited for only as long as the timeout allows.
             self._thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
@@ -623,7 +662,15 @@ class Producer:
     def _run(self) -> None:
         try:
             while not self._closed:
-                self._run_once()
+                if not self._io.acquire(False):
+                    self._poller.wakeup()  # a caller reads answers (_drive): it hands over
+                    self._io.acquire()
+                try:
+                    park = self._run_once()
+                finally:
+                    self._io.release()
+                if park is not None:
+                    self._park_for(park)
         except BaseException as exc:  # noqa: BLE001 - every pending record must learn of it
             self._fatal = exc
             with self._lock:
@@ -661,39 +708,122 @@ class Producer:
             with self._meta_cond:
                 self._meta_cond.notify_all()
 
-    def _run_once(self) -> None:
+    def _run_once(self) -> float | None:
+        """One pass of the sender (with _io held): metadata, producer id, transactions,
+        the batches due, then a poll; or, with nothing to watch, no poll: it returns how
+        long to park instead (see _idle)."""
         cluster = self.cluster
         self._update_metadata_waiters()
         cluster.maybe_refresh()
         now = time.monotonic()
-        flushing = self._flushing > 0 or self._closing
         if self._acc.identity is not None:
             self._maybe_init_producer_id(now)
         txn_wait = self._drive_transactions(now) if self._txn is not None else 0.1
+        wait, _left = self._dispatch(now, txn_wait)
         with self._lock:
-            by_node, expired, wait, leaderless = self._acc.collect(now, cluster.leader_for, flushing)
-            # Batches made from here on compare their linger deadline with this; the
-            # waits below only shorten the poll.
-            wait = min(wait, txn_wait)
-            self._sender_wakes_at = now + wait
+            if self._idle():
+                self._parked = True
+                self._park.acquire(False)  # free: only _park_for and _wake_sender touch it
+                return max(wait, 0.0)
+        self._poller.poll(max(wait, 0.0))
+        return None
+
+    def _dispatch(self, now: float, txn_wait: float | None) -> tuple[float, bool]:
+        """Send the batches due (with _io held): how long until something else is due,
+        and whether some batch is left that only the sender moves on (not sent: no
+        leader, no connection, a backoff, a producer id to wait for).  ``txn_wait``
+        None: a caller's pass (_dispatch_direct), which leaves the sender's own timing
+        alone."""
+        cluster = self.cluster
+        with self._lock:
+            by_node, expired, wait, leaderless = self._acc.collect(
+                now, cluster.leader_for, self._flushing > 0 or self._closing)
+            if txn_wait is not None:
+                # Batches made from here on compare their linger deadline with this; the
+                # waits below only shorten the poll.
+                wait = min(wait, txn_wait)
+                self._sender_wakes_at = now + wait
         for topic in leaderless:
             cluster.interest.add(topic)
             cluster.request_refresh()
         for b in expired:
             self._complete(b, self._acc.expired_error(b, cluster.meta))
+        left = bool(leaderless)
         for node, batches in by_node.items():
             # Never waits for a connection: one being set up finishes inside the polls
             # below (its progress ends them), and these batches stay queued until then,
             # their delivery deadlines checked on every pass.
             conn = cluster.ready_connection(node)
             if conn is None:
+                left = True
                 wait = min(wait, min(b.deadline for b in batches) - now)
                 if not cluster.connecting(node):  # in backoff: try again when it ends
                     wait = min(wait, max(cluster.next_connect_delay(), 0.005))
                 continue
             while batches and conn.can_send():
                 batches = self._send_produce(conn, batches)
-        self._poller.poll(max(wait, 0.0))
+            left = left or bool(batches)
+        return wait, left
+
+    def _idle(self) -> bool:
+        """Nothing for the sender to watch (self._lock held): no batch incomplete, no
+        request in flight, no connection being set up, no caller waiting for it.  It
+        then parks instead of polling, and a caller may do its own I/O meanwhile."""
+        return (not self._incomplete and not self._closing and not self._closed and not self._flushing
+                and not self._txn_calls and self._txn_run is None and not self._poller.busy()
+                and self._wanted_topics <= self.cluster.interest)
+
+    def _park_for(self, wait: float) -> None:
+        """Wait, parked, until ``wait`` seconds pass or _wake_sender."""
+        got = self._park.acquire(timeout=wait)
+        with self._lock:
+            # Leave _park free: held since _run_once (timed out, not woken) or taken here
+            # (woken); free if a wake-up came after the time-out.
+            if self._parked or got:
+                self._park.release()
+            self._parked = False
+
+    def _wake_sender(self) -> None:
+        """Make the sender thread look now: unpark it, or end its poll."""
+        if self._parked:
+            with self._lock:
+                if self._parked:
+                    self._parked = False
+                    self._park.release()
+                    return
+        self._poller.wakeup()
+
+    def _batch_future(self) -> Future:
+        return _BatchFuture(self)
+
+    def _dispatch_direct(self) -> None:
+        """A new batch is due and the sender is parked (_io held): write its Produce
+        request from the caller's thread, sparing the sender's wake-up; what this pass
+        cannot send is left to the sender, woken."""
+        if not self._parked:
+            return  # woken meanwhile: it waits for _io and sends the batch
+        _wait, left = self._dispatch(_monotonic(), None)
+        if left:
+            self._wake_sender()
+
+    def _drive(self, fut: Future, timeout: float | None) -> bool:
+        """Read the answers in the calling thread until ``fut`` is done, as long as the
+        sender stays parked (nobody else reads them); whether ``fut`` is done.  Another
+        caller's record, or a retry, left behind is the sender's, woken."""
+        if not self._io.acquire(False):
+            return False
+        deadline = None if timeout is None else _monotonic() + timeout
+        try:
+            while self._parked and not fut.done() and not self._closed:
+                left = 1.0 if deadline is None else min(1.0, deadline - _monotonic())
+                if left <= 0:
+                    break
+                self._poller.poll(left)
+        finally:
+            self._io.release()
+        if self._incomplete and self._parked:
+            self._wake_sender()
+        return fut.done()
 
     def _drive_transactions(self, now: float) -> float:
         """Advance the coordinator exchange in progress (or start the next: a caller's, or
@@ -780,7 +910,8 @@ class Producer:
     def _complete(self, b: Batch, result: Any) -> None:
         with self._lock:
             self._acc.release(b)
-            self._space.notify_all()
+            if self._room_waiters:
+                self._space.notify_all()
             if self._txn is not None and isinstance(result, BaseException):
                 self._txn.batch_failed(result)
         if isinstance(result, BaseException):
@@ -788,25 +919,12 @@ class Producer:
         else:
             b.future.set_result(result)
 
-    def _retry_or_fail(self, b: Batch, exc: BaseException, retriable: bool) -> None:
-        if self._acc.retry(b, exc, retriable, time.monotonic(), self._closed):
-            return
-        self._dequeue(b)
-        self._complete(b, exc)
-
     def _on_response(self, f: Future, sent: list[Batch], broker: str) -> None:
         exc = f.exception()
-        if exc is not None:
-            self.cluster.request_refresh()
-            for b in sent:
-                self._retry_or_fail(b, exc, isinstance(exc, KafkaConnectionError))
-            return
-        outcomes, refresh = self._acc.results(f.result(), sent, broker)
+        with self._lock:
+            done, refresh = self._acc.settle(sent, None if exc else f.result(), exc, broker,
+                                             _monotonic(), self._closed)
         if refresh:
             self.cluster.request_refresh()
-        for b, result, retriable in outcomes:
-            if isinstance(result, BaseException):
-                self._retry_or_fail(b, result, retriable)
-            else:
-                self._dequeue(b)
-                self._complete(b, result)
+        for b, result in done:
+            self._complete(b, result)

@@ -25,6 +25,7 @@ from typing import Any, Callable
 from kafkawire import codec, errors
 from kafkawire.errors import (
     REFRESH_METADATA_CODES,
+    BufferExhaustedError,
     ConfigError,
     DeliveryTimeoutError,
     KafkaConnectionError,
@@ -39,6 +40,7 @@ from kafkawire.protocol.idempotence import (
     ProducerIdentity,
     restamp,
 )
+from kafkawire.protocol.producer import produce_request
 
 # The twin goes with the codec: KAFKAWIRE_PUREPYTHON=1 (or no compiled codec) picks both.
 if codec.IMPLEMENTATION == "python":
@@ -57,8 +59,6 @@ __all__ = ["Accumulator", "Appender", "Batch", "IMPLEMENTATION", "RECORD_OVERHEA
            "prepare_record"]
 
 PRODUCE = apis.get("Produce")
-_TopicData = PRODUCE.Request.TopicProduceData
-_PartitionData = _TopicData.PartitionProduceData
 
 # Per-record bytes counted against buffer_memory and batch_size beyond key and value
 # (record framing in the worst case; the same estimate the Java client makes).
@@ -219,6 +219,29 @@ class Accumulator:
 
     def has_room(self, reserve: int) -> bool:
         return self.used_memory + reserve <= self.buffer_memory or self.used_memory == 0
+
+    def admit(self, tp: tuple[str, int], size: int) -> int:
+        """Before a record of ``size`` bytes is appended to ``tp``: the transaction's
+        checks (raising), and the buffer_memory a new batch for it takes (0: it joins the
+        open batch); wait for :meth:`room_wait` to say 0 before appending."""
+        if self.txn is not None:
+            self.txn.check_send()
+            self.txn.partition_used(tp)
+        return self.reservation(size) if self.needs_new_batch(tp, size) else 0
+
+    def room_wait(self, reserve: int, now: float, deadline: float) -> float:
+        """0.0 once buffer_memory has room for a new batch of ``reserve`` bytes; else how
+        long to wait for an acknowledged batch to free some (at most 0.1 s, then ask
+        again).  BufferExhaustedError once ``deadline`` (max_block_ms) has passed."""
+        if self.has_room(reserve):
+            return 0.0
+        remaining = deadline - now
+        if remaining <= 0:
+            raise BufferExhaustedError(
+                f"buffer_memory={self.buffer_memory} bytes is full ({self.used_memory} in use) and "
+                f"no room was freed within max_block_ms={self.config.max_block_ms}; the "
+                f"brokers are slower than the producer, or unreachable")
+        return min(remaining, 0.1)
 
     def needs_new_batch(self, tp: tuple[str, int], size: int) -> bool:
         batch = self.open.get(tp)
@@ -457,7 +480,7 @@ class Accumulator:
         ``now`` (monotonic seconds) lets the request's timeout end at the batches'
         delivery deadline."""
         magic = 2 if version >= 3 else 1 if version == 2 else 0
-        topics: dict[str, list[Any]] = {}
+        topics: dict[str, list[tuple[int, Any]]] = {}
         sent: list[Batch] = []
         rest: list[Batch] = []
         failed: list[tuple[Batch, BaseException]] = []
@@ -492,7 +515,7 @@ class Accumulator:
                 rest.append(b)
                 continue
             total += extra
-            topics.setdefault(b.topic, []).append(_PartitionData(index=b.partition, records=data))
+            topics.setdefault(b.topic, []).append((b.partition, data))
             sent.append(b)
         if not sent:
             return None, sent, rest, failed
@@ -505,11 +528,7 @@ class Accumulator:
             # by the connection's request timeout (replicas down, no quorum to shrink the ISR).
             left_ms = int((min(b.deadline for b in sent) - now) * 1000)
             timeout_ms = max(1, min(timeout_ms, left_ms))
-        request = PRODUCE.Request(
-            transactional_id=ident.transactional_id if stamping else None,
-            acks=self.acks, timeout_ms=timeout_ms,
-            topic_data=[_TopicData(name=t, partition_data=p) for t, p in topics.items()],
-        )
+        request = produce_request(ident.transactional_id if stamping else None, self.acks, timeout_ms, topics)
         for b in sent:
             b.in_flight = True
             b.attempts += 1
@@ -553,6 +572,27 @@ class Accumulator:
                 retriable = True
             out.append((b, err, retriable))
         return out, refresh
+
+    def settle(self, sent: list[Batch], resp: Any, exc: BaseException | None, broker: str, now: float,
+               closed: bool) -> tuple[list[tuple[Batch, Any]], bool]:
+        """A Produce request's outcome, its answer ``resp`` or ``exc`` (why there is none):
+        the batches it ends, dequeued, each with its result ((base offset, log append
+        time)) or error, for the shell to complete; those to be resent are scheduled
+        (:meth:`retry`).  And whether to refresh the metadata."""
+        if exc is not None:
+            # No answer (connection lost, timed out): the batches may be resent.
+            retriable = isinstance(exc, (KafkaConnectionError, KafkaTimeoutError))
+            outcomes: list[tuple[Batch, Any, bool]] = [(b, exc, retriable) for b in sent]
+            refresh = True
+        else:
+            outcomes, refresh = self.results(resp, sent, broker)
+        done = []
+        for b, result, retriable in outcomes:
+            if isinstance(result, BaseException) and self.retry(b, result, retriable, now, closed):
+                continue
+            self.dequeue(b)
+            done.append((b, result))
+        return done, refresh
 
     def _behind_unacknowledged(self, b: Batch) -> bool:
         """An idempotent batch of ``b``'s partition, sent before it under the same

@@ -56,6 +56,7 @@ from kafkawire.codec import alloc_buffer
 from kafkawire.protocol import apis
 from kafkawire.protocol.api import Api, ApiVersionError
 from kafkawire.protocol.headers import decode_response_header, encode_request_header
+from kafkawire.protocol.producer import decode_produce_response, encode_produce
 from kafkawire.protocol.schema import Struct, Writer, decode
 
 __all__ = [
@@ -75,6 +76,7 @@ UNSUPPORTED_VERSION = 35
 
 _I32 = struct.Struct(">i")
 _I16 = struct.Struct(">h")
+_PRODUCE_HEAD = struct.Struct(">ihhi")  # frame size, api key, version, correlation id
 _MAX_CORRELATION_ID = 2**31 - 1
 
 ApiRef = Union[Api, int, str]
@@ -162,6 +164,7 @@ class Connection:
             api.check_version(version)
             self._overrides[api.key] = version
         self._next_id = 0
+        self._header_tails: dict[int, bytes] = {}  # Produce version -> its header after the correlation id
         self._pending: deque[tuple[int, Api, int]] = deque()
         # Correlation ids of requests sent with expects_response=False (Produce acks=0).
         # Kafka never answers them, but some Kafka-protocol brokers (Tansu, librdkafka's
@@ -332,6 +335,23 @@ class Connection:
                 )
         correlation_id = self._next_id
         self._next_id = 0 if correlation_id == _MAX_CORRELATION_ID else correlation_id + 1
+        body = encode_produce(request, version) if api.key == 0 else None
+        if body is not None:
+            # Produce, the producer's per-request path: written directly (protocol/producer.py).
+            tail = self._header_tails.get(version)
+            if tail is None:  # the header after the correlation id: client_id (and tags)
+                tail = self._header_tails[version] = encode_request_header(
+                    0, version, 0, self.client_id, api.request_header_version(version))[8:]
+            size = 8 + len(tail) + sum(len(c) if type(c) is bytes else memoryview(c).nbytes for c in body)
+            if size > _MAX_CORRELATION_ID:
+                raise errors.encode_error(f"{api.name} request of {size} bytes is too large to frame")
+            # body[0]: the fields before any records
+            chunks = [_PRODUCE_HEAD.pack(size, 0, version, correlation_id) + tail + body[0], *body[1:]]
+            if expects_response:
+                self._pending.append((correlation_id, api, version))
+            else:
+                self._unanswered.append(correlation_id)
+            return correlation_id, chunks
         w = Writer()
         w.buf += b"\0\0\0\0"
         w.buf += encode_request_header(
@@ -362,7 +382,9 @@ class Connection:
         """Feed bytes read from the socket; returns the responses they complete.
 
         Any split of the byte stream works, down to one byte at a time.  Each frame is
-        copied once, into a buffer of its own; decoded ``records`` are views of it.
+        copied once, into a buffer of its own; decoded ``records`` are views of it.  A
+        frame that arrives whole in a ``bytes`` object (immutable: nothing can change it
+        under the views) is decoded where it is, without the copy.
         """
         self._check_usable()
         self._lent = -1
@@ -371,6 +393,17 @@ class Connection:
         pos = 0
         end = len(view)
         try:
+            if type(data) is bytes and self._frame is None and not self._prefix:
+                # Whole frames (the usual small answers): no frame buffer, no copy.
+                while end - pos >= 4:
+                    size = _I32.unpack_from(data, pos)[0]
+                    if end - pos - 4 < size:
+                        break
+                    self._check_size(size, data[pos:pos + 4])
+                    event = self._decode(view[pos + 4:pos + 4 + size])
+                    pos += 4 + size
+                    if event is not None:
+                        events.append(event)
             while pos < end:
                 if self._frame is None:
                     take = min(4 - len(self._prefix), end - pos)
@@ -460,7 +493,7 @@ class Connection:
             f"plaintext, or the other way round.{hint}"
         )
 
-    def _decode(self, frame: bytearray) -> Response | None:
+    def _decode(self, frame: Any) -> Response | None:
         buf = memoryview(frame).toreadonly()
         if len(buf) < 4:  # pragma: no cover - _check_size refuses frames under 4 bytes
             raise ProtocolError("frame shorter than a correlation id")
@@ -491,7 +524,9 @@ class Connection:
             decoded_version = version
             if api.key == 18:
                 decoded_version = self._api_versions_layout(body, version)
-            response = api.decode_response(body, decoded_version)
+            response = decode_produce_response(body, version) if api.key == 0 else None
+            if response is None:
+                response = api.decode_response(body, decoded_version)
         except errors.CodecError as exc:
             raise ProtocolError(
                 f"cannot decode the {api.name} v{version} response (correlation id "

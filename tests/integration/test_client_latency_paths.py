@@ -1,0 +1,140 @@
+"""The producer's latency paths keep every record, in order (issue 23).
+
+While the sync producer's sender thread is parked (nothing in flight, nothing queued), a
+caller writes its Produce request itself and, waiting on the record, reads the answer
+itself; a callback, a second caller or a full connection hands the work back to the
+sender.  The asyncio producer writes a due batch from send() and takes the answer
+through a callback, with no task per request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import pytest
+from topics import create_topic
+
+from kafkawire.aio import AsyncProducer
+from kafkawire.client.consumer import Consumer
+from kafkawire.client.producer import Producer
+
+
+def _offsets(bootstrap, topic, n, partitions=(0,)):
+    with Consumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest") as c:
+        c.assign([(topic, p) for p in partitions])
+        out = []
+        for _ in range(100):
+            out += [(r.partition, r.offset, r.value) for r in c.poll(1.0)]
+            if len(out) >= n:
+                break
+        return out
+
+
+@pytest.mark.broker
+def test_one_record_at_a_time_goes_without_the_sender_thread(modern_broker):
+    topic = create_topic(modern_broker.bootstrap, "serial")
+    n = 200
+    with Producer(bootstrap_servers=modern_broker.bootstrap, linger_ms=0) as p:
+        p.send(topic, b"warm", partition=0).result(30)
+        passes = [0]
+        run_once = p._run_once
+
+        def counted():
+            passes[0] += 1
+            return run_once()
+
+        p._run_once = counted
+        metas = [p.send(topic, b"v%d" % i, partition=0).result(10) for i in range(n)]
+        # The sender looks in on its park timer only (0.1 s), not once per record.
+        assert passes[0] < n / 2, passes[0]
+        assert p.metrics()["incomplete_batches"] == 0
+    assert [m.offset for m in metas] == list(range(1, n + 1))
+    got = _offsets(modern_broker.bootstrap, topic, n + 1)
+    assert [v for _p, _o, v in got] == [b"warm"] + [b"v%d" % i for i in range(n)]
+
+
+@pytest.mark.broker
+def test_callers_waiting_and_callbacks_share_one_producer(modern_broker):
+    topic = create_topic(modern_broker.bootstrap, "mixed", partitions=2)
+    per_thread = 60
+    acked: list = []
+    errors: list = []
+    with Producer(bootstrap_servers=modern_broker.bootstrap, linger_ms=0) as p:
+        p.send(topic, b"warm", partition=0).result(30)
+
+        def waiter(t):
+            for i in range(per_thread):
+                p.send(topic, b"w%d-%d" % (t, i), partition=t % 2).result(30)
+
+        def on_done(meta, exc):
+            (errors if exc is not None else acked).append(exc or meta)
+
+        def caller_with_callbacks():
+            for i in range(per_thread):
+                p.send(topic, b"c-%d" % i, partition=i % 2, callback=on_done)
+
+        threads = [threading.Thread(target=waiter, args=(t,)) for t in range(3)]
+        threads.append(threading.Thread(target=caller_with_callbacks))
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+            assert not t.is_alive()
+        p.flush(30)
+    assert not errors and len(acked) == per_thread
+    total = 1 + 4 * per_thread
+    got = _offsets(modern_broker.bootstrap, topic, total, partitions=(0, 1))
+    assert len(got) == total
+    for part in (0, 1):
+        offsets = [o for q, o, _v in got if q == part]
+        assert offsets == list(range(len(offsets)))  # each acknowledged once, none lost
+        # each caller's records stay in their order within a partition
+        for t in range(3):
+            mine = [v for q, _o, v in got if q == part and v.startswith(b"w%d-" % t)]
+            assert mine == sorted(mine, key=lambda v: int(v.split(b"-")[1]))
+
+
+@pytest.mark.broker
+def test_sends_beyond_max_in_flight_are_left_to_the_sender(modern_broker):
+    topic = create_topic(modern_broker.bootstrap, "inflight")
+    n = 60
+    with Producer(bootstrap_servers=modern_broker.bootstrap, linger_ms=0, acks=1,
+                  max_in_flight_requests_per_connection=2, enable_idempotence=False) as p:
+        p.send(topic, b"warm", partition=0).result(30)
+        futures = [p.send(topic, b"f%d" % i, partition=0) for i in range(n)]
+        p.flush(30)
+        metas = [f.result(0) for f in futures]
+    offsets = [m.offset for m in metas]
+    assert sorted(offsets) == list(range(1, n + 1))
+
+
+@pytest.mark.broker
+def test_an_idempotent_producer_one_record_at_a_time(modern_broker):
+    topic = create_topic(modern_broker.bootstrap, "idem-serial")
+    with Producer(bootstrap_servers=modern_broker.bootstrap, linger_ms=0, acks="all",
+                  enable_idempotence=True) as p:
+        metas = [p.send(topic, b"i%d" % i, partition=0).result(30) for i in range(50)]
+        assert p.metrics()["producer_id"] >= 0
+    assert [m.offset for m in metas] == list(range(50))
+    got = _offsets(modern_broker.bootstrap, topic, 50)
+    assert [v for _p, _o, v in got] == [b"i%d" % i for i in range(50)]
+
+
+@pytest.mark.broker
+def test_asyncio_one_record_at_a_time_and_with_callbacks(modern_broker):
+    topic = create_topic(modern_broker.bootstrap, "aio-serial")
+    seen: list = []
+
+    async def run():
+        async with AsyncProducer(bootstrap_servers=modern_broker.bootstrap, linger_ms=0) as p:
+            metas = [await (await p.send(topic, b"a%d" % i, partition=0)) for i in range(100)]
+            for i in range(30):
+                (await p.send(topic, b"b%d" % i, partition=0)).add_callback(
+                    lambda meta, exc: seen.append(exc or meta.offset))
+            await p.flush(30)
+            return metas
+
+    metas = asyncio.run(run())
+    assert [m.offset for m in metas] == list(range(100))
+    assert sorted(seen) == list(range(100, 130))

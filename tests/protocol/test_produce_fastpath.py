@@ -1,0 +1,121 @@
+"""The Produce request and answer written and read directly (protocol/producer.py) are
+byte for byte, and object for object, what the schema's encoder and decoder make."""
+
+from __future__ import annotations
+
+import pytest
+
+from kafkawire import codec, errors
+from kafkawire.protocol import apis
+from kafkawire.protocol.connection import Connection
+from kafkawire.protocol.headers import encode_request_header, encode_response_header
+from kafkawire.protocol.producer import FIRST_VERSION, decode_produce_response, encode_produce, produce_request
+from kafkawire.protocol.schema import Writer
+
+PRODUCE = apis.get("Produce")
+_TD = PRODUCE.Request.TopicProduceData
+_PD = _TD.PartitionProduceData
+_TR = PRODUCE.Response.TopicProduceResponse
+_PR = _TR.PartitionProduceResponse
+VERSIONS = range(FIRST_VERSION, PRODUCE.max_version + 1)
+BATCH = codec.encode_record_batch([(b"k", b"v" * 100, 1_700_000_000_000)])
+
+
+def requests():
+    yield PRODUCE.Request(transactional_id=None, acks=1, timeout_ms=30000,
+                          topic_data=[_TD(name="t", partition_data=[_PD(index=0, records=BATCH)])])
+    yield PRODUCE.Request(transactional_id="txn-ü", acks=-1, timeout_ms=1, topic_data=[
+        _TD(name="a" * 200, partition_data=[_PD(index=3, records=BATCH), _PD(index=7, records=memoryview(BATCH))]),
+        _TD(name="b", partition_data=[_PD(index=0, records=None), _PD(index=1, records=b"")]),
+    ])
+    yield PRODUCE.Request(transactional_id=None, acks=0, timeout_ms=5, topic_data=[])
+
+
+def schema_body(request, version):
+    w = Writer()
+    PRODUCE.encode_request(request, version, w)
+    return b"".join(bytes(c) for c in w.parts())
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_requests_are_the_schemas_bytes(version):
+    for request in requests():
+        chunks = encode_produce(request, version)
+        assert b"".join(bytes(c) for c in chunks) == schema_body(request, version)
+        # record data is never copied: the request's own objects are chunks
+        records = [p.records for t in request.topic_data for p in t.partition_data if p.records]
+        assert all(any(c is r for c in chunks) for r in records)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_framed_request_is_the_schemas_frame(version):
+    request = next(requests())
+    conn = Connection("kafkawire-test")
+    cid, chunks = conn.send(PRODUCE, request, version)
+    body = encode_request_header(0, version, cid, "kafkawire-test", PRODUCE.request_header_version(version)) \
+        + schema_body(request, version)
+    assert b"".join(bytes(c) for c in chunks) == len(body).to_bytes(4, "big") + body
+
+
+def test_before_v3_is_left_to_the_schema_and_bad_values_fail_alike():
+    request = next(requests())
+    assert encode_produce(request, 2) is None
+    long_id = PRODUCE.Request(transactional_id="x" * 40000, acks=1, timeout_ms=1, topic_data=[])
+    with pytest.raises(errors.EncodeError) as fast:
+        encode_produce(long_id, 8)
+    with pytest.raises(errors.EncodeError) as schema:
+        schema_body(long_id, 8)
+    assert str(fast.value) == str(schema.value)
+
+
+def answers():
+    yield PRODUCE.Response(responses=[_TR(name="t", partition_responses=[
+        _PR(index=0, error_code=0, base_offset=12345, log_append_time_ms=-1, log_start_offset=0)])],
+        throttle_time_ms=0)
+    yield PRODUCE.Response(responses=[
+        _TR(name="ü" * 100, partition_responses=[
+            _PR(index=2, error_code=6, base_offset=-1, log_append_time_ms=1_700_000_000_000),
+            _PR(index=9, error_code=0, base_offset=2**40)]),
+        _TR(name="b", partition_responses=[])], throttle_time_ms=17)
+    yield PRODUCE.Response(responses=[], throttle_time_ms=0)
+
+
+def encoded(response, version):
+    w = Writer()
+    PRODUCE.encode_response(response, version, w)
+    return b"".join(bytes(c) for c in w.parts())
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_answers_are_the_schemas_objects(version):
+    for response in answers():
+        body = encoded(response, version)
+        fast = decode_produce_response(memoryview(body), version)
+        assert fast is not None
+        assert fast == PRODUCE.decode_response(memoryview(body), version)
+
+
+@pytest.mark.parametrize("version", [v for v in VERSIONS if v >= 8])
+def test_uncommon_answers_are_left_to_the_schema(version):
+    per_record = PRODUCE.Response(responses=[_TR(name="t", partition_responses=[
+        _PR(index=0, error_code=87, base_offset=-1,
+            record_errors=[_PR.BatchIndexAndErrorMessage(batch_index=0, batch_index_error_message="bad")],
+            error_message="invalid record")])], throttle_time_ms=0)
+    body = encoded(per_record, version)
+    assert decode_produce_response(memoryview(body), version) is None
+    assert decode_produce_response(memoryview(body[:-3]), version) is None  # truncated
+    # the Connection reads it through the schema: the same object either way
+    conn = Connection("c")
+    conn.broker_versions = {0: (0, PRODUCE.max_version)}
+    cid, _ = conn.send(PRODUCE, next(requests()), version)
+    frame = encode_response_header(cid, PRODUCE.response_header_version(version)) + body
+    [event] = conn.receive_data(len(frame).to_bytes(4, "big") + frame)
+    assert event.response == PRODUCE.decode_response(memoryview(body), version)
+    assert event.response.responses[0].partition_responses[0].error_message == "invalid record"
+
+
+def test_a_request_built_directly_equals_the_constructed_one():
+    for request in requests():
+        topics = {t.name: [(p.index, p.records) for p in t.partition_data] for t in request.topic_data}
+        built = produce_request(request.transactional_id, request.acks, request.timeout_ms, topics)
+        assert type(built) is PRODUCE.Request and built == request
