@@ -8,15 +8,17 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 import uuid
 
 import confluent_kafka
 import pytest
 from pyspark.errors import PySparkException
+from pyspark.sql.pandas.types import to_arrow_schema
 from sparkkafka import TS, confluent_rows, load, new_topic, produce, records, spark_rows
 
 from kafkawire import Admin
-from kafkawire.spark import KafkawireOptionError
+from kafkawire.spark import KafkawireDataLossError, KafkawireOptionError, _io
 from kafkawire.spark._options import SourceOptions
 from kafkawire.spark.source import KAFKA_SCHEMA, KafkawireReader
 
@@ -252,3 +254,37 @@ def test_reads_with_filter_pushdown_off(spark, kafka_broker):
     finally:
         spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
     assert sorted(r.offset for r in got) == [25, 26, 27, 28, 29]
+
+
+def _offsets_read(batches) -> list[int]:
+    return [o for rb in batches for o in rb.column("offset").to_pylist()]
+
+
+def test_read_range_stopped_early_leaves_its_consumer_to_the_next_task(kafka_broker):
+    # Spark stops reading a range early (a limit): the read-ahead thread must be done with
+    # the worker's consumer before the next task on that worker uses it.
+    b = kafka_broker.bootstrap
+    topic = new_topic(b, 1)
+    produce(b, topic, {0: records(0, 600)})
+    client = {"bootstrap_servers": b, "max_partition_fetch_bytes": 2048}  # one 100-record batch a fetch
+    schema = to_arrow_schema(KAFKA_SCHEMA, timezone="UTC")
+    reading = _io.read_range(client, topic, 0, 0, 600, schema, False, 30000, True)
+    assert next(reading).column("offset")[0].as_py() == 0
+    reading.close()
+    assert not [t for t in threading.enumerate() if t.name == f"kafkawire-read-{topic}-0"]
+    assert _offsets_read(_io.read_range(client, topic, 0, 100, 600, schema, False, 30000, True)) == \
+        list(range(100, 600))
+
+
+def test_read_range_raises_what_its_read_ahead_thread_met(kafka_broker):
+    # The range ends past the log: the thread finds the loss, the task raises it and lets
+    # the consumer go; with failOnDataLoss=false the records that exist are read.
+    b = kafka_broker.bootstrap
+    topic = new_topic(b, 1)
+    produce(b, topic, {0: records(0, 10)})
+    client = {"bootstrap_servers": b, "fetch_max_wait_ms": 20}
+    schema = to_arrow_schema(KAFKA_SCHEMA, timezone="UTC")
+    with pytest.raises(KafkawireDataLossError, match=rf"{topic}\[0\]: offsets \[10, 20\) were to be read"):
+        _offsets_read(_io.read_range(client, topic, 0, 0, 20, schema, False, 5000, True))
+    assert not [k for k in _io._clients if k[0] == "consumer" and ("fetch_max_wait_ms", "20") in k]
+    assert _offsets_read(_io.read_range(client, topic, 0, 0, 20, schema, False, 5000, False)) == list(range(10))

@@ -10,6 +10,7 @@ one producer per client configuration are kept per process (``_clients``).
 from __future__ import annotations
 
 import logging
+import queue
 import threading
 import time
 from typing import Any, Iterator
@@ -232,14 +233,77 @@ def _row_mask(cols: Any, keep: int, pd: Pushdown) -> Any:
     return mask
 
 
+# Batches decoded ahead of the one Spark is sending on: this many queued, and one more
+# the thread holds until there is room.  Each is one fetch answer (at most
+# max_partition_fetch_bytes), so this bounds the memory read ahead.
+_READ_AHEAD = 1
+_END = object()
+
+
 def read_range(client_options: dict[str, Any], topic: str, partition: int, start: int, end: int,
                schema: Any, headers: bool, poll_timeout_ms: int, fail_on_data_loss: bool,
                pushdown: Pushdown | None = None) -> Iterator[Any]:
     """Offsets ``[start, end)`` of one partition as Arrow RecordBatches in ``schema``.
 
     Gaps (compaction, transaction markers) are skipped; offsets that no longer exist are
-    data loss: an error, or with ``fail_on_data_loss`` false a warning and a skip."""
+    data loss: an error, or with ``fail_on_data_loss`` false a warning and a skip.
+
+    A thread fetches and decodes the next batches while Spark's worker hands the current
+    one to the JVM: the task's time is the longer of the two, not their sum (the broker's
+    answer, the decoding and Spark's Arrow transport would otherwise wait for each other).
+    """
     c = consumer(client_options)
+    batches = _read_batches(c, topic, partition, start, end, schema, headers, poll_timeout_ms, fail_on_data_loss,
+                            pushdown)
+    ahead: queue.Queue = queue.Queue(_READ_AHEAD)
+    stop = threading.Event()
+
+    def hand(item: Any) -> bool:
+        while not stop.is_set():
+            try:
+                ahead.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def run() -> None:
+        try:
+            for rb in batches:
+                if not hand(rb):
+                    return
+            hand(_END)
+        except BaseException as exc:  # noqa: BLE001 - handed to the task, which raises it
+            hand(exc)
+        finally:
+            batches.close()
+
+    reader = threading.Thread(target=run, name=f"kafkawire-read-{topic}-{partition}", daemon=True)
+    reader.start()
+    try:
+        while True:
+            try:
+                item = ahead.get(timeout=1.0)
+            except queue.Empty:
+                if reader.is_alive() or not ahead.empty():
+                    continue  # the reader keeps its own deadlines (pollTimeoutMs)
+                raise RuntimeError("kafkawire source: the read-ahead thread ended without a result") from None
+            if item is _END:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        # Spark stopped early (or the read failed): the consumer is per process and the
+        # next task's, so the thread is done with it before this returns.
+        stop.set()
+        reader.join(poll_timeout_ms / 1000.0 + 5.0)
+        if reader.is_alive():  # stuck past every deadline: no later task may share its consumer
+            _drop(c)
+
+
+def _read_batches(c: Consumer, topic: str, partition: int, start: int, end: int, schema: Any, headers: bool,
+                  poll_timeout_ms: int, fail_on_data_loss: bool, pushdown: Pushdown | None) -> Iterator[Any]:
     tp = TopicPartition(topic, partition)
     try:
         c.assign([tp])
@@ -409,9 +473,12 @@ def _by_partition(p: Producer, rb: Any, topic: str, timeout: float) -> Iterator[
     if bool((part == first).all()):
         yield (None if first < 0 else int(first)), rb
         return
-    order = np.argsort(part, kind="stable")
+    # When the partition numbers fit 16 bits (nearly always), numpy's stable sort is a
+    # radix sort, linear in rows.
+    small = part.astype(np.int16) if int(part.max()) < (1 << 15) else part
+    order = np.argsort(small, kind="stable")
     ordered = rb.take(pa.array(order))
-    ranked = part[order]
+    ranked = small[order]
     cuts = [0, *(np.flatnonzero(ranked[1:] != ranked[:-1]) + 1).tolist(), n]
     for lo, hi in zip(cuts, cuts[1:]):
         value = int(ranked[lo])
@@ -420,14 +487,15 @@ def _by_partition(p: Producer, rb: Any, topic: str, timeout: float) -> Iterator[
 
 def _pieces(rb: Any, limit: int) -> Iterator[Any]:
     """Slices of ``rb`` whose records fit one Produce request of ``limit`` bytes."""
-    sizes = np.zeros(rb.num_rows, dtype=np.int64)
-    for name in ("key", "value"):
-        sizes += _lengths(rb.column(name))  # a null's span is empty
-    sizes += _RECORD_OVERHEAD
+    n = rb.num_rows
+    key_offs, value_offs = _offsets(rb.column("key")), _offsets(rb.column("value"))
+    if (int(key_offs[-1] - key_offs[0]) + int(value_offs[-1] - value_offs[0]) + _RECORD_OVERHEAD * n) <= limit:
+        yield rb  # the usual case: no per-record sizes needed
+        return
+    sizes = np.diff(key_offs).astype(np.int64) + np.diff(value_offs) + _RECORD_OVERHEAD  # a null's span is empty
     ends = np.cumsum(sizes)
     start = 0
     base = 0
-    n = rb.num_rows
     while start < n:
         stop = int(np.searchsorted(ends, base + limit, side="right"))
         stop = max(stop, start + 1)  # one oversized record: the broker's error reaches the task
@@ -440,6 +508,3 @@ def _offsets(col: Any) -> Any:
     """The int32 value offsets of an Arrow binary column (slices included)."""
     return np.frombuffer(col.buffers()[1], dtype=np.int32)[col.offset: col.offset + len(col) + 1]
 
-
-def _lengths(col: Any) -> Any:
-    return np.diff(_offsets(col))
