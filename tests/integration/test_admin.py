@@ -38,7 +38,7 @@ from kafkawire.client.admin import (
     OffsetAndMetadata,
 )
 from kafkawire.client.consumer import TopicPartition
-from kafkawire.client.errors import ClientClosedError, KafkaTimeoutError
+from kafkawire.errors import ClientClosedError, KafkaTimeoutError
 from kafkawire.client.producer import Producer
 from kafkawire.protocol import consumer as consumer_protocol
 from kafkawire.protocol.admin import _decoded_member

@@ -28,7 +28,7 @@ from kafkawire.client.admin import (
     UserScramCredentialDeletion,
     UserScramCredentialUpsertion,
 )
-from kafkawire.core.errors import ClientClosedError, KafkaTimeoutError, NoBrokersAvailableError
+from kafkawire.errors import ClientClosedError, KafkaTimeoutError, NoBrokersAvailableError
 from kafkawire.protocol.api import ApiVersionError
 from test_admin import AsyncAdminShell
 from topics import unique_name

@@ -23,7 +23,7 @@ from typing import Any, Iterable, Mapping
 
 from kafkawire.aio.cluster import AsyncCluster
 from kafkawire.core.config import Config
-from kafkawire.core.errors import ClientClosedError, KafkaTimeoutError, NoBrokersAvailableError
+from kafkawire.errors import ClientClosedError
 from kafkawire.protocol.admin import *  # noqa: F403 - the result types, defined with the calls
 from kafkawire.protocol.admin import AdminCore, Op
 from kafkawire.protocol.fetcher import OffsetAndTimestamp
@@ -46,7 +46,7 @@ class AsyncAdmin:
     def __init__(self, **config: Any):
         self.config = c = Config.client(**config)
         self.cluster = AsyncCluster(c)
-        self._core = AdminCore(c, self.cluster.meta, (KafkaTimeoutError, NoBrokersAvailableError))
+        self._core = AdminCore(c, self.cluster.meta)
         self._started = False
         self._closed = False
 

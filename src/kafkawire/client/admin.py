@@ -48,8 +48,8 @@ from typing import Any, Iterable, Mapping
 from kafkawire.client.cluster import Cluster
 from kafkawire.client.steps import run_blocking
 from kafkawire.core.config import Config
-from kafkawire.core.errors import ClientClosedError, KafkaTimeoutError, NoBrokersAvailableError
 from kafkawire.core.future import Future
+from kafkawire.errors import ClientClosedError
 from kafkawire.protocol.admin import *  # noqa: F403 - the result types, defined with the calls
 from kafkawire.protocol.admin import RESULT_TYPES, AdminCore, Op
 from kafkawire.protocol.fetcher import OffsetAndTimestamp
@@ -73,7 +73,7 @@ class Admin:
         except BaseException:
             self.cluster.close()
             raise
-        self._core = AdminCore(c, self.cluster.meta, (KafkaTimeoutError, NoBrokersAvailableError))
+        self._core = AdminCore(c, self.cluster.meta)
         self._closed = False
 
     def close(self) -> None:

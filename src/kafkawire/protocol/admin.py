@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Generator, Iterable, Mapping, NamedTuple
 
 from kafkawire import errors
-from kafkawire.errors import KafkaConnectionError, KafkaTimeoutError, broker_error
+from kafkawire.errors import KafkaConnectionError, KafkaTimeoutError, NoBrokersAvailableError, broker_error
 from kafkawire.protocol import apis
 from kafkawire.protocol import consumer as consumer_protocol
 from kafkawire.protocol.api import Api, ApiVersionError
@@ -393,14 +393,11 @@ def _probe(version: int) -> Any:
 class AdminCore:
     """The admin calls, as :class:`Op` s, over a cluster's metadata (``meta``: brokers
     and controller; the steps ask for a Refresh when it is due) and the group
-    coordinators found so far.  ``vague`` are the errors that say less than an earlier
-    one ("no time left", "no broker reachable"): a timeout names the earlier one instead."""
+    coordinators found so far."""
 
-    def __init__(self, config: Any, meta: ClusterMetadata,
-                 vague: tuple[type[BaseException], ...] = (KafkaTimeoutError,)):
+    def __init__(self, config: Any, meta: ClusterMetadata):
         self.config = config
         self.meta = meta
-        self.vague = vague
         self.coordinators: dict[str, int] = {}
 
     # -- what a shell asks of the core ---------------------------------------------------
@@ -465,8 +462,9 @@ class AdminCore:
             try:
                 yield from step(progress, deadline)
             except (KafkaConnectionError, KafkaTimeoutError) as exc:
-                # "No time left" says less than the error that made the round fail before.
-                if last is None or not isinstance(exc, self.vague):
+                # "No time left" or "no broker reachable" says less than the error that
+                # made the round fail before.
+                if last is None or not isinstance(exc, (KafkaTimeoutError, NoBrokersAvailableError)):
                     last = exc
                 self.meta.need_refresh = True
             except errors.BrokerError as exc:
