@@ -137,7 +137,8 @@ def report(results: dict, args: argparse.Namespace) -> list[str]:
     lines = [
         f"Peer clients with kafkawire's codec installed, Tansu on loopback: {args.records:,} "
         f"records x {e2e.VALUE_SIZE}-byte values, medians of {args.rounds} interleaved rounds "
-        f"(codec: {codec.IMPLEMENTATION})",
+        f"(codec: {codec.IMPLEMENTATION}); the ratio is the median of each round's own ratio, "
+        f"its two runs side by side, so the machine's drift between rounds does not enter it",
         "",
         "| client | compression | case | plain rec/s | with kafkawire rec/s | ratio | target |",
         "|---|---|---|---:|---:|---:|---|",
@@ -146,14 +147,19 @@ def report(results: dict, args: argparse.Namespace) -> list[str]:
         for name in args.clients:
             for case in ("produce", "consume"):
                 rates = {}
+                per_round = {}  # mode -> rate of each round, None where it failed
                 problems = []
                 for mode in MODES:
                     outs = results.get((compression, name, case, mode), [])
-                    good = [o.count / o.seconds for o in outs if not o.problem and o.seconds]
+                    per_round[mode] = [o.count / o.seconds if not o.problem and o.seconds
+                                       else None for o in outs]
+                    good = [r for r in per_round[mode] if r is not None]
                     problems += [o.problem for o in outs if o.problem]
                     rates[mode] = statistics.median(good) if good else None
                 plain, ours = rates["plain"], rates["kafkawire"]
-                ratio = ours / plain if plain and ours else None
+                paired = [b / a for a, b in zip(per_round["plain"], per_round["kafkawire"])
+                          if a and b]
+                ratio = statistics.median(paired) if paired else None
                 goal = CLIENTS[name]().targets[case]
                 met = ratio is not None and ratio >= goal
                 target = f">= {goal:g}x: {'met' if met else 'NOT met'}"
