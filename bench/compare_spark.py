@@ -1,15 +1,17 @@
 """kafkawire's Spark source and sink side by side with Spark's own Python-data-source limits
 and with Spark's JVM Kafka connector (``format("kafka")``, spark-sql-kafka-0-10).
 
-One process, one SparkSession (local[2]) with the JVM connector's jars
-(kafkawire.testing.spark.kafka_connector_jars), one Apache Kafka node on loopback (started
+One process, one SparkSession (local[2]; ``--master standalone``: a standalone cluster
+of two single-core workers started here, kafkawire.testing.SparkStandaloneCluster, whose
+executor JVMs and their Python workers count in the CPU and memory columns) with the JVM
+connector's jars (kafkawire.testing.spark.kafka_connector_jars), one Apache Kafka node on loopback (started
 here; ``--broker tansu`` for a Tansu broker instead, where the JVM connector's cases are
 left out).  Every round runs every case once, the case order rotating from round to round,
 so the drift of a shared machine hits every case alike; the tables show medians over the
 rounds.  Run with:
 
     .venv/bin/python bench/compare_spark.py [--quick] [--rows N] [--rounds R] [--broker kafka|tansu]
-        [--cases ceiling,kw_read,tuple_read,...] [--markdown PATH]
+        [--master local|standalone] [--cases ceiling,kw_read,tuple_read,...] [--markdown PATH]
 
 Cases (N rows each, default 5,000,000; Kafka-shaped: 16-byte keys, 100-byte values):
 
@@ -52,6 +54,7 @@ pages, so PSS sums without double counting); the table shows the peak per case.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import gc
 import json
@@ -394,8 +397,14 @@ def process_cpu_all(pid: int) -> float:
         return 0.0
 
 
-def workers_cpu(jvm: int | None) -> dict[int, float]:
-    return {} if jvm is None else {pid: process_cpu_all(pid) for pid in python_workers(jvm)}
+def jvms_cpu(jvms: list[int]) -> float | None:
+    """CPU seconds of the Spark JVMs (the driver; on a cluster, the executors too)."""
+    cpus = [process_cpu(pid) for pid in jvms]
+    return None if not cpus or None in cpus else sum(cpus)
+
+
+def workers_cpu(jvms: list[int]) -> dict[int, float]:
+    return {pid: process_cpu_all(pid) for jvm in jvms for pid in python_workers(jvm)}
 
 
 def _children_map() -> dict[int, list[int]]:
@@ -447,17 +456,15 @@ def _mem_kb(pid: int) -> tuple[int, int]:
 class MemorySampler:
     """Peak memory of the Python workers under the JVM while a case runs (10 samples/s)."""
 
-    def __init__(self, jvm_pid: int | None, interval: float = 0.1):
-        self.jvm_pid, self.interval = jvm_pid, interval
+    def __init__(self, jvms: list[int], interval: float = 0.1):
+        self.jvms, self.interval = jvms, interval
         self.peak_pss_sum = self.peak_rss_max = self.peak_procs = 0
         self.base_pss_sum: int | None = None  # at the start of the case
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
     def sample(self) -> None:
-        if self.jvm_pid is None:
-            return
-        mems = [_mem_kb(pid) for pid in python_workers(self.jvm_pid)]
+        mems = [_mem_kb(pid) for jvm in self.jvms for pid in python_workers(jvm)]
         mems = [m for m in mems if m[0]]
         if mems:
             if self.base_pss_sum is None:
@@ -486,14 +493,52 @@ class MemorySampler:
 # The session and the cases
 # ---------------------------------------------------------------------------------------
 
-def make_session(jvm_connector: bool) -> Any:
+# A driver on a standalone cluster: one single-core executor per worker, every task
+# waiting until both have registered (as tests/spark/cluster_job.py does).
+CLUSTER_CONF = {
+    "spark.driver.host": "127.0.0.1",
+    "spark.driver.bindAddress": "127.0.0.1",
+    "spark.executor.memory": "1g",
+    "spark.executor.cores": "1",
+    "spark.cores.max": str(PARTITIONS),
+    "spark.scheduler.minRegisteredResourcesRatio": "1.0",
+    "spark.scheduler.maxRegisteredResourcesWaitingTime": "120s",
+    "spark.executorEnv.PYSPARK_PYTHON": sys.executable,
+}
+
+
+def make_session(jvm_connector: bool, master: str = "local[2]") -> Any:
     from kafkawire.spark import local_session
     from kafkawire.testing.spark import kafka_connector_jars
 
     conf = {"spark.sql.python.filterPushdown.enabled": "true", "spark.sql.shuffle.partitions": "2"}
+    if not master.startswith("local"):
+        conf.update(CLUSTER_CONF)
     if jvm_connector:
         conf["spark.jars"] = ",".join(kafka_connector_jars())  # resolved from Maven Central once, then cached
-    return local_session("kafkawire-compare-spark", conf=conf)
+    return local_session("kafkawire-compare-spark", master=master, conf=conf)
+
+
+def executor_jvms(cluster: Any, expected: int, timeout: float = 120.0) -> list[int]:
+    """The executor JVMs the cluster's workers started for this application."""
+    deadline = time.monotonic() + timeout
+    while True:
+        kids = _children_map()
+        found, todo = [], [pid for worker in cluster.pids[1:] for pid in kids.get(worker, [])]
+        while todo:
+            pid = todo.pop()
+            todo.extend(kids.get(pid, []))
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                    if b"CoarseGrainedExecutorBackend" in fh.read():
+                        found.append(pid)
+            except OSError:
+                continue
+        if len(found) >= expected:
+            return sorted(found)
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{len(found)} of {expected} executors started within {timeout:.0f}s")
+        time.sleep(0.2)
 
 
 def jvm_pid(spark: Any) -> int | None:
@@ -525,7 +570,7 @@ class Bench:
                  ends: list[int], admin: Admin, workdir: str):
         self.spark, self.bootstrap, self.broker_pid, self.n = spark, bootstrap, broker_pid, n
         self.read_topic, self.ends, self.admin, self.workdir = read_topic, ends, admin, workdir
-        self.jvm = jvm_pid(spark)
+        self.jvms = [pid for pid in (jvm_pid(spark),) if pid is not None]
 
     def ceiling_df(self, rows: int, cols: tuple[str, ...] | None = None, batch: int = CEILING_BATCH) -> Any:
         df = self.spark.read.format("bench_ceiling").option("rows", str(rows)).option("batch", str(batch)).load()
@@ -639,8 +684,8 @@ class Bench:
         fn: Callable[[int], tuple[int, str | None]] = getattr(self, case)
         gc.collect()
         cpu0 = process_cpu(self.broker_pid)
-        jvm0, py0 = process_cpu(self.jvm), workers_cpu(self.jvm)
-        sampler = MemorySampler(self.jvm) if case in READ_CASES else None
+        jvm0, py0 = jvms_cpu(self.jvms), workers_cpu(self.jvms)
+        sampler = MemorySampler(self.jvms) if case in READ_CASES else None
         try:
             if sampler:
                 sampler.__enter__()
@@ -659,7 +704,7 @@ class Bench:
         cpu1 = process_cpu(self.broker_pid)
         if cpu0 is not None and cpu1 is not None:
             out.broker_cpu = cpu1 - cpu0
-        jvm1, py1 = process_cpu(self.jvm), workers_cpu(self.jvm)
+        jvm1, py1 = jvms_cpu(self.jvms), workers_cpu(self.jvms)
         if jvm0 is not None and jvm1 is not None:
             out.jvm_cpu = jvm1 - jvm0
             out.py_cpu = sum(v - py0.get(pid, 0.0) for pid, v in py1.items())
@@ -693,10 +738,22 @@ def run(args: argparse.Namespace) -> tuple[dict[str, list[Outcome]], dict[str, A
     cases = list(args.cases)
     needs_topic = any(c in cases for c in TOPIC_CASES)
 
+    stack = contextlib.ExitStack()
+    master, executors = "local[2]", []
+    if args.master == "standalone":
+        from kafkawire.testing import SparkStandaloneCluster
+
+        cluster = stack.enter_context(SparkStandaloneCluster(workers=PARTITIONS, cores=1, memory="1500m"))
+        master = cluster.master_url
     t0 = time.monotonic()
-    spark = make_session(any(c in cases for c in JVM_CASES))
+    spark = make_session(any(c in cases for c in JVM_CASES), master)
+    if args.master == "standalone":
+        executors = executor_jvms(cluster, PARTITIONS)
+        print(f"standalone cluster {master}: executor JVMs {executors}", file=sys.stderr, flush=True)
     info["session_s"] = time.monotonic() - t0
     info["spark"] = spark.version
+    info["master"] = ("local[2]" if args.master == "local" else
+                      f"a standalone cluster (master and {PARTITIONS} workers on loopback, one single-core executor each)")
     for cls in define_sources().values():
         spark.dataSource.register(cls)
     workdir = tempfile.mkdtemp(prefix="compare-spark-")
@@ -719,6 +776,7 @@ def run(args: argparse.Namespace) -> tuple[dict[str, list[Outcome]], dict[str, A
                     if got != ends:
                         raise RuntimeError(f"{read_topic} end offsets {got}, expected {ends}")
                 bench = Bench(spark, bootstrap, broker_pid, args.rows, read_topic, ends, admin, workdir)
+                bench.jvms += executors
                 if "kw_read" in cases or "kw_read_osbuf" in cases:
                     t = time.perf_counter()
                     count = bench.kw_df().count()
@@ -745,6 +803,7 @@ def run(args: argparse.Namespace) -> tuple[dict[str, list[Outcome]], dict[str, A
                 admin.close()
     finally:
         spark.stop()
+        stack.close()
         shutil.rmtree(workdir, ignore_errors=True)
     return results, info
 
@@ -763,7 +822,7 @@ def report(results: dict[str, list[Outcome]], info: dict[str, Any], args: argpar
         "# kafkawire Spark benchmark",
         "",
         f"{platform.python_implementation()} {platform.python_version()} on {platform.machine()}, "
-        f"{os.cpu_count()} CPUs (shared); PySpark {info.get('spark', '?')} local[2], one SparkSession; "
+        f"{os.cpu_count()} CPUs (shared); PySpark {info.get('spark', '?')} {info.get('master', 'local[2]')}, one SparkSession; "
         f"{BROKERS[info['broker']]} on loopback; median of {args.rounds} interleaved rounds (case order rotating); "
         f"{n:,} rows per case, {KEY_SIZE}-byte keys and {VALUE_SIZE}-byte values, "
         f"{PARTITIONS} partitions (= {PARTITIONS} Spark tasks). Time: the whole `save()` call, "
@@ -873,6 +932,9 @@ def main() -> None:
                         help=f"comma-separated, from {','.join(ALL_CASES + EXTRA_CASES)} (default: all but the variants)")
     parser.add_argument("--broker", choices=sorted(BROKERS), default="kafka",
                         help="the broker started for the run (kafka; tansu leaves the JVM connector out)")
+    parser.add_argument("--master", choices=("local", "standalone"), default="local",
+                        help="local[2] (default), or a standalone cluster started here: a master and 2 workers "
+                             "with one single-core executor each")
     parser.add_argument("--markdown", metavar="PATH", help="also write the tables to PATH")
     args = parser.parse_args()
     args.rows = args.rows or (500_000 if args.quick else 5_000_000)
