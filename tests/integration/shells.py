@@ -18,7 +18,8 @@ from typing import Any
 
 import pytest
 
-from kafkawire.aio import AsyncConsumer, AsyncProducer
+from kafkawire.aio import AsyncAdmin, AsyncConsumer, AsyncProducer
+from kafkawire.client.admin import Admin
 from kafkawire.client.consumer import Consumer
 from kafkawire.client.producer import Producer
 
@@ -115,3 +116,18 @@ SHELLS = {
 def shell(request: pytest.FixtureRequest) -> Any:
     """``shell.Producer(**config)`` and ``shell.Consumer(**config)`` of the shell this run tests."""
     return SHELLS[request.param]
+
+
+class AsyncAdminShell(_AsyncShell):
+    """AsyncAdmin behind Admin's blocking interface: its calls run on the shared loop."""
+
+    client_class = AsyncAdmin
+
+
+ADMINS = {"sync": Admin, "asyncio": AsyncAdminShell}
+
+
+@pytest.fixture(params=sorted(ADMINS))
+def make_admin(request: pytest.FixtureRequest) -> Any:
+    """Admin, or AsyncAdmin behind the same interface."""
+    return ADMINS[request.param]

@@ -29,7 +29,6 @@ import pytest
 
 import kafkawire
 from kafkawire import errors
-from kafkawire.aio import AsyncAdmin
 from kafkawire.client.admin import (
     Admin,
     AdminError,
@@ -44,27 +43,12 @@ from kafkawire.protocol import consumer as consumer_protocol
 from kafkawire.protocol.admin import _decoded_member
 from kafkawire.protocol.api import ApiVersionError
 from settle import eventually, until_known
-from shells import _AsyncShell
+from shells import make_admin  # noqa: F401 - the fixture
 from topics import unique_name
 
 ck = pytest.importorskip("confluent_kafka")
 
 pytestmark = pytest.mark.broker
-
-
-class AsyncAdminShell(_AsyncShell):
-    """AsyncAdmin behind Admin's blocking interface: its calls run on the shared loop."""
-
-    client_class = AsyncAdmin
-
-
-ADMINS = {"sync": Admin, "asyncio": AsyncAdminShell}
-
-
-@pytest.fixture(params=sorted(ADMINS))
-def make_admin(request):
-    """Admin, or AsyncAdmin behind the same interface."""
-    return ADMINS[request.param]
 
 
 @pytest.fixture

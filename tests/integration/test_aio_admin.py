@@ -1,8 +1,7 @@
 """kafkawire.aio.AsyncAdmin on Apache Kafka.
 
 The calls themselves are checked on both shells by the suites that test Admin: the
-tests of test_admin.py take either shell (``make_admin``), and the Kafka-only ones of
-test_kafka_admin.py are collected again below with an AsyncAdmin as their ``admin``.
+tests of test_admin.py and test_kafka_admin.py take either shell (``make_admin``).
 What is the asyncio shell's own is here: awaited calls, several at once on one client,
 the same typed errors at once, and a deadline on every call.
 """
@@ -15,7 +14,6 @@ import time
 
 import pytest
 
-import test_kafka_admin
 from kafkawire import errors
 from kafkawire.aio import AsyncAdmin
 from kafkawire.client.admin import (
@@ -30,25 +28,12 @@ from kafkawire.client.admin import (
 )
 from kafkawire.errors import ClientClosedError, KafkaTimeoutError, NoBrokersAvailableError
 from kafkawire.protocol.api import ApiVersionError
-from test_admin import AsyncAdminShell
 from topics import unique_name
 
 pytestmark = pytest.mark.broker
 
 # A permanent refusal comes back at once, not after retries up to the deadline.
 PROMPT = 3.0
-
-# test_kafka_admin.py's tests, each run again here with the ``admin`` fixture below.
-globals().update({name: test for name, test in vars(test_kafka_admin).items() if name.startswith("test_")})
-ck_admin_client = test_kafka_admin.ck_admin_client
-
-
-@pytest.fixture
-def admin(kafka_broker):
-    """An AsyncAdmin behind Admin's blocking interface, for test_kafka_admin.py's tests."""
-    with AsyncAdminShell(bootstrap_servers=kafka_broker.bootstrap, request_timeout_ms=15000) as a:
-        yield a
-
 
 def _on(broker) -> AsyncAdmin:
     return AsyncAdmin(bootstrap_servers=broker.bootstrap, request_timeout_ms=15000)

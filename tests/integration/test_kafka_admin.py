@@ -20,6 +20,7 @@ from kafkawire.client.admin import Admin, AdminError, ConfigResource, NewTopic, 
 from kafkawire.client.consumer import Consumer, TopicPartition
 from kafkawire.client.producer import Producer
 from settle import eventually, until_known
+from shells import make_admin  # noqa: F401 - the fixture
 from topics import unique_name
 
 ck = pytest.importorskip("confluent_kafka")
@@ -33,8 +34,9 @@ TIMEOUT = 30.0
 
 
 @pytest.fixture
-def admin(kafka_broker):
-    with Admin(bootstrap_servers=kafka_broker.bootstrap, request_timeout_ms=15000) as a:
+def admin(kafka_broker, make_admin):
+    """Admin, then AsyncAdmin behind the same interface."""
+    with make_admin(bootstrap_servers=kafka_broker.bootstrap, request_timeout_ms=15000) as a:
         yield a
 
 
