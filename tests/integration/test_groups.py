@@ -40,7 +40,7 @@ import pytest
 from groupmates import groupmates  # noqa: F401 - the fixture
 from shells import shell  # noqa: F401 - the fixture
 
-import kafkawire.core.group
+import kafkawire.protocol.group_member
 from kafkawire import Admin, Consumer, Producer
 from kafkawire.aio import AsyncConsumer
 from kafkawire.client.group import ConsumerRebalanceListener
@@ -415,13 +415,13 @@ def test_static_member_rejoins_without_a_rebalance(kafka_broker, monkeypatch):
     topic = _topic(boot, "static")
     _produce(boot, topic, 40)
     assigned_by_leader: list = []
-    real_assign = kafkawire.core.group.leader_assign
+    real_assign = kafkawire.protocol.group_member.leader_assign
 
     def counting_assign(*args):
         assigned_by_leader.append(args[0])
         return real_assign(*args)
 
-    monkeypatch.setattr(kafkawire.core.group, "leader_assign", counting_assign)
+    monkeypatch.setattr(kafkawire.protocol.group_member, "leader_assign", counting_assign)
     other_listener = _Recorder()
     # Long enough for the restart, and no test here waits for it to run out.
     static = dict(session_timeout_ms=30000, heartbeat_interval_ms=1000)

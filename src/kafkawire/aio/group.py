@@ -2,8 +2,9 @@
 machine the sync consumer's group thread does (classic, or KIP-848's with
 ``group_protocol="consumer"``: GroupDriver builds it), over a coordinator connection of
 its own, and :class:`AsyncConsumerGroup` is the shared
-:class:`~kafkawire.core.group.ConsumerGroup` (the same rebalance, commit and offset
-logic as the sync consumer's) with its waiting done by awaiting.
+:class:`~kafkawire.protocol.group_member.ConsumerGroup` (the same rebalance, commit and
+offset logic as the sync consumer's) with its operations awaited on the consumer's
+AsyncCluster (the asyncio shell's one step runner).
 """
 
 from __future__ import annotations
@@ -13,10 +14,10 @@ from typing import Any, Callable
 
 from kafkawire.aio.cluster import AsyncCluster
 from kafkawire.core.config import Config
-from kafkawire.core.errors import KafkaConnectionError, KafkaTimeoutError
-from kafkawire.core.group import ConsumerGroup, GroupDriver, settle
+from kafkawire.core.group import GroupDriver, settle
+from kafkawire.errors import KafkaConnectionError, KafkaTimeoutError
 from kafkawire.protocol.group import GroupMembership, Outgoing
-from kafkawire.protocol.steps import Await, Sleep, drive_async
+from kafkawire.protocol.group_member import ConsumerGroup
 
 __all__ = ["AsyncGroupDriver", "AsyncConsumerGroup"]
 
@@ -141,35 +142,22 @@ class AsyncConsumerGroup(ConsumerGroup):
 
     def __init__(self, consumer: Any, wake_caller: Callable[[], None]):
         driver = AsyncGroupDriver(consumer.config, dict(consumer.cluster.meta.brokers), wake_caller)
-        super().__init__(consumer, driver)
+        super().__init__(consumer, driver, driver.now())
 
-    async def run_async(self, steps: Any, deadline: float) -> Any:
-        """Run a *_steps generator (see ConsumerGroup) by awaiting, by ``deadline`` (on
-        the loop's clock)."""
-        now = self.driver.now
-
-        async def do_step(step: Await | Sleep) -> Any:
-            if isinstance(step, Sleep):
-                await asyncio.sleep(step.seconds)
-                return None
-            try:
-                return await asyncio.wait_for(asyncio.shield(step.answer), max(0.0, deadline - now()))
-            except asyncio.TimeoutError:
-                raise KafkaTimeoutError("no answer from the group coordinator in time") from None
-
-        return await drive_async(steps, do_step)
+    async def _run(self, steps: Any, deadline: float) -> Any:
+        return await self.consumer.cluster.run(steps, deadline, self.coordinator_name)
 
     async def commit_wait(self, offsets: dict[Any, int] | None, deadline: float) -> None:
-        await self.run_async(self.commit_steps(offsets, deadline), deadline)
+        await self._run(self.commit_steps(offsets, deadline), deadline)
 
     async def committed_wait(self, partitions: list[Any], deadline: float) -> dict[Any, int | None]:
-        return await self.run_async(self.committed_steps(partitions, deadline), deadline)
+        return await self._run(self.committed_steps(partitions, deadline), deadline)
 
     async def unsubscribe_wait(self, deadline: float) -> None:
-        await self.run_async(self.unsubscribe_steps(deadline), deadline)
+        await self._run(self.unsubscribe_steps(deadline), deadline)
 
     async def close_wait(self, deadline: float) -> None:
         try:
-            await self.run_async(self.close_steps(deadline), deadline)
+            await self._run(self.close_steps(deadline), deadline)
         finally:
             await self.driver.stop(max(0.0, deadline - self.driver.now()))

@@ -1,7 +1,7 @@
 """Consumer groups in the sync client: :class:`GroupThread`, the driver that runs the
 group's state machine on a thread of its own with a coordinator connection, and
-:class:`ConsumerGroup`, the shared consumer side (kafkawire.core.group) with the
-operations that wait for the coordinator run here, blocking.
+:class:`ConsumerGroup`, the shared consumer side (kafkawire.protocol.group_member) with
+the operations that wait for the coordinator run on the consumer's Cluster, blocking.
 """
 
 from __future__ import annotations
@@ -12,14 +12,14 @@ import time
 from typing import Any, Callable
 
 from kafkawire.client.cluster import Cluster
-from kafkawire.core.future import Future
-from kafkawire.client.steps import run_blocking
 from kafkawire.core import fork as _fork
-from kafkawire.core import group as _shared
 from kafkawire.core.config import Config
-from kafkawire.core.errors import KafkaConnectionError, KafkaTimeoutError
-from kafkawire.core.group import ConsumerRebalanceListener, GroupDriver, log, settle
+from kafkawire.core.future import Future
+from kafkawire.core.group import GroupDriver, log, settle
+from kafkawire.errors import KafkaConnectionError
+from kafkawire.protocol import group_member as _shared
 from kafkawire.protocol.group import Failed, GroupMembership, Outgoing
+from kafkawire.protocol.group_member import ConsumerRebalanceListener
 
 __all__ = ["GroupThread", "ConsumerGroup", "ConsumerRebalanceListener"]
 
@@ -213,11 +213,13 @@ class GroupThread(GroupDriver):
 
 class ConsumerGroup(_shared.ConsumerGroup):
     """The shared consumer side of group membership, with the group thread as its
-    driver and the coordinator operations run blocking, by a deadline."""
+    driver and the coordinator operations run by the consumer's Cluster (the sync
+    shell's one step runner), blocking, by a deadline."""
 
     def __init__(self, consumer: Any, driver: Any = None):
         super().__init__(consumer, driver or GroupThread(
-            consumer.config, dict(consumer.cluster.brokers), consumer.cluster.poller.wakeup))
+            consumer.config, dict(consumer.cluster.brokers), consumer.cluster.poller.wakeup),
+            time.monotonic())
 
     def after_fork(self) -> None:
         """In a child process, for a consumer that is not a group member (it only commits
@@ -230,23 +232,21 @@ class ConsumerGroup(_shared.ConsumerGroup):
         self._committed_fut = None
         self.done_commits.clear()  # the parent runs their callbacks
 
-    @staticmethod
-    def run_steps(steps: Any, deadline: float) -> Any:
-        """Run a *_steps generator here, blocking, by ``deadline``."""
-        return run_blocking(steps, deadline, lambda: KafkaTimeoutError("no answer from the group coordinator in time"))
+    def _run(self, steps: Any, deadline: float) -> Any:
+        return self.consumer.cluster.run(steps, deadline, self.coordinator_name)
 
     def commit(self, offsets: dict[Any, int] | None, deadline: float) -> None:
-        self.run_steps(self.commit_steps(offsets, deadline), deadline)
+        self._run(self.commit_steps(offsets, deadline), deadline)
 
     def unsubscribe(self, deadline: float) -> None:
-        self.run_steps(self.unsubscribe_steps(deadline), deadline)
+        self._run(self.unsubscribe_steps(deadline), deadline)
 
     def committed(self, partitions: list[Any], deadline: float) -> dict[Any, int | None]:
-        return self.run_steps(self.committed_steps(partitions, deadline), deadline)
+        return self._run(self.committed_steps(partitions, deadline), deadline)
 
     def close(self, deadline: float) -> None:
         try:
-            self.run_steps(self.close_steps(deadline), deadline)
+            self._run(self.close_steps(deadline), deadline)
         finally:
             self.driver.stop(max(0.0, deadline - time.monotonic()))
 

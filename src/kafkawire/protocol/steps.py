@@ -1,8 +1,8 @@
 """The steps of a multi-request operation, and the runners that move one on.
 
 An operation that needs several requests and waits (the transaction coordinator
-exchanges of protocol/transactions.py, the group's commits, offset lookups and leaving in
-client/group.py) is written once, as a generator that yields the step it needs next and
+exchanges of protocol/transactions.py, the consumer group's commits, committed offsets
+and leaving in protocol/group_member.py, offset lookups, metadata) is written once, as a generator that yields the step it needs next and
 is resumed with that step's result, or has the exception that stopped it thrown in; its
 return value is the outcome.  The steps:
 
@@ -21,7 +21,7 @@ generator with :class:`StepRun` (never blocking, from its sender thread or its p
 client/steps.py's ``run_blocking`` waits on it for callers that may block), the asyncio
 shell with :func:`drive_async`.  Each shell's cluster runs a generator to its end with
 every step done the one way (``Cluster.run``, ``AsyncCluster.run``: offset lookups,
-bootstrap, metadata refresh and partitions_for today).
+bootstrap, metadata refresh, partitions_for and the consumer group's operations today).
 """
 
 from __future__ import annotations
