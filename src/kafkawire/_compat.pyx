@@ -12,9 +12,7 @@ tests/compat/test_factory.py holds them to it).
 
 from cpython.object cimport PyObject, PyTypeObject
 from cpython.ref cimport Py_INCREF
-from cpython.list cimport PyList_New, PyList_GET_SIZE, PyList_GET_ITEM
-from cpython.tuple cimport PyTuple_GET_SIZE, PyTuple_GET_ITEM
-from cpython.unicode cimport PyUnicode_Check
+from cpython.list cimport PyList_GET_SIZE, PyList_GET_ITEM
 from cpython.bytes cimport PyBytes_GET_SIZE, PyBytes_CheckExact
 from cpython cimport array
 from libc.stdint cimport int64_t, uint64_t
@@ -115,11 +113,11 @@ def kafka_python_records(cr_type, str topic, partition, leader_epoch, list recor
         size = (1 + _size_of_varint(offset - base_offset) + _size_of_varint(ts - base_timestamp)
                 + (1 if klen < 0 else _size_of_varint(klen) + klen)
                 + (1 if vlen < 0 else _size_of_varint(vlen) + vlen))
-        if PyTuple_GET_SIZE(h):
+        if len(h):
             headers = list(h)
             size += _headers_wire_size(headers, &hplain)
         else:
-            headers = PyList_New(0)
+            headers = []
             size += 1
         total += size
         cum[i + 1] = total
