@@ -32,11 +32,13 @@ from kafkawire._pycodec_records import _SET_KEY, _SET_VALUE, Batch, ConsumerReco
 DEFAULT_MAX_DEPTH = 4
 DEFAULT_MAX_DECOMPRESSED_SIZE = 64 * 1024 * 1024
 
+
 # ---------------------------------------------------------------------------------------
 # decoding
 # ---------------------------------------------------------------------------------------
 # Records are decoded as tuples (offset, timestamp, timestamp_type, key, value, headers) and
-# turned into Record objects (or columns) at the end.
+# turned into Record objects (or columns) at the end.  The walk over the entries, then magic
+# 0/1 and magic 2: the order of _Decoder.top, .message and .batch in _codec_decode.pxi.
 
 
 class _Options:

@@ -31,6 +31,9 @@ from kafkawire._pycodec_primitives import (
 # ---------------------------------------------------------------------------------------
 # encoding
 # ---------------------------------------------------------------------------------------
+# In the order of _codec_encode.pxi: the input, RecordBatch (magic 2), MessageSet (magic
+# 0/1), Columns.
+
 
 def _normalize(records, timestamp: int):
     items = []
