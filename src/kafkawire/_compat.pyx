@@ -179,3 +179,109 @@ def aiokafka_records(cr_type, str topic, partition, list records, int64_t positi
         except Exception as exc:
             return out, exc
     return out, None
+
+
+# ---- aiokafka's magic-2 batch builder: the per-record append --------------------------
+
+import time as _time_module
+
+from kafkawire.compat import _hostbytes
+
+cdef object _now = _time_module.time
+cdef object _headers_size = _hostbytes.headers_size
+cdef long long _TS_LIMIT = _hostbytes.TIMESTAMP_LIMIT
+
+cdef extern from "Python.h":
+    long long PyLong_AsLongLongAndOverflow(object o, int* overflow) except? -1
+
+
+cdef class DefaultRecordMetadata:
+    """What aiokafka's DefaultRecordBatchBuilder.append returns: offset, size, timestamp
+    (crc None: magic 2 has no per-record CRC)."""
+
+    cdef readonly object offset, size, timestamp
+
+    def __init__(self, offset, size, timestamp):
+        self.offset = offset
+        self.size = size
+        self.timestamp = timestamp
+
+    @property
+    def crc(self):
+        return None
+
+    def __repr__(self):
+        return (f"DefaultRecordMetadata(offset={self.offset!r}, size={self.size!r}, "
+                f"timestamp={self.timestamp!r})")
+
+
+cdef inline Py_ssize_t _field_size(object data) except -2:
+    # encoded size of a key or value; -1: not bytes-like the fast path takes
+    cdef Py_ssize_t n
+    if data is None:
+        return 1
+    if type(data) is bytes or type(data) is bytearray or type(data) is memoryview:
+        n = len(data)
+        return _size_of_varint(n) + n
+    return -1
+
+
+cdef class AiokafkaAppender:
+    """The per-record part of kafkawire's DefaultRecordBatchBuilder for aiokafka
+    (kafkawire.compat.aiokafka), which subclasses it: ``append`` keeps the record and
+    returns its metadata, the sizes aiokafka's own builder reports; what it does not take
+    (other types, offsets out of order, extreme timestamps, unusual headers) goes to the
+    subclass's ``_to_fallback()``, aiokafka's own builder."""
+
+    cdef public list _records  # (key, value, timestamp, headers)
+    cdef public object _first_timestamp
+    cdef public Py_ssize_t _size, _batch_size
+    cdef public object _fallback
+
+    def append(self, offset, timestamp, key, value, headers):
+        cdef Py_ssize_t size, n
+        cdef long long ts, off, first_ts
+        cdef int overflow = 0
+        cdef DefaultRecordMetadata meta
+        if self._fallback is not None:
+            return self._fallback.append(offset, timestamp, key, value, headers)
+        if timestamp is None:
+            timestamp = int(_now() * 1000)
+        records = self._records
+        if type(offset) is not int or type(timestamp) is not int:
+            return self._to_fallback().append(offset, timestamp, key, value, headers)
+        off = PyLong_AsLongLongAndOverflow(offset, &overflow)
+        if not overflow:
+            ts = PyLong_AsLongLongAndOverflow(timestamp, &overflow)
+        if overflow or off != len(records) or not -_TS_LIMIT <= ts < _TS_LIMIT:
+            return self._to_fallback().append(offset, timestamp, key, value, headers)
+        size = _field_size(key)
+        n = _field_size(value)
+        if size < 0 or n < 0:
+            return self._to_fallback().append(offset, timestamp, key, value, headers)
+        size += n
+        if not headers and type(headers) is list:
+            size += 1
+        else:
+            h = _headers_size(headers)
+            if h is None:
+                return self._to_fallback().append(offset, timestamp, key, value, headers)
+            size += <Py_ssize_t>h
+        first = self._first_timestamp
+        if first is None:
+            size += 2 + _size_of_varint(off)  # attributes, timestamp delta 0
+        else:
+            first_ts = first
+            size += 1 + _size_of_varint(ts - first_ts) + _size_of_varint(off)
+        size += _size_of_varint(size)
+        if first is not None and self._size + size > self._batch_size:
+            return None
+        if first is None:
+            self._first_timestamp = timestamp
+        self._size += size
+        records.append((key, value, timestamp, headers))
+        meta = DefaultRecordMetadata.__new__(DefaultRecordMetadata)
+        meta.offset = offset
+        meta.size = size
+        meta.timestamp = timestamp
+        return meta

@@ -1,5 +1,6 @@
-"""The record factories the drop-ins use: compiled (kafkawire._compat) with the compiled
-codec, else the pure-Python twin (kafkawire.compat._factory_py), as kafkawire.codec picks.
+"""The record factories (and aiokafka's builder append) the drop-ins use: compiled
+(kafkawire._compat) with the compiled codec, else the pure-Python twin
+(kafkawire.compat._factory_py), as kafkawire.codec picks.
 
 Each call makes a whole batch of the host's records with the cyclic GC paused, as
 kafkawire's own consumer does: every record is a GC allocation, and the collector would
@@ -22,7 +23,11 @@ else:
 
 IMPLEMENTATION = "cython" if _impl.__name__ == "kafkawire._compat" else "python"
 
-__all__ = ["IMPLEMENTATION", "aiokafka_records", "kafka_python_records"]
+__all__ = ["IMPLEMENTATION", "AiokafkaAppender", "DefaultRecordMetadata", "aiokafka_records",
+           "kafka_python_records"]
+
+AiokafkaAppender = _impl.AiokafkaAppender
+DefaultRecordMetadata = _impl.DefaultRecordMetadata
 
 
 def _gc_paused(make):

@@ -1,13 +1,16 @@
 """The pure-Python twin of kafkawire._compat: the host clients' ConsumerRecords for one
-decoded batch, the same names, results and call order of deserializers (see that module
-for the contract; tests/compat/test_factory.py holds the two to it)."""
+decoded batch, the same names, results and call order of deserializers, and aiokafka's
+batch builder's per-record append (see that module for the contract;
+tests/compat/test_factory.py and the builder tests hold the two to it)."""
 
 from __future__ import annotations
 
+import time
 from array import array
 from itertools import accumulate
 
 from kafkawire import codec as _codec
+from kafkawire.compat import _hostbytes
 
 _sv = _codec.size_of_varint
 
@@ -84,3 +87,79 @@ def aiokafka_records(cr_type, topic, partition, records, position, key_deseriali
         except Exception as exc:  # noqa: BLE001 - handed back, raised after the records
             return out, exc
     return out, None
+
+
+# ---- aiokafka's magic-2 batch builder: the per-record append --------------------------
+
+_BYTES_TYPES = (bytes, bytearray, memoryview)
+
+
+class DefaultRecordMetadata:
+    """What aiokafka's DefaultRecordBatchBuilder.append returns: offset, size, timestamp
+    (crc None: magic 2 has no per-record CRC)."""
+
+    __slots__ = ("offset", "size", "timestamp")
+
+    def __init__(self, offset: int, size: int, timestamp: int) -> None:
+        self.offset = offset
+        self.size = size
+        self.timestamp = timestamp
+
+    @property
+    def crc(self) -> None:
+        return None
+
+    def __repr__(self) -> str:
+        return (f"DefaultRecordMetadata(offset={self.offset!r}, size={self.size!r}, "
+                f"timestamp={self.timestamp!r})")
+
+
+class AiokafkaAppender:
+    """See kafkawire._compat.AiokafkaAppender."""
+
+    __slots__ = ("_records", "_first_timestamp", "_size", "_batch_size", "_fallback")
+
+    def append(self, offset, timestamp, key, value, headers, _svi=_sv, _now=time.time,
+               _bytes=_BYTES_TYPES, _limit=_hostbytes.TIMESTAMP_LIMIT):
+        if self._fallback is not None:
+            return self._fallback.append(offset, timestamp, key, value, headers)
+        if timestamp is None:
+            timestamp = int(_now() * 1000)
+        records = self._records
+        if (type(offset) is not int or offset != len(records) or type(timestamp) is not int
+                or not -_limit <= timestamp < _limit):
+            return self._to_fallback().append(offset, timestamp, key, value, headers)
+        if key is None:
+            size = 1
+        elif type(key) in _bytes:
+            n = len(key)
+            size = _svi(n) + n
+        else:
+            return self._to_fallback().append(offset, timestamp, key, value, headers)
+        if value is None:
+            size += 1
+        elif type(value) in _bytes:
+            n = len(value)
+            size += _svi(n) + n
+        else:
+            return self._to_fallback().append(offset, timestamp, key, value, headers)
+        if not headers and type(headers) is list:
+            size += 1
+        else:
+            h_size = _hostbytes.headers_size(headers)
+            if h_size is None:
+                return self._to_fallback().append(offset, timestamp, key, value, headers)
+            size += h_size
+        first = self._first_timestamp
+        if first is None:
+            size += 2 + _svi(offset)  # attributes, timestamp delta 0
+        else:
+            size += 1 + _svi(timestamp - first) + _svi(offset)
+        size += _svi(size)
+        if first is not None and self._size + size > self._batch_size:
+            return None
+        if first is None:
+            self._first_timestamp = timestamp
+        self._size += size
+        records.append((key, value, timestamp, headers))
+        return DefaultRecordMetadata(offset, size, timestamp)
