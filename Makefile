@@ -19,7 +19,7 @@ $(STAMP): pyproject.toml setup.py
 
 venv: $(STAMP)
 
-# Rebuild the extension in place whenever _codec.pyx or its C headers change.
+# Rebuild the extensions in place whenever their Cython sources (.pyx, .pxi) or C headers change.
 build: $(STAMP)
 	$(PY) setup.py --quiet build_ext --inplace
 
