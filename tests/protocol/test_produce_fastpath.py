@@ -31,10 +31,15 @@ def requests():
     yield PRODUCE.Request(transactional_id=None, acks=0, timeout_ms=5, topic_data=[])
 
 
-def schema_body(request, version):
+def schema_bytes(encode, obj, version):
+    """``obj`` as the schema's ``encode`` (PRODUCE.encode_request or encode_response) writes it."""
     w = Writer()
-    PRODUCE.encode_request(request, version, w)
+    encode(obj, version, w)
     return b"".join(bytes(c) for c in w.parts())
+
+
+def schema_body(request, version):
+    return schema_bytes(PRODUCE.encode_request, request, version)
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -81,9 +86,7 @@ def answers():
 
 
 def encoded(response, version):
-    w = Writer()
-    PRODUCE.encode_response(response, version, w)
-    return b"".join(bytes(c) for c in w.parts())
+    return schema_bytes(PRODUCE.encode_response, response, version)
 
 
 @pytest.mark.parametrize("version", VERSIONS)

@@ -116,6 +116,7 @@ class AsyncProducer:
         self._sender: asyncio.Task | None = None
         self._requests: set[asyncio.Task] = set()
         self._in_flight: dict[int, int] = {}
+        self._batches_in_flight = 0
         self._connecting: dict[int, asyncio.Task] = {}
         self._flushing = 0
         self._closing = False
@@ -502,6 +503,7 @@ class AsyncProducer:
             self._complete(b, exc)
         if request is not None:
             self._in_flight[node] = self._in_flight.get(node, 0) + 1
+            self._batches_in_flight += len(sent)
             # Written now, answered through a callback (no task per request); a
             # connection re-authenticating takes the awaited way.
             answer = conn.send_nowait(PRODUCE, request, version, expects_response=self.config.acks != 0)
@@ -524,6 +526,7 @@ class AsyncProducer:
             return
         except BaseException:
             self._in_flight[node] -= 1
+            self._batches_in_flight -= len(sent)
             self._kick()
             raise
         self._settle(node, conn, sent, resp, None)
@@ -531,12 +534,19 @@ class AsyncProducer:
     def _settle(self, node: int, conn: Any, sent: list[Batch], resp: Any, exc: BaseException | None) -> None:
         """A Produce request's outcome: its answer, or why there is none."""
         self._in_flight[node] -= 1
-        self._kick()
+        self._batches_in_flight -= len(sent)
         done, refresh = self._acc.settle(sent, resp, exc, conn.name, self._now(), self._closed)
         if refresh:
             self.cluster.meta.need_refresh = True
+        failed = len(done) < len(sent)
         for b, result in done:
+            failed = failed or isinstance(result, BaseException)
             self._complete(b, result)
+        # The sender task looks again only when there is something for it: batches
+        # waiting (for this request's slot, or to be resent), a failure, a refresh; a
+        # look on every answer would run before the caller awaiting this one.
+        if failed or refresh or len(self._acc.incomplete) > self._batches_in_flight:
+            self._kick()
 
     def _complete(self, b: Batch, result: Any) -> None:
         self._acc.release(b)

@@ -12,6 +12,13 @@ record's future and its callback.
 Keyed records go to ``murmur2(key) % partitions`` exactly like the Java client; unkeyed
 records stick to one partition until its batch is sent (KIP-480).
 
+One record at a time (issue 23): while the sender thread has nothing to watch (no batch
+queued, no request in flight) it parks instead of polling, and a batch due at once
+(``linger_ms=0``, or full) is written by the caller's own send(); a caller waiting on its
+record then reads the answer itself.  No hand-off between threads, no wake-up through a
+pipe.  A callback added, a second caller, or anything the caller cannot send now goes
+back to the sender thread, which then does as it always does.
+
 After ``os.fork()`` (see :mod:`kafkawire.core.fork`), the child's copy of a producer
 starts afresh on its first call: the records queued before the fork stay the parent's to
 deliver (their futures fail in the child with ForkedClientError), a new sender thread and
@@ -719,7 +726,7 @@ class Producer:
         if self._acc.identity is not None:
             self._maybe_init_producer_id(now)
         txn_wait = self._drive_transactions(now) if self._txn is not None else 0.1
-        wait, _left = self._dispatch(now, txn_wait)
+        wait = self._dispatch(now, txn_wait)
         with self._lock:
             if self._idle():
                 self._parked = True
@@ -728,12 +735,10 @@ class Producer:
         self._poller.poll(max(wait, 0.0))
         return None
 
-    def _dispatch(self, now: float, txn_wait: float | None) -> tuple[float, bool]:
-        """Send the batches due (with _io held): how long until something else is due,
-        and whether some batch is left that only the sender moves on (not sent: no
-        leader, no connection, a backoff, a producer id to wait for).  ``txn_wait``
-        None: a caller's pass (_dispatch_direct), which leaves the sender's own timing
-        alone."""
+    def _dispatch(self, now: float, txn_wait: float | None) -> float:
+        """Send the batches due (with _io held); how long until something else is due.
+        ``txn_wait`` None: a caller's pass (_dispatch_direct), which leaves the sender's
+        own timing alone."""
         cluster = self.cluster
         with self._lock:
             by_node, expired, wait, leaderless = self._acc.collect(
@@ -748,22 +753,19 @@ class Producer:
             cluster.request_refresh()
         for b in expired:
             self._complete(b, self._acc.expired_error(b, cluster.meta))
-        left = bool(leaderless)
         for node, batches in by_node.items():
             # Never waits for a connection: one being set up finishes inside the polls
             # below (its progress ends them), and these batches stay queued until then,
             # their delivery deadlines checked on every pass.
             conn = cluster.ready_connection(node)
             if conn is None:
-                left = True
                 wait = min(wait, min(b.deadline for b in batches) - now)
                 if not cluster.connecting(node):  # in backoff: try again when it ends
                     wait = min(wait, max(cluster.next_connect_delay(), 0.005))
                 continue
             while batches and conn.can_send():
                 batches = self._send_produce(conn, batches)
-            left = left or bool(batches)
-        return wait, left
+        return wait
 
     def _idle(self) -> bool:
         """Nothing for the sender to watch (self._lock held): no batch incomplete, no
@@ -802,7 +804,11 @@ class Producer:
         cannot send is left to the sender, woken."""
         if not self._parked:
             return  # woken meanwhile: it waits for _io and sends the batch
-        _wait, left = self._dispatch(_monotonic(), None)
+        self._dispatch(_monotonic(), None)
+        with self._lock:
+            # Not sent (lingering, backing off, no leader or connection, a producer id
+            # to wait for, too many in flight): the sender's, on its own timing.
+            left = any(not b.in_flight for b in self._incomplete)
         if left:
             self._wake_sender()
 
@@ -811,6 +817,9 @@ class Producer:
         sender stays parked (nobody else reads them); whether ``fut`` is done.  Another
         caller's record, or a retry, left behind is the sender's, woken."""
         if not self._io.acquire(False):
+            # Another caller does I/O: the parked sender takes this answer in hand.
+            if self._parked:
+                self._wake_sender()
             return False
         deadline = None if timeout is None else _monotonic() + timeout
         try:
