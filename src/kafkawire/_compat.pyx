@@ -190,6 +190,8 @@ from kafkawire.compat import _hostbytes
 cdef object _now = _time_module.time
 cdef object _headers_size = _hostbytes.headers_size
 cdef long long _TS_LIMIT = _hostbytes.TIMESTAMP_LIMIT
+# the batch header and the most a record's own fields (length, attributes, deltas) take
+cdef Py_ssize_t _V2_HEADER_AND_OVERHEAD = 61 + 21
 
 cdef extern from "Python.h":
     long long PyLong_AsLongLongAndOverflow(object o, int* overflow) except? -1
@@ -199,9 +201,11 @@ cdef class DefaultRecordMetadata:
     """What aiokafka's DefaultRecordBatchBuilder.append returns: offset, size, timestamp
     (crc None: magic 2 has no per-record CRC)."""
 
-    cdef readonly object offset, size, timestamp
+    # C fields only: out of the cyclic GC, as aiokafka's own (one is made per record)
+    cdef readonly int64_t offset, timestamp
+    cdef readonly Py_ssize_t size
 
-    def __init__(self, offset, size, timestamp):
+    def __init__(self, int64_t offset, Py_ssize_t size, int64_t timestamp):
         self.offset = offset
         self.size = size
         self.timestamp = timestamp
@@ -233,10 +237,23 @@ cdef class AiokafkaAppender:
     (other types, offsets out of order, extreme timestamps, unusual headers) goes to the
     subclass's ``_to_fallback()``, aiokafka's own builder."""
 
-    cdef public list _records  # (key, value, timestamp, headers)
+    # (key, value, timestamp), or (key, value, timestamp, headers) for a record with
+    # headers: a tuple of atomic objects drops out of the cyclic GC (the list kept it in)
+    cdef public list _records
     cdef public object _first_timestamp
     cdef public Py_ssize_t _size, _batch_size
     cdef public object _fallback
+
+    @classmethod
+    def estimate_size_in_bytes(cls, key, value, headers):
+        """A record's size at most, with the batch header: aiokafka's producer asks it
+        for every record it sends.  Anything but an empty headers list and bytes-like or
+        None keys and values goes to the host's own (``cls._host_estimate``), which
+        raises as it does."""
+        cdef Py_ssize_t k = _field_size(key), v = _field_size(value)
+        if k < 0 or v < 0 or headers or type(headers) is not list:
+            return cls._host_estimate(key, value, headers)
+        return _V2_HEADER_AND_OVERHEAD + k + v + 1
 
     def append(self, offset, timestamp, key, value, headers):
         cdef Py_ssize_t size, n
@@ -279,9 +296,10 @@ cdef class AiokafkaAppender:
         if first is None:
             self._first_timestamp = timestamp
         self._size += size
-        records.append((key, value, timestamp, headers))
+        records.append((key, value, timestamp) if not headers else
+                       (key, value, timestamp, headers))
         meta = DefaultRecordMetadata.__new__(DefaultRecordMetadata)
-        meta.offset = offset
+        meta.offset = off
         meta.size = size
-        meta.timestamp = timestamp
+        meta.timestamp = ts
         return meta

@@ -446,6 +446,19 @@ def steps(builder_cls, init_args, appends):
     return out
 
 
+@pytest.mark.parametrize("key, value, headers", [
+    (b"k", b"v" * 100, []), (None, None, []), (bytearray(b"k"), memoryview(b"v"), []),
+    (b"k", b"v", [("h", b"x"), ("\u00e9t\u00e9", None)]), (b"k", b"v", [(b"h", b"x")]),
+    ("k", b"v", []), (b"k", 7, []), (b"k", b"v", None)])
+def test_estimate_size_like_aiokafka(key, value, headers):
+    # aiokafka's producer asks it for every record: the same sizes, the same errors
+    assert outcome(lambda: kc.DefaultRecordBatchBuilder.estimate_size_in_bytes(
+        key, value, headers)) == outcome(
+        lambda: ORIG_DEFAULT_BUILDER.estimate_size_in_bytes(key, value, headers))
+    assert kc.DefaultRecordBatchBuilder.size_of(b"k", b"v", []) == ORIG_DEFAULT_BUILDER.size_of(
+        b"k", b"v", [])
+
+
 @pytest.mark.parametrize("bad", BAD_APPENDS, ids=repr)
 def test_default_builder_same_errors(bad):
     args = (2, 0, 0, -1, -1, -1, 1 << 20)

@@ -119,6 +119,16 @@ class AiokafkaAppender:
 
     __slots__ = ("_records", "_first_timestamp", "_size", "_batch_size", "_fallback")
 
+    @classmethod
+    def estimate_size_in_bytes(cls, key, value, headers):
+        bytes_like = _BYTES_TYPES
+        if (headers or type(headers) is not list or not (key is None or type(key) in bytes_like)
+                or not (value is None or type(value) in bytes_like)):
+            return cls._host_estimate(key, value, headers)
+        # the batch header (61) and the most a record's own fields take (21)
+        size = 61 + 21 + (1 if key is None else _sv(len(key)) + len(key))
+        return size + (1 if value is None else _sv(len(value)) + len(value)) + 1
+
     def append(self, offset, timestamp, key, value, headers, _svi=_sv, _now=time.time,
                _bytes=_BYTES_TYPES, _limit=_hostbytes.TIMESTAMP_LIMIT):
         if self._fallback is not None:
@@ -161,5 +171,6 @@ class AiokafkaAppender:
         if first is None:
             self._first_timestamp = timestamp
         self._size += size
-        records.append((key, value, timestamp, headers))
+        records.append((key, value, timestamp) if not headers else
+                       (key, value, timestamp, headers))
         return DefaultRecordMetadata(offset, size, timestamp)

@@ -622,6 +622,8 @@ class DefaultRecordBatchBuilder(_factory.AiokafkaAppender, _Codecs):
 
     MAX_RECORD_OVERHEAD = 21  # length 5 + attributes 1 + timestamp delta 10 + offset 5
     HEADER_SIZE = _V2_HEADER_SIZE
+    # what estimate_size_in_bytes hands over: headers, keys or values of other types
+    _host_estimate = staticmethod(_ORIGINAL_DEFAULT_BUILDER.estimate_size_in_bytes)
 
     def __init__(self, magic: int, compression_type: int, is_transactional: int,
                  producer_id: int, producer_epoch: int, base_sequence: int,
@@ -634,7 +636,7 @@ class DefaultRecordBatchBuilder(_factory.AiokafkaAppender, _Codecs):
         self._producer_epoch = producer_epoch
         self._base_sequence = base_sequence
         self._batch_size = batch_size
-        self._records: list = []  # (key, value, timestamp, headers)
+        self._records: list = []  # (key, value, timestamp[, headers]), see AiokafkaAppender
         self._first_timestamp: int | None = None
         self._size = _V2_HEADER_SIZE
         self._built: bytearray | None = None
@@ -642,16 +644,12 @@ class DefaultRecordBatchBuilder(_factory.AiokafkaAppender, _Codecs):
         # record order) go to aiokafka's own builder, replayed into it.
         self._fallback: Any = None
 
-    @staticmethod
-    def _headers_size(headers) -> int:
-        return _factory_py.headers_wire_size(headers)[0]
-
     def _to_fallback(self):
         fb = _ORIGINAL_DEFAULT_BUILDER(
             self._magic, self._compression_type, self._is_transactional, self._producer_id,
             self._producer_epoch, self._base_sequence, self._batch_size)
-        for i, (key, value, ts, headers) in enumerate(self._records):
-            fb.append(i, ts, key, value, headers)
+        for i, rec in enumerate(self._records):
+            fb.append(i, rec[2], rec[0], rec[1], rec[3] if len(rec) > 3 else [])
         self._fallback = fb
         return fb
 
@@ -697,11 +695,7 @@ class DefaultRecordBatchBuilder(_factory.AiokafkaAppender, _Codecs):
     def size_of(cls, key, value, headers) -> int:
         size = 1 if key is None else _svi(len(key)) + len(key)
         size += 1 if value is None else _svi(len(value)) + len(value)
-        return size + (cls._headers_size(headers) if headers else 1)
-
-    @classmethod
-    def estimate_size_in_bytes(cls, key, value, headers) -> int:
-        return _V2_HEADER_SIZE + cls.MAX_RECORD_OVERHEAD + cls.size_of(key, value, headers)
+        return size + (_factory_py.headers_wire_size(headers)[0] if headers else 1)
 
     def set_producer_state(self, producer_id: int, producer_epoch: int,
                            base_sequence: int) -> None:
