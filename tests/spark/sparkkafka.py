@@ -43,6 +43,19 @@ def produce(bootstrap: str, topic: str, parts: dict[int, list[tuple]], **config)
                 p.send_batch(topic, partition, recs[i:i + 100]).result(20)
 
 
+def read_back(bootstrap: str, topic: str, expected: int) -> list:
+    """Every record of ``topic`` with kafkawire's Consumer, waiting up to a minute for ``expected``."""
+    with Consumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest") as c:
+        tps = [(topic, p) for p in c.cluster.partitions_for(topic, 30)]
+        c.assign(tps)
+        c.seek_to_beginning(tps)
+        got: list = []
+        deadline = time.monotonic() + 60
+        while len(got) < expected and time.monotonic() < deadline:
+            got += c.poll(1.0)
+    return got
+
+
 def confluent_rows(bootstrap: str, topic: str, partitions: int, count: int) -> list[tuple]:
     c = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": "x", "enable.auto.commit": False,
                                   "log_level": 3})

@@ -12,32 +12,19 @@ import json
 import os
 import subprocess
 import sys
-import time
 import uuid
 
 import pytest
 
-from sparkkafka import new_topic
+from sparkkafka import new_topic, read_back
 
-from kafkawire import Consumer, Producer
+from kafkawire import Producer
 from kafkawire.testing.spark import SparkStandaloneCluster
 
 JOB = os.path.join(os.path.dirname(__file__), "cluster_job.py")
 WORKERS = 2
 PARTITIONS = 4  # one read task per partition, spread over both executors
 PER_PARTITION = 250
-
-
-def _read_back(bootstrap: str, topic: str, expected: int) -> list:
-    with Consumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest") as c:
-        tps = [(topic, p) for p in c.cluster.partitions_for(topic, 30)]
-        c.assign(tps)
-        c.seek_to_beginning(tps)
-        got: list = []
-        deadline = time.monotonic() + 60
-        while len(got) < expected and time.monotonic() < deadline:
-            got += c.poll(1.0)
-    return got
 
 
 @pytest.mark.spark
@@ -89,7 +76,7 @@ def test_read_and_write_across_two_executors(kafka_broker):
     assert len(summary["block_managers"]) == WORKERS + 1  # the executors' and the driver's
 
     # The executors' writes reached the broker, upper-cased.
-    got = _read_back(bootstrap, out_topic, len(produced))
+    got = read_back(bootstrap, out_topic, len(produced))
     assert sorted((r.key.decode(), r.value.decode()) for r in got) == sorted(
         (k, v.upper()) for k, v in produced.items()
     )

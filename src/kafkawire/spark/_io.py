@@ -248,9 +248,9 @@ def read_range(client_options: dict[str, Any], topic: str, partition: int, start
     Gaps (compaction, transaction markers) are skipped; offsets that no longer exist are
     data loss: an error, or with ``fail_on_data_loss`` false a warning and a skip.
 
-    A thread fetches and decodes the next batches while Spark's worker hands the current
-    one to the JVM: the task's time is the longer of the two, not their sum (the broker's
-    answer, the decoding and Spark's Arrow transport would otherwise wait for each other).
+    A thread fetches and decodes the next batch while Spark's worker hands the current one
+    to the JVM, so waiting for the broker's answer and decoding it overlap Spark's Arrow
+    transport instead of following it.
     """
     c = consumer(client_options)
     batches = _read_batches(c, topic, partition, start, end, schema, headers, poll_timeout_ms, fail_on_data_loss,
