@@ -237,9 +237,11 @@ cdef class AiokafkaAppender:
     (other types, offsets out of order, extreme timestamps, unusual headers) goes to the
     subclass's ``_to_fallback()``, aiokafka's own builder."""
 
-    # (key, value, timestamp), or (key, value, timestamp, headers) for a record with
-    # headers: a tuple of atomic objects drops out of the cyclic GC (the list kept it in)
+    # key, value, timestamp of each record one after the other (no object per record:
+    # one per record would be a GC allocation, and the collector would run every 700),
+    # and record index -> headers for those with headers
     cdef public list _records
+    cdef public dict _headers
     cdef public object _first_timestamp
     cdef public Py_ssize_t _size, _batch_size
     cdef public object _fallback
@@ -270,7 +272,7 @@ cdef class AiokafkaAppender:
         off = PyLong_AsLongLongAndOverflow(offset, &overflow)
         if not overflow:
             ts = PyLong_AsLongLongAndOverflow(timestamp, &overflow)
-        if overflow or off != len(records) or not -_TS_LIMIT <= ts < _TS_LIMIT:
+        if overflow or off != len(records) // 3 or not -_TS_LIMIT <= ts < _TS_LIMIT:
             return self._to_fallback().append(offset, timestamp, key, value, headers)
         size = _field_size(key)
         n = _field_size(value)
@@ -296,8 +298,11 @@ cdef class AiokafkaAppender:
         if first is None:
             self._first_timestamp = timestamp
         self._size += size
-        records.append((key, value, timestamp) if not headers else
-                       (key, value, timestamp, headers))
+        records.append(key)
+        records.append(value)
+        records.append(timestamp)
+        if headers:
+            self._headers[off] = headers
         meta = DefaultRecordMetadata.__new__(DefaultRecordMetadata)
         meta.offset = off
         meta.size = size

@@ -117,7 +117,8 @@ class DefaultRecordMetadata:
 class AiokafkaAppender:
     """See kafkawire._compat.AiokafkaAppender."""
 
-    __slots__ = ("_records", "_first_timestamp", "_size", "_batch_size", "_fallback")
+    __slots__ = ("_records", "_headers", "_first_timestamp", "_size", "_batch_size",
+                 "_fallback")
 
     @classmethod
     def estimate_size_in_bytes(cls, key, value, headers):
@@ -136,7 +137,7 @@ class AiokafkaAppender:
         if timestamp is None:
             timestamp = int(_now() * 1000)
         records = self._records
-        if (type(offset) is not int or offset != len(records) or type(timestamp) is not int
+        if (type(offset) is not int or offset != len(records) // 3 or type(timestamp) is not int
                 or not -_limit <= timestamp < _limit):
             return self._to_fallback().append(offset, timestamp, key, value, headers)
         if key is None:
@@ -171,6 +172,7 @@ class AiokafkaAppender:
         if first is None:
             self._first_timestamp = timestamp
         self._size += size
-        records.append((key, value, timestamp) if not headers else
-                       (key, value, timestamp, headers))
+        records += (key, value, timestamp)
+        if headers:
+            self._headers[offset] = headers
         return DefaultRecordMetadata(offset, size, timestamp)
