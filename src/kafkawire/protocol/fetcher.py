@@ -9,6 +9,12 @@ broker, bounded by ``fetch_max_bytes`` and ``max_partition_fetch_bytes``.  Up to
 fetch responses per partition are buffered (a partition is fetched again while the
 previous response is still being handed out), which bounds memory.
 
+Each broker keeps a fetch session (KIP-227, Fetch v7+): after the first, full request a
+Fetch lists only the partitions whose fetch offset changed (and forgets those no longer
+fetched), and the broker answers only for partitions with news, so an assigned partition
+without data costs nothing per fetch; the poll loop touches only partitions with data
+buffered, and plans again only after something changed.
+
 Under read_committed, batches of aborted transactions are dropped on their headers before
 anything is decoded, by the Fetch answer's aborted_transactions list and the producers'
 ABORT markers, as Kafka's consumer does (KIP-98); control batches are never handed out.
@@ -41,6 +47,7 @@ __all__ = ["Fetcher", "EARLIEST", "LATEST", "ConsumerRecord", "TopicPartition", 
 FETCH = apis.get("Fetch")
 _FetchTopic = FETCH.Request.FetchTopic
 _FetchPartition = _FetchTopic.FetchPartition
+_Forgotten = FETCH.Request.ForgottenTopic
 
 #: ListOffsets' timestamps for "the first offset" and "the offset after the last record".
 EARLIEST, LATEST = -2, -1
@@ -292,6 +299,52 @@ def as_topic_partition(x: Any) -> TopicPartition:
     return TopicPartition(topic, partition)
 
 
+_INT32_MAX = 2**31 - 1
+# Whole-response codes that say the broker lost or refused the session: fetch in full again.
+_SESSION_ERRORS = frozenset((70, 71, 106))  # FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH, FETCH_SESSION_TOPIC_ID_ERROR
+
+
+class FetchSession:
+    """A consumer's fetch session with one broker (KIP-227): its id (0: none yet), the
+    epoch the next request carries (0: a full request, which opens a new session and
+    closes the old one), and the partitions with the fetch offsets the broker holds."""
+
+    __slots__ = ("id", "epoch", "parts")
+
+    def __init__(self) -> None:
+        self.id = 0
+        self.epoch = 0
+        self.parts: dict[TopicPartition, int] = {}
+
+    def build(self, want: dict[TopicPartition, int]) -> tuple[dict[TopicPartition, int], list[TopicPartition]]:
+        """What the next request lists for the broker to fetch ``want``: (partitions to
+        add or move, partitions to forget); every partition of ``want`` when full."""
+        parts = self.parts
+        self.parts = want
+        if self.epoch == 0:
+            return want, []
+        changed = {tp: o for tp, o in want.items() if parts.get(tp) != o}
+        return changed, [tp for tp in parts if tp not in want]
+
+    def answered(self, resp: Any) -> None:
+        """Move on after an answer to the request :meth:`build` made."""
+        code = getattr(resp, "error_code", 0)
+        if code:
+            # Any whole-response error leaves the session's state in doubt (Kafka's
+            # consumer does the same): the next request is full; a lost id is not reused.
+            self.reset(forget_id=code == 70)
+        elif self.epoch == 0:
+            self.id = getattr(resp, "session_id", 0)
+            self.epoch = 1 if self.id else 0  # 0: the broker keeps no session for us (yet)
+        else:
+            self.epoch = 1 if self.epoch == _INT32_MAX else self.epoch + 1
+
+    def reset(self, forget_id: bool = False) -> None:
+        self.epoch = 0
+        if forget_id:
+            self.id = 0
+
+
 class Fetcher:
     """Partition states and the fetch decisions of one consumer (``config``: its
     options, read as attributes)."""
@@ -309,6 +362,17 @@ class Fetcher:
         #: again: after a failed fetch (a connection error, or a retriable error for the
         #: whole response), so that a failing broker costs little.
         self.backoff: dict[int, float] = {}
+        #: Broker id -> its fetch session (KIP-227).
+        self.sessions: dict[int, FetchSession] = {}
+        # Partitions with data buffered, in the order it came: all that drain() looks at.
+        self._ready: dict[TopicPartition, None] = {}
+        # plan() is skipped while nothing it depends on changed (see due()).
+        self._changed = True
+        self._quiet = False  # the last plan found every partition fetchable or parked by its buffers
+        self._plan_nodes: frozenset[int] = frozenset()
+        self._plan_len = -1
+        self._planned: dict[int, list[TopicPartition]] = {}
+        self._unsettled = True  # some partition may need a position (needs_position)
 
     # -- positions (the same for both shells) -------------------------------------------
 
@@ -316,6 +380,7 @@ class Fetcher:
         """Consume exactly ``tps``, keeping the state of those already assigned."""
         old = self.assigned
         self.assigned = {tp: old.get(tp) or PartitionState() for tp in tps}
+        self._changed = self._unsettled = True
 
     def state(self, tp: Any) -> PartitionState:
         tp = as_topic_partition(tp)
@@ -332,10 +397,12 @@ class Fetcher:
         st.position = offset
         st.clear()  # a fetch already in flight is dropped when it arrives
         st.reset_to = None
+        self._changed = True
 
     def pause(self, tps: Any, paused: bool = True) -> None:
         for tp in tps:
             self.state(tp).paused = paused
+        self._changed = True
 
     def reset_query(self, tps: list[TopicPartition], out_of_range: bool = False) -> dict[TopicPartition, int]:
         """The ListOffsets query that resets ``tps`` per auto_offset_reset; raises
@@ -356,6 +423,7 @@ class Fetcher:
                 st.position = offset
                 st.clear()
                 st.reset_to = None
+        self._changed = True
 
     def assigned_topics(self) -> set[str]:
         return {tp.topic for tp in self.assigned}
@@ -365,12 +433,13 @@ class Fetcher:
         records are buffered, whether a partition has no known leader)."""
         by_node: dict[int, list[TopicPartition]] = {}
         offsets: dict[TopicPartition, int] = {}
-        buffered = False
         leaderless = False
+        quiet = True
         for tp, st in self.assigned.items():
-            if st.buffer is not None or st.pending:
-                buffered = True
-            if st.fetching or st.paused or st.position is None:
+            if st.fetching or st.paused:
+                continue
+            if st.position is None or st.reset_to is not None:
+                quiet = False  # a position to come from outside (the group, a lookup)
                 continue
             offset = st.next_fetch()
             if offset is None:
@@ -381,14 +450,31 @@ class Fetcher:
                 leaderless = True
                 continue
             by_node.setdefault(leader, []).append(tp)
-        return by_node, offsets, buffered, leaderless
+        self._changed = False
+        self._quiet = quiet and not leaderless
+        self._plan_len = len(self.assigned)
+        self._plan_nodes = frozenset(by_node)
+        self._planned = by_node
+        return by_node, offsets, bool(self._ready), leaderless
 
     def request(self, tps: list[TopicPartition], offsets: dict[TopicPartition, int], buffered: bool,
                 topics: Mapping[str, Any]) -> tuple[Any, dict[TopicPartition, int]]:
         """The Fetch request for ``tps`` (marked as being fetched) and the positions it
-        asks for; ``topics`` is the cluster metadata (for topic ids, Fetch v13+)."""
+        asks for; ``topics`` is the cluster metadata (for topic ids, Fetch v13+).  When
+        ``tps`` is a list the last plan made for a broker, the request goes in that
+        broker's fetch session: it lists only what changed since the session's last one."""
         cfg = self.config
         positions = {tp: offsets[tp] for tp in tps}
+        session_id, epoch, listed, forgotten = 0, -1, positions, []  # no session
+        node = next((n for n, planned in self._planned.items() if planned is tps), None)
+        if node is not None:
+            session = self.sessions.get(node)
+            if session is None:
+                session = self.sessions[node] = FetchSession()
+            session_id, epoch = session.id, session.epoch
+            listed, gone = session.build(positions)
+            if gone:
+                forgotten = self.forgotten_topics(gone, topics)
         # A long poll holds the connection (answers come in order), so it must not
         # delay the fetch of a partition whose buffered records poll() is still
         # handing out: while any are buffered, the broker answers (almost) at once.
@@ -396,8 +482,9 @@ class Fetcher:
         req = FETCH.Request(
             replica_id=-1, max_wait_ms=1 if buffered else cfg.fetch_max_wait_ms,
             min_bytes=cfg.fetch_min_bytes, max_bytes=cfg.fetch_max_bytes,
-            isolation_level=self.isolation, session_id=0, session_epoch=-1,
-            topics=self.fetch_topics(positions, cfg.max_partition_fetch_bytes, topics))
+            isolation_level=self.isolation, session_id=session_id, session_epoch=epoch,
+            topics=self.fetch_topics(listed, cfg.max_partition_fetch_bytes, topics),
+            forgotten_topics_data=forgotten)
         for tp in tps:
             self.assigned[tp].fetching = True
         return req, positions
@@ -418,6 +505,13 @@ class Fetcher:
         fetch in flight) or backing off.  ``meta`` is the ClusterMetadata: a partition
         without a known leader asks it for a refresh, and a permanent error its answer
         carries for an assigned topic is raised by the next poll."""
+        if (not self._changed and self._quiet and len(self.assigned) == self._plan_len
+                and all(node in busy for node in self._plan_nodes)):
+            # Every fetch planned last time is still in flight and nothing it depends on
+            # changed: planning again would find the same, at a cost that grows with the
+            # partitions assigned.  An answer, a drained buffer, seek, pause or assign
+            # plans again.
+            return [], {}, bool(self._ready)
         by_node, offsets, buffered, leaderless = self.plan(meta.leader_for)
         if leaderless:
             meta.need_refresh = True
@@ -431,6 +525,14 @@ class Fetcher:
     def fetched(self, resp: Any, positions: dict[TopicPartition, int], meta: Any, node: int, now: float) -> None:
         """Apply broker ``node``'s Fetch answer for ``positions`` (see :meth:`on_response`),
         marking ``meta`` for refresh and backing off from the broker as it says."""
+        session = self.sessions.get(node)
+        if session is not None:
+            session.answered(resp)
+            if getattr(resp, "error_code", 0) in _SESSION_ERRORS:
+                # The session is gone or out of step: nothing in the answer, fetch in
+                # full again at once (not an error for the caller).
+                self.on_failure(positions)
+                return
         refresh, back_off = self.on_response(resp, positions, meta.topics, node)
         if refresh:
             meta.need_refresh = True
@@ -444,6 +546,9 @@ class Fetcher:
         and leaves the broker alone for retry_backoff_ms; anything else (no Fetch version
         the broker serves, KIP-896) is raised by the next poll."""
         self.on_failure(positions)
+        session = self.sessions.get(node)
+        if session is not None:
+            session.reset()  # whether the broker saw the request is unknown
         if isinstance(exc, (KafkaConnectionError, KafkaTimeoutError)) or getattr(exc, "retriable", False):
             meta.need_refresh = True
             self.backoff[node] = now + self.retry_backoff
@@ -468,9 +573,13 @@ class Fetcher:
             st.clear()
             st.fetching = False
         self.backoff.clear()
+        self.sessions.clear()  # the parent's sessions: the child opens its own
+        self._ready.clear()
+        self._changed = True
 
     def on_failure(self, positions: dict[TopicPartition, int]) -> None:
         """The Fetch for ``positions`` got no answer."""
+        self._changed = True
         for tp in positions:
             st = self.assigned.get(tp)
             if st is not None:
@@ -512,8 +621,10 @@ class Fetcher:
                         aborted = p.aborted_transactions if self.isolation else None
                         st.txns.append(_AbortedTxns(aborted) if aborted else None)
                         st.fetch_offset = _next_offset(records)
+                        self._ready[tp] = None
                 elif code == 1:  # OFFSET_OUT_OF_RANGE
                     st.reset_to = -1
+                    self._unsettled = True
                 else:
                     if code in REFRESH_METADATA_CODES:
                         refresh = True
@@ -540,6 +651,21 @@ class Fetcher:
         return out
 
     @staticmethod
+    def forgotten_topics(tps: list[TopicPartition], topics: Mapping[str, Any]) -> list[Any]:
+        """A Fetch request's forgotten_topics_data for ``tps`` (topic ids for v13+)."""
+        by_topic: dict[str, list[int]] = {}
+        for tp in tps:
+            by_topic.setdefault(tp.topic, []).append(tp.partition)
+        out = []
+        for t, parts in by_topic.items():
+            topic_id = getattr(topics.get(t), "topic_id", None)
+            kwargs = {"topic": t, "partitions": parts}
+            if topic_id is not None:
+                kwargs["topic_id"] = topic_id
+            out.append(_Forgotten(**kwargs))
+        return out
+
+    @staticmethod
     def response_topics(resp: Any, topics: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
         """(topic name, topic response) of a Fetch response; v13+ names topics by id."""
         ids = {getattr(m, "topic_id", None): name for name, m in topics.items()}
@@ -549,15 +675,43 @@ class Fetcher:
     def needs_position(self, waiting: Any = ()) -> list[TopicPartition]:
         """Partitions whose position must be looked up (none yet, or out of range),
         except those in ``waiting`` (their committed offsets are on the way)."""
-        return [tp for tp, st in self.assigned.items()
-                if (st.position is None and tp not in waiting) or st.reset_to is not None]
+        if not self._unsettled:
+            return []  # every position known since the last look (assign or an out-of-range answer says otherwise)
+        todo = []
+        unsettled = False
+        for tp, st in self.assigned.items():
+            if st.position is None or st.reset_to is not None:
+                unsettled = True
+                if st.reset_to is not None or tp not in waiting:
+                    todo.append(tp)
+        self._unsettled = unsettled
+        return todo
 
     def drain(self, max_records: int, columnar: bool) -> list[Any]:
         """Records (or, ``columnar``, one FetchedBatch per partition) from what the
         fetches buffered, at most ``max_records`` records; positions move past them."""
+        ready = list(self._ready)
+        if not ready:
+            return []
+        assigned, keep = self.assigned, self._ready
+        before = [st.next_fetch() if st is not None else None for st in map(assigned.get, ready)]
+        try:
+            return self._drain(ready, max_records, columnar)
+        finally:
+            for tp, was in zip(ready, before):
+                st = assigned.get(tp)
+                if st is None or (st.buffer is None and not st.pending):
+                    keep.pop(tp, None)
+                # A partition whose buffers were full (or dropped) is fetched again: plan.
+                if st is not None and st.next_fetch() != was:
+                    self._changed = True
+
+    def _drain(self, ready: list[TopicPartition], max_records: int, columnar: bool) -> list[Any]:
         out: list[Any] = []
-        for tp, st in self.assigned.items():
-            if st.buffer is None and not st.pending:
+        assigned = self.assigned
+        for tp in ready:
+            st = assigned.get(tp)
+            if st is None or (st.buffer is None and not st.pending):
                 continue
             if len(out) >= max_records and not columnar:
                 break

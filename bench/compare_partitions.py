@@ -1,0 +1,454 @@
+"""One consumer assigned 1,000 partitions and one producer writing to 1,000 partitions:
+kafkawire's sync clients against confluent-kafka on one Apache Kafka node.
+
+Cases (each client runs in a child process of its own, so its memory is its own; R
+interleaved rounds, the order alternating; the table shows medians):
+
+* ``consume-all``: a 1,000-partition topic holding N records (100-byte values, spread
+  evenly), read from offset 0 by an assign()ed consumer: records/s, peak RSS growth.
+* ``idle``: 1,000 partitions assigned, new records arriving in only 10 of them (another
+  process writes RATE records/s): the consumer's CPU per wall second, Fetch requests per
+  second, bytes per Fetch request (what a request costs when 990 partitions have
+  nothing), and RSS growth per assigned partition.
+* ``produce-rr`` / ``produce-keyed``: N records sent to the 1,000 partitions in turn, or by
+  key (the default partitioner): records/s and peak RSS growth.
+
+Run with:
+
+    .venv/bin/python bench/compare_partitions.py [--quick] [--partitions 1000] [--records N]
+        [--rounds R] [--idle-seconds S] [--rate RATE] [--baseline SRC] [--markdown PATH] [--json PATH]
+
+``--baseline SRC`` adds a third client, "kafkawire-base": kafkawire imported from the
+source directory SRC (another checkout's ``src``, its extensions built), for a before/after.
+
+(``--markdown`` defaults to bench/results/partitions.md.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from report import write_json, write_markdown  # noqa: E402
+
+BASELINE = ""  # --baseline
+HERE = os.path.dirname(os.path.abspath(__file__))
+VALUE = b"v" * 100
+FETCH_MAX_BYTES = 50 * 1024 * 1024
+PARTITION_FETCH_BYTES = 1024 * 1024
+CLIENTS = ["kafkawire", "confluent"]
+BASE = "kafkawire-base"
+
+
+# -- what a child process measures about itself ------------------------------------------
+
+
+def rss_kb(field: str = "VmRSS") -> int:
+    """This process's resident set (VmHWM: its peak) in KiB.  (ru_maxrss is no use in a
+    child: Linux carries the parent's peak across exec.)"""
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    return 0
+
+
+def cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+class KwConsumer:
+    def __init__(self, bootstrap: str, tps: list[tuple[str, int]], earliest: bool):
+        from kafkawire import Consumer
+        from kafkawire.protocol.fetcher import Fetcher
+
+        self.fetches = 0
+        self.sample: list = []  # every 16th Fetch request, encoded after the timing
+        orig = Fetcher.request
+
+        def counted(fetcher, *a, **k):
+            self.fetches += 1
+            req, positions = orig(fetcher, *a, **k)
+            if self.fetches % 16 == 0:
+                self.sample.append(req)
+            return req, positions
+
+        Fetcher.request = counted
+        self.c = Consumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest" if earliest else "latest",
+                          fetch_max_bytes=FETCH_MAX_BYTES, max_partition_fetch_bytes=PARTITION_FETCH_BYTES,
+                          send_buffer_bytes=-1, receive_buffer_bytes=-1)
+        self.c.assign(tps)
+
+    def poll(self) -> int:
+        return len(self.c.poll(0.2, max_records=10_000))
+
+    def tx_bytes(self) -> int:
+        return 0  # see request_bytes
+
+    def request_bytes(self) -> float | None:
+        """The mean size of the sampled Fetch requests as sent: size prefix, header
+        (api key, version, correlation id, client id, tags) and body."""
+        from kafkawire.protocol import apis
+
+        fetch = apis.get("Fetch")
+        conns = [self.c.cluster.ready_connection(n) for n in self.c._fetcher.sessions] or [None]
+        if not self.sample or conns[0] is None:
+            return None
+        version = conns[0].version_for(fetch)
+        header = 4 + 8 + 2 + len(self.c.config.client_id or "") + (1 if fetch.is_flexible(version) else 0)
+        return header + statistics.mean(len(fetch.encode_request(r, version).getvalue()) for r in self.sample)
+
+    def close(self) -> None:
+        self.c.close()
+
+
+class CkConsumer:
+    def __init__(self, bootstrap: str, tps: list[tuple[str, int]], earliest: bool):
+        import confluent_kafka
+
+        self.fetches = self.tx = 0
+
+        def stats(text: str) -> None:
+            brokers = json.loads(text).get("brokers", {}).values()
+            self.fetches = sum(b.get("req", {}).get("Fetch", 0) for b in brokers)
+            self.tx = sum(b.get("txbytes", 0) for b in brokers)
+
+        self.c = confluent_kafka.Consumer({
+            "bootstrap.servers": bootstrap, "group.id": f"bench-{uuid.uuid4().hex[:8]}",
+            "enable.auto.commit": False, "auto.offset.reset": "earliest" if earliest else "latest",
+            "fetch.max.bytes": FETCH_MAX_BYTES, "max.partition.fetch.bytes": PARTITION_FETCH_BYTES,
+            "enable.partition.eof": False, "log_level": 3,
+            "statistics.interval.ms": 500, "stats_cb": stats,
+        })
+        offset = confluent_kafka.OFFSET_BEGINNING if earliest else confluent_kafka.OFFSET_END
+        self.c.assign([confluent_kafka.TopicPartition(t, p, offset) for t, p in tps])
+
+    def poll(self) -> int:
+        msgs = self.c.consume(10_000, 0.2)
+        for m in msgs:
+            if m.error():
+                raise RuntimeError(str(m.error()))
+        return len(msgs)
+
+    def tx_bytes(self) -> int:
+        return self.tx
+
+    def request_bytes(self) -> float | None:
+        return None  # tx_bytes over the Fetch count
+
+    def close(self) -> None:
+        self.c.close()
+
+
+CONSUMERS = {"kafkawire": KwConsumer, BASE: KwConsumer, "confluent": CkConsumer}
+
+
+def child_consume_all(client: str, bootstrap: str, topic: str, partitions: int, records: int) -> dict:
+    base = rss_kb()
+    c = CONSUMERS[client](bootstrap, [(topic, p) for p in range(partitions)], True)
+    got = 0
+    start = time.perf_counter()
+    cpu0 = cpu()
+    deadline = time.monotonic() + 300
+    while got < records and time.monotonic() < deadline:
+        got += c.poll()
+    seconds = time.perf_counter() - start
+    out = {"seconds": seconds, "records": got, "cpu": cpu() - cpu0,
+           "peak_rss_kb": rss_kb("VmHWM") - base}
+    c.close()
+    if got != records:
+        out["problem"] = f"{got} of {records} records"
+    return out
+
+
+def child_idle(client: str, bootstrap: str, topic: str, partitions: int, seconds: float) -> dict:
+    base = rss_kb()
+    c = CONSUMERS[client](bootstrap, [(topic, p) for p in range(partitions)], False)
+    # Warm up: positions looked up, connections and (kafkawire) the fetch session open.
+    warm = time.monotonic() + 3
+    while time.monotonic() < warm:
+        c.poll()
+    got = 0
+    fetches0, tx0, cpu0 = c.fetches, c.tx_bytes(), cpu()
+    start = time.monotonic()
+    while time.monotonic() - start < seconds:
+        got += c.poll()
+    wall = time.monotonic() - start
+    used = cpu() - cpu0
+    rss = rss_kb() - base
+    # librdkafka's counters come with its statistics, every 500 ms: one more, untimed.
+    end = time.monotonic() + 0.6
+    while isinstance(c, CkConsumer) and time.monotonic() < end:
+        c.poll()
+    fetches, tx = c.fetches - fetches0, c.tx_bytes() - tx0
+    size = c.request_bytes() or (tx / fetches if fetches else None)
+    c.close()
+    return {"seconds": wall, "records": got, "cpu_per_s": used / wall, "fetches_per_s": fetches / wall,
+            "bytes_per_fetch": size, "rss_kb": rss, "rss_per_partition": rss * 1024 / partitions}
+
+
+def child_produce(client: str, bootstrap: str, topic: str, partitions: int, records: int, keyed: bool) -> dict:
+    base = rss_kb()
+    keys = [str(i).encode() for i in range(10_000)]
+    if client != "confluent":
+        from kafkawire import Producer
+
+        p = Producer(bootstrap_servers=bootstrap, acks=1, linger_ms=5,
+                     send_buffer_bytes=-1, receive_buffer_bytes=-1)
+        p.partitions_for(topic)
+        send = p.send
+        start = time.perf_counter()
+        cpu0 = cpu()
+        if keyed:
+            for i in range(records):
+                send(topic, VALUE, key=keys[i % 10_000])
+        else:
+            for i in range(records):
+                send(topic, VALUE, partition=i % partitions)
+        p.flush(300)
+        seconds = time.perf_counter() - start
+        p.close()
+    else:
+        import confluent_kafka
+
+        p = confluent_kafka.Producer({"bootstrap.servers": bootstrap, "acks": 1, "linger.ms": 5,
+                                      "queue.buffering.max.messages": 1_000_000, "log_level": 3})
+        p.list_topics(topic, timeout=15)
+        produce, poll = p.produce, p.poll
+        start = time.perf_counter()
+        cpu0 = cpu()
+        for i in range(records):
+            while True:
+                try:
+                    if keyed:
+                        produce(topic, VALUE, keys[i % 10_000])
+                    else:
+                        produce(topic, VALUE, partition=i % partitions)
+                    break
+                except BufferError:
+                    poll(0.005)
+        left = p.flush(300)
+        seconds = time.perf_counter() - start
+        if left:
+            return {"problem": f"{left} unflushed"}
+    return {"seconds": seconds, "records": records, "cpu": cpu() - cpu0,
+            "peak_rss_kb": rss_kb("VmHWM") - base}
+
+
+def child_feed(bootstrap: str, topic: str, partitions: int, rate: float, seconds: float) -> dict:
+    """Write ``rate`` records/s to the first ``partitions`` partitions for ``seconds``."""
+    from kafkawire import Producer
+
+    p = Producer(bootstrap_servers=bootstrap, acks=1, linger_ms=1)
+    p.partitions_for(topic)
+    start = time.monotonic()
+    i = 0
+    while time.monotonic() - start < seconds:
+        due = int((time.monotonic() - start) * rate)
+        while i < due:
+            p.send(topic, VALUE, partition=i % partitions)
+            i += 1
+        time.sleep(0.002)
+    p.flush(30)
+    p.close()
+    return {"records": i}
+
+
+def child_main(argv: list[str]) -> None:
+    case, client, bootstrap, topic = argv[:4]
+    # Both libraries loaded before the baseline, so what is measured is the client's work.
+    import confluent_kafka  # noqa: F401
+    import kafkawire.client.consumer  # noqa: F401
+    import kafkawire.client.producer  # noqa: F401
+
+    partitions = int(argv[4])
+    if case == "consume-all":
+        out = child_consume_all(client, bootstrap, topic, partitions, int(argv[5]))
+    elif case == "idle":
+        out = child_idle(client, bootstrap, topic, partitions, float(argv[5]))
+    elif case == "feed":
+        out = child_feed(bootstrap, topic, partitions, float(argv[5]), float(argv[6]))
+    else:
+        out = child_produce(client, bootstrap, topic, partitions, int(argv[5]), case == "produce-keyed")
+    print(json.dumps(out), flush=True)
+
+
+def child(*args: object, timeout: float = 600) -> dict:
+    cmd = [sys.executable, os.path.abspath(__file__), "--child", *map(str, args)]
+    env = None
+    if args[1] == BASE:
+        env = dict(os.environ, PYTHONPATH=BASELINE + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+    if proc.returncode != 0:
+        return {"problem": f"exit {proc.returncode}: {proc.stderr.strip()[-300:]}"}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+# -- the parent: broker, topics, rounds --------------------------------------------------
+
+
+def create(admin, topic: str, partitions: int) -> None:
+    from kafkawire.client.admin import NewTopic
+
+    admin.create_topics([NewTopic(topic, partitions, 1)], timeout=120)
+
+
+def fill(bootstrap: str, topic: str, partitions: int, records: int) -> None:
+    out = child("produce-rr", "kafkawire", bootstrap, topic, partitions, records)
+    if "problem" in out:
+        raise RuntimeError(f"filling {topic}: {out['problem']}")
+
+
+def run(args: argparse.Namespace) -> dict:
+    from kafkawire import Admin
+    from kafkawire.testing import KafkaCluster
+
+    results: dict = {}
+    n = args.partitions
+    with KafkaCluster(1, broker_config={"num.partitions": 1}) as broker:
+        bs = broker.bootstrap
+        print(f"Kafka on {bs}", file=sys.stderr, flush=True)
+        admin = Admin(bootstrap_servers=bs)
+        try:
+            full, idle = f"parts-full-{uuid.uuid4().hex[:6]}", f"parts-idle-{uuid.uuid4().hex[:6]}"
+            create(admin, full, n)
+            create(admin, idle, n)
+            fill(bs, full, n, args.records)
+            clients = CLIENTS + [BASE] if BASELINE else CLIENTS
+            for r in range(args.rounds):
+                order = clients if r % 2 == 0 else clients[::-1]
+                for client in order:
+                    outs = {"consume-all": child("consume-all", client, bs, full, n, args.records)}
+                    feeder = subprocess.Popen(
+                        [sys.executable, os.path.abspath(__file__), "--child", "feed", "-", bs, idle, "10",
+                         str(args.rate), str(args.idle_seconds + 6)], stdout=subprocess.DEVNULL)
+                    try:
+                        outs["idle"] = child("idle", client, bs, idle, n, args.idle_seconds)
+                    finally:
+                        feeder.wait(timeout=120)
+                    for case in ("produce-rr", "produce-keyed"):
+                        topic = f"parts-{case}-{uuid.uuid4().hex[:6]}"
+                        create(admin, topic, n)
+                        outs[case] = child(case, client, bs, topic, n, args.records)
+                        admin.delete_topics([topic], timeout=60)
+                    for case, out in outs.items():
+                        results.setdefault((client, case), []).append(out)
+                        print(f"  round {r + 1}/{args.rounds} {client:9s} {case:13s} {json.dumps(out)}",
+                              file=sys.stderr, flush=True)
+        finally:
+            admin.close()
+    return results
+
+
+def med(outs: list[dict], key: str) -> float | None:
+    vals = [o[key] for o in outs if "problem" not in o and key in o]
+    return statistics.median(vals) if vals else None
+
+
+def rate(outs: list[dict]) -> float | None:
+    vals = [o["records"] / o["seconds"] for o in outs if "problem" not in o]
+    return statistics.median(vals) if vals else None
+
+
+def fmt(x: float | None, spec: str = ",.0f") -> str:
+    return "-" if x is None else format(x, spec)
+
+
+def ratio(a: float | None, b: float | None) -> float | None:
+    return a / b if a is not None and b else None
+
+
+def report(results: dict, args: argparse.Namespace) -> tuple[str, dict]:
+    def value(client: str, case: str, fn) -> float | None:
+        outs = results.get((client, case), [])
+        return fn(outs) if outs else None
+
+    rows = []
+    ratios = {}
+
+    def row(label: str, case: str, fn, spec: str = ",.0f") -> None:
+        kw, ck = value("kafkawire", case, fn), value("confluent", case, fn)
+        r = ratio(kw, ck)
+        base = f" {fmt(value(BASE, case, fn), spec)} |" if BASELINE else ""
+        rows.append(f"| {label} | {fmt(kw, spec)} |{base} {fmt(ck, spec)} | {fmt(r, '.2f')}x |")
+        if r is not None:
+            ratios[f"partitions/{case}/{label.split(' (')[0].replace(' ', '-')}"] = r
+
+    row("consume-all records/s", "consume-all", rate)
+    row("consume-all peak RSS growth (MB)", "consume-all", lambda o: (med(o, "peak_rss_kb") or 0) / 1024, ",.1f")
+    row("idle CPU (s per s)", "idle", lambda o: med(o, "cpu_per_s"), ".3f")
+    row("idle Fetch requests/s", "idle", lambda o: med(o, "fetches_per_s"), ",.1f")
+    row("idle bytes per Fetch request", "idle", lambda o: med(o, "bytes_per_fetch"), ",.0f")
+    row("idle records/s delivered", "idle", rate, ",.0f")
+    row("idle RSS per assigned partition (bytes)", "idle", lambda o: med(o, "rss_per_partition"), ",.0f")
+    row("produce round-robin records/s", "produce-rr", rate)
+    row("produce round-robin peak RSS growth (MB)", "produce-rr",
+        lambda o: (med(o, "peak_rss_kb") or 0) / 1024, ",.1f")
+    row("produce keyed records/s", "produce-keyed", rate)
+    row("produce keyed peak RSS growth (MB)", "produce-keyed",
+        lambda o: (med(o, "peak_rss_kb") or 0) / 1024, ",.1f")
+    from kafkawire import codec
+
+    lines = [
+        f"# {args.partitions:,} partitions: kafkawire against confluent-kafka",
+        "",
+        f"CPython {platform.python_version()} on {platform.machine()}, {os.cpu_count()} CPUs; codec "
+        f"{codec.IMPLEMENTATION}; one Apache Kafka node on loopback; topics of {args.partitions:,} "
+        f"partitions, {args.records:,} records of 100-byte values; the idle case has "
+        f"{args.rate:,.0f} records/s arriving in 10 of the partitions for {args.idle_seconds:.0f} s; "
+        f"each client in its own process; median of {args.rounds} interleaved rounds.",
+        "",
+        "| measure | kafkawire |" + (" kafkawire before (baseline) |" if BASELINE else "")
+        + " confluent-kafka | kafkawire / confluent |",
+        "|---|---|---|---|" + ("---|" if BASELINE else ""),
+        *rows,
+        "",
+        "Bytes per Fetch request: kafkawire's sampled requests encoded at the negotiated version with "
+        "their header; confluent-kafka's bytes sent over its Fetch count (librdkafka's statistics, "
+        "`txbytes` and `req.Fetch`; other requests are rare in that window).",
+    ]
+    return "\n".join(lines) + "\n", ratios
+
+
+def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "--child":
+        child_main(sys.argv[2:])
+        return
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--partitions", type=int, default=1000)
+    parser.add_argument("--records", type=int, default=None, help="records per consume/produce case (500,000)")
+    parser.add_argument("--rounds", type=int, default=None, help="interleaved rounds (3)")
+    parser.add_argument("--idle-seconds", type=float, default=None, help="length of the idle case (10)")
+    parser.add_argument("--rate", type=float, default=2000.0, help="records/s arriving in the idle case")
+    parser.add_argument("--baseline", metavar="SRC", help="also run kafkawire imported from SRC")
+    parser.add_argument("--quick", action="store_true", help="100,000 records, 2 rounds, 6 s idle")
+    parser.add_argument("--markdown", metavar="PATH", default=os.path.join(HERE, "results", "partitions.md"))
+    parser.add_argument("--json", metavar="PATH", help="also write {ratio name: ratio} to PATH")
+    args = parser.parse_args()
+    args.records = args.records or (100_000 if args.quick else 500_000)
+    args.rounds = args.rounds or (2 if args.quick else 3)
+    args.idle_seconds = args.idle_seconds or (6.0 if args.quick else 10.0)
+    global BASELINE
+    BASELINE = os.path.abspath(args.baseline) if args.baseline else ""
+    started = time.monotonic()
+    results = run(args)
+    text, ratios = report(results, args)
+    print(text)
+    print(f"(took {time.monotonic() - started:.0f}s)", file=sys.stderr)
+    write_markdown(args.markdown, text)
+    write_json(args.json, ratios)
+
+
+if __name__ == "__main__":
+    main()

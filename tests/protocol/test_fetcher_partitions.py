@@ -1,0 +1,179 @@
+"""Many partitions, few with data (protocol/fetcher.py, no I/O): each broker's Fetch goes in
+a fetch session (KIP-227), so a request lists only the partitions whose fetch offset
+changed, and polls while a fetch is in flight never walk the assigned partitions."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from kafkawire import codec
+from kafkawire.errors import ConnectionClosedError
+from kafkawire.protocol import apis
+from kafkawire.protocol.fetcher import Fetcher, TopicPartition
+from kafkawire.protocol.metadata import ClusterMetadata, PartitionMetadata, TopicMetadata
+
+FETCH = apis.get("Fetch")
+_Topic = FETCH.Response.FetchableTopicResponse
+_Partition = _Topic.PartitionData
+N = 1000
+TPS = [TopicPartition("t", p) for p in range(N)]
+
+
+def setup(n: int = N) -> tuple[Fetcher, ClusterMetadata]:
+    cfg = SimpleNamespace(isolation_level="read_uncommitted", key_deserializer=None, value_deserializer=None,
+                          retry_backoff_ms=100, fetch_max_wait_ms=500, fetch_min_bytes=1,
+                          fetch_max_bytes=1 << 20, max_partition_fetch_bytes=1 << 16, check_crcs=True)
+    f = Fetcher(cfg)
+    f.assign(TPS[:n])
+    for tp in TPS[:n]:
+        f.seek(tp, 0)
+    meta = ClusterMetadata(300000, 100)
+    meta.topics["t"] = TopicMetadata("t", 0, None, {p: PartitionMetadata(p, 1, 0, 0, [], []) for p in range(n)})
+    meta.need_refresh = False
+    return f, meta
+
+
+def send(f: Fetcher, meta: ClusterMetadata, now: float = 1.0) -> tuple:
+    due, offsets, buffered = f.due(meta, now, busy={})
+    assert [node for node, _ in due] == [1]
+    return f.request(due[0][1], offsets, buffered, meta.topics)
+
+
+def listed(req) -> dict[int, int]:
+    return {p.partition: p.fetch_offset for t in req.topics for p in t.partitions}
+
+
+def forgotten(req) -> list[int]:
+    return sorted(p for t in req.forgotten_topics_data for p in t.partitions)
+
+
+def answer(session_id: int, data: dict[int, int], error_code: int = 0):
+    """A Fetch answer with one record at offset ``data[p]`` for each partition ``p``."""
+    parts = [_Partition(partition_index=p, error_code=0, high_watermark=o + 1, last_stable_offset=o + 1,
+                        records=memoryview(codec.encode_record_batch([(None, b"v%d" % p)], base_offset=o)))
+             for p, o in data.items()]
+    return FETCH.Response(error_code=error_code, session_id=session_id,
+                          responses=[_Topic(topic="t", partitions=parts)] if parts else [])
+
+
+def test_after_the_full_request_a_session_lists_only_partitions_that_moved():
+    f, meta = setup()
+    req, positions = send(f, meta)
+    assert (req.session_id, req.session_epoch) == (0, 0)  # full: opens a session
+    assert listed(req) == {p: 0 for p in range(N)}
+    full_size = len(FETCH.encode_request(req, 12).getvalue())
+    f.fetched(answer(77, {p: 0 for p in range(10)}), positions, meta, 1, 1.0)
+    got = f.drain(500, False)
+    assert sorted((r.partition, r.offset) for r in got) == [(p, 0) for p in range(10)]
+
+    req, positions = send(f, meta)
+    assert (req.session_id, req.session_epoch) == (77, 1)
+    assert listed(req) == {p: 1 for p in range(10)} and forgotten(req) == []
+    f.fetched(answer(77, {}), positions, meta, 1, 1.0)  # nothing new anywhere
+
+    req, positions = send(f, meta)
+    assert (req.session_id, req.session_epoch) == (77, 2)
+    assert listed(req) == {} and forgotten(req) == []
+    idle_size = len(FETCH.encode_request(req, 12).getvalue())
+    assert full_size > 20_000 and idle_size < 100, (full_size, idle_size)
+    # The partitions the session holds are still answered for, at their session offsets.
+    f.fetched(answer(77, {500: 0, 3: 1}), positions, meta, 1, 1.0)
+    assert sorted((r.partition, r.offset) for r in f.drain(500, False)) == [(3, 1), (500, 0)]
+    req, _ = send(f, meta)
+    assert listed(req) == {3: 2, 500: 1} and req.session_epoch == 3
+
+
+def test_partitions_not_fetched_are_forgotten_and_listed_again_later():
+    f, meta = setup(20)
+    req, positions = send(f, meta)
+    f.fetched(answer(5, {}), positions, meta, 1, 1.0)
+    f.pause([TPS[4], TPS[7]])
+    f.seek(TPS[9], 40)
+    req, positions = send(f, meta)
+    assert listed(req) == {9: 40} and forgotten(req) == [4, 7]
+    f.fetched(answer(5, {}), positions, meta, 1, 1.0)
+    f.pause([TPS[4]], False)
+    req, _ = send(f, meta)
+    assert listed(req) == {4: 0} and forgotten(req) == [] and req.session_epoch == 2
+
+
+def test_a_partition_with_two_answers_buffered_leaves_the_session_until_drained():
+    f, meta = setup(3)
+    for epoch, offset in ((0, 0), (1, 1)):
+        req, positions = send(f, meta)
+        assert req.session_epoch == epoch and listed(req).get(0) == offset
+        f.fetched(answer(9, {0: offset}), positions, meta, 1, 1.0)
+    req, positions = send(f, meta)  # two answers buffered for partition 0: not fetched now
+    assert forgotten(req) == [0] and listed(req) == {}
+    f.fetched(answer(9, {}), positions, meta, 1, 1.0)
+    assert [r.offset for r in f.drain(1, False)] == [0]
+    req, _ = send(f, meta)
+    assert listed(req) == {0: 2}
+
+
+@pytest.mark.parametrize("code,session_id", [(70, 0), (71, 9), (106, 9)],
+                         ids=["id-not-found", "invalid-epoch", "topic-id-error"])
+def test_a_session_error_fetches_in_full_again_without_raising(code: int, session_id: int):
+    f, meta = setup(50)
+    req, positions = send(f, meta)
+    f.fetched(answer(9, {}), positions, meta, 1, 1.0)
+    req, positions = send(f, meta)
+    assert req.session_epoch == 1 and listed(req) == {}
+    f.fetched(answer(0, {}, error_code=code), positions, meta, 1, 1.0)
+    f.raise_pending()  # nothing to raise
+    assert 1 not in f.backoff
+    req, _ = send(f, meta)
+    # A full request again; an id the broker still knows is named, so it is closed.
+    assert (req.session_id, req.session_epoch) == (session_id, 0) and len(listed(req)) == 50
+
+
+def test_a_failed_fetch_and_a_broker_without_sessions_send_full_requests():
+    f, meta = setup(50)
+    req, positions = send(f, meta)
+    f.fetched(answer(0, {}), positions, meta, 1, 1.0)  # no session (Tansu, Fetch v0-v6)
+    req, positions = send(f, meta)
+    assert (req.session_id, req.session_epoch) == (0, 0) and len(listed(req)) == 50
+    f.fetched(answer(12, {}), positions, meta, 1, 1.0)
+    req, positions = send(f, meta)
+    assert req.session_epoch == 1
+    f.fetch_failed(positions, ConnectionClosedError("reset"), meta, 1, 1.0)
+    req, _ = send(f, meta, 2.0)  # after the backoff: the broker may not have seen epoch 1
+    assert (req.session_id, req.session_epoch) == (12, 0) and len(listed(req)) == 50
+
+
+def test_the_session_epoch_wraps_to_one():
+    f, meta = setup(2)
+    req, positions = send(f, meta)
+    f.fetched(answer(3, {}), positions, meta, 1, 1.0)
+    f.sessions[1].epoch = 2**31 - 1
+    req, positions = send(f, meta)
+    f.fetched(answer(3, {}), positions, meta, 1, 1.0)
+    req, _ = send(f, meta)
+    assert req.session_epoch == 1
+
+
+class _NoWalk(dict):
+    """The assigned partitions, refusing to be walked (lookups by key still work)."""
+
+    def _walk(self, *a):
+        raise AssertionError("a poll walked every assigned partition")
+
+    __iter__ = items = values = keys = _walk
+
+
+def test_polls_while_the_fetch_is_in_flight_do_not_walk_the_partitions():
+    f, meta = setup()
+    req, positions = send(f, meta)
+    f.fetched(answer(77, {p: 0 for p in range(0, N, 100)}), positions, meta, 1, 1.0)
+    req, positions = send(f, meta)  # data came: the fetcher plans once, per answer
+    assert f.needs_position() == []  # the first poll round looks once
+    f.assigned = _NoWalk(f.assigned)
+    for _ in range(3):  # poll rounds with the fetch in flight and records to hand out
+        assert f.needs_position() == []
+        assert f.due(meta, 1.0, busy={1: "in flight"})[0] == []
+        out = f.drain(4, False)
+        assert len(out) <= 4
+    assert f.drain(500, False) == []
+    assert f.due(meta, 1.0, busy={1: "in flight"}) == ([], {}, False)
