@@ -82,20 +82,28 @@ MODES = ("plain", "kafkawire")
 
 
 def timed(client: Client, mode: str, fn: Fn, bootstrap: str, topic: str,
-          w: e2e.Workload) -> e2e.Outcome:
+          w: e2e.Workload) -> tuple[e2e.Outcome, float]:
+    """The case's outcome, and the CPU seconds this process spent on it (every thread,
+    the client's start and close included): a measure a loaded machine disturbs less than
+    the wall clock, since waiting for a core does not count."""
     gc.collect()
     if mode == "kafkawire":
         client.install()
+    cpu = time.process_time()
     try:
-        return fn(bootstrap, topic, w)
+        out = fn(bootstrap, topic, w)
     except Exception as exc:  # noqa: BLE001 - a failed case is reported, not fatal
-        return e2e.Outcome(0.0, 0, -1, f"ERROR {type(exc).__name__}: {exc}")
+        out = e2e.Outcome(0.0, 0, -1, f"ERROR {type(exc).__name__}: {exc}")
     finally:
         client.uninstall()
+    return out, time.process_time() - cpu
 
 
-def run(args: argparse.Namespace) -> dict[tuple[str, str, str, str], list[e2e.Outcome]]:
+def run(args: argparse.Namespace) -> tuple[dict, dict]:
+    """({(compression, client, case, mode): [Outcome per round]}, the same keys: [CPU
+    seconds per round])."""
     results: dict[tuple[str, str, str, str], list[e2e.Outcome]] = {}
+    cpus: dict[tuple[str, str, str, str], list[float]] = {}
     with TansuBroker() as broker:
         bootstrap = broker.bootstrap
         print(f"Tansu broker pid {broker.pid} on {bootstrap}", file=sys.stderr)
@@ -111,19 +119,21 @@ def run(args: argparse.Namespace) -> dict[tuple[str, str, str, str], list[e2e.Ou
                         for mode in order:
                             topics[mode] = f"compat-{name}-{mode}-{uuid.uuid4().hex[:8]}"
                             admin.create(topics[mode])
-                            out = timed(client, mode, client.produce, bootstrap,
-                                        topics[mode], w)
+                            out, cpu = timed(client, mode, client.produce, bootstrap,
+                                             topics[mode], w)
                             results.setdefault((compression, name, "produce", mode), []).append(out)
+                            cpus.setdefault((compression, name, "produce", mode), []).append(cpu)
                             show(r, compression, name, "produce", mode, out)
                         for mode in order:
-                            out = timed(client, mode, client.consume, bootstrap,
-                                        topics["plain"], w)
+                            out, cpu = timed(client, mode, client.consume, bootstrap,
+                                             topics["plain"], w)
                             results.setdefault((compression, name, "consume", mode), []).append(out)
+                            cpus.setdefault((compression, name, "consume", mode), []).append(cpu)
                             show(r, compression, name, "consume", mode, out)
                         admin.delete(list(topics.values()))
         finally:
             admin.close()
-    return results
+    return results, cpus
 
 
 def show(r: int, compression: str, name: str, case: str, mode: str, out: e2e.Outcome) -> None:
@@ -133,15 +143,17 @@ def show(r: int, compression: str, name: str, case: str, mode: str, out: e2e.Out
           f"{out.seconds:7.2f}s {rate:>10,.0f} rec/s{note}", file=sys.stderr)
 
 
-def report(results: dict, args: argparse.Namespace) -> list[str]:
+def report(results: dict, cpus: dict, args: argparse.Namespace) -> list[str]:
     lines = [
         f"Peer clients with kafkawire's codec installed, Tansu on loopback: {args.records:,} "
         f"records x {e2e.VALUE_SIZE}-byte values, medians of {args.rounds} interleaved rounds "
         f"(codec: {codec.IMPLEMENTATION}); the ratio is the median of each round's own ratio, "
-        f"its two runs side by side, so the machine's drift between rounds does not enter it",
+        f"its two runs side by side, so the machine's drift between rounds does not enter it; "
+        f"CPU ratio: the process's CPU seconds plain / with kafkawire, median of the rounds",
         "",
-        "| client | compression | case | plain rec/s | with kafkawire rec/s | ratio | target |",
-        "|---|---|---|---:|---:|---:|---|",
+        "| client | compression | case | plain rec/s | with kafkawire rec/s | ratio | CPU ratio "
+        "| target |",
+        "|---|---|---|---:|---:|---:|---:|---|",
     ]
     for compression in args.compression:
         for name in args.clients:
@@ -160,6 +172,11 @@ def report(results: dict, args: argparse.Namespace) -> list[str]:
                 paired = [b / a for a, b in zip(per_round["plain"], per_round["kafkawire"])
                           if a and b]
                 ratio = statistics.median(paired) if paired else None
+                key = (compression, name, case)
+                cpu_paired = [a / b for a, b, p, k in zip(
+                    cpus.get(key + ("plain",), []), cpus.get(key + ("kafkawire",), []),
+                    per_round["plain"], per_round["kafkawire"]) if p and k and b]
+                cpu_ratio = statistics.median(cpu_paired) if cpu_paired else None
                 goal = CLIENTS[name]().targets[case]
                 met = ratio is not None and ratio >= goal
                 target = f">= {goal:g}x: {'met' if met else 'NOT met'}"
@@ -167,7 +184,8 @@ def report(results: dict, args: argparse.Namespace) -> list[str]:
                 note = f" ({'; '.join(problems)})" if problems else ""
                 lines.append(
                     f"| {name} | {compression} | {case} | {cell(plain)} | {cell(ours)} | "
-                    f"{'-' if ratio is None else f'{ratio:.2f}x'} | {target}{note} |"
+                    f"{'-' if ratio is None else f'{ratio:.2f}x'} | "
+                    f"{'-' if cpu_ratio is None else f'{cpu_ratio:.2f}x'} | {target}{note} |"
                 )
     return lines
 
@@ -195,7 +213,7 @@ def main() -> None:
     if args.records < e2e.PARTITIONS:
         parser.error(f"--records must be at least {e2e.PARTITIONS}")
     started = time.monotonic()
-    text = "\n".join(report(run(args), args)) + "\n"
+    text = "\n".join(report(*run(args), args)) + "\n"
     print(text)
     print(f"(took {time.monotonic() - started:.0f}s)", file=sys.stderr)
     write_markdown(args.markdown, text)
