@@ -102,8 +102,8 @@ class KwConsumer:
         from kafkawire.protocol import apis
 
         fetch = apis.get("Fetch")
-        conns = [self.c.cluster.ready_connection(n) for n in self.c._fetcher.sessions] or [None]
-        if not self.sample or conns[0] is None:
+        conns = [c for c in map(self.c.cluster.ready_connection, self.c.cluster.meta.brokers) if c is not None]
+        if not self.sample or not conns:
             return None
         version = conns[0].version_for(fetch)
         header = 4 + 8 + 2 + len(self.c.config.client_id or "") + (1 if fetch.is_flexible(version) else 0)
@@ -298,10 +298,19 @@ def child(*args: object, timeout: float = 600) -> dict:
 # -- the parent: broker, topics, rounds --------------------------------------------------
 
 
-def create(admin, topic: str, partitions: int) -> None:
+def create(admin, bootstrap: str, topic: str, partitions: int) -> None:
+    """Create ``topic`` and wait until every partition takes a record: Kafka answers
+    CreateTopics before its partitions have leaders, and the first sends would measure
+    the retries."""
+    from kafkawire import Producer
     from kafkawire.client.admin import NewTopic
 
     admin.create_topics([NewTopic(topic, partitions, 1)], timeout=120)
+    with Producer(bootstrap_servers=bootstrap, linger_ms=5) as p:
+        futures = [p.send(topic, b"warm-up", partition=i) for i in range(partitions)]
+        p.flush(120)
+        for f in futures:
+            f.result(0)
 
 
 def fill(bootstrap: str, topic: str, partitions: int, records: int) -> None:
@@ -322,14 +331,14 @@ def run(args: argparse.Namespace) -> dict:
         admin = Admin(bootstrap_servers=bs)
         try:
             full, idle = f"parts-full-{uuid.uuid4().hex[:6]}", f"parts-idle-{uuid.uuid4().hex[:6]}"
-            create(admin, full, n)
-            create(admin, idle, n)
+            create(admin, bs, full, n)
+            create(admin, bs, idle, n)
             fill(bs, full, n, args.records)
             clients = CLIENTS + [BASE] if BASELINE else CLIENTS
             for r in range(args.rounds):
                 order = clients if r % 2 == 0 else clients[::-1]
                 for client in order:
-                    outs = {"consume-all": child("consume-all", client, bs, full, n, args.records)}
+                    outs = {"consume-all": child("consume-all", client, bs, full, n, args.records + n)}  # + warm-up
                     feeder = subprocess.Popen(
                         [sys.executable, os.path.abspath(__file__), "--child", "feed", "-", bs, idle, "10",
                          str(args.rate), str(args.idle_seconds + 6)], stdout=subprocess.DEVNULL)
@@ -339,7 +348,7 @@ def run(args: argparse.Namespace) -> dict:
                         feeder.wait(timeout=120)
                     for case in ("produce-rr", "produce-keyed"):
                         topic = f"parts-{case}-{uuid.uuid4().hex[:6]}"
-                        create(admin, topic, n)
+                        create(admin, bs, topic, n)
                         outs[case] = child(case, client, bs, topic, n, args.records)
                         admin.delete_topics([topic], timeout=60)
                     for case, out in outs.items():

@@ -286,6 +286,19 @@ def _split_point(data: Any, want: int) -> int:
     return 0
 
 
+def _per_topic(cls: Any, by_topic: dict[str, list[Any]], topics: Mapping[str, Any]) -> list[Any]:
+    """One ``cls`` (a Fetch request's topic entry) per topic of ``by_topic``, named by id
+    too where the metadata ``topics`` has one (Fetch v13+)."""
+    out = []
+    for t, parts in by_topic.items():
+        topic_id = getattr(topics.get(t), "topic_id", None)
+        kwargs = {"topic": t, "partitions": parts}
+        if topic_id is not None:
+            kwargs["topic_id"] = topic_id
+        out.append(cls(**kwargs))
+    return out
+
+
 def as_topic_partition(x: Any) -> TopicPartition:
     """``x`` as a TopicPartition, checked: a (topic: str, partition: int >= 0) pair."""
     if isinstance(x, TopicPartition):
@@ -641,14 +654,7 @@ class Fetcher:
         for tp, offset in offsets.items():
             by_topic.setdefault(tp.topic, []).append(_FetchPartition(
                 partition=tp.partition, fetch_offset=offset, partition_max_bytes=partition_max_bytes))
-        out = []
-        for t, parts in by_topic.items():
-            topic_id = getattr(topics.get(t), "topic_id", None)
-            kwargs = {"topic": t, "partitions": parts}
-            if topic_id is not None:
-                kwargs["topic_id"] = topic_id
-            out.append(_FetchTopic(**kwargs))
-        return out
+        return _per_topic(_FetchTopic, by_topic, topics)
 
     @staticmethod
     def forgotten_topics(tps: list[TopicPartition], topics: Mapping[str, Any]) -> list[Any]:
@@ -656,14 +662,7 @@ class Fetcher:
         by_topic: dict[str, list[int]] = {}
         for tp in tps:
             by_topic.setdefault(tp.topic, []).append(tp.partition)
-        out = []
-        for t, parts in by_topic.items():
-            topic_id = getattr(topics.get(t), "topic_id", None)
-            kwargs = {"topic": t, "partitions": parts}
-            if topic_id is not None:
-                kwargs["topic_id"] = topic_id
-            out.append(_Forgotten(**kwargs))
-        return out
+        return _per_topic(_Forgotten, by_topic, topics)
 
     @staticmethod
     def response_topics(resp: Any, topics: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
