@@ -347,6 +347,7 @@ class ConsumerGroup:
             self.consumer._assigned[tp] = PartitionState()
         self.consumer.cluster.interest.update(tp.topic for tp in added)
         if added:
+            self._partitions_changed()
             self.pending_positions |= set(added)
             self._fetch_committed()
 
@@ -380,6 +381,7 @@ class ConsumerGroup:
             if st is not None:
                 st.clear()  # fetched but not returned: the next owner's to read
                 held[tp] = st
+        self._partitions_changed()
         offsets = {tp: st.position for tp, st in held.items()
                    if st.position is not None and tp not in self.pending_positions}
         commit = None
@@ -436,6 +438,7 @@ class ConsumerGroup:
             if r.commit is not None:
                 r.commit.steps.close()
             self.consumer._assigned.update(r.held)
+            self._partitions_changed()
 
     def _fetch_committed(self) -> None:
         fut = self.driver.new_future()
@@ -461,6 +464,7 @@ class ConsumerGroup:
                     st.position = offset
                     self.last_committed[tp] = offset
         self.pending_positions.clear()
+        self._partitions_changed()  # positions set, and the rest for the fetcher to look up
 
     def _revoke(self, tps: set[Any], commit: bool = True) -> None:
         """Give up ``tps``; with auto-commit (and ``commit``), their positions are
@@ -481,6 +485,14 @@ class ConsumerGroup:
             self.consumer._assigned.pop(tp, None)
             self.pending_positions.discard(tp)
             self.last_committed.pop(tp, None)
+        self._partitions_changed()
+
+    def _partitions_changed(self) -> None:
+        """Tell the consumer's fetcher that the group changed the partitions it holds or
+        their positions: it plans fetches and position lookups again only after a change
+        it is told of (assign() keeps every partition's state)."""
+        fetcher = self.consumer._fetcher
+        fetcher.assign(list(fetcher.assigned))
 
     # -- offsets -------------------------------------------------------------------------
 
