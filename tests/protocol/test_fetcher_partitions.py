@@ -11,7 +11,7 @@ import pytest
 from kafkawire import codec
 from kafkawire.errors import ConnectionClosedError
 from kafkawire.protocol import apis
-from kafkawire.protocol.fetcher import Fetcher, TopicPartition
+from kafkawire.protocol.fetcher import Fetcher, PartitionState, TopicPartition
 from kafkawire.protocol.metadata import ClusterMetadata, PartitionMetadata, TopicMetadata
 
 FETCH = apis.get("Fetch")
@@ -177,3 +177,18 @@ def test_polls_while_the_fetch_is_in_flight_do_not_walk_the_partitions():
         assert len(out) <= 4
     assert f.drain(500, False) == []
     assert f.due(meta, 1.0, busy={1: "in flight"}) == ([], {}, False)
+
+
+def test_partitions_a_group_adds_get_a_position_lookup_once_their_commits_are_known():
+    # The group member puts new partitions straight into the assignment, waiting for
+    # their committed offsets; one without a commit is then looked up (auto_offset_reset).
+    f, meta = setup(5)
+    meta.topics["t"].partitions[7] = PartitionMetadata(7, 1, 0, 0, [], [])
+    assert f.needs_position() == []
+    f.assigned.pop(TPS[0])
+    f.assigned[TPS[7]] = PartitionState()  # one out, one in: the same count
+    assert f.needs_position({TPS[7]}) == []
+    assert f.needs_position() == [TPS[7]]
+    f.apply_reset({TPS[7]: (3, -1)})
+    assert f.needs_position() == []
+    assert listed(send(f, meta)[0]) == {1: 0, 2: 0, 3: 0, 4: 0, 7: 3}

@@ -386,6 +386,7 @@ class Fetcher:
         self._plan_len = -1
         self._planned: dict[int, list[TopicPartition]] = {}
         self._unsettled = True  # some partition may need a position (needs_position)
+        self._settled_len = -1
 
     # -- positions (the same for both shells) -------------------------------------------
 
@@ -674,8 +675,11 @@ class Fetcher:
     def needs_position(self, waiting: Any = ()) -> list[TopicPartition]:
         """Partitions whose position must be looked up (none yet, or out of range),
         except those in ``waiting`` (their committed offsets are on the way)."""
-        if not self._unsettled:
-            return []  # every position known since the last look (assign or an out-of-range answer says otherwise)
+        # Every position was known at the last look and nothing since could have taken
+        # one away: assign(), an out-of-range answer, or the group adding partitions (it
+        # puts them in ``waiting`` while it asks for their committed offsets) look again.
+        if not self._unsettled and not waiting and len(self.assigned) == self._settled_len:
+            return []
         todo = []
         unsettled = False
         for tp, st in self.assigned.items():
@@ -684,6 +688,7 @@ class Fetcher:
                 if st.reset_to is not None or tp not in waiting:
                     todo.append(tp)
         self._unsettled = unsettled
+        self._settled_len = len(self.assigned)
         return todo
 
     def drain(self, max_records: int, columnar: bool) -> list[Any]:
