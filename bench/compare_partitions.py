@@ -313,10 +313,18 @@ def create(admin, bootstrap: str, topic: str, partitions: int) -> None:
             f.result(0)
 
 
-def fill(bootstrap: str, topic: str, partitions: int, records: int) -> None:
+def fill(bootstrap: str, topic: str, partitions: int, records: int) -> int:
+    """Write ``records`` records round-robin; the number the topic then holds (the
+    consumers read exactly that many: a producer's duplicates count as records)."""
+    from kafkawire import Consumer
+
     out = child("produce-rr", "kafkawire", bootstrap, topic, partitions, records)
     if "problem" in out:
         raise RuntimeError(f"filling {topic}: {out['problem']}")
+    with Consumer(bootstrap_servers=bootstrap) as c:
+        tps = [(topic, p) for p in range(partitions)]
+        ends, starts = c.end_offsets(tps, timeout=60), c.beginning_offsets(tps, timeout=60)
+    return sum(ends[tp] - starts[tp] for tp in ends)
 
 
 def run(args: argparse.Namespace) -> dict:
@@ -333,12 +341,14 @@ def run(args: argparse.Namespace) -> dict:
             full, idle = f"parts-full-{uuid.uuid4().hex[:6]}", f"parts-idle-{uuid.uuid4().hex[:6]}"
             create(admin, bs, full, n)
             create(admin, bs, idle, n)
-            fill(bs, full, n, args.records)
+            held = args.held = fill(bs, full, n, args.records)
+            print(f"{full}: {held:,} records after {args.records:,} sends and {n:,} warm-up records",
+                  file=sys.stderr, flush=True)
             clients = CLIENTS + [BASE] if BASELINE else CLIENTS
             for r in range(args.rounds):
                 order = clients if r % 2 == 0 else clients[::-1]
                 for client in order:
-                    outs = {"consume-all": child("consume-all", client, bs, full, n, args.records + n)}  # + warm-up
+                    outs = {"consume-all": child("consume-all", client, bs, full, n, held)}
                     feeder = subprocess.Popen(
                         [sys.executable, os.path.abspath(__file__), "--child", "feed", "-", bs, idle, "10",
                          str(args.rate), str(args.idle_seconds + 6)], stdout=subprocess.DEVNULL)
@@ -362,6 +372,12 @@ def run(args: argparse.Namespace) -> dict:
 
 def med(outs: list[dict], key: str) -> float | None:
     vals = [o[key] for o in outs if "problem" not in o and key in o]
+    return statistics.median(vals) if vals else None
+
+
+def cpu_us(outs: list[dict]) -> float | None:
+    """Median CPU time per record (µs): on a busy machine a steadier measure than records/s."""
+    vals = [o["cpu"] * 1e6 / o["records"] for o in outs if "problem" not in o and o.get("records")]
     return statistics.median(vals) if vals else None
 
 
@@ -395,6 +411,7 @@ def report(results: dict, args: argparse.Namespace) -> tuple[str, dict]:
             ratios[f"partitions/{case}/{label.split(' (')[0].replace(' ', '-')}"] = r
 
     row("consume-all records/s", "consume-all", rate)
+    row("consume-all CPU per record (µs)", "consume-all", cpu_us, ".2f")
     row("consume-all peak RSS growth (MB)", "consume-all", lambda o: (med(o, "peak_rss_kb") or 0) / 1024, ",.1f")
     row("idle CPU (s per s)", "idle", lambda o: med(o, "cpu_per_s"), ".3f")
     row("idle Fetch requests/s", "idle", lambda o: med(o, "fetches_per_s"), ",.1f")
@@ -402,9 +419,11 @@ def report(results: dict, args: argparse.Namespace) -> tuple[str, dict]:
     row("idle records/s delivered", "idle", rate, ",.0f")
     row("idle RSS per assigned partition (bytes)", "idle", lambda o: med(o, "rss_per_partition"), ",.0f")
     row("produce round-robin records/s", "produce-rr", rate)
+    row("produce round-robin CPU per record (µs)", "produce-rr", cpu_us, ".2f")
     row("produce round-robin peak RSS growth (MB)", "produce-rr",
         lambda o: (med(o, "peak_rss_kb") or 0) / 1024, ",.1f")
     row("produce keyed records/s", "produce-keyed", rate)
+    row("produce keyed CPU per record (µs)", "produce-keyed", cpu_us, ".2f")
     row("produce keyed peak RSS growth (MB)", "produce-keyed",
         lambda o: (med(o, "peak_rss_kb") or 0) / 1024, ",.1f")
     from kafkawire import codec
@@ -416,6 +435,8 @@ def report(results: dict, args: argparse.Namespace) -> tuple[str, dict]:
         f"{codec.IMPLEMENTATION}; one Apache Kafka node on loopback; topics of {args.partitions:,} "
         f"partitions, {args.records:,} records of 100-byte values; the idle case has "
         f"{args.rate:,.0f} records/s arriving in 10 of the partitions for {args.idle_seconds:.0f} s; "
+        f"the consumed topic held {args.held:,} records (sends, warm-up records and any duplicates "
+        f"the producer wrote); "
         f"each client in its own process; median of {args.rounds} interleaved rounds.",
         "",
         "| measure | kafkawire |" + (" kafkawire before (baseline) |" if BASELINE else "")
