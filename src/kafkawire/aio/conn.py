@@ -28,7 +28,7 @@ import random
 import socket
 import ssl
 from collections import deque
-from typing import Any
+from typing import Any, Callable
 
 from kafkawire.core import tls
 from kafkawire.core.errors import (
@@ -47,6 +47,54 @@ from kafkawire.protocol.setup import ConnectionSetup, broker_name
 __all__ = ["AsyncBrokerConnection"]
 
 
+class _Answer:
+    """The place of a send_nowait() request among the answers awaited: as a future for
+    the reading task and close() (done, set_result, set_exception, exception), but the
+    answer goes straight to ``on_answer``."""
+
+    __slots__ = ("_on_answer", "_done", "_waiter", "timer")
+
+    def __init__(self, on_answer: Callable[[Any, BaseException | None], Any]):
+        self._on_answer = on_answer
+        self._done = False
+        self._waiter: asyncio.Future | None = None
+        self.timer: asyncio.TimerHandle | None = None
+
+    def done(self) -> bool:
+        return self._done
+
+    def set_result(self, response: Any) -> None:
+        self._finish(response, None)
+
+    def set_exception(self, exc: BaseException) -> None:
+        self._finish(None, exc)
+
+    def exception(self) -> None:
+        return None
+
+    def waiter(self) -> asyncio.Future:
+        """A future done with this answer (a re-login waits for the last one)."""
+        if self._waiter is None:
+            self._waiter = asyncio.get_running_loop().create_future()
+            if self._done:
+                self._waiter.set_result(None)
+        return self._waiter
+
+    def _finish(self, response: Any, exc: BaseException | None) -> None:
+        if self._done:
+            return
+        self._done = True
+        if self.timer is not None:
+            self.timer.cancel()
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+        try:
+            self._on_answer(response, exc)
+        except Exception as err:  # noqa: BLE001 - the reading task goes on; the loop reports it
+            asyncio.get_running_loop().call_exception_handler(
+                {"message": "a send_nowait() answer callback failed", "exception": err})
+
+
 class AsyncBrokerConnection:
     def __init__(self, host: str, port: int, *, node_id: int | None = None, client_id: str = "kafkawire",
                  request_timeout: float = 30.0, ssl_context: ssl.SSLContext | None = None,
@@ -63,7 +111,9 @@ class AsyncBrokerConnection:
         self.last_error: BaseException | None = None
         self._reader: asyncio.StreamReader | None = None
         self._writer: asyncio.StreamWriter | None = None
-        self._futures: deque[asyncio.Future] = deque()
+        # The answers awaited, in request order: futures (request()) or _Answer slots
+        # (send_nowait()).
+        self._futures: deque[Any] = deque()
         self._read_task: asyncio.Task | None = None
         self._closing: asyncio.Task | None = None  # the read task close() cancelled
         # SASL: each login uses a fresh() copy of this mechanism.
@@ -218,30 +268,32 @@ class AsyncBrokerConnection:
         return await self._exchange(frame, self.request_timeout if timeout is None else timeout)
 
     def send_nowait(self, api: Any, request: Any, version: int | None = None, *,
-                    expects_response: bool = True) -> asyncio.Future | None:
-        """Write ``request`` now, without awaiting anything: the future of its decoded
-        answer (of None, at once, when ``expects_response`` is False), or None when it
+                    expects_response: bool = True,
+                    on_answer: Callable[[Any, BaseException | None], Any]) -> bool:
+        """Write ``request`` now, without awaiting anything; ``on_answer(response, None)``
+        or ``on_answer(None, error)`` is called from the reading task as soon as the
+        answer is read (no future, no turn of the event loop in between; soon, with
+        None, when ``expects_response`` is False).  False, and nothing written, when it
         has to take :meth:`request` (not connected, or a KIP-368 re-login due).  The
         answer is due within request_timeout; a late one closes the connection, as in
-        :meth:`request`.  The producer's per-request path: no task, no wait_for."""
+        :meth:`request`.  The producer's per-request path."""
         loop = asyncio.get_running_loop()
         if (not self.ready or self.protocol is None or self._reauth is not None
                 or (self._reauth_at is not None and loop.time() >= self._reauth_at)):
-            return None
+            return False
         _cid, chunks = self.protocol.send(api, request, version, expects_response=expects_response)
-        fut = loop.create_future()
         if not expects_response:
             self._write(chunks)
-            fut.set_result(None)
-            return fut
-        self._futures.append(fut)
+            loop.call_soon(on_answer, None, None)
+            return True
+        slot = _Answer(on_answer)
+        self._futures.append(slot)
         self._write(chunks)
-        timer = loop.call_later(self.request_timeout, self._answer_late, fut)
-        fut.add_done_callback(lambda _f: timer.cancel())
-        return fut
+        slot.timer = loop.call_later(self.request_timeout, self._answer_late, slot)
+        return True
 
-    def _answer_late(self, fut: asyncio.Future) -> None:
-        if not fut.done():
+    def _answer_late(self, slot: _Answer) -> None:
+        if not slot.done():
             self.close(RequestTimeoutError(
                 f"{self.name} did not answer a request within {self.request_timeout:g}s; the "
                 f"connection was closed", host=self.host, port=self.port))
@@ -256,7 +308,9 @@ class AsyncBrokerConnection:
                 loop = asyncio.get_running_loop()
                 deadline = loop.time() + self.request_timeout
                 while self._futures and self.ready:  # answers come in order: wait for the last
-                    await asyncio.wait([self._futures[-1]], timeout=max(0.0, deadline - loop.time()))
+                    last = self._futures[-1]
+                    await asyncio.wait([last.waiter() if isinstance(last, _Answer) else last],
+                                       timeout=max(0.0, deadline - loop.time()))
                     if loop.time() >= deadline:
                         break
                 if self.ready and self.protocol is not None:

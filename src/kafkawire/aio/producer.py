@@ -27,7 +27,6 @@ from kafkawire.core.config import Config
 from kafkawire.core.errors import (
     ConfigError,
     ClientClosedError,
-    ConnectionClosedError,
     KafkaConnectionError,
     KafkaTimeoutError,
 )
@@ -504,19 +503,12 @@ class AsyncProducer:
         if request is not None:
             self._in_flight[node] = self._in_flight.get(node, 0) + 1
             self._batches_in_flight += len(sent)
-            # Written now, answered through a callback (no task per request); a
-            # connection re-authenticating takes the awaited way.
-            answer = conn.send_nowait(PRODUCE, request, version, expects_response=self.config.acks != 0)
-            if answer is None:
+            # Written now, its answer handed to _settle by the reading task (no task, no
+            # future per request); a connection re-authenticating takes the awaited way.
+            if not conn.send_nowait(PRODUCE, request, version, expects_response=self.config.acks != 0,
+                                    on_answer=lambda resp, exc: self._settle(node, conn, sent, resp, exc)):
                 self._spawn(self._exchange(node, conn, request, version, sent))
-            else:
-                answer.add_done_callback(lambda f: self._on_answer(node, conn, sent, f))
         return rest
-
-    def _on_answer(self, node: int, conn: Any, sent: list[Batch], f: asyncio.Future) -> None:
-        exc = ConnectionClosedError(f"{conn.name}: the request was cancelled", host=conn.host,
-                                    port=conn.port) if f.cancelled() else f.exception()
-        self._settle(node, conn, sent, None if exc is not None else f.result(), exc)
 
     async def _exchange(self, node: int, conn: Any, request: Any, version: int, sent: list[Batch]) -> None:
         try:
