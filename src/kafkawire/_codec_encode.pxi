@@ -483,24 +483,30 @@ cdef _Input _columns_input(columns):
     cdef const char* base
     cdef ERec* e
     cdef EHdr* h
+    # Typed views instead of .tolist(): no Python int per field (half the encode's CPU).
+    # Columns' dtypes are exactly these, so nothing is converted; indexing stays
+    # bounds-checked, so inconsistent arrays raise IndexError rather than read past them.
+    cdef const int64_t[::1] ts
+    cdef const int32_t[::1] ko, kl, vo, vl, hi, hko, hvo, hvl
+    import numpy as _np
     data = bytes(memoryview(columns.data).cast("B"))
-    ts = columns.timestamps.tolist()
-    ko = columns.key_offsets.tolist()
-    kl = columns.key_lengths.tolist()
-    vo = columns.value_offsets.tolist()
-    vl = columns.value_lengths.tolist()
-    hi = columns.header_index.tolist()
-    hko = columns.header_key_offsets.tolist()
-    hvo = columns.header_value_offsets.tolist()
-    hvl = columns.header_value_lengths.tolist()
-    n = len(ts)
+    ts = _np.ascontiguousarray(columns.timestamps, dtype=_np.int64)
+    ko = _np.ascontiguousarray(columns.key_offsets, dtype=_np.int32)
+    kl = _np.ascontiguousarray(columns.key_lengths, dtype=_np.int32)
+    vo = _np.ascontiguousarray(columns.value_offsets, dtype=_np.int32)
+    vl = _np.ascontiguousarray(columns.value_lengths, dtype=_np.int32)
+    hi = _np.ascontiguousarray(columns.header_index, dtype=_np.int32)
+    hko = _np.ascontiguousarray(columns.header_key_offsets, dtype=_np.int32)
+    hvo = _np.ascontiguousarray(columns.header_value_offsets, dtype=_np.int32)
+    hvl = _np.ascontiguousarray(columns.header_value_lengths, dtype=_np.int32)
+    n = ts.shape[0]
     inp.alloc(n)
     inp.keep.append(data)
     base = PyBytes_AS_STRING(data)
     size = PyBytes_GET_SIZE(data)
     for i in range(n):
         e = &inp.recs[i]
-        inp.set_ts(i, ts[i])
+        e.ts = ts[i]
         if kl[i] < 0:
             e.key = NULL
             e.klen = -1
