@@ -33,7 +33,7 @@ from kafkawire.protocol.metadata import (
     partitions_steps,
     refresh_steps,
 )
-from kafkawire.protocol.steps import Await, Refresh, Request, Sleep, drive_async
+from kafkawire.protocol.steps import Await, Late, Prepare, Refresh, Request, Sleep, drive_async
 
 __all__ = ["AsyncCluster"]
 
@@ -156,16 +156,25 @@ class AsyncCluster(ClusterView):
 
     # -- running step generators (protocol/steps.py) --------------------------------------
 
-    async def run(self, steps: Generator[Any, Any, Any], deadline: float, what: str) -> Any:
+    async def run(self, steps: Generator[Any, Any, Any], deadline: float | None, what: str, *,
+                  prepare: Prepare | None = None, late: Late | None = None) -> Any:
         """Run ``steps`` to its end by ``deadline`` (the loop's clock): requests go to
         their broker, Refresh fetches the metadata, answers are awaited.  One not in by
-        the deadline has KafkaTimeoutError ("``what``: no answer in time") thrown in."""
+        the deadline has KafkaTimeoutError ("``what``: no answer in time") thrown in, or,
+        given ``late``, what ``late(step, conn)`` says (see protocol/steps.py's Late: the
+        connection may be closed; the request is given up, not left to its own
+        timeout).  ``prepare(step, conn)`` gives a request's (version, request) where
+        the step's own do not do.  With no ``deadline`` (the transactions' exchanges,
+        which go on in the background), a connection is waited for up to
+        request_timeout_ms, a request has its own timeout and an Await waits for its
+        answer."""
         async def do_step(step: Any) -> Any:
-            return await self.do_step(step, deadline, what)
+            return await self.do_step(step, deadline, what, prepare, late)
 
         return await drive_async(steps, do_step, self._now)
 
-    async def do_step(self, step: Any, deadline: float, what: str) -> Any:
+    async def do_step(self, step: Any, deadline: float | None, what: str,
+                      prepare: Prepare | None = None, late: Late | None = None) -> Any:
         """One step of a generator :meth:`run` runs."""
         if isinstance(step, Sleep):
             await asyncio.sleep(step.seconds)
@@ -173,16 +182,35 @@ class AsyncCluster(ClusterView):
         if isinstance(step, Refresh):
             return await self.refresh(step.timeout)
         if isinstance(step, Await):
+            if deadline is None:
+                return await asyncio.shield(step.answer)
             try:
                 return await asyncio.wait_for(asyncio.shield(step.answer), max(0.0, deadline - self._now()))
             except asyncio.TimeoutError:
                 raise KafkaTimeoutError(f"{what}: no answer in time") from None
         assert isinstance(step, Request), step
+        own = deadline is None  # the request's own timeout is the only one
+        if deadline is None:
+            deadline = self._now() + self.config.request_timeout_ms / 1000
         conn = await (self.any_connection(deadline) if step.node is None else self.connection(step.node, deadline))
-        version = step.version(conn.protocol.version_for(step.api), conn.protocol.finalized_features)
-        # The caller's deadline ends only its wait: the request keeps request_timeout_ms
-        # (see conn.request), so a short one does not close a busy connection.
-        return await conn.request(step.api, step.build(version), version, wait=max(0.001, deadline - self._now()))
+        if prepare is not None:
+            version, request = prepare(step, conn)
+        else:
+            version = step.version(conn.protocol.version_for(step.api), conn.protocol.finalized_features)
+            request = step.build(version)
+        if own:
+            return await conn.request(step.api, request, version)
+        if late is None:
+            # The caller's deadline ends only its wait: the request keeps request_timeout_ms
+            # (see conn.request), so a short one does not close a busy connection.
+            return await conn.request(step.api, request, version, wait=max(0.001, deadline - self._now()))
+        try:
+            return await asyncio.wait_for(conn.request(step.api, request, version), max(0.0, deadline - self._now()))
+        except asyncio.TimeoutError:
+            abandon, err = late(step, conn)
+            if abandon is not None:
+                conn.close(abandon)
+            raise err from None
 
     # -- metadata ------------------------------------------------------------------------
 

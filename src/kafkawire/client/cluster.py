@@ -51,7 +51,7 @@ from kafkawire.protocol.metadata import (
     partitions_steps,
     refresh_steps,
 )
-from kafkawire.protocol.steps import Refresh, Request
+from kafkawire.protocol.steps import Late, Prepare, Refresh, Request
 
 __all__ = ["Cluster", "TopicMetadata", "PartitionMetadata"]
 
@@ -226,17 +226,33 @@ class Cluster(ClusterView):
 
     # -- running step generators (protocol/steps.py) --------------------------------------
 
-    def run(self, steps: Generator[Any, Any, Any], deadline: float, what: str) -> Any:
+    def run(self, steps: Generator[Any, Any, Any], deadline: float, what: str, *,
+            prepare: Prepare | None = None, late: Late | None = None) -> Any:
         """Run ``steps`` here, blocking, by ``deadline`` (time.monotonic()): requests go
         to their broker (connecting and waiting for it), Refresh fetches the metadata,
         sleeps poll the connections.  An answer not in by the deadline has
-        KafkaTimeoutError ("``what``: no answer in time") thrown in."""
-        return run_blocking(steps, deadline, lambda: KafkaTimeoutError(f"{what}: no answer in time"),
-                            lambda step: self.start_step(step, deadline), sleep=self.poll)
+        KafkaTimeoutError ("``what``: no answer in time") thrown in, or, given ``late``,
+        what ``late(step, conn)`` says of the request waited for (see protocol/steps.py's
+        Late: its connection may be closed).  ``prepare(step, conn)`` gives a request's
+        (version, request) where the step's own version and build do not do."""
+        sent: list[Any] = []  # the Request step and connection last sent
 
-    def start_step(self, step: Any, deadline: float) -> Future:
+        def on_late() -> BaseException:
+            if late is None or not sent:
+                return KafkaTimeoutError(f"{what}: no answer in time")
+            abandon, err = late(*sent)
+            if abandon is not None:
+                sent[1].close(abandon)
+            return err
+
+        return run_blocking(steps, deadline, on_late, lambda step: self.start_step(step, deadline, prepare, sent),
+                            sleep=self.poll)
+
+    def start_step(self, step: Any, deadline: float, prepare: Prepare | None = None,
+                   sent: list[Any] | None = None) -> Future:
         """Begin a Request step (connecting to its broker, waiting up to ``deadline``)
-        and return its answer's future; a Refresh step is done here, blocking."""
+        and return its answer's future (``sent`` gets the step and its connection); a
+        Refresh step is done here, blocking."""
         if isinstance(step, Refresh):
             self.refresh(step.timeout)
             done = Future()
@@ -244,8 +260,24 @@ class Cluster(ClusterView):
             return done
         assert isinstance(step, Request)
         conn = self.any_connection(deadline) if step.node is None else self.connection(step.node, deadline)
-        version = step.version(conn.version_for(step.api), conn.protocol.finalized_features)
-        return conn.send(step.api, step.build(version), version)
+        if sent is not None:
+            sent[:] = [step, conn]
+        return _send_step(conn, step, prepare)
+
+    def try_step(self, step: Any) -> Future | None:
+        """Begin a step without waiting, for a loop that moves a StepRun on between its
+        polls (the producer's sender thread): a Request on a ready connection, a Refresh
+        as a Metadata request (or the one in flight); None while no connection is ready
+        (one is started and finishes inside later polls; StepRun asks again)."""
+        if isinstance(step, Refresh):
+            fut = self._refresh_future
+            if fut is not None and not fut.done() and self.interest <= self._refresh_topics:
+                return fut
+            conn = self.any_ready_connection()
+            return None if conn is None else self._send_metadata(conn)
+        assert isinstance(step, Request)
+        conn = self.any_ready_connection() if step.node is None else self.ready_connection(step.node)
+        return None if conn is None else _send_step(conn, step)
 
     # -- metadata -----------------------------------------------------------------------
 
@@ -351,3 +383,12 @@ class Cluster(ClusterView):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _send_step(conn: BrokerConnection, step: Request, prepare: Prepare | None = None) -> Future:
+    if prepare is not None:
+        version, request = prepare(step, conn)
+    else:
+        version = step.version(conn.version_for(step.api), conn.protocol.finalized_features)
+        request = step.build(version)
+    return conn.send(step.api, request, version)

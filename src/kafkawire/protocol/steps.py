@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from typing import Any, Awaitable, Callable, Generator, Mapping, NamedTuple
 
-__all__ = ["Request", "Await", "Sleep", "Refresh", "Now", "NOW", "StepRun", "drive_async"]
+__all__ = ["Request", "Await", "Sleep", "Refresh", "Now", "NOW", "StepRun", "drive_async", "Prepare", "Late"]
 
 # A cap on the version that depends on the broker's finalized features (KIP-584).
 VersionCap = Callable[[Mapping[str, int]], "int | None"]
@@ -48,6 +48,15 @@ class Request(NamedTuple):
         """The version to send, given the one negotiated with the chosen broker."""
         cap = self.max_version(features) if callable(self.max_version) else self.max_version
         return negotiated if cap is None else min(negotiated, cap)
+
+
+# A runner's hooks for a Request step on a ready connection (``conn``, the shell's):
+# ``prepare`` gives the (version, request) to send where the step's own version and build
+# do not do (Admin checks the version against the call); ``late``, for an answer not in
+# by the deadline, gives (the error to close the connection with, or None; the error
+# thrown in): Admin closes it, as a broker answers a connection's requests in order.
+Prepare = Callable[[Request, Any], "tuple[int, Any]"]
+Late = Callable[[Request, Any], "tuple[BaseException | None, BaseException]"]
 
 
 class Await(NamedTuple):
