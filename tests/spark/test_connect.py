@@ -2,7 +2,8 @@
 Connect server that the installed PySpark starts itself.
 
 The Connect client needs PySpark's `connect` extra (grpcio, grpcio-status,
-googleapis-common-protos, zstandard); without them the test is skipped, saying so.
+googleapis-common-protos, zstandard), which kafkawire's test extra installs; without them
+the test fails, naming what to install.
 The job runs in its own process (connect_job.py): this one holds the suite's classic session.
 """
 
@@ -48,7 +49,7 @@ def _pairs(records: list) -> list[tuple[str, str]]:
 def test_batch_and_stream_through_spark_connect(kafka_broker):
     missing = _missing()
     if missing:
-        pytest.skip(f"PySpark's Spark Connect client needs {', '.join(missing)} (pip install 'pyspark[connect]')")
+        pytest.fail(f"PySpark's Spark Connect client needs {', '.join(missing)} (pip install 'pyspark[connect]')")
     b = kafka_broker.bootstrap
     in_topic = new_topic(b, PARTITIONS, prefix="connect-in")
     out_topic, stream_topic = new_topic(b, PARTITIONS, prefix="connect-out"), new_topic(b, PARTITIONS, prefix="connect-st")
