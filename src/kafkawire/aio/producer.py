@@ -33,7 +33,7 @@ from kafkawire.core.errors import (
 from kafkawire.core.partitioner import StickyPartitioner, check_partition, choose_partition
 from kafkawire.core.records import RecordFuture, RecordMetadata
 from kafkawire.protocol import apis
-from kafkawire.protocol.accumulator import BATCH_OVERHEAD, Accumulator, Appender, Batch, prepare_record
+from kafkawire.protocol.accumulator import Accumulator, Appender, Batch
 from kafkawire.protocol.idempotence import INIT_PRODUCER_ID
 from kafkawire.protocol.metadata import check_topic_name
 from kafkawire.protocol.producer import NEED_COUNT, partition_check
@@ -99,7 +99,7 @@ class AsyncProducer:
         self._txn_lock: asyncio.Lock | None = None
         self._txn_adding: asyncio.Task | None = None
         self._sticky = StickyPartitioner()
-        self._max_record_size = c.max_request_size - BATCH_OVERHEAD - 64
+        self._max_record_size = self._acc.max_record_size
         self._batch_size = self._acc.batch_size
         # send()'s one call (Appender.append); no lock: one event loop thread.
         self._append = Appender(self._acc.open, self._batch_size, None, AsyncRecordFuture, time.time_ns).append
@@ -240,13 +240,8 @@ class AsyncProducer:
         self.cluster.check_fork()
         await self.start()
         c = self.config
-        if c.key_serializer is not None:
-            key = c.key_serializer(key)
-        if c.value_serializer is not None:
-            value = c.value_serializer(value)
-        key, value, headers, size = prepare_record(key, value, headers, self._max_record_size, c.max_request_size)
-        if timestamp is None:
-            timestamp = time.time_ns() // 1_000_000
+        key, value, headers, timestamp, size = self._acc.prepare(key, value, headers, timestamp,
+                                                                 time.time_ns() // 1_000_000)
         sticky = False
         if partition is None:
             n = await self._num_partitions(topic)

@@ -56,7 +56,6 @@ from kafkawire.protocol.accumulator import (
     Accumulator,
     Appender,
     Batch,
-    prepare_record,
 )
 from kafkawire.protocol.idempotence import INIT_PRODUCER_ID
 from kafkawire.protocol.metadata import check_topic_name
@@ -142,7 +141,6 @@ class Producer:
         # record (so a record that fits a batch fits a request), not closing.
         self._fast = (self._key_ser is None and self._value_ser is None and c.transactional_id is None
                       and self._batch_size <= self._max_request - _BATCH_OVERHEAD - 64)
-        self._max_record_size = self._max_request - _BATCH_OVERHEAD - 64
         self._flushing = 0
         self._closing = False
         self._closed = False
@@ -303,13 +301,7 @@ class Producer:
         if self._closing:
             raise ClientClosedError("send() after close(): the producer is closed")
         self._check_fork()
-        if self._key_ser is not None:
-            key = self._key_ser(key)
-        if self._value_ser is not None:
-            value = self._value_ser(value)
-        key, value, headers, size = prepare_record(key, value, headers, self._max_record_size, self._max_request)
-        if timestamp is None:
-            timestamp = int(_time() * 1000)
+        key, value, headers, timestamp, size = self._acc.prepare(key, value, headers, timestamp, int(_time() * 1000))
         sticky = False
         if partition is None:
             n = self._partition_counts.get(topic) or self._num_partitions(

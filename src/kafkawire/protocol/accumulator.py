@@ -191,6 +191,8 @@ class Accumulator:
         self.batch_size = max(config.batch_size, 1)
         self.linger = config.linger_ms / 1000.0
         self.max_request = config.max_request_size
+        # The largest record: one that fits a batch fits a request.
+        self.max_record_size = self.max_request - BATCH_OVERHEAD - 64
         self.delivery_timeout = config.delivery_timeout_ms / 1000.0
         self.buffer_memory = config.buffer_memory
         self.batches: dict[tuple[str, int], deque[Batch]] = {}
@@ -211,6 +213,19 @@ class Accumulator:
                 explicit="enable_idempotence" in config._given, retry_backoff_ms=config.retry_backoff_ms)
 
     # -- appending -----------------------------------------------------------------------
+
+    def prepare(self, key: Any, value: Any, headers: Any, timestamp: int | None, now_ms: int
+                ) -> tuple[Any, Any, Any, int, int]:
+        """A record as send() was given it, ready to append: (key, value, headers,
+        timestamp, size).  The serializers applied, key and value bytes-like, too large a
+        record refused (prepare_record), the timestamp ``now_ms`` (wall clock) if none."""
+        c = self.config
+        if c.key_serializer is not None:
+            key = c.key_serializer(key)
+        if c.value_serializer is not None:
+            value = c.value_serializer(value)
+        key, value, headers, size = prepare_record(key, value, headers, self.max_record_size, self.max_request)
+        return key, value, headers, now_ms if timestamp is None else timestamp, size
 
     def reservation(self, size: int) -> int:
         """buffer_memory a new batch for a record of ``size`` takes: a batch at a time,
