@@ -27,7 +27,7 @@ from kafkawire.errors import ClientClosedError
 from kafkawire.protocol.admin import *  # noqa: F403 - the result types, defined with the calls
 from kafkawire.protocol.admin import AdminCore, Op
 from kafkawire.protocol.fetcher import OffsetAndTimestamp
-from kafkawire.protocol.steps import Request, drive_async
+from kafkawire.protocol.steps import Request
 
 __all__ = ["AsyncAdmin"]
 
@@ -83,21 +83,11 @@ class AsyncAdmin:
         if not self._started:
             await self.start(max(0.001, budget.deadline - _now()))
 
-        async def do_step(step: Any) -> Any:
-            if not isinstance(step, Request):
-                return await self.cluster.do_step(step, budget.deadline, op.name)
-            conn = await (self.cluster.any_connection(budget.deadline) if step.node is None
-                          else self.cluster.connection(step.node, budget.deadline))
-            version, request = self._core.prepare(op.name, step, conn.name, conn.protocol, budget.deadline, _now())
-            try:
-                return await asyncio.wait_for(conn.request(step.api, request, version),
-                                              max(0.0, budget.deadline - _now()))
-            except asyncio.TimeoutError:
-                abandoned, late = self._core.late(op.name, step.api, conn.name)
-                conn.close(abandoned)
-                raise late from None
+        def prepare(step: Request, conn: Any) -> tuple[int, Any]:
+            return self._core.prepare(op.name, step, conn.name, conn.protocol, budget.deadline, _now())
 
-        return await drive_async(op.steps(budget), do_step, _now)
+        return await self.cluster.run(op.steps(budget), budget.deadline, op.name, prepare=prepare,
+                                      late=lambda step, conn: self._core.late(op.name, step.api, conn.name))
 
     # -- cluster and topics ------------------------------------------------------------
 

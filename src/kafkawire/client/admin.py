@@ -46,14 +46,12 @@ import time
 from typing import Any, Iterable, Mapping
 
 from kafkawire.client.cluster import Cluster
-from kafkawire.client.steps import run_blocking
 from kafkawire.core.config import Config
-from kafkawire.core.future import Future
 from kafkawire.errors import ClientClosedError
 from kafkawire.protocol.admin import *  # noqa: F403 - the result types, defined with the calls
 from kafkawire.protocol.admin import RESULT_TYPES, AdminCore, Op
 from kafkawire.protocol.fetcher import OffsetAndTimestamp
-from kafkawire.protocol.steps import Refresh, Request
+from kafkawire.protocol.steps import Request
 
 __all__ = ["Admin", *RESULT_TYPES]
 
@@ -94,25 +92,12 @@ class Admin:
         if self._closed:
             raise ClientClosedError("the admin client is closed")
         budget = self._core.budget(timeout, time.monotonic())
-        sent: list[Any] = []  # the connection and API of the answer waited for
 
-        def start(step: Request | Refresh) -> Future:
-            if isinstance(step, Refresh):
-                return self.cluster.start_step(step, budget.deadline)
-            conn = (self.cluster.any_connection(budget.deadline) if step.node is None
-                    else self.cluster.connection(step.node, budget.deadline))
-            version, request = self._core.prepare(op.name, step, conn.name, conn.protocol, budget.deadline,
-                                                  time.monotonic())
-            sent[:] = [conn, step.api]
-            return conn.send(step.api, request, version)
+        def prepare(step: Request, conn: Any) -> tuple[int, Any]:
+            return self._core.prepare(op.name, step, conn.name, conn.protocol, budget.deadline, time.monotonic())
 
-        def on_late() -> BaseException:
-            conn, api = sent
-            abandoned, late = self._core.late(op.name, api, conn.name)
-            conn.close(abandoned)
-            return late
-
-        return run_blocking(op.steps(budget), budget.deadline, on_late, start, sleep=self.cluster.poll)
+        return self.cluster.run(op.steps(budget), budget.deadline, op.name, prepare=prepare,
+                                late=lambda step, conn: self._core.late(op.name, step.api, conn.name))
 
     # -- cluster and topics ------------------------------------------------------------
 
