@@ -37,7 +37,6 @@ from kafkawire.protocol.accumulator import Accumulator, Appender, Batch
 from kafkawire.protocol.idempotence import INIT_PRODUCER_ID
 from kafkawire.protocol.metadata import check_topic_name
 from kafkawire.protocol.producer import NEED_COUNT, partition_check
-from kafkawire.protocol.steps import Sleep, drive_async
 from kafkawire.protocol.transactions import TransactionAbortedError, TransactionManager
 
 __all__ = ["AsyncProducer", "AsyncRecordFuture"]
@@ -307,18 +306,8 @@ class AsyncProducer:
         if self._txn_lock is None:
             self._txn_lock = asyncio.Lock()
         async with self._txn_lock:
-            return await drive_async(steps, self._txn_step)
-
-    async def _txn_step(self, step: Any) -> Any:
-        """One step of a transactions.py generator: a sleep, or a request and its answer."""
-        if isinstance(step, Sleep):
-            await asyncio.sleep(step.seconds)
-            return None
-        deadline = self._now() + self.config.request_timeout_ms / 1000
-        conn = await (self.cluster.any_connection(deadline) if step.node is None
-                      else self.cluster.connection(step.node, deadline))
-        version = step.version(conn.protocol.version_for(step.api), conn.protocol.finalized_features)
-        return await conn.request(step.api, step.build(version), version)
+            # No deadline of the run's: each request has its own timeout (see AsyncCluster.run).
+            return await self.cluster.run(steps, None, "transactions")
 
     async def _txn_call(self, steps: Any, timeout: float | None, call: str) -> Any:
         task = asyncio.ensure_future(self._txn_steps(steps))

@@ -60,7 +60,7 @@ from kafkawire.protocol.accumulator import (
 from kafkawire.protocol.idempotence import INIT_PRODUCER_ID
 from kafkawire.protocol.metadata import check_topic_name
 from kafkawire.protocol.producer import NEED_COUNT, partition_check
-from kafkawire.protocol.steps import Request, StepRun
+from kafkawire.protocol.steps import StepRun
 from kafkawire.protocol.transactions import TransactionAbortedError, TransactionManager
 
 __all__ = ["Producer", "RecordMetadata", "RecordFuture", "BatchMetadata"]
@@ -844,7 +844,7 @@ class Producer:
                     return 0.1
                 self._txn_run = (StepRun(steps), fut)
             run, fut = self._txn_run
-            wait = run.advance(now, self._start_request)
+            wait = run.advance(now, self.cluster.try_step)
             if wait is None:
                 self._txn_run = None
                 if fut is not None:
@@ -854,14 +854,6 @@ class Producer:
                         fut.set_result(run.value)
                 return 0.0
             return wait
-
-    def _start_request(self, step: Request) -> Future | None:
-        """Send a transaction step's request on a ready connection (None: none ready yet)."""
-        conn = self.cluster.any_ready_connection() if step.node is None else self.cluster.ready_connection(step.node)
-        if conn is None:
-            return None  # being connected; its progress ends a poll
-        version = step.version(conn.version_for(step.api), conn.protocol.finalized_features)
-        return conn.send(step.api, step.build(version), version)
 
     def _maybe_init_producer_id(self, now: float) -> None:
         """Ask for a producer id (or a bumped epoch) when the accumulator wants one; the
