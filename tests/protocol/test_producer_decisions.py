@@ -95,3 +95,33 @@ def test_settle_without_an_answer_retries_until_closed():
     sent = sent_batches(acc2, [0])
     done, _ = acc2.settle(sent, None, lost, "broker 1", 1.0, closed=True)
     assert done == [(sent[0], lost)]
+
+
+def test_an_idempotent_partition_sends_one_batch_until_the_first_is_written():
+    # A broker without state for the producer on a partition takes any sequence: a batch
+    # pipelined behind a refused first one would be written before it.
+    acc = accumulator(enable_idempotence=True, batch_size=40)
+    init = acc.identity.init_request(4)
+    assert init.producer_id == -1
+    acc.identity.apply_init(apis.get("InitProducerId").Response(error_code=0, producer_id=7, producer_epoch=0),
+                            None, 0.0, "broker 1")
+    for _ in range(3):
+        acc.append(("t", 0), (None, b"v" * 20, 1), 30, acc.admit(("t", 0), 30), 0.0)
+    assert len(acc.batches[("t", 0)]) == 3
+    by_node, _expired, _wait, _ = acc.collect(0.0, lambda t, p: 1, flushing=True)
+    assert len(by_node[1]) == 1  # the partition's first batch alone
+    request, sent, _rest, _failed = acc.produce_request(by_node[1], PRODUCE.max_version, 0.0)
+    assert sent[0].sequence == 0
+    by_node, _expired, _wait, _ = acc.collect(0.1, lambda t, p: 1, flushing=True)
+    assert not by_node  # nothing behind it while it is in flight
+    refused = PRODUCE.Response(responses=[_TPR(name="t", partition_responses=[
+        _PPR(index=0, error_code=NotLeaderOrFollowerError.code, base_offset=-1)])])
+    acc.settle(sent, refused, None, "broker 1", 0.2, closed=False)
+    by_node, _expired, _wait, _ = acc.collect(1.0, lambda t, p: 1, flushing=True)
+    assert [b.sequence for b in by_node[1]] == [0]  # the first again, still alone
+    _request, sent, _rest, _failed = acc.produce_request(by_node[1], PRODUCE.max_version, 1.0)
+    written = PRODUCE.Response(responses=[_TPR(name="t", partition_responses=[
+        _PPR(index=0, error_code=0, base_offset=0)])])
+    acc.settle(sent, written, None, "broker 1", 1.1, closed=False)
+    by_node, _expired, _wait, _ = acc.collect(1.2, lambda t, p: 1, flushing=True)
+    assert len(by_node[1]) == 2  # written: the rest are pipelined

@@ -81,9 +81,12 @@ def test_after_a_retriable_error_nothing_passes_the_batch_waiting_to_retry():
 
 
 def idempotent(**options):
-    """Each record its own batch, idempotence on, producer id 7 epoch 0."""
+    """Each record its own batch, idempotence on, producer id 7 epoch 0, and a batch of
+    TP's already written under them (before that only one batch goes at a time: see
+    test_producer_decisions.py)."""
     acc = accumulator(batch_size=30, retry_backoff_ms=10, **options)
     given_id(acc)
+    acc.identity.written.add(TP)
     return acc
 
 

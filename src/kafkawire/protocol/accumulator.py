@@ -352,8 +352,11 @@ class Accumulator:
                 if b.in_flight:
                     j += 1
                     continue
-                if in_order and j and b.attempts:
-                    break  # resent only once every batch before it is acknowledged
+                if in_order and j and (b.attempts or (topic, partition) not in ident.written):
+                    # Resent only once every batch before it is acknowledged; and behind
+                    # a partition's first batch under this epoch, nothing until it is
+                    # written (see ProducerIdentity.written).
+                    break
                 if now >= b.deadline:
                     if j == 0:  # a later batch waits its turn to expire
                         self.close_open(b)
@@ -602,9 +605,13 @@ class Accumulator:
         else:
             outcomes, refresh = self.results(resp, sent, broker)
         done = []
+        ident = self.identity
         for b, result, retriable in outcomes:
-            if isinstance(result, BaseException) and self.retry(b, result, retriable, now, closed):
-                continue
+            if isinstance(result, BaseException):
+                if self.retry(b, result, retriable, now, closed):
+                    continue
+            elif ident is not None:
+                ident.acknowledged(b)
             self.dequeue(b)
             done.append((b, result))
         return done, refresh

@@ -9,7 +9,9 @@ so a retry can never reorder.
 
 Up to five batches of a partition are in flight (the accumulator sends them in sequence
 order, and resends a refused or failed one only once every batch before it is
-acknowledged).  OUT_OF_ORDER_SEQUENCE_NUMBER for a batch with an unacknowledged one before
+acknowledged); but until one batch of a partition is written under the current id and
+epoch, only that one: a broker with no state for the producer there takes any sequence,
+so a batch behind a refused first one would be written before it.  OUT_OF_ORDER_SEQUENCE_NUMBER for a batch with an unacknowledged one before
 it only says that one is not written yet: it is resent after it, with its sequence.  A
 real sequence gap can only come from a batch that failed, or from a broker that lost its
 producer state.  Then, as the Java client and librdkafka do since KIP-360, the producer
@@ -101,6 +103,11 @@ class ProducerIdentity:
         self.producer_id = -1
         self.epoch = -1
         self.next_sequence: dict[tuple[str, int], int] = {}
+        # Partitions with a batch written under this id and epoch.  Until a partition has
+        # one, the broker holds no state for the producer there and takes any sequence, so
+        # a batch sent behind a refused first one could be written before it: only one
+        # batch of such a partition goes out at a time (Accumulator.collect).
+        self.written: set[tuple[str, int]] = set()
         self.requesting = False
         self.retry_at = 0.0
         # Why the epoch must be bumped (None: it need not be).
@@ -113,6 +120,7 @@ class ProducerIdentity:
         """Forget the producer id (a forked child asks for its own)."""
         self.producer_id = self.epoch = -1
         self.next_sequence.clear()
+        self.written.clear()
         self.requesting = False
         self.retry_at = 0.0
         self.bump_wanted = None
@@ -202,6 +210,7 @@ class ProducerIdentity:
         self.producer_id = producer_id
         self.epoch = epoch
         self.next_sequence.clear()
+        self.written.clear()
 
     def unsupported(self, why: str) -> None:
         """The broker cannot do idempotence: off (with a warning) unless it was asked for."""
@@ -243,6 +252,11 @@ class ProducerIdentity:
                 f"{b.topic}[{b.partition}] answered error {code} to sequence {b.sequence}")
             return not self.transactional
         return False
+
+    def acknowledged(self, b: Any) -> None:
+        """``b`` was written (its answer said so, or that it is a duplicate)."""
+        if b.sequence >= 0 and b.pid == self.producer_id and b.epoch == self.epoch:
+            self.written.add((b.topic, b.partition))
 
     def no_answer(self, b: Any) -> None:
         """``b``'s request got no answer: it may have been written."""
