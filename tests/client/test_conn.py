@@ -8,7 +8,7 @@ import pytest
 from kafkawire.client.cluster import Cluster
 from kafkawire.client.config import Config
 from kafkawire.client.conn import BrokerConnection
-from kafkawire.client.errors import (
+from kafkawire.errors import (
     BrokerConnectionRefusedError,
     BrokerConnectTimeoutError,
     BrokerResolutionError,

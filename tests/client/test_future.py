@@ -3,7 +3,7 @@ import time
 
 import pytest
 
-from kafkawire.client.errors import KafkaTimeoutError
+from kafkawire.errors import KafkaTimeoutError
 from kafkawire.client.future import Future
 
 

@@ -10,7 +10,7 @@ import uuid
 import pytest
 
 from kafkawire.aio import AsyncConsumer
-from kafkawire.client.errors import KafkaTimeoutError
+from kafkawire.errors import KafkaTimeoutError
 from kafkawire.client.producer import Producer
 from kafkawire.protocol import apis
 
@@ -203,7 +203,7 @@ def test_bootstrap_walks_its_addresses_as_the_sync_shell_does(kafka_broker):
     # one answers Metadata; none answering is NoBrokersAvailableError naming each one.
     import socket
 
-    from kafkawire.client.errors import NoBrokersAvailableError
+    from kafkawire.errors import NoBrokersAvailableError
     from kafkawire.testing import free_port
 
     silent = socket.socket()  # takes the connection, never answers a byte

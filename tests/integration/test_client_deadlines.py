@@ -8,7 +8,7 @@ import pytest
 from kafkawire.client.cluster import Cluster
 from kafkawire.client.config import Config
 from kafkawire.client.consumer import Consumer
-from kafkawire.client.errors import (
+from kafkawire.errors import (
     DeliveryTimeoutError,
     KafkaTimeoutError,
     NoBrokersAvailableError,
@@ -254,7 +254,7 @@ def test_admin_calls_with_every_broker_stopped(tansu_broker_factory):
 
 @pytest.mark.broker
 def test_producer_calls_with_every_broker_stopped(tansu_broker_factory):
-    from kafkawire.client.errors import BufferExhaustedError
+    from kafkawire.errors import BufferExhaustedError
 
     broker = tansu_broker_factory()
     boot = broker.bootstrap

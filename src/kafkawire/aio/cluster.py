@@ -20,7 +20,7 @@ from kafkawire.aio.conn import AsyncBrokerConnection
 from kafkawire.core import fork as _fork
 from kafkawire.core.fork import ForkedClientError
 from kafkawire.core.config import Config
-from kafkawire.core.errors import KafkaConnectionError, KafkaTimeoutError, NoBrokersAvailableError
+from kafkawire.errors import KafkaConnectionError, KafkaTimeoutError, NoBrokersAvailableError
 from kafkawire.protocol import apis
 from kafkawire.protocol.metadata import (
     Backoff,

@@ -12,7 +12,7 @@ made meanwhile wait for that login too.
 Connection setup runs the steps of the sync shell's, each bounded by the one setup
 deadline: the TCP connect, the TLS handshake, ApiVersions, SASL.  A TLS failure is named by
 the same :mod:`kafkawire.core.tls` helpers the sync shell calls at the same points, so
-both raise the same :class:`~kafkawire.core.errors.BrokerTLSError` with the same message.
+both raise the same :class:`~kafkawire.errors.BrokerTLSError` with the same message.
 
 A request's bytes go to the transport in one write, so a cancelled caller never leaves
 a request half-sent; its answer is still read (answers come in order) and dropped.  A
@@ -31,7 +31,7 @@ from collections import deque
 from typing import Any, Callable
 
 from kafkawire.core import tls
-from kafkawire.core.errors import (
+from kafkawire.errors import (
     BrokerConnectionRefusedError,
     BrokerConnectTimeoutError,
     BrokerResolutionError,

@@ -25,7 +25,7 @@ from typing import Any, AsyncIterator, Iterable
 from kafkawire.aio.cluster import AsyncCluster
 from kafkawire.aio.group import AsyncConsumerGroup
 from kafkawire.core.config import Config
-from kafkawire.core.errors import ClientClosedError
+from kafkawire.errors import ClientClosedError
 from kafkawire.protocol import apis
 from kafkawire.protocol.fetcher import (
     EARLIEST,

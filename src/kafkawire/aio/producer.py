@@ -24,7 +24,7 @@ from typing import Any, Iterable
 from kafkawire.aio.cluster import AsyncCluster
 from kafkawire.core import fork as _fork
 from kafkawire.core.config import Config
-from kafkawire.core.errors import (
+from kafkawire.errors import (
     ConfigError,
     ClientClosedError,
     KafkaConnectionError,

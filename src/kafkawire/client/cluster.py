@@ -30,7 +30,7 @@ from typing import Any, Generator
 
 from kafkawire.core.config import Config
 from kafkawire.client.conn import BrokerConnection, Poller
-from kafkawire.core.errors import (
+from kafkawire.errors import (
     KafkaConnectionError,
     KafkaTimeoutError,
     NoBrokersAvailableError,

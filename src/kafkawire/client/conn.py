@@ -36,7 +36,7 @@ from typing import Any
 
 from kafkawire.core import fork as _fork
 from kafkawire.core import tls
-from kafkawire.core.errors import (
+from kafkawire.errors import (
     BrokerConnectionRefusedError,
     BrokerConnectTimeoutError,
     BrokerResolutionError,

@@ -33,7 +33,7 @@ from kafkawire.core import fork as _fork
 from kafkawire.core.fork import ForkedClientError
 from kafkawire.client.cluster import Cluster
 from kafkawire.core.config import Config
-from kafkawire.core.errors import ClientClosedError, KafkaTimeoutError
+from kafkawire.errors import ClientClosedError, KafkaTimeoutError
 from kafkawire.core.future import Future
 from kafkawire.client.group import ConsumerGroup, ConsumerRebalanceListener
 from kafkawire.protocol import apis

@@ -41,7 +41,7 @@ from kafkawire.core import fork as _fork
 from kafkawire.core.fork import ForkedClientError
 from kafkawire.client.cluster import Cluster
 from kafkawire.core.config import Config
-from kafkawire.core.errors import (
+from kafkawire.errors import (
     ClientClosedError,
     KafkaTimeoutError,
     RecordTooLargeError,

@@ -3,7 +3,7 @@
 ``Config.producer(**options)`` / ``Config.consumer(**options)`` validate every option
 and fill in the Java client's defaults.  Dotted Java names are accepted too
 (``"bootstrap.servers"`` is ``bootstrap_servers``).  An unknown name, a wrong type or an
-out-of-range value raises :class:`~kafkawire.core.errors.ConfigError` saying which
+out-of-range value raises :class:`~kafkawire.errors.ConfigError` saying which
 option, what was given and what is allowed.
 """
 
@@ -14,7 +14,7 @@ import os
 import ssl
 from typing import Any, Callable
 
-from kafkawire.core.errors import ConfigError
+from kafkawire.errors import ConfigError
 from kafkawire.compression import CODEC_GZIP, CODEC_LZ4, CODEC_NONE, CODEC_SNAPPY, CODEC_ZSTD
 
 __all__ = ["Config", "parse_bootstrap", "reference_markdown", "COMPRESSION_CODECS"]

@@ -32,7 +32,7 @@ import threading
 import weakref
 from typing import Any
 
-from kafkawire.core.errors import ClientClosedError
+from kafkawire.errors import ClientClosedError
 
 __all__ = ["ForkedClientError", "register", "generation", "forked", "pid"]
 

@@ -15,7 +15,7 @@ import threading
 import time
 from typing import Any, Callable
 
-from kafkawire.core.errors import KafkaTimeoutError
+from kafkawire.errors import KafkaTimeoutError
 
 __all__ = ["Future"]
 

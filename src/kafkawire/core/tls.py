@@ -5,7 +5,7 @@ from the ``ssl_*`` options, and where a failed handshake is given a name.
   ``ssl_certfile``, ``ssl_check_hostname``, ...) into a client context: certificate and
   host name verification on, TLS 1.2 or newer, a client certificate for mutual TLS.
 * :func:`handshake_error` and the other ``*_error`` helpers turn what ``ssl`` raises into
-  a :class:`~kafkawire.core.errors.BrokerTLSError` whose message says what was wrong with
+  a :class:`~kafkawire.errors.BrokerTLSError` whose message says what was wrong with
   which broker, and what to do about it.  Both I/O shells call them at the same points of a
   connection's setup, so a failure raises the same typed error with the same message in
   the sync and the asyncio client:
@@ -31,7 +31,7 @@ import weakref
 from dataclasses import dataclass
 from typing import Any
 
-from kafkawire.core.errors import BrokerTLSError, BrokerTLSHandshakeTimeoutError, ConfigError
+from kafkawire.errors import BrokerTLSError, BrokerTLSHandshakeTimeoutError, ConfigError
 
 __all__ = [
     "build_ssl_context",

@@ -18,8 +18,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from kafkawire.client.consumer import Consumer, TopicPartition
-from kafkawire.core.errors import OffsetOutOfRangeError
-from kafkawire.errors import UnknownTopicOrPartitionError
+from kafkawire.errors import OffsetOutOfRangeError, UnknownTopicOrPartitionError
 from kafkawire.core.partitioner import murmur2_many
 from kafkawire.client.producer import Producer
 from kafkawire.protocol import apis

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from kafkawire.core.config import Config
-from kafkawire.core.errors import ConfigError
+from kafkawire.errors import ConfigError
 
 __all__ = ["KafkawireOptionError", "SourceOptions", "SinkOptions", "EARLIEST", "LATEST"]
 
