@@ -82,7 +82,7 @@ def test_settle_completes_acknowledged_batches_and_reschedules_retriable_ones():
     retried = sent[1]
     assert not retried.in_flight and retried.retry_at == pytest.approx(1.1)
     assert list(acc.batches[("t", 1)]) == [retried]  # still queued; the others are not
-    assert not acc.batches[("t", 0)] and not acc.batches[("t", 2)]
+    assert ("t", 0) not in acc.batches and ("t", 2) not in acc.batches  # emptied: forgotten
 
 
 def test_settle_without_an_answer_retries_until_closed():
@@ -125,3 +125,57 @@ def test_an_idempotent_partition_sends_one_batch_until_the_first_is_written():
     acc.settle(sent, written, None, "broker 1", 1.1, closed=False)
     by_node, _expired, _wait, _ = acc.collect(1.2, lambda t, p: 1, flushing=True)
     assert len(by_node[1]) == 2  # written: the rest are pipelined
+
+
+class _CountedQueues(dict):
+    """acc.batches that counts the partition queues a collect() pass walks."""
+
+    walked = 0
+
+    def items(self):
+        for item in super().items():
+            self.walked += 1
+            yield item
+
+
+def _acknowledge(acc, sent, now):
+    resp = PRODUCE.Response(responses=[_TPR(name="t", partition_responses=[
+        _PPR(index=b.partition, error_code=0, base_offset=0) for b in sent])])
+    done, _ = acc.settle(sent, resp, None, "broker 1", now, closed=False)
+    assert len(done) == len(sent) and not any(isinstance(r, BaseException) for _, r in done)
+    for b, _ in done:
+        acc.release(b)
+
+
+def test_a_partition_whose_batches_are_all_acknowledged_leaves_the_queues():
+    acc = accumulator()
+    _acknowledge(acc, sent_batches(acc, range(1000)), 0.5)
+    assert acc.batches == {}  # the sender's pass no longer walks 1,000 empty queues
+    queues = acc.batches = _CountedQueues()
+    sent = sent_batches(acc, range(0, 1000, 100), now=1.0)
+    assert sorted(b.partition for b in sent) == list(range(0, 1000, 100))
+    assert queues.walked == 10  # the partitions with a batch queued, no others
+    _acknowledge(acc, sent, 1.5)
+    assert not queues and not acc.incomplete and acc.used_memory == 0
+
+
+def test_expired_and_dropped_batches_leave_no_empty_queue():
+    acc = accumulator()
+    for p in range(3):
+        acc.append(("t", p), (None, b"v", 1), 30, acc.admit(("t", p), 30), 0.0)
+    # ("t", 0) in flight, unanswered: kept; ("t", 1) sent, refused, to be resent: kept.
+    by_node, _, _, _ = acc.collect(0.0, lambda t, p: 1 if p < 2 else None, flushing=True)
+    _request, sent, _rest, _failed = acc.produce_request(by_node[1], PRODUCE.max_version, 0.0)
+    resp = PRODUCE.Response(responses=[_TPR(name="t", partition_responses=[
+        _PPR(index=1, error_code=NotLeaderOrFollowerError.code, base_offset=-1)])])
+    assert acc.settle([b for b in sent if b.partition == 1], resp, None, "broker 1", 0.1, closed=False)[0] == []
+    dropped = acc.drop_unsent()  # ("t", 2) was never sent
+    assert [b.partition for b in dropped] == [2]
+    assert sorted(acc.batches) == [("t", 0), ("t", 1)]
+    # Past delivery_timeout_ms the resendable batch expires at the head of its queue.
+    _by_node, expired, _wait, _ = acc.collect(7.0, lambda t, p: 1, flushing=True)
+    assert [b.partition for b in expired] == [1]
+    assert sorted(acc.batches) == [("t", 0)]
+    # A new record for an emptied partition starts a queue again.
+    acc.append(("t", 2), (None, b"w", 1), 30, acc.admit(("t", 2), 30), 7.0)
+    assert [b.partition for b in acc.batches[("t", 2)]] == [2]

@@ -116,7 +116,7 @@ def test_batches_refused_behind_a_failed_one_are_resent_after_it_in_sequence_ord
         assert st == {TP: (7, 0, seq, False)}
         settle(acc, r, answer(r, [0]), now=now)
         assert batch.future.done() and batch.future.exception() is None
-    assert not acc.batches[TP]
+    assert TP not in acc.batches
 
 
 def test_new_batches_wait_behind_a_batch_being_resent():

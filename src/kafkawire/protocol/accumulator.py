@@ -195,6 +195,8 @@ class Accumulator:
         self.max_record_size = self.max_request - BATCH_OVERHEAD - 64
         self.delivery_timeout = config.delivery_timeout_ms / 1000.0
         self.buffer_memory = config.buffer_memory
+        # Only partitions with a batch queued have a key (an emptied queue is deleted), so
+        # a pass of the sender costs what is queued, not every partition ever written to.
         self.batches: dict[tuple[str, int], deque[Batch]] = {}
         # The batch of each partition that records are appended to (the last of its queue).
         self.open: dict[tuple[str, int], Batch] = {}
@@ -332,7 +334,7 @@ class Accumulator:
                 expired.extend(b for b in q if not b.in_flight)
                 for b in q:
                     self.close_open(b)
-                q.clear()
+            self.batches.clear()
             return by_node, expired, wait, leaderless
         # How many batches of a partition may be in flight together:
         # max_in_flight_requests_per_connection (at most 5 with idempotence: the broker
@@ -344,6 +346,7 @@ class Accumulator:
         # transactional producer too: its batches are idempotent ones).
         depth = self.config.max_in_flight_requests_per_connection
         in_order = ident is not None and ident.active
+        emptied: list[tuple[str, int]] = []
         for (topic, partition), q in self.batches.items():
             # Each batch goes only when every batch before it is in flight.
             j = 0
@@ -361,6 +364,8 @@ class Accumulator:
                     if j == 0:  # a later batch waits its turn to expire
                         self.close_open(b)
                         expired.append(q.popleft())
+                        if not q:
+                            emptied.append((topic, partition))
                         if ident is not None:
                             ident.failed(b)
                     break
@@ -382,6 +387,8 @@ class Accumulator:
                 self.close_open(b)
                 by_node.setdefault(leader, []).append(b)
                 j += 1
+        for tp in emptied:
+            del self.batches[tp]
         return by_node, expired, wait, leaderless
 
     def init_wanted(self, now: float) -> bool:
@@ -392,7 +399,8 @@ class Accumulator:
             return False
         if ident.producer_id < 0:
             return True
-        if any(self._holds_bump(q) for q in self.batches.values()):
+        # A copy: the sync shell asks this outside its lock, while send() may add a queue.
+        if any(self._holds_bump(q) for q in list(self.batches.values())):
             return False
         return not ident.bump_locally()
 
@@ -650,11 +658,16 @@ class Accumulator:
         return False
 
     def dequeue(self, b: Batch) -> None:
-        q = self.batches.get((b.topic, b.partition))
-        if q and q[0] is b:
+        tp = (b.topic, b.partition)
+        q = self.batches.get(tp)
+        if not q:
+            return
+        if q[0] is b:
             q.popleft()
-        elif q and b in q:
+        elif b in q:
             q.remove(b)
+        if not q:
+            del self.batches[tp]
 
     def release(self, b: Batch) -> None:
         """``b`` is done (acknowledged or failed): its memory is free again."""
@@ -673,11 +686,16 @@ class Accumulator:
     def drop_unsent(self) -> list[Batch]:
         """Dequeue every batch never sent (an aborted transaction's); they are to fail."""
         out = []
-        for q in self.batches.values():
+        emptied = []
+        for tp, q in self.batches.items():
             keep = [b for b in q if b.attempts or b.in_flight]
             out.extend(b for b in q if not (b.attempts or b.in_flight))
             q.clear()
             q.extend(keep)
+            if not keep:
+                emptied.append(tp)
+        for tp in emptied:
+            del self.batches[tp]
         for b in out:
             self.close_open(b)
         return out
