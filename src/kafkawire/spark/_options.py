@@ -15,6 +15,8 @@ from typing import Any, Mapping
 
 from kafkawire.core.config import Config
 from kafkawire.errors import ConfigError
+from kafkawire.spark._errors import KafkawireOptionError
+from kafkawire.spark._security import translate
 
 __all__ = ["KafkawireOptionError", "SourceOptions", "SinkOptions", "EARLIEST", "LATEST"]
 
@@ -53,15 +55,6 @@ _SPELLING = {name.lower(): name for name in (
     "startingOffsetsByTimestamp", "endingTimestamp", "endingOffsetsByTimestamp",
     "startingOffsetsByTimestampStrategy", "failOnDataLoss", "maxOffsetsPerTrigger", "minOffsetsPerTrigger",
     "maxTriggerDelay", "minPartitions", "maxRecordsPerPartition", "includeHeaders", "topic")}
-
-
-class KafkawireOptionError(ValueError):
-    """An option of ``format("kafkawire")`` that is missing, unknown or has a bad value."""
-
-
-# Shown by its public name in the tracebacks Spark passes on (and pickled by it: the
-# package exports it).
-KafkawireOptionError.__module__ = "kafkawire.spark"
 
 
 def _lower(options: Mapping[str, Any]) -> dict[str, str]:
@@ -157,8 +150,6 @@ def _client_options(opts: dict[str, str], kind: str, rejected: dict[str, str]) -
     if "bootstrap_servers" not in out or not out["bootstrap_servers"].strip():
         raise KafkawireOptionError(
             "option 'kafka.bootstrap.servers' is required, e.g. .option('kafka.bootstrap.servers', 'host:9092')")
-    from kafkawire.spark._security import translate  # imports this module
-
     try:
         config = getattr(Config, kind)(**translate(out))
     except ConfigError as exc:

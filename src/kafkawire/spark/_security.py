@@ -23,7 +23,7 @@ import threading
 import time
 from typing import Any, Callable
 
-from kafkawire.spark._options import KafkawireOptionError
+from kafkawire.spark._errors import KafkawireOptionError
 
 __all__ = ["translate", "parse_jaas"]
 
