@@ -422,6 +422,7 @@ def _not_enough_replicas(cluster: KafkaCluster, admin: Admin, topic: str, down: 
         while _isr_seen_by(admin, info.leader, topic) != 3 - down:
             assert time.monotonic() < deadline, f"the ISR did not shrink to {3 - down} replicas"
             time.sleep(0.1)
+        _until_refused(cluster.bootstrap, topic, deadline)
         ended = _send_everywhere(producer, aio_producer, loop, topic, b"refused", 1).wait(2, PHASE)
         _check_failed_by_deadline(ended, errors.NotEnoughReplicasError, "too few replicas in sync")
         for (shell, _), (_, _, exc) in ended.items():
@@ -440,8 +441,28 @@ def _not_enough_replicas(cluster: KafkaCluster, admin: Admin, topic: str, down: 
         loop.run(aio_producer.close(10))
         loop.close()
     log = _read_back_confluent(cluster.bootstrap, topic, {0: end})
-    assert [v for _, v in log[0]] == [b"warm", b"warm", b"back", b"back"]
+    assert [v for _, v in log[0] if v != PROBE] == [b"warm", b"warm", b"back", b"back"]
     return ended
+
+
+PROBE = b"probe"
+
+
+def _until_refused(bootstrap: str, topic: str, deadline: float) -> None:
+    """Send throwaway acks=all records until partition 0's leader refuses one with
+    NOT_ENOUGH_REPLICAS: the ISR its appends check can trail the one its Metadata lists,
+    and a record appended in between would be written (and then wait for the dead one)."""
+    with Producer(bootstrap_servers=bootstrap, acks="all", retries=0, enable_idempotence=False,
+                  linger_ms=0, delivery_timeout_ms=DELIVERY_TIMEOUT_MS, request_timeout_ms=3000) as probe:
+        while True:
+            try:
+                probe.send(topic, value=PROBE, partition=0).result(DELIVERY_TIMEOUT_MS / 1000 + 5)
+            except errors.NotEnoughReplicasError:
+                return
+            except errors.KafkaWireError:
+                pass  # appended and timed out waiting for the dead follower, or the like
+            assert time.monotonic() < deadline, "the leader still appends acks=all records"
+            time.sleep(0.1)
 
 
 def _print_refusals(capsys, what: str, ended: dict) -> None:
