@@ -299,8 +299,8 @@ def _check_exactly_once(ledger: _Ledger, log: dict[int, list], reader: str) -> N
             order[partition].append(ledger.acked[value][1])
     for p, offsets in order.items():
         back = [i for i in range(1, len(offsets)) if offsets[i] < offsets[i - 1]]
-        # (Seen once in some fifty runs, at the start: the first ~160 records of a partition
-        # written after later ones; what the producer knew is kept in the message.)
+        # (Once seen at the start, on the topic just created: a partition's refused first
+        # batch written after the one pipelined behind it; see ProducerIdentity.written.)
         assert not back, (
             f"{reader}: {ledger.name} partition {p}: records written out of send order: the "
             f"offsets go back after send #{back[:5]} (around: {[offsets[max(0, i - 2):i + 2] for i in back[:3]]}, "
