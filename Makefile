@@ -78,6 +78,7 @@ bench: build
 	$(PY) bench/compare_compat_aiokafka.py $(BENCH_ARGS) --markdown bench/results/compat_aiokafka.md
 	$(PY) bench/compare_aio.py $(BENCH_ARGS) --markdown bench/results/aio.md
 	$(PY) bench/compare_latency.py $(BENCH_ARGS) --markdown bench/results/latency.md
+	$(PY) bench/compare_partitions.py $(BENCH_ARGS) --markdown bench/results/partitions.md
 	$(PY) bench/readme_tables.py
 
 # The quick side-by-side benchmarks, each ratio against a peer checked against its floor in

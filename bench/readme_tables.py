@@ -14,7 +14,7 @@ import sys
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SECTIONS = {"CODEC": "codec.md", "PROTOCOL": "protocol.md", "E2E": "e2e.md", "SPARK": "spark.md",
             "GROUPS": "groups.md", "COMPAT": "compat.md", "COMPAT-AIOKAFKA": "compat_aiokafka.md", "AIO": "aio.md",
-            "LATENCY": "latency.md"}
+            "LATENCY": "latency.md", "PARTITIONS": "partitions.md"}
 
 
 def main() -> int:
