@@ -5,9 +5,9 @@ what each item's outcome is).
 
 Each call is an :class:`Op`: a name and a generator of protocol/steps.py's steps
 (Request, Sleep, Refresh, NOW) whose return value is the call's result.
-:class:`AdminCore` makes them; the sync :class:`kafkawire.Admin` runs them with
-client/steps.py's ``run_blocking``, the asyncio :class:`kafkawire.aio.AsyncAdmin` with
-``drive_async``: a shell only connects, sends, waits and sleeps.  The steps read the
+:class:`AdminCore` makes them; the sync :class:`kafkawire.Admin` and the asyncio
+:class:`kafkawire.aio.AsyncAdmin` run them on their cluster's one runner (``Cluster.run``,
+``AsyncCluster.run``): a shell only connects, sends, waits and sleeps.  The steps read the
 time with NOW, the runner's clock, which the call's deadline is on.
 """
 
