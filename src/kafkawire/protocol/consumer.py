@@ -16,7 +16,7 @@ Kafka decodes those as its newest known version, reading the prefix it understan
 ignoring the rest, and so does kafkawire.
 
 The assignors are pure functions from subscriptions and partition counts to assignments:
-:func:`range_assign` (the rule of spec/004: sort, contiguous chunks, extras to the
+:func:`range_assign` (0.7's consumer rebalancing rule: sort, contiguous chunks, extras to the
 earliest consumers), :func:`round_robin_assign` and :func:`sticky_assign` (KIP-54).
 
 This module does no I/O.
@@ -212,7 +212,7 @@ _C = TypeVar("_C", bound=Hashable)
 
 
 def range_chunks(items: Iterable[_T], consumers: Iterable[_C]) -> dict[_C, list[_T]]:
-    """Spec/004's balancing rule on any sortable items and consumer ids.
+    """0.7's consumer rebalancing rule on any sortable items and consumer ids.
 
     Items and consumers are sorted; each consumer gets a contiguous chunk of
     ``len(items) // len(consumers)`` items, and the first ``len(items) % len(consumers)``
