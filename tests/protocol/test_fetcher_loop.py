@@ -80,3 +80,15 @@ def test_after_a_fork_the_parents_fetches_are_forgotten():
     f.fetch_failed({B: 0}, KafkaTimeoutError("late"), meta, 2, 0.0)
     f.forget_fetches()
     assert not f.assigned[A].fetching and f.backoff == {}
+
+
+def test_a_partition_gets_its_leader_from_the_next_metadata_refresh():
+    f, meta = setup({A: 1, C: -1})
+    due, offsets, _ = f.due(meta, 10.0, busy={})
+    assert due == [(1, [A])] and C in offsets and meta.need_refresh
+    assert f.due(meta, 10.0, busy={1: "in flight"})[0] == []  # no refresh yet: still leaderless
+    M = apis.get("Metadata").Response
+    T = M.MetadataResponseTopic
+    meta.apply(M(brokers=[], topics=[T(name="u", error_code=0, partitions=[T.MetadataResponsePartition(
+        partition_index=0, leader_id=2, leader_epoch=1, error_code=0, replica_nodes=[2], isr_nodes=[2])])]), 11.0)
+    assert f.due(meta, 11.0, busy={1: "in flight"})[0] == [(2, [C])]

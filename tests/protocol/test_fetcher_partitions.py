@@ -192,3 +192,117 @@ def test_partitions_a_group_adds_get_a_position_lookup_once_their_commits_are_kn
     f.apply_reset({TPS[7]: (3, -1)})
     assert f.needs_position() == []
     assert listed(send(f, meta)[0]) == {1: 0, 2: 0, 3: 0, 4: 0, 7: 3}
+
+
+class _CountingMeta(ClusterMetadata):
+    """Cluster metadata counting the leader lookups plans make."""
+
+    lookups = 0
+
+    def leader_for(self, topic: str, partition: int):
+        self.lookups += 1
+        return super().leader_for(topic, partition)
+
+
+def counting_setup(n: int = N) -> tuple[Fetcher, _CountingMeta]:
+    f, plain = setup(n)
+    meta = _CountingMeta(300000, 100)
+    meta.topics, meta.need_refresh, meta.last_refresh = plain.topics, False, 1.0
+    return f, meta
+
+
+def lookups(f: Fetcher, meta: _CountingMeta, busy=None) -> tuple[int, list]:
+    meta.lookups = 0
+    due = f.due(meta, 1.0, busy=busy or {})[0]
+    return meta.lookups, due
+
+
+def test_a_plan_looks_again_only_at_partitions_that_changed():
+    f, meta = counting_setup()
+    n, due = lookups(f, meta)
+    assert n == N and len(due[0][1]) == N
+    req, positions = f.request(due[0][1], f.plan(meta.leader_for)[1], False, meta.topics)
+    f.fetched(answer(5, {p: 0 for p in range(0, N, 100)}), positions, meta, 1, 1.0)
+    n, due = lookups(f, meta)  # ten partitions answered with data
+    assert n == 10 and len(due[0][1]) == N
+    assert len(f.drain(500, False)) == 10
+    f.seek(TPS[3], 40)
+    f.pause([TPS[4]])
+    n, due = lookups(f, meta)
+    assert n == 1  # the paused partition's leader is not needed
+    planned = due[0][1]
+    assert TPS[4] not in planned and len(planned) == N - 1
+    assert f.plan(meta.leader_for)[1][TPS[3]] == 40 and meta.lookups == 1
+    f.pause([TPS[4]], False)
+    n, due = lookups(f, meta)
+    assert n == 1 and TPS[4] in due[0][1] and len(due[0][1]) == N
+
+
+def test_a_metadata_refresh_or_assign_plans_every_partition_again():
+    f, meta = counting_setup()
+    assert lookups(f, meta)[0] == N
+    # A refresh replaces the topic's entry: partition 3 now led by broker 2.
+    parts = dict(meta.topics["t"].partitions)
+    parts[3] = PartitionMetadata(3, 2, 1, 0, [], [])
+    meta.topics["t"] = TopicMetadata("t", 0, None, parts)
+    n, due = lookups(f, meta)
+    assert n == N and dict(due)[2] == [TPS[3]] and len(dict(due)[1]) == N - 1
+    meta.last_refresh = 2.0  # a refresh that found the same leaders
+    assert lookups(f, meta)[0] == N
+    assert lookups(f, meta)[0] == 0  # nothing changed
+    f.assign(TPS[:500])
+    n, due = lookups(f, meta)
+    assert n == 500 and sum(len(tps) for _, tps in due) == 500
+
+
+def _expected_plan(f: Fetcher, meta: ClusterMetadata) -> tuple[dict, dict]:
+    """What a plan from scratch finds: every partition looked at."""
+    by_node: dict[int, set] = {}
+    offsets = {}
+    for tp, st in f.assigned.items():
+        if st.fetching or st.paused or st.position is None or st.reset_to is not None:
+            continue
+        offset = st.next_fetch()
+        if offset is None:
+            continue
+        offsets[tp] = offset
+        leader = meta.leader_for(*tp)
+        if leader is not None:
+            by_node.setdefault(leader, set()).add(tp)
+    return by_node, offsets
+
+
+def test_plans_made_from_changes_match_plans_made_from_scratch():
+    import random
+
+    rnd = random.Random(7)
+    n = 60
+    f, meta = setup(n)
+    meta.last_refresh = 1.0
+    in_flight = []
+    for step in range(400):
+        by_node, offsets, _buffered, _leaderless = f.plan(meta.leader_for)
+        assert ({node: set(tps) for node, tps in by_node.items()}, offsets) == _expected_plan(f, meta), step
+        op = rnd.randrange(7)
+        tp = TPS[rnd.randrange(n)]
+        if op == 0:
+            f.seek(tp, rnd.randrange(100))
+        elif op == 1:
+            f.pause([tp], rnd.random() < 0.5)
+        elif op == 2 and by_node:
+            node, tps = rnd.choice(sorted(by_node.items()))
+            in_flight.append((node, f.request(tps, offsets, False, meta.topics)[1]))
+        elif op == 3 and in_flight:
+            node, positions = in_flight.pop(rnd.randrange(len(in_flight)))
+            data = {p.partition: o for p, o in positions.items() if rnd.random() < 0.3}
+            f.fetched(answer(0, data), positions, meta, node, 1.0)
+        elif op == 4:
+            f.drain(rnd.randrange(1, 5), False)
+        elif op == 5:
+            parts = dict(meta.topics["t"].partitions)
+            leader = rnd.choice([1, 2, -1])
+            parts[tp.partition] = PartitionMetadata(tp.partition, leader, 0, 0, [], [])
+            meta.topics["t"] = TopicMetadata("t", 0, None, parts)
+            meta.last_refresh += 1
+        elif op == 6:
+            f.apply_reset({tp: (rnd.randrange(100), -1)})

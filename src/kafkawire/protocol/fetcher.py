@@ -313,6 +313,7 @@ def as_topic_partition(x: Any) -> TopicPartition:
 
 
 _INT32_MAX = 2**31 - 1
+_NOWHERE = object()  # plan(): a partition not among those to fetch
 # Whole-response codes that say the broker lost or refused the session: fetch in full again.
 _SESSION_ERRORS = frozenset((70, 71, 106))  # FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH, FETCH_SESSION_TOPIC_ID_ERROR
 
@@ -336,8 +337,8 @@ class FetchSession:
         self.parts = want
         if self.epoch == 0:
             return want, []
-        changed = {tp: o for tp, o in want.items() if parts.get(tp) != o}
-        return changed, [tp for tp in parts if tp not in want]
+        # Set operations on the views (in C): most partitions are unchanged fetch to fetch.
+        return dict(sorted(want.items() - parts.items())), sorted(parts.keys() - want.keys())
 
     def answered(self, resp: Any) -> None:
         """Move on after an answer to the request :meth:`build` made."""
@@ -385,6 +386,20 @@ class Fetcher:
         self._plan_nodes: frozenset[int] = frozenset()
         self._plan_len = -1
         self._planned: dict[int, list[TopicPartition]] = {}
+        self._planned_offsets: dict[int, dict[TopicPartition, int]] = {}
+        # plan()'s memory between plans, so that a plan costs what changed rather than
+        # what is assigned: leader (None: unknown) -> {partition: fetch offset} of every
+        # partition to fetch when not in flight; where each sits; those waiting for a
+        # position; partitions changed since (seek, pause, reset, answered, drained);
+        # whether everything is looked at again (assign, a metadata refresh).
+        self._plannable: dict[int | None, dict[TopicPartition, int]] = {}
+        self._slot: dict[TopicPartition, int | None] = {}
+        self._unplaced: set[TopicPartition] = set()
+        self._dirty: set[TopicPartition] = set()
+        self._rescan = True
+        self._meta_mark: tuple[Any, ...] = ()
+        self._topics: list[str] = []  # the assigned topics, for _mark
+        self._in_flight: set[TopicPartition] = set()  # the partitions marked fetching
         self._unsettled = True  # some partition may need a position (needs_position)
         self._settled_len = -1
 
@@ -394,7 +409,8 @@ class Fetcher:
         """Consume exactly ``tps``, keeping the state of those already assigned."""
         old = self.assigned
         self.assigned = {tp: old.get(tp) or PartitionState() for tp in tps}
-        self._changed = self._unsettled = True
+        self._changed = self._unsettled = self._rescan = True
+        self._topics = sorted(self.assigned_topics())
 
     def state(self, tp: Any) -> PartitionState:
         tp = as_topic_partition(tp)
@@ -412,10 +428,12 @@ class Fetcher:
         st.clear()  # a fetch already in flight is dropped when it arrives
         st.reset_to = None
         self._changed = True
+        self._dirty.add(as_topic_partition(tp))
 
     def pause(self, tps: Any, paused: bool = True) -> None:
         for tp in tps:
             self.state(tp).paused = paused
+            self._dirty.add(as_topic_partition(tp))
         self._changed = True
 
     def reset_query(self, tps: list[TopicPartition], out_of_range: bool = False) -> dict[TopicPartition, int]:
@@ -437,6 +455,7 @@ class Fetcher:
                 st.position = offset
                 st.clear()
                 st.reset_to = None
+                self._dirty.add(tp)
         self._changed = True
 
     def assigned_topics(self) -> set[str]:
@@ -444,32 +463,89 @@ class Fetcher:
 
     def plan(self, leader_for: Any) -> tuple[dict[int, list[TopicPartition]], dict[TopicPartition, int], bool, bool]:
         """What to fetch now: (leader -> partitions, partition -> fetch offset, whether
-        records are buffered, whether a partition has no known leader)."""
+        records are buffered, whether a partition has no known leader).
+
+        Only partitions changed since the last plan are looked at again (and their
+        leaders asked for); every one after assign(), forget_fetches(), a metadata
+        refresh (``leader_for`` a ClusterMetadata's: its ``last_refresh`` or a topic's
+        entry changed) or another ``leader_for``."""
+        mark = self._mark(leader_for)
+        # (A count changed behind assign()'s back: look at everything too.)
+        if self._rescan or mark != self._meta_mark or len(self.assigned) != self._plan_len:
+            self._rescan = False
+            self._meta_mark = mark
+            self._plannable, self._slot = {}, {}
+            self._unplaced.clear()
+            self._dirty.clear()
+            for tp in self.assigned:
+                self._place(tp, leader_for)
+        elif self._dirty:
+            dirty, self._dirty = self._dirty, set()
+            for tp in dirty:
+                self._place(tp, leader_for)
+        in_flight = self._in_flight
         by_node: dict[int, list[TopicPartition]] = {}
         offsets: dict[TopicPartition, int] = {}
+        # Each list's fetch offsets, for request() (the lists are kept in _planned).
+        planned_offsets: dict[int, dict[TopicPartition, int]] = {}
         leaderless = False
-        quiet = True
-        for tp, st in self.assigned.items():
-            if st.fetching or st.paused:
+        for node, parts in self._plannable.items():
+            if not parts:
                 continue
-            if st.position is None or st.reset_to is not None:
-                quiet = False  # a position to come from outside (the group, a lookup)
-                continue
-            offset = st.next_fetch()
-            if offset is None:
-                continue
-            offsets[tp] = offset
-            leader = leader_for(*tp)
-            if leader is None:
+            if in_flight and not in_flight.isdisjoint(parts):
+                if in_flight.issuperset(parts):
+                    continue
+                parts = {tp: o for tp, o in parts.items() if tp not in in_flight}
+            offsets.update(parts)
+            if node is None:
                 leaderless = True
-                continue
-            by_node.setdefault(leader, []).append(tp)
+            else:
+                by_node[node] = planned = list(parts)
+                planned_offsets[id(planned)] = parts
+        quiet = not any(tp not in in_flight for tp in self._unplaced)
         self._changed = False
         self._quiet = quiet and not leaderless
         self._plan_len = len(self.assigned)
         self._plan_nodes = frozenset(by_node)
         self._planned = by_node
+        self._planned_offsets = planned_offsets
         return by_node, offsets, bool(self._ready), leaderless
+
+    def _mark(self, leader_for: Any) -> tuple[Any, ...]:
+        """What plan()'s memory of leaders was made from: ``leader_for`` and, when it is
+        a ClusterMetadata's, the time of its last refresh and the assigned topics' entries
+        (a refresh replaces each; kept here, so an entry's identity is never reused)."""
+        meta = getattr(leader_for, "__self__", None)
+        topics = getattr(meta, "topics", None)
+        if not isinstance(topics, dict):
+            return (leader_for,)
+        return (leader_for, getattr(meta, "last_refresh", None),
+                *(topics.get(t) for t in self._topics))
+
+    def _place(self, tp: TopicPartition, leader_for: Any) -> None:
+        """Put ``tp`` where plan() finds it: with its leader and fetch offset, among those
+        waiting for a position, or nowhere (unassigned, paused, buffers full)."""
+        plannable = self._plannable
+        old = self._slot.pop(tp, _NOWHERE)
+        self._unplaced.discard(tp)
+        st = self.assigned.get(tp)
+        offset = leader = None
+        if st is not None and not st.paused:
+            if st.position is None or st.reset_to is not None:
+                self._unplaced.add(tp)  # a position to come from outside (the group, a lookup)
+            else:
+                offset = st.next_fetch()
+                if offset is not None:
+                    leader = leader_for(*tp)
+        if offset is None:
+            if old is not _NOWHERE:
+                del plannable[old][tp]
+            return
+        if old is not _NOWHERE and old != leader:
+            del plannable[old][tp]
+        # The same leader keeps the partition's place: plans list partitions in assignment order.
+        plannable.setdefault(leader, {})[tp] = offset
+        self._slot[tp] = leader
 
     def request(self, tps: list[TopicPartition], offsets: dict[TopicPartition, int], buffered: bool,
                 topics: Mapping[str, Any]) -> tuple[Any, dict[TopicPartition, int]]:
@@ -478,7 +554,8 @@ class Fetcher:
         ``tps`` is a list the last plan made for a broker, the request goes in that
         broker's fetch session: it lists only what changed since the session's last one."""
         cfg = self.config
-        positions = {tp: offsets[tp] for tp in tps}
+        mine = self._planned_offsets.get(id(tps))
+        positions = dict(mine) if mine is not None else {tp: offsets[tp] for tp in tps}
         session_id, epoch, listed, forgotten = 0, -1, positions, []  # no session
         node = next((n for n, planned in self._planned.items() if planned is tps), None)
         if node is not None:
@@ -501,6 +578,7 @@ class Fetcher:
             forgotten_topics_data=forgotten)
         for tp in tps:
             self.assigned[tp].fetching = True
+        self._in_flight.update(tps)
         return req, positions
 
     # -- the fetch loop's decisions, for both shells (``now``: the shell's clock) ---------
@@ -589,11 +667,13 @@ class Fetcher:
         self.backoff.clear()
         self.sessions.clear()  # the parent's sessions: the child opens its own
         self._ready.clear()
-        self._changed = True
+        self._in_flight.clear()
+        self._changed = self._rescan = True
 
     def on_failure(self, positions: dict[TopicPartition, int]) -> None:
         """The Fetch for ``positions`` got no answer."""
         self._changed = True
+        self._in_flight.difference_update(positions)
         for tp in positions:
             st = self.assigned.get(tp)
             if st is not None:
@@ -624,6 +704,7 @@ class Fetcher:
                 # Dropped if unassigned or seeked since the request went out.
                 if st is None or positions.get(tp) is None or st.next_fetch() != positions[tp]:
                     continue
+                self._dirty.add(tp)
                 code = p.error_code
                 if code == 0:
                     st.high_watermark = p.high_watermark
@@ -709,6 +790,7 @@ class Fetcher:
                 # A partition whose buffers were full (or dropped) is fetched again: plan.
                 if st is not None and st.next_fetch() != was:
                     self._changed = True
+                    self._dirty.add(tp)
 
     def _drain(self, ready: list[TopicPartition], max_records: int, columnar: bool) -> list[Any]:
         out: list[Any] = []
