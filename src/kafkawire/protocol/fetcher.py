@@ -337,8 +337,8 @@ class FetchSession:
         self.parts = want
         if self.epoch == 0:
             return want, []
-        # Set operations on the views (in C): most partitions are unchanged fetch to fetch.
-        return dict(sorted(want.items() - parts.items())), sorted(parts.keys() - want.keys())
+        changed = {tp: o for tp, o in want.items() if parts.get(tp) != o}
+        return changed, [tp for tp in parts if tp not in want]
 
     def answered(self, resp: Any) -> None:
         """Move on after an answer to the request :meth:`build` made."""
