@@ -697,7 +697,7 @@ class Producer:
                     self._partition_counts[topic] = n
                     changed = True
             elif meta is not None:
-                if errors.for_code(meta.error_code).retriable:
+                if cluster.meta.topic_error(topic) is None:
                     cluster.request_refresh()  # unknown topic / no leader yet: ask again
                 elif self._errors_told.get(topic) != cluster.meta.topic_seen.get(topic):
                     # A new answer with a permanent error: the callers waiting raise it.
