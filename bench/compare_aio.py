@@ -24,7 +24,7 @@ import sys
 import time
 import uuid
 
-from report import write_markdown
+from report import finish
 
 import compare_e2e as e2e
 
@@ -188,9 +188,7 @@ def main() -> None:
     started = time.monotonic()
     results = run(args)
     text = "\n".join(report(results, args)) + "\n"
-    print(text)
-    print(f"(took {time.monotonic() - started:.0f}s)", file=sys.stderr)
-    write_markdown(args.markdown, text)
+    finish(text, started, args.markdown)
 
 
 if __name__ == "__main__":

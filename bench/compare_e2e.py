@@ -34,7 +34,7 @@ import time
 import uuid
 from typing import Any, Callable
 
-from report import write_json, write_markdown
+from report import finish
 
 from kafkawire import codec
 from kafkawire.client.cluster import Cluster
@@ -793,11 +793,7 @@ def main() -> None:
     started = time.monotonic()
     results = run(args)
     text = "\n".join(report(results, args)) + "\n"
-    print(text)
-    print(f"(took {time.monotonic() - started:.0f}s)", file=sys.stderr)
-    write_markdown(args.markdown, text)
-    if args.json:
-        write_json(args.json, ratios(results, args))
+    finish(text, started, args.markdown, args.json, ratios(results, args) if args.json else None)
 
 
 def ratios(results: dict, args: argparse.Namespace) -> dict[str, float]:

@@ -70,7 +70,7 @@ import traceback
 import uuid
 from typing import Any, Callable
 
-from report import write_markdown
+from report import finish
 
 KEY_SIZE = 16
 VALUE_SIZE = 100
@@ -1107,9 +1107,7 @@ def main() -> int:
     finally:
         end_members(list(_LIVE))
     text = "\n".join(report(results, args)) + "\n"
-    print(text)
-    print(f"(took {time.monotonic() - started:.0f}s)", file=sys.stderr)
-    write_markdown(args.markdown, text)
+    finish(text, started, args.markdown)
     if args.problems:
         print("compare_groups: FAILED: a group member failed or misbehaved (details above):\n  "
               + "\n  ".join(args.problems), file=sys.stderr)

@@ -35,7 +35,7 @@ import threading
 import time
 import uuid
 
-from report import write_json, write_markdown
+from report import finish
 
 CLIENTS = ("kafkawire", "kafkawire.aio", "confluent-kafka", "aiokafka", "kafka-python")
 RATES = ("serial", "1000", "10000", "100000")
@@ -556,10 +556,7 @@ def main() -> None:
     results = run(args)
     lines, ratios = report(results, args)
     text = "\n".join(lines) + "\n"
-    print(text)
-    print(f"(took {time.monotonic() - started:.0f}s)", file=sys.stderr)
-    write_markdown(args.markdown, text)
-    write_json(args.json, ratios)
+    finish(text, started, args.markdown, args.json, ratios)
 
 
 if __name__ == "__main__":

@@ -39,7 +39,7 @@ import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from report import write_json, write_markdown  # noqa: E402
+from report import finish  # noqa: E402
 
 BASELINE = ""  # --baseline
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -474,10 +474,7 @@ def main() -> None:
     started = time.monotonic()
     results = run(args)
     text, ratios = report(results, args)
-    print(text)
-    print(f"(took {time.monotonic() - started:.0f}s)", file=sys.stderr)
-    write_markdown(args.markdown, text)
-    write_json(args.json, ratios)
+    finish(text, started, args.markdown, args.json, ratios)
 
 
 if __name__ == "__main__":

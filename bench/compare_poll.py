@@ -28,7 +28,7 @@ import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from report import write_json, write_markdown  # noqa: E402
+from report import finish  # noqa: E402
 
 from compare_e2e import (  # noqa: E402 - the bench directory is on the path now
     CODEC_NAMES,
@@ -126,11 +126,7 @@ def main() -> None:
         f"poll / consume: **{ratio:.2f}x**",
     ]
     text = "\n".join(lines) + "\n"
-    print(text)
-    print(f"(took {time.monotonic() - started:.0f}s)", file=sys.stderr)
-    write_markdown(args.markdown, text)
-    if args.json:
-        write_json(args.json, {f"{args.compression}/poll/vs-confluent-consume": ratio})
+    finish(text, started, args.markdown, args.json, {f"{args.compression}/poll/vs-confluent-consume": ratio})
 
 
 if __name__ == "__main__":

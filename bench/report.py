@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import os
+import sys
+import time
 
 
 def _open(path: str):
@@ -27,6 +29,18 @@ def write_json(path: str | None, data: dict) -> None:
         with _open(path) as fh:
             json.dump(data, fh, indent=1, sort_keys=True)
             fh.write("\n")
+
+
+def finish(text: str, started: float, markdown: str | None, json_path: str | None = None,
+           ratios: dict | None = None) -> None:
+    """The end of a comparison run: print its tables and, to stderr, how long it took
+    since ``started`` (time.monotonic()), then write them to ``markdown`` and the
+    ``ratios`` to ``json_path`` (each only when given)."""
+    print(text)
+    print(f"(took {time.monotonic() - started:.0f}s)", file=sys.stderr)
+    write_markdown(markdown, text)
+    if ratios is not None:
+        write_json(json_path, ratios)
 
 
 def soak_verdict(name: str, title: str, rows: list[tuple[str, object]], problems: list[str],
