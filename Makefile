@@ -59,7 +59,7 @@ kafka: $(STAMP)
 test: test-cython test-python
 
 test-cython: build stunnel kafka
-	KAFKAWIRE_EXPECT_IMPLEMENTATION=cython $(PY) -m pytest -q -p no:cacheprovider -m "not five_nodes" tests
+	KAFKAWIRE_EXPECT_IMPLEMENTATION=cython $(PY) -m pytest -q -p no:cacheprovider --durations=40 -m "not five_nodes" tests
 
 # The Apache Kafka, Spark, group, failover and deadline suites run once, above: they test
 # the client and the brokers, not the codec beneath them.
