@@ -4,6 +4,8 @@ from typing import Any, Callable, Iterable
 
 IMPLEMENTATION: str
 
+def murmur2(data: Any) -> int: ...
+
 class Batch:
     topic: Any
     partition: Any
@@ -39,11 +41,14 @@ class Appender:
     enabled: bool
     full: Callable[..., Any] | None
     pick: Callable[[Any], Any] | None
+    counts: dict[str, int] | None
     lock: Any
     def __init__(self, open: dict[tuple[Any, Any], Batch], batch_size: int, lock: Any, future: type,
                  clock_ns: Callable[[], int], full: Callable[..., Any] | None = None,
-                 pick: Callable[[Any], Any] | None = None) -> None: ...
+                 pick: Callable[[Any], Any] | None = None, counts: dict[str, int] | None = None) -> None: ...
     def append(self, topic: Any, partition: Any, key: Any, value: Any, timestamp: Any,
                headers: Any) -> Any: ...
     def send(self, topic: Any, value: Any = None, key: Any = None, partition: Any = None,
              timestamp: Any = None, headers: Any = None, callback: Any = None) -> Any: ...
+    def offer(self, topic: Any, value: Any = None, key: Any = None, partition: Any = None,
+              timestamp: Any = None, headers: Any = None) -> Any: ...

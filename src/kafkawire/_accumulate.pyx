@@ -136,6 +136,47 @@ cdef inline void _put64(unsigned char* o, uint64_t v) noexcept nogil:
     _put32(o + 4, <uint32_t>v)
 
 
+cdef inline uint32_t _murmur2(const unsigned char* d, Py_ssize_t n) noexcept nogil:
+    # Kafka's murmur2 (the Java client's Utils.murmur2, seed 0x9747b28c): blocks of four
+    # bytes read little-endian, the tail folded in after them.
+    cdef uint32_t m = 0x5BD1E995
+    cdef uint32_t h = 0x9747B28CU ^ <uint32_t>n
+    cdef uint32_t k
+    cdef Py_ssize_t i = 0
+    while i + 4 <= n:
+        k = (<uint32_t>d[i] | (<uint32_t>d[i + 1] << 8) | (<uint32_t>d[i + 2] << 16)
+             | (<uint32_t>d[i + 3] << 24))
+        k *= m
+        k ^= k >> 24
+        k *= m
+        h = (h * m) ^ k
+        i += 4
+    if n - i == 3:
+        h ^= <uint32_t>d[i + 2] << 16
+    if n - i >= 2:
+        h ^= <uint32_t>d[i + 1] << 8
+    if n - i >= 1:
+        h ^= <uint32_t>d[i]
+        h *= m
+    h ^= h >> 13
+    h *= m
+    h ^= h >> 15
+    return h
+
+
+def murmur2(data):
+    """Kafka's murmur2 of ``data`` (bytes-like) as a signed 32-bit int, as
+    kafkawire.core.partitioner.murmur2."""
+    cdef Py_buffer b
+    cdef uint32_t h
+    PyObject_GetBuffer(data, &b, PyBUF_SIMPLE)
+    try:
+        h = _murmur2(<const unsigned char*>b.buf, b.len)
+    finally:
+        PyBuffer_Release(&b)
+    return <int32_t>h
+
+
 cdef class Batch:
     """One partition's batch: the accumulator's bookkeeping (public attributes, as the
     pure-Python twin's slots) and, for records appended one by one, their encoding.
@@ -358,8 +399,12 @@ cdef class Appender:
     a tuple subclass made from (batch, offset delta, timestamp); ``clock_ns``: the wall
     clock in nanoseconds for records without a timestamp.  :meth:`send` is a whole
     ``Producer.send``: ``full`` takes what the hot path does not (with ``pick(topic)``
-    giving an unkeyed record's sticky partition, or None); ``enabled`` switches the hot
-    path on and off.
+    giving an unkeyed record's sticky partition, or None, and a bytes key's partition
+    taken from ``counts``, the shell's {topic: partition count}, shared and kept up to
+    date by metadata refreshes: murmur2 of the key, positive, modulo the count, the Java
+    client's default; None: keyed records take the full path, whose partitioner is the
+    user's); ``enabled`` switches the hot path on and off.  :meth:`offer` is send()'s hot
+    path alone (the record's future, or None).
 
     Compiled, an append takes no lock: from its last check that the batch is still open
     (not ``full``) to the end of its update it allocates nothing and runs no Python code,
@@ -369,6 +414,7 @@ cdef class Appender:
     read in C (the same CLOCK_REALTIME), without a Python call."""
 
     cdef dict open, by_topic
+    cdef public dict counts
     cdef Py_ssize_t batch_size
     cdef bint c_clock
     cdef public bint enabled
@@ -376,8 +422,10 @@ cdef class Appender:
     cdef object _lock, _acquire, _release, future, clock_ns, last_ms_obj
     cdef int64_t last_ms
 
-    def __init__(self, dict open, batch_size, lock, future, clock_ns, full=None, pick=None):
+    def __init__(self, dict open, batch_size, lock, future, clock_ns, full=None, pick=None,
+                 dict counts=None):
         self.open = open
+        self.counts = counts
         # {topic: [batch last found open for each partition]}: a lookup without making a
         # (topic, partition) key; a batch taken out of ``open`` is always closed first
         # (``full``), which sends the lookup back to ``open``.
@@ -408,16 +456,39 @@ cdef class Appender:
     def send(self, topic, value=None, key=None, partition=None, timestamp=None, headers=None,
              callback=None):
         """Producer.send (this is a producer's own send): queue one record; its future."""
-        cdef object p = partition
         if self.enabled:
-            if p is None and key is None and self.pick is not None:
-                p = self.pick(topic)
-            fut = self._append(topic, p, key, value, timestamp, headers)
+            fut = self._append(topic, self._route(topic, key, partition), key, value, timestamp,
+                               headers)
             if fut is not None:
                 if callback is not None:
                     fut.add_callback(callback)
                 return fut
         return self.full(topic, value, key, partition, timestamp, headers, callback)
+
+    def offer(self, topic, value=None, key=None, partition=None, timestamp=None, headers=None):
+        """send()'s hot path alone: the record's future, or None (the caller's full path)."""
+        if not self.enabled:
+            return None
+        return self._append(topic, self._route(topic, key, partition), key, value, timestamp, headers)
+
+    cdef object _route(self, topic, key, partition):
+        # The partition of a record sent without one, when the hot path can choose it.
+        cdef PyObject* found
+        cdef Py_ssize_t n
+        if partition is not None:
+            return partition
+        if key is None:
+            return None if self.pick is None else self.pick(topic)
+        if self.counts is None or type(key) is not bytes or type(topic) is not str:
+            return None
+        found = PyDict_GetItem(self.counts, topic)
+        if found == NULL or type(<object>found) is not int:
+            return None
+        n = PyLong_AsSsize_t(<object>found)
+        if n <= 0:
+            return None
+        return <Py_ssize_t>((_murmur2(<const unsigned char*>PyBytes_AS_STRING(key),
+                                      PyBytes_GET_SIZE(key)) & 0x7FFFFFFF) % <uint32_t>n)
 
     cdef Batch _open_batch(self, topic, partition, Py_ssize_t p):
         # The open batch of (topic, partition) (a str and an int), or None.  Allocates

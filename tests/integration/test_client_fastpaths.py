@@ -8,6 +8,7 @@ prefetches while it hands out buffered records and wraps decoded records thinly.
 import uuid
 
 import pytest
+from shells import shell  # noqa: F401 - the fixture
 from topics import create_topic
 
 from kafkawire import errors
@@ -230,3 +231,66 @@ def test_failing_deserializer_in_a_partly_decoded_answer_is_not_skipped(modern_b
                 for _ in range(20):
                     c.poll(1.0, max_records=2)
         assert c.position((topic, 0)) == 0
+
+
+def _count_full_path(p):
+    """The topics of the sends that leave the hot path (Appender) for the full one."""
+    calls = []
+    if isinstance(p, Producer):
+        app = p._appender
+        full = app.full
+
+        def counted(*args):
+            calls.append(args[0])
+            return full(*args)
+
+        app.full = counted
+    else:  # the asyncio shell: its AsyncProducer
+        client = p._client
+        slow = client._send
+
+        async def counted_async(*args):
+            calls.append(args[0])
+            return await slow(*args)
+
+        client._send = counted_async
+    return calls
+
+
+@pytest.mark.broker
+def test_keyed_sends_take_the_hot_path_and_land_where_java_puts_them(modern_broker, shell):
+    # The default partitioner (murmur2 of the key, positive, modulo the partition count:
+    # Java's, librdkafka's murmur2_random, kafka-python's) runs in the Appender once the
+    # count is known; confluent-kafka on the same broker and kafka-python's murmur2 agree.
+    confluent_kafka = pytest.importorskip("confluent_kafka")
+    kafka_python_murmur2 = pytest.importorskip("kafka.partitioner.default").murmur2
+    boot = modern_broker.bootstrap
+    topic = create_topic(boot, "keyed-hot", 7)
+    keys = [f"user-{i}".encode() for i in range(50)] + [b"", b"a", b"ab", b"abc", b"\xff" * 13]
+    theirs = {}
+    cp = confluent_kafka.Producer({"bootstrap.servers": boot, "partitioner": "murmur2_random",
+                                   "log_level": 3})
+    for key in keys:
+        cp.produce(topic, b"ref", key=key,
+                   on_delivery=lambda err, msg: theirs.__setitem__(msg.key(), (err, msg.partition())))
+    assert cp.flush(30) == 0
+    assert {k: err for k, (err, _p) in theirs.items()} == {k: None for k in keys}
+    expected = {k: part for k, (_e, part) in theirs.items()}
+    assert expected == {k: (kafka_python_murmur2(k) & 0x7FFFFFFF) % 7 for k in keys}
+    n = 1100
+    with shell.Producer(bootstrap_servers=boot, linger_ms=500) as p:
+        calls = _count_full_path(p)
+        futures = [p.send(topic, b"%d" % i, key=keys[i % len(keys)]) for i in range(n)]
+        p.flush(30)
+        metas = [f.result(30) for f in futures]
+    # Each partition's first record opens its batch (the full path); the rest append.
+    assert 7 <= len(calls) <= 30, len(calls)
+    assert [m.partition for m in metas] == [expected[keys[i % len(keys)]] for i in range(n)]
+    got = _read_all(boot, topic, n + len(keys), partitions=range(7))
+    mine = [(part, k, v) for part, _off, k, v in got if v != b"ref"]
+    assert sorted(int(v) for _p, _k, v in mine) == list(range(n))
+    for part, k, v in mine:
+        assert part == expected[k] and k == keys[int(v) % len(keys)]
+    for part in range(7):
+        values = [int(v) for q, _k, v in mine if q == part]
+        assert values == sorted(values)  # send order within each partition

@@ -269,6 +269,83 @@ def test_send_hands_the_rest_to_the_full_path(impl: Any) -> None:
     assert fut.result(0).offset == 101
 
 
+# Kafka's murmur2 on the Java client's own unit-test vectors (tests/client/test_partitioner.py).
+JAVA_MURMUR2 = {b"21": -973932308, b"foobar": -790332482, b"a-little-bit-long-string": -985981536,
+                b"a-little-bit-longer-string": -1486304829, b"abc": 479470107}
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_murmur2_equals_the_partitioners(impl: Any) -> None:
+    from kafkawire.core.partitioner import murmur2
+
+    rng = random.Random(23)
+    keys = [rng.randbytes(n) for n in range(70) for _ in range(20)] + [b"\xff" * 9, b"\x80" * 4]
+    assert [impl.murmur2(k) for k in keys] == [murmur2(k) for k in keys]
+    assert {k: impl.murmur2(k) for k in JAVA_MURMUR2} == JAVA_MURMUR2
+    assert impl.murmur2(memoryview(b"foobar")) == impl.murmur2(bytearray(b"foobar")) == -790332482
+
+
+def _keyed_appender(impl: Any, counts: dict | None, partitions: int = 64) -> tuple[Any, list]:
+    batches = [impl.Batch("t", p, 0.0, 1.0, None) for p in range(partitions)]
+    full_calls: list = []
+    app = impl.Appender({("t", p): b for p, b in enumerate(batches)}, 1 << 20, None, RecordFuture,
+                        lambda: 5_000_000, lambda *args: full_calls.append(args), lambda topic: 0,
+                        counts)
+    return app, full_calls
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_keyed_records_take_the_default_partitioners_partition(impl: Any) -> None:
+    # A bytes key sent without a partition: murmur2, positive, modulo the count the
+    # shell keeps in ``counts`` (read at each send: a refresh changes it in place).
+    from kafkawire.core.partitioner import partition_for_key
+
+    rng = random.Random(5)
+    counts = {"t": 7}
+    app, full_calls = _keyed_appender(impl, counts)
+    keys = [rng.randbytes(rng.randrange(0, 40)) for _ in range(500)]
+    for n in (7, 1, 64, 13):
+        counts["t"] = n
+        got = [app.offer("t", b"v", k)[0].partition for k in keys]
+        assert got == [partition_for_key(k, n) for k in keys]
+        assert [app.send("t", b"v", k)[0].partition for k in keys[:50]] == got[:50]
+    assert full_calls == []
+    # The full path decides: no count yet (or none usable), a key that is not bytes, a
+    # topic without its count, the hot path off.
+    for counts["t"] in (0, -1, None, True):
+        assert app.offer("t", b"v", b"k") is None
+    counts["t"] = 7
+    assert app.offer("t", b"v", bytearray(b"k")) is None
+    assert app.offer("u", b"v", b"k") is None
+    app.send("u", b"v", b"k")
+    app.enabled = False
+    assert app.offer("t", b"v", b"k") is None
+    assert full_calls == [("u", b"v", b"k", None, None, None, None)]
+    # Without counts (a user's partitioner): every keyed record without a partition.
+    app, full_calls = _keyed_appender(impl, None)
+    app.send("t", b"v", b"k")
+    assert app.offer("t", b"v", b"k") is None and len(full_calls) == 1
+    assert app.offer("t", b"v")[0].partition == 0  # unkeyed: pick's
+
+
+@needs_compiled
+def test_twins_route_keyed_records_alike() -> None:
+    rng = random.Random(11)
+    sends = [(rng.randbytes(rng.randrange(0, 24)) if rng.random() < 0.9 else None,
+              rng.choice([None, None, rng.randrange(64)])) for _ in range(2000)]
+    routes = []
+    for impl in (_accumulate_py, _compiled):
+        counts = {"t": 1}
+        app, _full = _keyed_appender(impl, counts)
+        route = []
+        for i, (key, partition) in enumerate(sends):
+            counts["t"] = 1 + i % 64
+            fut = app.offer("t", b"v", key, partition)
+            route.append((fut[0].partition, fut[1]))
+        routes.append(route)
+    assert routes[0] == routes[1]
+
+
 @pytest.mark.parametrize("impl", IMPLS)
 def test_clock_for_records_without_timestamp(impl: Any) -> None:
     import time

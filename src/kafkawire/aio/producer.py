@@ -100,8 +100,16 @@ class AsyncProducer:
         self._sticky = StickyPartitioner()
         self._max_record_size = self._acc.max_record_size
         self._batch_size = self._acc.batch_size
-        # send()'s one call (Appender.append); no lock: one event loop thread.
-        self._append = Appender(self._acc.open, self._batch_size, None, AsyncRecordFuture, time.time_ns).append
+        # {topic: partition count} as of the Metadata answer applied at _counts_at (see
+        # send()): the Appender's sticky and murmur2 partitions for records sent without one.
+        self._counts: dict[str, int] = {}
+        self._counts_at = -1.0
+        # send()'s one call (Appender.offer); no lock: one event loop thread.  A user's
+        # partitioner runs only in _send().
+        default = c.partitioner is None
+        self._offer = Appender(self._acc.open, self._batch_size, None, AsyncRecordFuture, time.time_ns, None,
+                               self._sticky_partition if default else None,
+                               self._counts if default else None).offer
         # send()'s hot path is allowed: no serializers, batches smaller than the largest
         # record, started and not closing.
         self._fast = False  # set by start()
@@ -224,13 +232,32 @@ class AsyncProducer:
         """Queue one record; returns a future to ``await`` for its RecordMetadata once
         the broker acknowledges it (per ``acks``)."""
         # The hot path, as the sync producer's (one call into the accumulator): bytes, no
-        # headers, an explicit partition whose open batch has room, no serializers.
-        # Everything else takes _send().
+        # headers, a partition (explicit, sticky or the key's) whose open batch has room,
+        # no serializers.  Everything else takes _send().
         if self._fast:
-            fut = self._append(topic, partition, key, value, timestamp, headers)
+            if self._counts_at != self.cluster.meta.last_refresh:
+                self._refresh_counts()
+            fut = self._offer(topic, value, key, partition, timestamp, headers)
             if fut is not None:
                 return fut
         return await self._send(topic, value, key, partition, timestamp, headers)
+
+    def _refresh_counts(self) -> None:
+        # A Metadata answer came in since the counts were taken: take them again, as
+        # _num_partitions would, for the topics sent to.
+        meta = self.cluster.meta
+        self._counts_at = meta.last_refresh
+        for topic in list(self._counts):
+            t = meta.topics.get(topic)
+            if t is not None and t.error_code == 0 and t.partitions:
+                self._counts[topic] = len(t.partitions)
+            else:
+                del self._counts[topic]
+
+    def _sticky_partition(self, topic: str) -> int | None:
+        # An unkeyed record's partition on the hot path (KIP-480), once the count is known.
+        n = self._counts.get(topic)
+        return self._sticky.partition(topic, n) if n else None
 
     async def _send(self, topic: str, value: Any, key: Any, partition: int | None, timestamp: int | None,
                     headers: Any) -> AsyncRecordFuture:
@@ -244,6 +271,8 @@ class AsyncProducer:
         sticky = False
         if partition is None:
             n = await self._num_partitions(topic)
+            if self._counts_at == self.cluster.meta.last_refresh:
+                self._counts[topic] = n  # else send() takes them all again first
             partition, sticky = choose_partition(topic, key, n, c.partitioner, self._sticky)
         else:
             await self._check_partition(topic, check_partition(partition))

@@ -131,10 +131,15 @@ class Producer:
         self._batches = acc.batches
         self._open = acc.open
         self._incomplete = acc.incomplete
+        # {topic: partition count}, filled by the sender from Metadata answers; the
+        # Appender reads it for keyed records (the default partitioner's murmur2).
+        self._partition_counts: dict[str, int] = {}
         # send()'s one call (Appender.send), bound as this instance's send unless a
-        # subclass overrides send().
-        self._appender = Appender(acc.open, acc.batch_size, self._lock, RecordFuture, _time_ns,
-                                  self._send, None if self._partitioner is not None else self._sticky_partition)
+        # subclass overrides send().  A user's partitioner runs only in _send().
+        default = self._partitioner is None
+        self._appender = Appender(acc.open, acc.batch_size, self._lock, RecordFuture, _time_ns, self._send,
+                                  self._sticky_partition if default else None,
+                                  self._partition_counts if default else None)
         if type(self).send is Producer.send:
             self.send = self._appender.send  # type: ignore[method-assign]
         # send()'s hot path is allowed: no serializers, batches smaller than the largest
@@ -144,7 +149,6 @@ class Producer:
         self._flushing = 0
         self._closing = False
         self._closed = False
-        self._partition_counts: dict[str, int] = {}
         self._wanted_topics: set[str] = set()
         self._errors_told: dict[str, float | None] = {}  # sender thread: see _update_metadata_waiters
         self._answers_seen = 0.0  # the same, for the Metadata answers themselves
@@ -276,8 +280,9 @@ class Producer:
         """Queue one record; the returned future resolves once the broker acknowledges it
         (per ``acks``).  Blocks up to ``max_block_ms`` for metadata or buffer space."""
         # One call: the accumulator's Appender.send (compiled when the codec is) appends a
-        # plain record (bytes or None, no headers, an explicit partition or an unkeyed
-        # record's sticky one, no serializers) to its partition's open batch if that has
+        # plain record (bytes or None, no headers, an explicit partition, an unkeyed
+        # record's sticky one or a bytes key's murmur2 one, no serializers, the default
+        # partitioner) to its partition's open batch if that has
         # room, and hands everything else, and the record that fills or opens a batch, to
         # _send() below.  __init__ makes it this producer's own send, skipping this frame.
         return self._appender.send(topic, value, key, partition, timestamp, headers, callback)

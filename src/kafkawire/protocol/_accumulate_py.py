@@ -19,6 +19,7 @@ _RECORD_OVERHEAD = 21  # accumulator.RECORD_OVERHEAD
 _INT64_MIN = -(1 << 63)
 _INT64_MAX = (1 << 63) - 1
 _HEADER = struct.Struct(">qiibIhiqqqhii")  # RecordBatch v2 header, 61 bytes
+_M = 0x5BD1E995
 
 
 # Zigzag varints of small lengths and offset deltas, the common case, precomputed.
@@ -32,6 +33,23 @@ def _zz(v: int) -> bytes:
 
 def _zz64(v: int) -> bytes:
     return _uvarint(((v << 1) ^ (v >> 63)) & 0xFFFFFFFFFFFFFFFF)
+
+
+def murmur2(data: Any) -> int:
+    """Kafka's murmur2 of ``data`` (bytes-like) as a signed 32-bit int, as
+    kafkawire.core.partitioner.murmur2 (this module may not import that one: it is sans-IO)."""
+    data = bytes(data)
+    n = len(data)
+    h = 0x9747B28C ^ n
+    # The Java client's Utils.murmur2: four-byte blocks little-endian, then the tail.
+    for k in struct.unpack_from(f"<{n >> 2}I", data):
+        k = (k * _M) & 0xFFFFFFFF
+        h = ((h * _M) ^ ((k ^ (k >> 24)) * _M)) & 0xFFFFFFFF
+    if n & 3:
+        h = ((h ^ int.from_bytes(data[n & ~3:], "little")) * _M) & 0xFFFFFFFF
+    h = ((h ^ (h >> 13)) * _M) & 0xFFFFFFFF
+    h ^= h >> 15
+    return h - (1 << 32) if h & 0x80000000 else h
 
 
 class Batch:
@@ -173,13 +191,15 @@ class Appender:
     """send()'s one call: append a plain record (bytes value, bytes or None key, no
     headers, a partition given) to its partition's open batch if it has room without
     filling up; else None, and the caller takes the full path.  :meth:`send` is a whole
-    ``Producer.send``.  See kafkawire._accumulate.Appender."""
+    ``Producer.send``, :meth:`offer` its hot path alone.  See kafkawire._accumulate.Appender."""
 
-    __slots__ = ("open", "batch_size", "lock", "future", "clock_ns", "full", "pick", "enabled")
+    __slots__ = ("open", "batch_size", "lock", "future", "clock_ns", "full", "pick", "counts", "enabled")
 
     def __init__(self, open: dict, batch_size: int, lock: Any, future: type, clock_ns: Callable[[], int],
-                 full: Callable[..., Any] | None = None, pick: Callable[[Any], Any] | None = None):
+                 full: Callable[..., Any] | None = None, pick: Callable[[Any], Any] | None = None,
+                 counts: dict[str, int] | None = None):
         self.open = open
+        self.counts = counts
         self.batch_size = batch_size
         self.lock = lock
         self.future = future
@@ -192,15 +212,32 @@ class Appender:
              timestamp: Any = None, headers: Any = None, callback: Any = None) -> Any:
         """Producer.send (this is a producer's own send): queue one record; its future."""
         if self.enabled:
-            p = partition
-            if p is None and key is None and self.pick is not None:
-                p = self.pick(topic)
-            fut = self.append(topic, p, key, value, timestamp, headers)
+            fut = self.append(topic, self._route(topic, key, partition), key, value, timestamp, headers)
             if fut is not None:
                 if callback is not None:
                     fut.add_callback(callback)
                 return fut
-        return self.full(topic, value, key, partition, timestamp, headers, callback)
+        return self.full(topic, value, key, partition, timestamp, headers, callback)  # type: ignore[misc]
+
+    def offer(self, topic: Any, value: Any = None, key: Any = None, partition: Any = None,
+              timestamp: Any = None, headers: Any = None) -> Any:
+        """send()'s hot path alone: the record's future, or None (the caller's full path)."""
+        if not self.enabled:
+            return None
+        return self.append(topic, self._route(topic, key, partition), key, value, timestamp, headers)
+
+    def _route(self, topic: Any, key: Any, partition: Any) -> Any:
+        # The partition of a record sent without one, when the hot path can choose it.
+        if partition is not None:
+            return partition
+        if key is None:
+            return None if self.pick is None else self.pick(topic)
+        if self.counts is None or type(key) is not bytes or type(topic) is not str:
+            return None
+        n = self.counts.get(topic)
+        if type(n) is not int or n <= 0:
+            return None
+        return (murmur2(key) & 0x7FFFFFFF) % n
 
     def append(self, topic: Any, partition: Any, key: Any, value: Any, timestamp: Any, headers: Any) -> Any:
         if (headers is not None or type(value) is not bytes or type(partition) is not int

@@ -10,7 +10,7 @@ future comes from the shell's ``new_future`` and is resolved by the shell.
 
 A record appended one by one is encoded into its batch right away (RecordBatch v2
 framing), so sending a batch costs its header and CRC only.  send()'s common case is one
-call: ``Appender.send`` (the sync producer's send() itself) or ``Appender.append`` (the
+call: ``Appender.send`` (the sync producer's send() itself) or ``Appender.offer`` (the
 asyncio one's), which appends to the open batch if it has room and leaves every decision
 here to the full path.  ``Batch`` and ``Appender`` are compiled (kafkawire._accumulate)
 when the codec is, else the pure-Python twin (kafkawire.protocol._accumulate_py);
