@@ -190,6 +190,39 @@ def decode_consumer_records(
     of ``topic``/``partition``, and the offset after the last batch (or legacy message)
     holding records at or past ``start_offset``, control batches included; None when
     there is none.  Deserializers run once everything is decoded, in record order."""
+
+class RecordField:
+    """A placeholder in decode_records_with's ``layout``: the named field of each record."""
+
+    name: Final[str]
+    code: Final[int]
+
+FIELD_OFFSET: Final[RecordField]
+FIELD_TIMESTAMP: Final[RecordField]
+FIELD_TIMESTAMP_TYPE: Final[RecordField]
+FIELD_KEY: Final[RecordField]
+FIELD_VALUE: Final[RecordField]
+FIELD_KEY_SIZE: Final[RecordField]  # the key's length in bytes, -1 for a null key
+FIELD_VALUE_SIZE: Final[RecordField]
+FIELD_HEADERS: Final[RecordField]  # a tuple of (str, bytes | None)
+
+def decode_records_with(
+    data: Buffer,
+    factory: Callable[..., Any],
+    layout: tuple[Any, ...],
+    *,
+    init: Callable[..., None] | None = None,
+    start_offset: int = 0,
+    check_crcs: bool = True,
+    max_depth: int = ...,
+    max_decompressed_size: int = ...,
+    include_control: bool = False,
+) -> list[Any]:
+    """Each record made by ``factory(*layout)`` with every FIELD_* item of ``layout`` (at
+    most 32 items) replaced by that field: a client's own record type straight from the
+    bytes.  With ``init``: ``factory.__new__(factory)``, then ``init(record, *args)``.
+    Records below the position (``start_offset``, moved past each record made) are
+    dropped, as a consumer reads them.  The twin's is kafkawire._pycodec_decode's."""
 def decode_columnar(
     data: Buffer,
     *,

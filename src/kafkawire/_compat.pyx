@@ -4,9 +4,11 @@ ConsumerRecord objects for every record of one decoded batch, built in one call.
 
 The host clients (kafka-python, aiokafka) turn each decoded record into their
 ConsumerRecord in a Python loop; that loop, not decoding, is what their consumers spend
-most of their time on once kafkawire's codec decodes the batches.  These functions take
-the records of one codec Batch and return the host's records with the very fields the
-host fills in.  Pure-Python twin: kafkawire.compat._factory_py (same names, same results,
+most of their time on once kafkawire's codec decodes the batches.  kafka_python_records
+takes the records of one codec Batch and returns kafka-python's records with the very
+fields it fills in; aiokafka's are made by the codec itself (decode_records_with, see
+kafkawire.compat.aiokafka), and ``deserialize`` applies its deserializers to them.
+Pure-Python twin: kafkawire.compat._factory_py (same names, same results,
 tests/compat/test_factory.py holds them to it).
 """
 
@@ -150,35 +152,24 @@ def kafka_python_records(cr_type, str topic, partition, leader_epoch, list recor
     return out, sizes, None
 
 
-def aiokafka_records(cr_type, str topic, partition, list records, int64_t position,
-                     key_deserializer=None, value_deserializer=None):
-    """(ConsumerRecords, error): aiokafka's ConsumerRecords for the codec ``records`` of
-    one batch, leaving out those before ``position`` (the earlier records of a compressed
-    set) as aiokafka's fetcher does; each deserializer is called with the raw key or value,
-    key first.  ``error``: what a deserializer raised (the records are those before it),
-    or None."""
-    cdef Py_ssize_t n = PyList_GET_SIZE(records), i
-    cdef list out = []
-    cdef int64_t offset
-    cdef object r, key, value, o_offset
+def deserialize(list records, key_deserializer, value_deserializer):
+    """Each record's ``key`` and ``value`` put through the deserializers (either may be
+    None), in record order, key first, as aiokafka's fetcher calls them per record.
+    Returns the exception one raised, the list then cut to the records before that
+    record; else None."""
+    cdef Py_ssize_t i, n = PyList_GET_SIZE(records)
+    cdef object r
     for i in range(n):
         r = <object>PyList_GET_ITEM(records, i)
-        o_offset = r.offset
-        offset = o_offset
-        if offset < position:
-            continue
-        position = offset + 1
-        key = r.key
-        value = r.value
         try:
-            out.append(cr_type(
-                topic, partition, o_offset, r.timestamp, r.timestamp_type,
-                key if key_deserializer is None else key_deserializer(key),
-                value if value_deserializer is None else value_deserializer(value),
-                None, _len_or_minus1(key), _len_or_minus1(value), r.headers))
+            if key_deserializer is not None:
+                r.key = key_deserializer(r.key)
+            if value_deserializer is not None:
+                r.value = value_deserializer(r.value)
         except Exception as exc:
-            return out, exc
-    return out, None
+            del records[i:]
+            return exc
+    return None
 
 
 # ---- aiokafka's magic-2 batch builder: the per-record append --------------------------

@@ -185,3 +185,112 @@ def test_codec_selects_the_loaded_implementation() -> None:
     impl = cy if codec.IMPLEMENTATION == "cython" else py
     assert codec._ConsumerRecord is impl.ConsumerRecord
     assert codec._decode_consumer_records is impl.decode_consumer_records
+
+
+# ---- decode_records_with: a client's own records made straight from the bytes ------------
+
+from kafkawire import _pycodec_decode as py_decode  # noqa: E402 - the twin's (not re-exported)
+
+MADE_IMPLS = [pytest.param(py_decode, id="python"), pytest.param(cy, id="cython")]
+
+
+def _layout(impl) -> tuple:
+    # constants around and between the fields, as a client's record type takes them
+    return ("c", impl.FIELD_OFFSET, impl.FIELD_TIMESTAMP, impl.FIELD_TIMESTAMP_TYPE,
+            impl.FIELD_KEY, impl.FIELD_VALUE, None, impl.FIELD_KEY_SIZE,
+            impl.FIELD_VALUE_SIZE, impl.FIELD_HEADERS, ())
+
+
+def made_expected(impl, data, start_offset=0, include_control=False, **kwargs):
+    """decode_records' records, read as a consumer at start_offset reads them."""
+    out, pos = [], start_offset
+    for r in impl.decode_records(data, start_offset=start_offset,
+                                 include_control=include_control, **kwargs):
+        if r.offset < pos:
+            continue
+        pos = r.offset + 1
+        out.append(("c", r.offset, r.timestamp, r.timestamp_type, r.key, r.value, None,
+                    -1 if r.key is None else len(r.key), -1 if r.value is None else len(r.value),
+                    tuple(r.headers), ()))
+    return out
+
+
+def made(impl, data, **kwargs):
+    return impl.decode_records_with(data, lambda *a: a, _layout(impl), **kwargs)
+
+
+@pytest.mark.parametrize("impl", MADE_IMPLS)
+@pytest.mark.parametrize("start", [0, 11, 13, 15, 21, 10**6])
+def test_made_records_match_decode_records(impl, start) -> None:
+    corpus = _corpus()
+    for data in corpus + [b"".join(corpus[:6]), b"".join(corpus[6:14])]:
+        for check in (True, False):
+            for control in (False, True):
+                kw = dict(start_offset=start, check_crcs=check, include_control=control)
+                want = outcome(made_expected, cy, data, **kw)
+                assert outcome(made, impl, data, **kw) == want
+                assert want[0] == "returned"
+
+
+def test_made_records_of_fuzzed_inputs_agree() -> None:
+    rng = random.Random(0xFAC7)
+    corpus = _corpus()
+    kinds: dict[str, int] = {}
+    for _ in range(300):
+        data = _fuzz_input(rng, corpus)
+        kw = dict(start_offset=rng.choice([0, 11, 12, 22]), check_crcs=rng.random() < 0.5,
+                  max_decompressed_size=300)
+        want = outcome(made_expected, py, data, **kw)
+        for impl in (py_decode, cy):
+            assert outcome(made, impl, data, **kw) == want, (impl.__name__, data, kw)
+        kind = "returned" if want[0] == "returned" else want[1].__name__
+        kinds[kind] = kinds.get(kind, 0) + 1
+    assert kinds.get("returned", 0) > 60 and kinds.get("CorruptRecordError", 0) > 60, kinds
+
+
+@pytest.mark.parametrize("impl", MADE_IMPLS)
+def test_made_records_skip_offsets_below_the_position(impl) -> None:
+    # a batch that overlaps the one before it (offsets 10-14, then 12-16): a consumer at
+    # the position after 14 reads 15 and 16 only; so do records out of offset order
+    first = cy.encode_record_batch([(b"k", b"a%d" % i) for i in range(5)], base_offset=10)
+    second = cy.encode_record_batch([(b"k", b"b%d" % i) for i in range(5)], base_offset=12)
+    got = [r[1] for r in made(impl, first + second, start_offset=11)]
+    assert got == [11, 12, 13, 14, 15, 16]
+    last = cy.encode_record_batch([(b"k", b"z")], base_offset=2**63 - 1)
+    assert [r[1] for r in made(impl, last + first)] == [2**63 - 1]
+
+
+class _Made:
+    def __init__(self, offset, key, size, headers):
+        self.fields = (offset, key, size, headers)
+
+
+@pytest.mark.parametrize("impl", MADE_IMPLS)
+def test_made_records_with_init_are_what_calling_the_class_makes(impl) -> None:
+    data = cy.encode_record_batch([(b"k1", b"v", 7, [("h", b"x")]), (None, b"w", 8)],
+                                  base_offset=3)
+    layout = (impl.FIELD_OFFSET, impl.FIELD_KEY, impl.FIELD_KEY_SIZE, impl.FIELD_HEADERS)
+    for kw in ({}, {"init": _Made.__init__}):
+        got = impl.decode_records_with(data, _Made, layout, **kw)
+        assert [type(r) for r in got] == [_Made, _Made]
+        assert [r.fields for r in got] == [(3, b"k1", 2, (("h", b"x"),)), (4, None, -1, ())]
+    with pytest.raises(TypeError, match="should return None, not 'int'"):
+        impl.decode_records_with(data, _Made, layout, init=lambda self, *a: 1)
+    with pytest.raises(ZeroDivisionError):
+        impl.decode_records_with(data, lambda *a: 1 / 0, layout)
+    assert repr(impl.FIELD_KEY_SIZE) == "RecordField('key_size')"
+
+
+@pytest.mark.parametrize("impl", MADE_IMPLS)
+def test_made_records_bad_arguments_are_the_codecs_errors(impl) -> None:
+    data = cy.encode_record_batch([(b"k", b"v")])
+    for args, kw, message in [
+        ((tuple, [impl.FIELD_KEY]), {}, "layout must be a tuple, not list"),
+        ((tuple, (None,) * 33), {}, "layout has 33 items; a factory takes at most 32"),
+        ((None, ()), {}, "factory must be callable, not NoneType"),
+        ((len, ()), {"init": len}, "init needs a class as factory and a callable init"),
+        ((tuple, ()), {"start_offset": "0"}, "start_offset must be an int"),
+    ]:
+        with pytest.raises(errors.CodecError, match=message):
+            impl.decode_records_with(data, *args, **kw)
+    assert impl.decode_records_with(data, lambda *a: a, (None,) * 32) == [(None,) * 32]

@@ -102,13 +102,22 @@ def test_kafka_python_deserializers_and_errors_agree():
     assert all(r == results[0] for r in results)
 
 
-def test_aiokafka_records_agree():
-    recs, _, _ = decoded()
+def test_aiokafka_records_and_deserializers_agree():
+    data = codec.encode_record_batch(RECORDS, base_offset=BASE_OFFSET)
+    layout = ("t", 1, *(getattr(_factory.codec_impl, f"FIELD_{f}") for f in (
+        "OFFSET", "TIMESTAMP", "TIMESTAMP_TYPE", "KEY", "VALUE")), None,
+        _factory.codec_impl.FIELD_KEY_SIZE, _factory.codec_impl.FIELD_VALUE_SIZE,
+        _factory.codec_impl.FIELD_HEADERS)
     results = []
     for impl in IMPLS:
-        out, error = impl.aiokafka_records(AioConsumerRecord, "t", 1, recs, BASE_OFFSET + 1)
-        assert error is None and [r.offset for r in out] == [BASE_OFFSET + i for i in (1, 2, 3, 4)]
+        out = _factory.decode_records_with(data, AioConsumerRecord, layout,
+                                           init=AioConsumerRecord.__init__,
+                                           start_offset=BASE_OFFSET + 1)
+        assert [r.offset for r in out] == [BASE_OFFSET + i for i in (1, 2, 3, 4)]
         assert out[0].headers == (("h", b"x"), ("\u00e9t\u00e9", None)) and out[0].checksum is None
+        assert out[-1] == AioConsumerRecord("t", 1, BASE_OFFSET + 4, 5_003, 0, b"k" * 300,
+                                            b"v" * 70_000, None, 300, 70_000,
+                                            (("big", b"y" * 200),))
         calls = []
 
         def fails(value, calls=calls):
@@ -117,8 +126,9 @@ def test_aiokafka_records_agree():
                 raise KeyError("null value")
             return len(value)
 
-        partial, error = impl.aiokafka_records(AioConsumerRecord, "t", 1, recs, 0,
-                                               lambda k, calls=calls: calls.append(k) or k, fails)
+        partial = _factory.decode_records_with(data, AioConsumerRecord, layout)
+        error = impl.deserialize(partial, lambda k, calls=calls: calls.append(k) or k, fails)
         assert type(error) is KeyError and [r.value for r in partial] == [7, 6]
+        assert impl.deserialize(out, None, None) is None
         results.append(([vars(r) for r in out], [vars(r) for r in partial], calls))
     assert all(r == results[0] for r in results)

@@ -1,6 +1,8 @@
 """The record factories (and aiokafka's builder append) the drop-ins use: compiled
 (kafkawire._compat) with the compiled codec, else the pure-Python twin
-(kafkawire.compat._factory_py), as kafkawire.codec picks.
+(kafkawire.compat._factory_py), as kafkawire.codec picks; and the codec's
+``decode_records_with`` with its FIELD_* constants (from the same implementation), which
+makes a host's records straight from a batch's bytes.
 
 Each call makes a whole batch of the host's records with the cyclic GC paused, as
 kafkawire's own consumer does: every record is a GC allocation, and the collector would
@@ -14,29 +16,31 @@ import gc as _gc
 from kafkawire import codec as _codec
 
 if _codec.IMPLEMENTATION == "cython":
+    from kafkawire import _codec as codec_impl
     try:
         from kafkawire import _compat as _impl
     except ImportError:  # built before kafkawire._compat existed
         from kafkawire.compat import _factory_py as _impl
 else:
+    from kafkawire import _pycodec_decode as codec_impl  # type: ignore[no-redef]
     from kafkawire.compat import _factory_py as _impl
 
 IMPLEMENTATION = "cython" if _impl.__name__ == "kafkawire._compat" else "python"
 
-__all__ = ["IMPLEMENTATION", "AiokafkaAppender", "DefaultRecordMetadata", "aiokafka_records",
-           "kafka_python_records"]
+__all__ = ["IMPLEMENTATION", "AiokafkaAppender", "DefaultRecordMetadata", "decode_records_with",
+           "codec_impl", "deserialize", "kafka_python_records"]
 
 AiokafkaAppender = _impl.AiokafkaAppender
 DefaultRecordMetadata = _impl.DefaultRecordMetadata
 
 
 def _gc_paused(make):
-    def call(*args):
+    def call(*args, **kwargs):
         if not _gc.isenabled():
-            return make(*args)
+            return make(*args, **kwargs)
         _gc.disable()
         try:
-            return make(*args)
+            return make(*args, **kwargs)
         finally:
             _gc.enable()
 
@@ -46,4 +50,5 @@ def _gc_paused(make):
 
 
 kafka_python_records = _gc_paused(_impl.kafka_python_records)
-aiokafka_records = _gc_paused(_impl.aiokafka_records)
+decode_records_with = _gc_paused(codec_impl.decode_records_with)
+deserialize = _impl.deserialize

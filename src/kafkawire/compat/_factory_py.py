@@ -67,26 +67,17 @@ def kafka_python_records(cr_type, topic, partition, leader_epoch, records, base_
     return out, array("q", accumulate(sizes, initial=0)), None
 
 
-def aiokafka_records(cr_type, topic, partition, records, position, key_deserializer=None,
-                     value_deserializer=None):
-    out = []
-    for r in records:
-        offset = r.offset
-        if offset < position:
-            continue
-        position = offset + 1
-        key = r.key
-        value = r.value
+def deserialize(records, key_deserializer, value_deserializer):
+    for i, r in enumerate(records):
         try:
-            out.append(cr_type(
-                topic, partition, offset, r.timestamp, r.timestamp_type,
-                key if key_deserializer is None else key_deserializer(key),
-                value if value_deserializer is None else value_deserializer(value),
-                None, -1 if key is None else len(key), -1 if value is None else len(value),
-                r.headers))
+            if key_deserializer is not None:
+                r.key = key_deserializer(r.key)
+            if value_deserializer is not None:
+                r.value = value_deserializer(r.value)
         except Exception as exc:  # noqa: BLE001 - handed back, raised after the records
-            return out, exc
-    return out, None
+            del records[i:]
+            return exc
+    return None
 
 
 # ---- aiokafka's magic-2 batch builder: the per-record append --------------------------

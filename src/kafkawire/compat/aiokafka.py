@@ -8,15 +8,14 @@ them when this module is imported.
 
 What changes:
 
-* ``MemoryRecords`` decodes a whole fetched partition (every batch, every magic, every
-  codec) with one call into the compiled codec; the batch objects it hands out carry the
-  records already decoded and their CRCs already checked.  Data that fails that call
-  (a bad CRC, a corrupt batch) is decoded batch by batch instead, so aiokafka's consumer
-  sees the same batches, CRC results and exceptions as with its own classes.
-* The consumer's ``PartitionRecords`` (aiokafka/consumer/fetcher.py) turns each decoded
-  batch into aiokafka's own ``ConsumerRecord`` objects with one call of a compiled record
-  factory (kafkawire._compat) and hands them out through a C-level iterator, with
-  aiokafka's rules for positions, control batches and aborted transactions;
+* ``MemoryRecords`` splits a fetched partition into its batches (every magic, every
+  codec); a batch is decoded by kafkawire's codec when its records are read, so aiokafka's
+  consumer sees the same batches, CRC results and exceptions as with its own classes.
+* The consumer's ``PartitionRecords`` (aiokafka/consumer/fetcher.py) turns each magic 2
+  batch into aiokafka's own ``ConsumerRecord`` objects with one codec call that makes
+  them straight from the batch's bytes (``decode_records_with``: no record object in
+  between) and hands them out through a C-level iterator, with aiokafka's rules for
+  positions, control batches and aborted transactions;
   ``FetchResult.getall`` (what ``getmany`` calls) takes them with a C slice of that
   iterator instead of its per-record loop.
 * ``DefaultRecordBatchBuilder`` / ``LegacyRecordBatchBuilder`` keep appended records and
@@ -32,6 +31,7 @@ import os
 import struct
 import sys
 import time
+import types
 from itertools import chain as _chain, islice as _islice
 from typing import Any
 
@@ -230,7 +230,7 @@ class LegacyRecordMetadata:
 class DefaultRecordBatch(_Codecs):
     """One magic 2 RecordBatch: header fields, CRC check, and its records when iterated."""
 
-    __slots__ = ("_buffer", "_header", "_records", "_verified", "_next", "_iterated")
+    __slots__ = ("_buffer", "_header", "_records", "_next", "_iterated")
 
     def __init__(self, buffer) -> None:
         view = memoryview(buffer)
@@ -242,16 +242,8 @@ class DefaultRecordBatch(_Codecs):
         self._buffer = view
         self._header = _V2_HEADER.unpack_from(view)
         self._records: list | None = None  # kafkawire Records once decoded
-        self._verified = False  # True: MemoryRecords already checked the CRC
         self._next = 0
         self._iterated = False
-
-    @classmethod
-    def _decoded(cls, view, records: list | None, verified: bool) -> DefaultRecordBatch:
-        self = cls(view)
-        self._records = records
-        self._verified = verified
-        return self
 
     base_offset = property(lambda self: self._header[0])
     magic = property(lambda self: self._header[3])
@@ -274,8 +266,6 @@ class DefaultRecordBatch(_Codecs):
 
     def validate_crc(self) -> bool:
         assert not self._iterated, "Validate should be called before iteration"
-        if self._verified:
-            return True
         return _codec.crc32c(self._buffer[_V2_CRC_START:]) == self._header[4]
 
     def _kw_records(self) -> list:
@@ -305,7 +295,7 @@ class LegacyRecordBatch(_Codecs):
     """One top-level magic 0/1 message: a record, or a compressed wrapper of several."""
 
     __slots__ = ("_buffer", "_magic", "_offset", "_crc", "_attributes", "_timestamp",
-                 "_records", "_verified", "_crcs")
+                 "_records", "_crcs")
     is_control_batch = False
     is_transactional = False
     producer_id = None
@@ -324,23 +314,13 @@ class LegacyRecordBatch(_Codecs):
         self._attributes = header[4]
         self._timestamp = header[5] if magic else None
         self._records: list | None = None
-        self._verified = False
         self._crcs: list | None = None
-
-    @classmethod
-    def _decoded(cls, view, magic: int, records: list | None, verified: bool):
-        self = cls(view, magic)
-        self._records = records
-        self._verified = verified
-        return self
 
     @property
     def next_offset(self) -> int:
         return self._offset + 1
 
     def validate_crc(self) -> bool:
-        if self._verified:
-            return True
         return _codec.crc32(self._buffer[16:]) == self._crc
 
     def _kw_records(self) -> list:
@@ -388,9 +368,11 @@ class LegacyRecordBatch(_Codecs):
 
 
 class MemoryRecords:
-    """The record data of one partition in a Fetch response, batch by batch."""
+    """The record data of one partition in a Fetch response, batch by batch (each decoded
+    when its records are read: the consumer's magic 2 batches never become kafkawire
+    Records, see PartitionRecords)."""
 
-    __slots__ = ("_buffer", "_view", "_entries", "_decoded", "_stuck", "_i")
+    __slots__ = ("_buffer", "_view", "_entries", "_stuck", "_i")
 
     def __init__(self, bytes_data) -> None:
         self._buffer = bytes_data
@@ -414,39 +396,6 @@ class MemoryRecords:
         self._entries = entries
         self._stuck = stuck
         self._i = 0
-        self._decoded = self._decode_all(view, entries, pos) if entries else None
-
-    @staticmethod
-    def _decode_all(view, entries, end) -> list | None:
-        """Records per entry from one codec call, or None when that call fails."""
-        try:
-            batches = _codec.decode_batches(view[:end], start_offset=_INT64_MIN)
-        except _errors.CodecError:
-            return None  # a bad CRC or corrupt batch: entries are decoded one by one
-        out = []
-        j = 0
-        nb = len(batches)
-        for start, _end, magic in entries:
-            # The codec leaves out entries with no records (an empty or compacted batch);
-            # aiokafka's consumer still needs them for their next offset.
-            if magic >= 2:
-                if _INT32.unpack_from(view, start + 57)[0] == 0:
-                    out.append([])
-                    continue
-                b = batches[j] if j < nb else None
-                if (b is None or b.magic != 2 or b.base_offset != _ENTRY.unpack_from(view, start)[0]
-                        or b.crc != _UINT32.unpack_from(view, start + 17)[0]):
-                    return None
-            else:
-                b = batches[j] if j < nb else None
-                if b is None or b.magic != magic or b.crc != _UINT32.unpack_from(view, start + 12)[0]:
-                    if view[start + 17] & 0x07:  # a wrapper of an empty message set
-                        out.append([])
-                        continue
-                    return None
-            out.append(b.records)
-            j += 1
-        return out if j == nb else None
 
     def size_in_bytes(self) -> int:
         return len(self._buffer)
@@ -463,12 +412,10 @@ class MemoryRecords:
             return None
         self._i = i + 1
         start, end, magic = entries[i]
-        decoded = self._decoded
-        records = decoded[i] if decoded is not None else None
         view = self._view[start:end]
         if magic >= 2:
-            return DefaultRecordBatch._decoded(view, records, records is not None)
-        return LegacyRecordBatch._decoded(view, magic, records, records is not None)
+            return DefaultRecordBatch(view)
+        return LegacyRecordBatch(view, magic)
 
 
 # ---------------------------------------------------------------------------------------
@@ -500,6 +447,14 @@ class PartitionRecords(_ORIGINAL_PARTITION_RECORDS):
         self._check_crcs = check_crcs
         self._isolation_level = isolation_level
         self._pos = fetch_offset  # the position before the current list
+        # what the codec makes each ConsumerRecord of a magic 2 batch from (aiokafka's
+        # arguments: checksum None, headers a tuple), and how
+        f = _factory.codec_impl
+        self._make = _fetcher.ConsumerRecord
+        self._init = _plain_init(self._make)
+        self._layout = (tp.topic, tp.partition, f.FIELD_OFFSET, f.FIELD_TIMESTAMP,
+                        f.FIELD_TIMESTAMP_TYPE, f.FIELD_KEY, f.FIELD_VALUE, None,
+                        f.FIELD_KEY_SIZE, f.FIELD_VALUE_SIZE, f.FIELD_HEADERS)
         self._cur: list = []  # ConsumerRecords of the current batch
         self._rest: Any = iter(self._cur)  # what is left of it
         self._it = _chain.from_iterable(self._lists())
@@ -557,16 +512,22 @@ class PartitionRecords(_ORIGINAL_PARTITION_RECORDS):
         """(ConsumerRecords, error) of one batch, from offset ``pos`` on: the records up to
         the first error (raised after them), and that error or None."""
         tp = self._tp
-        kd = self._key_deserializer
-        vd = self._value_deserializer
-        if type(batch) is DefaultRecordBatch:
+        # aiokafka calls a deserializer if it is true, not only if it is not None
+        kd = self._key_deserializer or None
+        vd = self._value_deserializer or None
+        if type(batch) is DefaultRecordBatch and batch._records is None:
             batch._iterated = True
             try:
-                recs = batch._kw_records()
-            except Exception as exc:  # noqa: BLE001 - raised after the batches before
-                return [], exc
-            return _factory.aiokafka_records(_fetcher.ConsumerRecord, tp.topic, tp.partition,
-                                             recs, pos, kd, vd)
+                out = _factory.decode_records_with(
+                    batch._buffer, self._make, self._layout, init=self._init,
+                    start_offset=pos, check_crcs=False)
+            except _errors.CodecError as exc:  # raised after the batches before
+                error = _aiokafka_error(exc)
+                error.__cause__ = exc
+                return [], error
+            if kd is None and vd is None:
+                return out, None
+            return out, _factory.deserialize(out, kd, vd)
         # legacy (checksums) or a foreign batch class: record by record, as aiokafka does
         out: list = []
         cr = _fetcher.ConsumerRecord
@@ -586,6 +547,17 @@ class PartitionRecords(_ORIGINAL_PARTITION_RECORDS):
         except Exception as exc:  # noqa: BLE001 - raised after the records before it
             return out, exc
         return out, None
+
+
+def _plain_init(cls) -> Any:
+    """``cls.__init__`` when calling ``cls`` is exactly ``object.__new__(cls)`` and then
+    that Python function (aiokafka's ConsumerRecord, a dataclass), so the codec may make
+    records that way, faster; else None (the codec calls ``cls`` itself)."""
+    init = cls.__dict__.get("__init__") if isinstance(cls, type) else None
+    if (type(cls) is type and cls.__new__ is object.__new__
+            and type(init) is types.FunctionType):
+        return init
+    return None
 
 
 def _getall(self, max_records=None):
