@@ -191,22 +191,24 @@ def decode_consumer_records(
     holding records at or past ``start_offset``, control batches included; None when
     there is none.  Deserializers run once everything is decoded, in record order."""
 
-class RecordField:
-    """A placeholder in decode_records_with's ``layout``: the named field of each record."""
+# Private for now (kafkawire._pycodec does not re-export the twin's, kafkawire._pycodec_decode,
+# and kafkawire.codec does not offer it): what kafkawire.compat's aiokafka drop-in uses.
+class _RecordField:
+    """A placeholder in _decode_records_with's ``layout``: the named field of each record."""
 
     name: Final[str]
     code: Final[int]
 
-FIELD_OFFSET: Final[RecordField]
-FIELD_TIMESTAMP: Final[RecordField]
-FIELD_TIMESTAMP_TYPE: Final[RecordField]
-FIELD_KEY: Final[RecordField]
-FIELD_VALUE: Final[RecordField]
-FIELD_KEY_SIZE: Final[RecordField]  # the key's length in bytes, -1 for a null key
-FIELD_VALUE_SIZE: Final[RecordField]
-FIELD_HEADERS: Final[RecordField]  # a tuple of (str, bytes | None)
+_FIELD_OFFSET: Final[_RecordField]
+_FIELD_TIMESTAMP: Final[_RecordField]
+_FIELD_TIMESTAMP_TYPE: Final[_RecordField]
+_FIELD_KEY: Final[_RecordField]
+_FIELD_VALUE: Final[_RecordField]
+_FIELD_KEY_SIZE: Final[_RecordField]  # the key's length in bytes, -1 for a null key
+_FIELD_VALUE_SIZE: Final[_RecordField]
+_FIELD_HEADERS: Final[_RecordField]  # a tuple of (str, bytes | None)
 
-def decode_records_with(
+def _decode_records_with(
     data: Buffer,
     factory: Callable[..., Any],
     layout: tuple[Any, ...],

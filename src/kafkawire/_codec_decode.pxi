@@ -18,7 +18,7 @@ DEF MODE_BATCHES = 0
 DEF MODE_RECORDS = 1
 DEF MODE_VIEW = 2    # columnar: one pass writing arrays of where record fields start
 DEF MODE_CONSUMER = 3  # ConsumerRecords of one partition, control batches skipped
-DEF MODE_MADE = 4      # records made by the caller's factory (decode_records_with)
+DEF MODE_MADE = 4      # records made by the caller's factory (_decode_records_with)
 DEF MAX_LAYOUT = 32    # arguments a factory may take per record
 
 # MODE_MADE's calls (see _Decoder.made_record)
@@ -421,7 +421,7 @@ cdef class _Decoder:
     cdef bint has_end
     cdef int64_t end_base
     cdef int64_t end_delta
-    # MODE_MADE: what makes each record (see decode_records_with), each argument's field
+    # MODE_MADE: what makes each record (see _decode_records_with), each argument's field
     # code (-1: the layout's own item), and the position: records below it are dropped
     cdef object factory
     cdef object init
@@ -1192,35 +1192,35 @@ def decode_consumer_records(data, topic, partition, *, start_offset=0, check_crc
 # ---- records made by the caller's factory ------------------------------------------------
 
 @cython.final
-cdef class RecordField:
-    """One field of each record, as it goes into decode_records_with's ``layout`` (the
+cdef class _RecordField:
+    """One field of each record, as it goes into _decode_records_with's ``layout`` (the
     FIELD_* constants)."""
 
     cdef readonly str name
     cdef readonly int code
 
     def __repr__(self):
-        return f"RecordField({self.name!r})"
+        return f"_RecordField({self.name!r})"
 
 
-cdef RecordField _record_field(str name, int code):
-    cdef RecordField f = RecordField.__new__(RecordField)
+cdef _RecordField _record_field(str name, int code):
+    cdef _RecordField f = _RecordField.__new__(_RecordField)
     f.name = name
     f.code = code
     return f
 
 
-FIELD_OFFSET = _record_field("offset", 0)
-FIELD_TIMESTAMP = _record_field("timestamp", 1)
-FIELD_TIMESTAMP_TYPE = _record_field("timestamp_type", 2)
-FIELD_KEY = _record_field("key", 3)
-FIELD_VALUE = _record_field("value", 4)
-FIELD_KEY_SIZE = _record_field("key_size", 5)  # the key's length in bytes, -1 for null
-FIELD_VALUE_SIZE = _record_field("value_size", 6)
-FIELD_HEADERS = _record_field("headers", 7)
+_FIELD_OFFSET = _record_field("offset", 0)
+_FIELD_TIMESTAMP = _record_field("timestamp", 1)
+_FIELD_TIMESTAMP_TYPE = _record_field("timestamp_type", 2)
+_FIELD_KEY = _record_field("key", 3)
+_FIELD_VALUE = _record_field("value", 4)
+_FIELD_KEY_SIZE = _record_field("key_size", 5)  # the key's length in bytes, -1 for null
+_FIELD_VALUE_SIZE = _record_field("value_size", 6)
+_FIELD_HEADERS = _record_field("headers", 7)
 
 
-def decode_records_with(data, factory, layout, *, init=None, start_offset=0, check_crcs=True,
+def _decode_records_with(data, factory, layout, *, init=None, start_offset=0, check_crcs=True,
                         max_depth=DEFAULT_MAX_DEPTH,
                         max_decompressed_size=DEFAULT_MAX_DECOMPRESSED_SIZE,
                         include_control=False):
@@ -1245,7 +1245,7 @@ def decode_records_with(data, factory, layout, *, init=None, start_offset=0, che
     d.nlayout = PyTuple_GET_SIZE(layout)
     for i in range(d.nlayout):
         item = layout[i]
-        d.codes[i] = (<RecordField>item).code if type(item) is RecordField else -1
+        d.codes[i] = (<_RecordField>item).code if type(item) is _RecordField else -1
     d.made_pos = start_offset
     _run(d, data)
     return d.out

@@ -541,8 +541,8 @@ def decode_consumer_records(
 MAX_LAYOUT = 32  # arguments a factory may take per record
 
 
-class RecordField:
-    """One field of each record, as it goes into decode_records_with's ``layout`` (the
+class _RecordField:
+    """One field of each record, as it goes into _decode_records_with's ``layout`` (the
     FIELD_* constants)."""
 
     __slots__ = ("name", "code")
@@ -552,17 +552,17 @@ class RecordField:
         self.code = code
 
     def __repr__(self) -> str:
-        return f"RecordField({self.name!r})"
+        return f"_RecordField({self.name!r})"
 
 
-FIELD_OFFSET = RecordField("offset", 0)
-FIELD_TIMESTAMP = RecordField("timestamp", 1)
-FIELD_TIMESTAMP_TYPE = RecordField("timestamp_type", 2)
-FIELD_KEY = RecordField("key", 3)
-FIELD_VALUE = RecordField("value", 4)
-FIELD_KEY_SIZE = RecordField("key_size", 5)  # the key's length in bytes, -1 for null
-FIELD_VALUE_SIZE = RecordField("value_size", 6)
-FIELD_HEADERS = RecordField("headers", 7)
+_FIELD_OFFSET = _RecordField("offset", 0)
+_FIELD_TIMESTAMP = _RecordField("timestamp", 1)
+_FIELD_TIMESTAMP_TYPE = _RecordField("timestamp_type", 2)
+_FIELD_KEY = _RecordField("key", 3)
+_FIELD_VALUE = _RecordField("value", 4)
+_FIELD_KEY_SIZE = _RecordField("key_size", 5)  # the key's length in bytes, -1 for null
+_FIELD_VALUE_SIZE = _RecordField("value_size", 6)
+_FIELD_HEADERS = _RecordField("headers", 7)
 
 
 def _check_layout(factory, layout, init) -> None:
@@ -577,7 +577,7 @@ def _check_layout(factory, layout, init) -> None:
         raise errors.CodecError("init needs a class as factory and a callable init")
 
 
-def decode_records_with(
+def _decode_records_with(
     data,
     factory,
     layout,
@@ -600,7 +600,7 @@ def decode_records_with(
     Control batches are skipped unless ``include_control``."""
     opts = _options(start_offset, check_crcs, max_depth, max_decompressed_size)
     _check_layout(factory, layout, init)
-    slots = [(i, f.code) for i, f in enumerate(layout) if type(f) is RecordField]
+    slots = [(i, f.code) for i, f in enumerate(layout) if type(f) is _RecordField]
     args = list(layout)
     out = []
     pos = opts.start_offset

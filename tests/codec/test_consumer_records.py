@@ -187,7 +187,7 @@ def test_codec_selects_the_loaded_implementation() -> None:
     assert codec._decode_consumer_records is impl.decode_consumer_records
 
 
-# ---- decode_records_with: a client's own records made straight from the bytes ------------
+# ---- _decode_records_with: a client's own records made straight from the bytes ------------
 
 from kafkawire import _pycodec_decode as py_decode  # noqa: E402 - the twin's (not re-exported)
 
@@ -196,9 +196,9 @@ MADE_IMPLS = [pytest.param(py_decode, id="python"), pytest.param(cy, id="cython"
 
 def _layout(impl) -> tuple:
     # constants around and between the fields, as a client's record type takes them
-    return ("c", impl.FIELD_OFFSET, impl.FIELD_TIMESTAMP, impl.FIELD_TIMESTAMP_TYPE,
-            impl.FIELD_KEY, impl.FIELD_VALUE, None, impl.FIELD_KEY_SIZE,
-            impl.FIELD_VALUE_SIZE, impl.FIELD_HEADERS, ())
+    return ("c", impl._FIELD_OFFSET, impl._FIELD_TIMESTAMP, impl._FIELD_TIMESTAMP_TYPE,
+            impl._FIELD_KEY, impl._FIELD_VALUE, None, impl._FIELD_KEY_SIZE,
+            impl._FIELD_VALUE_SIZE, impl._FIELD_HEADERS, ())
 
 
 def made_expected(impl, data, start_offset=0, include_control=False, **kwargs):
@@ -216,7 +216,7 @@ def made_expected(impl, data, start_offset=0, include_control=False, **kwargs):
 
 
 def made(impl, data, **kwargs):
-    return impl.decode_records_with(data, lambda *a: a, _layout(impl), **kwargs)
+    return impl._decode_records_with(data, lambda *a: a, _layout(impl), **kwargs)
 
 
 @pytest.mark.parametrize("impl", MADE_IMPLS)
@@ -269,28 +269,28 @@ class _Made:
 def test_made_records_with_init_are_what_calling_the_class_makes(impl) -> None:
     data = cy.encode_record_batch([(b"k1", b"v", 7, [("h", b"x")]), (None, b"w", 8)],
                                   base_offset=3)
-    layout = (impl.FIELD_OFFSET, impl.FIELD_KEY, impl.FIELD_KEY_SIZE, impl.FIELD_HEADERS)
+    layout = (impl._FIELD_OFFSET, impl._FIELD_KEY, impl._FIELD_KEY_SIZE, impl._FIELD_HEADERS)
     for kw in ({}, {"init": _Made.__init__}):
-        got = impl.decode_records_with(data, _Made, layout, **kw)
+        got = impl._decode_records_with(data, _Made, layout, **kw)
         assert [type(r) for r in got] == [_Made, _Made]
         assert [r.fields for r in got] == [(3, b"k1", 2, (("h", b"x"),)), (4, None, -1, ())]
     with pytest.raises(TypeError, match="should return None, not 'int'"):
-        impl.decode_records_with(data, _Made, layout, init=lambda self, *a: 1)
+        impl._decode_records_with(data, _Made, layout, init=lambda self, *a: 1)
     with pytest.raises(ZeroDivisionError):
-        impl.decode_records_with(data, lambda *a: 1 / 0, layout)
-    assert repr(impl.FIELD_KEY_SIZE) == "RecordField('key_size')"
+        impl._decode_records_with(data, lambda *a: 1 / 0, layout)
+    assert repr(impl._FIELD_KEY_SIZE) == "_RecordField('key_size')"
 
 
 @pytest.mark.parametrize("impl", MADE_IMPLS)
 def test_made_records_bad_arguments_are_the_codecs_errors(impl) -> None:
     data = cy.encode_record_batch([(b"k", b"v")])
     for args, kw, message in [
-        ((tuple, [impl.FIELD_KEY]), {}, "layout must be a tuple, not list"),
+        ((tuple, [impl._FIELD_KEY]), {}, "layout must be a tuple, not list"),
         ((tuple, (None,) * 33), {}, "layout has 33 items; a factory takes at most 32"),
         ((None, ()), {}, "factory must be callable, not NoneType"),
         ((len, ()), {"init": len}, "init needs a class as factory and a callable init"),
         ((tuple, ()), {"start_offset": "0"}, "start_offset must be an int"),
     ]:
         with pytest.raises(errors.CodecError, match=message):
-            impl.decode_records_with(data, *args, **kw)
-    assert impl.decode_records_with(data, lambda *a: a, (None,) * 32) == [(None,) * 32]
+            impl._decode_records_with(data, *args, **kw)
+    assert impl._decode_records_with(data, lambda *a: a, (None,) * 32) == [(None,) * 32]

@@ -1,8 +1,8 @@
 """The record factories (and aiokafka's builder append) the drop-ins use: compiled
 (kafkawire._compat) with the compiled codec, else the pure-Python twin
-(kafkawire.compat._factory_py), as kafkawire.codec picks; and the codec's
-``decode_records_with`` with its FIELD_* constants (from the same implementation), which
-makes a host's records straight from a batch's bytes.
+(kafkawire.compat._factory_py), as kafkawire.codec picks; and ``codec_impl``, that
+codec's module, whose ``_decode_records_with`` (with its _FIELD_* constants) makes a
+host's records straight from a batch's bytes.
 
 Each call makes a whole batch of the host's records with the cyclic GC paused, as
 kafkawire's own consumer does: every record is a GC allocation, and the collector would
@@ -27,8 +27,8 @@ else:
 
 IMPLEMENTATION = "cython" if _impl.__name__ == "kafkawire._compat" else "python"
 
-__all__ = ["IMPLEMENTATION", "AiokafkaAppender", "DefaultRecordMetadata", "decode_records_with",
-           "codec_impl", "deserialize", "kafka_python_records"]
+__all__ = ["IMPLEMENTATION", "AiokafkaAppender", "DefaultRecordMetadata", "codec_impl",
+           "decode_records_with", "deserialize", "kafka_python_records"]
 
 AiokafkaAppender = _impl.AiokafkaAppender
 DefaultRecordMetadata = _impl.DefaultRecordMetadata
@@ -50,5 +50,5 @@ def _gc_paused(make):
 
 
 kafka_python_records = _gc_paused(_impl.kafka_python_records)
-decode_records_with = _gc_paused(codec_impl.decode_records_with)
+decode_records_with = _gc_paused(codec_impl._decode_records_with)
 deserialize = _impl.deserialize

@@ -13,9 +13,9 @@ What changes:
   consumer sees the same batches, CRC results and exceptions as with its own classes.
 * The consumer's ``PartitionRecords`` (aiokafka/consumer/fetcher.py) turns each magic 2
   batch into aiokafka's own ``ConsumerRecord`` objects with one codec call that makes
-  them straight from the batch's bytes (``decode_records_with``: no record object in
-  between) and hands them out through a C-level iterator, with aiokafka's rules for
-  positions, control batches and aborted transactions;
+  them straight from the batch's bytes (the codec's ``_decode_records_with``: no record
+  object in between) and hands them out through a C-level iterator, with aiokafka's
+  rules for positions, control batches and aborted transactions;
   ``FetchResult.getall`` (what ``getmany`` calls) takes them with a C slice of that
   iterator instead of its per-record loop.
 * ``DefaultRecordBatchBuilder`` / ``LegacyRecordBatchBuilder`` keep appended records and
@@ -452,9 +452,9 @@ class PartitionRecords(_ORIGINAL_PARTITION_RECORDS):
         f = _factory.codec_impl
         self._make = _fetcher.ConsumerRecord
         self._init = _plain_init(self._make)
-        self._layout = (tp.topic, tp.partition, f.FIELD_OFFSET, f.FIELD_TIMESTAMP,
-                        f.FIELD_TIMESTAMP_TYPE, f.FIELD_KEY, f.FIELD_VALUE, None,
-                        f.FIELD_KEY_SIZE, f.FIELD_VALUE_SIZE, f.FIELD_HEADERS)
+        self._layout = (tp.topic, tp.partition, f._FIELD_OFFSET, f._FIELD_TIMESTAMP,
+                        f._FIELD_TIMESTAMP_TYPE, f._FIELD_KEY, f._FIELD_VALUE, None,
+                        f._FIELD_KEY_SIZE, f._FIELD_VALUE_SIZE, f._FIELD_HEADERS)
         self._cur: list = []  # ConsumerRecords of the current batch
         self._rest: Any = iter(self._cur)  # what is left of it
         self._it = _chain.from_iterable(self._lists())
