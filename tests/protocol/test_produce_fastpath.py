@@ -122,3 +122,36 @@ def test_a_request_built_directly_equals_the_constructed_one():
         topics = {t.name: [(p.index, p.records) for p in t.partition_data] for t in request.topic_data}
         built = produce_request(request.transactional_id, request.acks, request.timeout_ms, topics)
         assert type(built) is PRODUCE.Request and built == request
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_one_partition_answers_are_read_in_one_step(version):
+    from kafkawire.protocol.producer import _decode_one
+
+    common = next(answers())
+    body = encoded(common, version)
+    assert _decode_one(memoryview(body), version) == PRODUCE.decode_response(memoryview(body), version)
+    assert _decode_one(memoryview(body + b"\0"), version) is None
+    assert decode_produce_response(memoryview(body[:-1]), version) is None
+    # A long name (a compact string's length takes two bytes): the general reader's.
+    long_name = PRODUCE.Response(responses=[_TR(name="n" * 130, partition_responses=[
+        _PR(index=1, error_code=0, base_offset=7, log_append_time_ms=5)])], throttle_time_ms=3)
+    body = encoded(long_name, version)
+    schema = PRODUCE.decode_response(memoryview(body), version)
+    assert _decode_one(memoryview(body), version) == (None if version >= 9 else schema)
+    assert decode_produce_response(memoryview(body), version) == schema
+    others = []
+    if version >= 8:
+        others.append(PRODUCE.Response(responses=[_TR(name="t", partition_responses=[
+            _PR(index=0, error_code=6, base_offset=-1, error_message="not the leader")])], throttle_time_ms=0))
+    if version >= 10:  # KIP-951: the new leader in the partition's tagged fields
+        others.append(PRODUCE.Response(responses=[_TR(name="t", partition_responses=[
+            _PR(index=0, error_code=6, base_offset=-1,
+                current_leader=_PR.LeaderIdAndEpoch(leader_id=2, leader_epoch=9))])], throttle_time_ms=0))
+    for response in others:
+        body = encoded(response, version)
+        schema = PRODUCE.decode_response(memoryview(body), version)
+        assert _decode_one(memoryview(body), version) is None
+        assert decode_produce_response(memoryview(body), version) is None
+    bad_name = encoded(common, version).replace(b"t", b"\xff", 1)
+    assert decode_produce_response(memoryview(bad_name), version) is None  # the schema says why

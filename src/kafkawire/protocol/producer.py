@@ -48,6 +48,19 @@ _QQ = struct.Struct(">qq")
 _QQQ = struct.Struct(">qqq")
 # v8+ partition answer tail in the common case: no record_errors, a null error_message
 _NO_RECORD_ERRORS = (b"\0\0\0\0\xff\xff", b"\x01\0\0")  # (v8, v9+ with its empty tags)
+_LeaderIdAndEpoch = type(_PartitionResponse._default_current_leader())
+# An answer for one partition of one topic (a producer sending one batch at a time), from
+# the partition's index to the end, by version: index, error_code, base_offset,
+# log_append_time_ms[, log_start_offset (v5+)][, the empty record_errors and null
+# error_message (v8+), in v9+ with the partition's and topic's empty tags], throttle_time_ms
+# [, the response's empty tags (v9+)].
+_ONE_PARTITION_TAIL = {v: struct.Struct(">ihqq" + ("q" if v >= 5 else "") + ("ih" if v == 8 else "")
+                                        + ("BBBB" if v >= _FLEXIBLE else "") + "i"
+                                        + ("B" if v >= _FLEXIBLE else ""))
+                       for v in range(FIRST_VERSION, 14)}
+# The values the fixed bytes after log_start_offset must have (v8 and v9+).
+_ONE_PARTITION_FIXED = {8: (0, -1), _FLEXIBLE: (1, 0, 0, 0)}
+_IHH = struct.Struct(">ih")
 
 
 #: partition_check wants the topic's partition count (any known one).
@@ -151,9 +164,54 @@ def decode_produce_response(body: Any, version: int) -> Any:
     if version < FIRST_VERSION:
         return None
     try:
-        return _decode(body, version)
-    except (IndexError, struct.error, errors.CodecError):
+        return _decode_one(body, version) or _decode(body, version)
+    except (IndexError, struct.error, errors.CodecError, UnicodeDecodeError):
         return None
+
+
+def _decode_one(buf: Any, version: int) -> Any:
+    """The common answer for one partition of one topic, read with one unpack after the
+    topic name (short, as a compact string: one length byte); None for anything else."""
+    tail = _ONE_PARTITION_TAIL.get(version)
+    if tail is None:
+        return None
+    if version >= _FLEXIBLE:
+        # one topic (compact count 2), a name shorter than 127 bytes, one partition
+        n = buf[1] - 1
+        if buf[0] != 2 or not 0 <= n < 127 or buf[2 + n] != 2:
+            return None
+        name = str(buf[2:2 + n], "utf-8")
+        pos = 3 + n
+    else:
+        count, n = _IHH.unpack_from(buf, 0)
+        if count != 1 or n < 0 or _I.unpack_from(buf, 6 + n)[0] != 1:
+            return None
+        name = str(buf[6:6 + n], "utf-8")
+        pos = 10 + n
+    if pos + tail.size != len(buf):
+        return None
+    f = tail.unpack_from(buf, pos)
+    wide = 5 if version >= 5 else 4
+    fixed = _ONE_PARTITION_FIXED.get(min(version, _FLEXIBLE))
+    if fixed is not None and f[wide:wide + len(fixed)] != fixed:
+        return None  # per-record errors, an error message, tagged fields: the schema's
+    if version >= _FLEXIBLE and f[-1] != 0:
+        return None
+    p = _PartitionResponse.__new__(_PartitionResponse)
+    p.index, p.error_code, p.base_offset, p.log_append_time_ms = f[0], f[1], f[2], f[3]
+    p.log_start_offset = f[4] if wide == 5 else -1
+    p.record_errors = []
+    p.error_message = None
+    p.current_leader = leader = _LeaderIdAndEpoch.__new__(_LeaderIdAndEpoch)
+    leader.leader_id = leader.leader_epoch = -1
+    t = _TopicResponse.__new__(_TopicResponse)
+    t.name = name
+    t.partition_responses = [p]
+    r = _Response.__new__(_Response)
+    r.responses = [t]
+    r.throttle_time_ms = f[-2] if version >= _FLEXIBLE else f[-1]
+    r.node_endpoints = []
+    return r
 
 
 def _decode(buf: Any, version: int) -> Any:
