@@ -507,11 +507,14 @@ CLUSTER_CONF = {
 }
 
 
-def make_session(jvm_connector: bool, master: str = "local[2]") -> Any:
+def make_session(jvm_connector: bool, master: str = "local[2]", event_log: str | None = None) -> Any:
     from kafkawire.spark import local_session
     from kafkawire.testing.spark import kafka_connector_jars
 
     conf = {"spark.sql.python.filterPushdown.enabled": "true", "spark.sql.shuffle.partitions": "2"}
+    if event_log:  # stage and task timings, for locating where a case's time goes
+        os.makedirs(event_log, exist_ok=True)
+        conf.update({"spark.eventLog.enabled": "true", "spark.eventLog.dir": os.path.abspath(event_log)})
     if not master.startswith("local"):
         conf.update(CLUSTER_CONF)
     if jvm_connector:
@@ -622,6 +625,9 @@ class Bench:
         if q.exception() is not None:
             raise RuntimeError(str(q.exception()))
         got = sum(p["numInputRows"] for p in q.recentProgress)
+        if os.environ.get("COMPARE_SPARK_PROGRESS"):  # per micro-batch durations (ms), for diagnosis
+            for p in q.recentProgress:
+                print(f"    batch {p['batchId']} rows {p['numInputRows']} {p['durationMs']}", file=sys.stderr)
         return got, None if got == n else f"read {got:,} of {n:,}"
 
     def kw_stream(self, n: int) -> tuple[int, str | None]:
@@ -746,7 +752,7 @@ def run(args: argparse.Namespace) -> tuple[dict[str, list[Outcome]], dict[str, A
         cluster = stack.enter_context(SparkStandaloneCluster(workers=PARTITIONS, cores=1, memory="1500m"))
         master = cluster.master_url
     t0 = time.monotonic()
-    spark = make_session(any(c in cases for c in JVM_CASES), master)
+    spark = make_session(any(c in cases for c in JVM_CASES), master, args.event_log)
     if args.master == "standalone":
         executors = executor_jvms(cluster, PARTITIONS)
         print(f"standalone cluster {master}: executor JVMs {executors}", file=sys.stderr, flush=True)
@@ -936,6 +942,7 @@ def main() -> None:
                         help="local[2] (default), or a standalone cluster started here: a master and 2 workers "
                              "with one single-core executor each")
     parser.add_argument("--markdown", metavar="PATH", help="also write the tables to PATH")
+    parser.add_argument("--event-log", metavar="DIR", help="write Spark's event log (stage and task timings) to DIR")
     args = parser.parse_args()
     args.rows = args.rows or (500_000 if args.quick else 5_000_000)
     args.rounds = args.rounds or (3 if args.quick else 5)

@@ -10,7 +10,6 @@ one producer per client configuration are kept per process (``_clients``).
 from __future__ import annotations
 
 import logging
-import queue
 import threading
 import time
 from typing import Any, Iterator
@@ -232,13 +231,6 @@ def _row_mask(cols: Any, keep: int, pd: Pushdown) -> Any:
     return mask
 
 
-# Batches decoded ahead of the one Spark is sending on: this many queued, and one more
-# the thread holds until there is room.  Each is one fetch answer (at most
-# max_partition_fetch_bytes), so this bounds the memory read ahead.
-_READ_AHEAD = 1
-_END = object()
-
-
 def read_range(client_options: dict[str, Any], topic: str, partition: int, start: int, end: int,
                schema: Any, headers: bool, poll_timeout_ms: int, fail_on_data_loss: bool,
                pushdown: Pushdown | None = None) -> Iterator[Any]:
@@ -246,63 +238,10 @@ def read_range(client_options: dict[str, Any], topic: str, partition: int, start
 
     Gaps (compaction, transaction markers) are skipped; offsets that no longer exist are
     data loss: an error, or with ``fail_on_data_loss`` false a warning and a skip.
-
-    A thread fetches and decodes the next batch while Spark's worker hands the current one
-    to the JVM, so waiting for the broker's answer and decoding it overlap Spark's Arrow
-    transport instead of following it.
+    Fetching and decoding run in the task's own thread: a read-ahead thread measured no
+    faster (bench/compare_spark.py, local[2] and standalone) and cost CPU and memory.
     """
     c = consumer(client_options)
-    batches = _read_batches(c, topic, partition, start, end, schema, headers, poll_timeout_ms, fail_on_data_loss,
-                            pushdown)
-    ahead: queue.Queue = queue.Queue(_READ_AHEAD)
-    stop = threading.Event()
-
-    def hand(item: Any) -> bool:
-        while not stop.is_set():
-            try:
-                ahead.put(item, timeout=0.1)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def run() -> None:
-        try:
-            for rb in batches:
-                if not hand(rb):
-                    return
-            hand(_END)
-        except BaseException as exc:  # noqa: BLE001 - handed to the task, which raises it
-            hand(exc)
-        finally:
-            batches.close()
-
-    reader = threading.Thread(target=run, name=f"kafkawire-read-{topic}-{partition}", daemon=True)
-    reader.start()
-    try:
-        while True:
-            try:
-                item = ahead.get(timeout=1.0)
-            except queue.Empty:
-                if reader.is_alive() or not ahead.empty():
-                    continue  # the reader keeps its own deadlines (pollTimeoutMs)
-                raise RuntimeError("kafkawire source: the read-ahead thread ended without a result") from None
-            if item is _END:
-                return
-            if isinstance(item, BaseException):
-                raise item
-            yield item
-    finally:
-        # Spark stopped early (or the read failed): the consumer is per process and the
-        # next task's, so the thread is done with it before this returns.
-        stop.set()
-        reader.join(poll_timeout_ms / 1000.0 + 5.0)
-        if reader.is_alive():  # stuck past every deadline: no later task may share its consumer
-            _drop(c)
-
-
-def _read_batches(c: Consumer, topic: str, partition: int, start: int, end: int, schema: Any, headers: bool,
-                  poll_timeout_ms: int, fail_on_data_loss: bool, pushdown: Pushdown | None) -> Iterator[Any]:
     tp = TopicPartition(topic, partition)
     try:
         c.assign([tp])
