@@ -207,12 +207,52 @@ def test_corrupt_compressed_payload_is_corrupt_record():
         list(batch)
 
 
-def test_unknown_codec_is_unsupported_codec_error():
-    data = bytearray(one_set(2, 0))
-    data[22] |= 0x06
-    for mr in (ORIG_MEMORY, kc.MemoryRecords):
-        with pytest.raises(aio_errors.UnsupportedCodecError):
-            list(mr(bytes(data)).next_batch())
+def _with_codec(magic: int, codec_id: int) -> bytes:
+    """A set whose compression attribute says ``codec_id`` (its payload gzip's)."""
+    data = bytearray(one_set(magic, 1))
+    at = 22 if magic == 2 else 17
+    data[at] = (data[at] & ~0x07) | codec_id
+    return bytes(data)
+
+
+def read_errors(data) -> list:
+    """The exception (type, message) of iterating the first batch and of the consumer's
+    PartitionRecords, through aiokafka's pure-Python reader and kafkawire's."""
+    out = []
+    for mr, pr in ((PY_MEMORY, ORIG_PARTITION_RECORDS), (kc.MemoryRecords, kc.PartitionRecords)):
+        got = []
+        for read in (lambda: list(mr(data).next_batch()),
+                     lambda: list(pr(TP, mr(data), None, 0, None, None, False, 0))):
+            try:
+                read()
+                got.append(None)
+            except Exception as exc:  # noqa: BLE001 - the type and message are compared
+                got.append((type(exc), str(exc)))
+        out.append(got)
+    return out
+
+
+@pytest.mark.parametrize("magic, codec_id", [(2, 6), (2, 7), (1, 4), (0, 4), (1, 5)])
+def test_unknown_codec_is_aiokafkas_unsupported_codec_error(magic, codec_id):
+    theirs, ours = read_errors(_with_codec(magic, codec_id))
+    assert ours == theirs
+    assert theirs[0] == (aio_errors.UnsupportedCodecError,
+                         f"UnsupportedCodecError: Unknown compression codec {codec_id:#04x}")
+    with pytest.raises(aio_errors.UnsupportedCodecError):
+        list(ORIG_MEMORY(_with_codec(magic, codec_id)).next_batch())
+
+
+@pytest.mark.parametrize("magic, codec_id, name", [(2, 4, "zstd"), (2, 2, "snappy"),
+                                                   (1, 3, "lz4"), (0, 1, "gzip")])
+def test_a_codec_library_aiokafka_lacks_is_its_error(monkeypatch, magic, codec_id, name):
+    # kafkawire's decoder may have the library; the drop-in still refuses as aiokafka does
+    import aiokafka.codec as aio_codec
+
+    monkeypatch.setattr(aio_codec, f"has_{name}", lambda: False)
+    theirs, ours = read_errors(one_set(magic, codec_id))
+    assert ours == theirs
+    assert theirs[1] == (aio_errors.UnsupportedCodecError, f"UnsupportedCodecError: "
+                         f"Libraries for {name} compression codec not found")
 
 
 def test_validate_after_iteration_asserts_like_aiokafka():

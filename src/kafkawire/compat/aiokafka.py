@@ -96,8 +96,26 @@ def _aiokafka_error(exc: Exception) -> Exception:
     return _aioerrors.CorruptRecordException(str(exc))
 
 
-def _decode_one(buf) -> list:
+def _assert_host_codec(codec_id: int, magic: int) -> None:
+    """Raise what aiokafka's readers raise, in its words, before reading a compressed batch
+    they cannot read: a codec they do not know (zstd before magic 2 included), or one whose
+    library aiokafka does not find (kafkawire's own decoder may have it)."""
+    c = _aiocodec
+    known = {1: ("gzip", c.has_gzip), 2: ("snappy", c.has_snappy), 3: ("lz4", c.has_lz4)}
+    if magic >= 2:
+        known[4] = ("zstd", c.has_zstd)
+    if codec_id not in known:
+        raise _aioerrors.UnsupportedCodecError(f"Unknown compression codec {codec_id:#04x}")
+    name, has = known[codec_id]
+    if not has():
+        raise _aioerrors.UnsupportedCodecError(
+            f"Libraries for {name} compression codec not found")
+
+
+def _decode_one(buf, codec_id: int, magic: int) -> list:
     """The kafkawire Records of one entry, CRCs unchecked (aiokafka checks them apart)."""
+    if codec_id:
+        _assert_host_codec(codec_id, magic)
     try:
         batches = _codec.decode_batches(buf, check_crcs=False, start_offset=_INT64_MIN)
     except _errors.CodecError as exc:
@@ -271,7 +289,7 @@ class DefaultRecordBatch(_Codecs):
     def _kw_records(self) -> list:
         records = self._records
         if records is None:
-            records = self._records = _decode_one(self._buffer)
+            records = self._records = _decode_one(self._buffer, self._header[5] & 0x07, 2)
         return records
 
     def __iter__(self) -> DefaultRecordBatch:
@@ -326,7 +344,8 @@ class LegacyRecordBatch(_Codecs):
     def _kw_records(self) -> list:
         records = self._records
         if records is None:
-            records = self._records = _decode_one(self._buffer)
+            records = self._records = _decode_one(self._buffer, self._attributes & 0x07,
+                                                  self._magic)
         return records
 
     def _record_crcs(self, n: int) -> list:
@@ -517,11 +536,16 @@ class PartitionRecords(_ORIGINAL_PARTITION_RECORDS):
         vd = self._value_deserializer or None
         if type(batch) is DefaultRecordBatch and batch._records is None:
             batch._iterated = True
+            codec_id = batch._header[5] & 0x07
             try:
+                if codec_id:
+                    _assert_host_codec(codec_id, 2)
                 out = _factory.decode_records_with(
                     batch._buffer, self._make, self._layout, init=self._init,
                     start_offset=pos, check_crcs=False)
-            except _errors.CodecError as exc:  # raised after the batches before
+            except _aioerrors.UnsupportedCodecError as exc:  # raised after the batches before
+                return [], exc
+            except _errors.CodecError as exc:
                 error = _aiokafka_error(exc)
                 error.__cause__ = exc
                 return [], error
