@@ -136,3 +136,28 @@ def test_an_operation_past_its_deadline_sends_nothing() -> None:
     with pytest.raises(KafkaTimeoutError, match="not done in time$"):
         sim.run(g.commit_steps({TP: 7}, deadline=105.0))
     assert sim.log == [] and g.driver.calls == []
+
+
+def test_a_poll_waits_no_longer_than_the_groups_next_work() -> None:
+    """next_wakeup: the auto-commit's time while partitions are assigned, and a KIP-848
+    revocation's commit in its retry backoff (no answer would wake the poll for it)."""
+    from concurrent.futures import Future
+
+    from kafkawire.protocol.group_member import _Reconciling
+    from kafkawire.protocol.steps import StepRun
+
+    g = group()
+    g.driver.new_future = Future  # type: ignore[method-assign]
+    assert g.next_wakeup(100.0) is None  # nothing assigned, nothing reconciling
+    g.consumer._assigned[TP] = object()
+    assert g.next_wakeup(101.0) == pytest.approx(g.config.auto_commit_interval_ms / 1000 - 1.0)
+    g.consumer._assigned.clear()
+    commit = StepRun(g.commit_steps({TP: 7}, deadline=105.0), None, now=100.0)
+    g._reconciling = _Reconciling(SimpleNamespace(), {}, commit)
+    assert g.next_wakeup(100.0) is None  # its answer wakes the poll
+    commit.waiting.set_exception(KafkaConnectionError("coordinator gone"))
+    assert commit.advance(100.0) == pytest.approx(BACKOFF)
+    assert g.next_wakeup(100.04) == pytest.approx(BACKOFF - 0.04)
+    assert g.next_wakeup(100.5) == 0.0  # overdue: at once
+    commit.advance(100.1)
+    assert commit.waiting is not None and g.next_wakeup(100.1) is None  # tried again

@@ -197,7 +197,7 @@ class AsyncConsumer(ConsumerBase):
                 return out
             waits: list[Any] = list(self._inflight.values())
             # Connection setups and refreshes do not wake this wait: no connect delay.
-            wait = self._fetcher.idle_wait(deadline - self._now(), bool(waits))
+            wait = self._idle_wait(deadline - self._now(), bool(waits))
             assert self._woken is not None
             self._woken.clear()
             woken = asyncio.ensure_future(self._woken.wait())  # the group has news

@@ -213,8 +213,8 @@ class Consumer(ConsumerBase):
             if out is not None:
                 return out
             # A fetch's answer, a connection's setup or a refresh ends the wait.
-            self.cluster.poll(self._fetcher.idle_wait(deadline - time.monotonic(), bool(self._inflight),
-                                                      self.cluster.next_connect_delay()))
+            self.cluster.poll(self._idle_wait(deadline - time.monotonic(), bool(self._inflight),
+                                              self.cluster.next_connect_delay()))
 
     def poll(self, timeout: float = 1.0, max_records: int | None = None) -> list[ConsumerRecord]:
         """Records from the assigned partitions, waiting up to ``timeout`` seconds for

@@ -100,6 +100,17 @@ class ConsumerBase:
         timeout = max(0.001, deadline - self._now())
         return poll_reset_steps(self._fetcher, self.cluster.meta, todo, timeout), self._now() + timeout
 
+    def _idle_wait(self, remaining: float, fetching: bool, connect_delay: float = 0.0) -> float:
+        """How long a poll with nothing to return waits for news (Fetcher.idle_wait), cut
+        short when the group has work due that no answer would wake the poll for."""
+        wait = self._fetcher.idle_wait(remaining, fetching, connect_delay)
+        group = self._group
+        if group is not None:
+            due = group.next_wakeup(group.driver.now())
+            if due is not None and due < wait:
+                return due
+        return wait
+
     def _fetch_round(self, max_records: int, columnar: bool, deadline: float) -> list[Any] | None:
         """poll()'s records if any are buffered, [] once its ``deadline`` has passed, else
         None (the shell waits for news).  Fetches go out before decoding and again before

@@ -18,7 +18,8 @@ The operations that wait for the coordinator (commit, committed, unsubscribe, cl
 are generators of protocol/steps.py's steps (``*_steps``: Await an answer, Sleep a
 backoff, NOW for the time), run to their end by each shell's one runner (``Cluster.run``,
 ``AsyncCluster.run``); the commit of a KIP-848 revocation is moved on by the polls
-(StepRun), never blocking them.  The rebalance listener is called from :meth:`step` and
+(StepRun), never blocking them, and a poll's idle wait ends when it is due
+(:meth:`ConsumerGroup.next_wakeup`).  The rebalance listener is called from :meth:`step` and
 the ``*_steps``, so on the thread (or task) and at the moment the shell runs them.
 
 The two protocols share all of it but how a member joins and how its assignment
@@ -208,6 +209,18 @@ class ConsumerGroup:
         if self.join_wanted and self.subscribed:
             self._join()
         self._apply_committed()
+
+    def next_wakeup(self, now: float) -> float | None:
+        """How long until :meth:`step` has work of its own that no answer will wake a
+        poll for, or None: the next auto-commit, and a KIP-848 revocation's commit waiting
+        out its retry backoff.  The shells' idle waits in poll() end by then."""
+        due = None
+        if self.config.enable_auto_commit and self.consumer._assigned:
+            due = self.next_auto_commit
+        r = self._reconciling
+        if r is not None and r.commit is not None and not r.commit.finished and r.commit.waiting is None:
+            due = r.commit.sleep_until if due is None else min(due, r.commit.sleep_until)
+        return None if due is None else max(0.0, due - now)
 
     def _check_metadata(self) -> None:
         cluster = self.consumer.cluster
