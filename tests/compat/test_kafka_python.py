@@ -20,6 +20,7 @@ import uuid
 
 import kafka
 import kafka.consumer.fetcher as k_fetcher
+import kafka.codec as k_codec
 import kafka.errors as k_errors
 import kafka.producer.kafka as k_producer
 import kafka.producer.record_accumulator as k_accumulator
@@ -33,6 +34,7 @@ from kafka.structs import TopicPartition
 
 import kafkawire.compat.kafka_python as kwkp
 from kafkawire import codec
+from kafkawire.compat import _hostbytes
 
 # kafka-python's own classes, taken before any test installs anything
 ORIG = {
@@ -399,6 +401,42 @@ def test_unknown_codec_raises_unsupported_codec_error(magic):
         struct.pack_into(">I", buf, 12, codec.crc32(bytes(buf[16:])))
     same_view(bytes(buf))
     assert same_fetch(bytes(buf))[1] is k_errors.UnsupportedCodecError
+
+
+def _codec_errors(data) -> list:
+    """(type, message) of reading the first batch's records, kafka-python's then ours."""
+    out = []
+    for cls in (ORIG["MemoryRecords"], kwkp.MemoryRecords):
+        try:
+            list(cls(data).next_batch())
+            out.append(None)
+        except Exception as exc:  # noqa: BLE001 - the type and message are compared
+            out.append((type(exc), str(exc)))
+    return out
+
+
+@pytest.mark.parametrize("magic, codec_id", [(2, 6), (2, 7), (1, 6), (1, 4), (0, 4)])
+def test_unknown_codec_is_kafka_pythons_error_in_its_words(magic, codec_id):
+    buf = bytearray(assign_offsets(orig_build(magic, 1, sample(magic, 3)), BASE))
+    at = 22 if magic == 2 else 17
+    buf[at] = (buf[at] & 0xF8) | codec_id
+    theirs, ours = _codec_errors(bytes(buf))
+    assert ours == theirs and theirs[0] is k_errors.UnsupportedCodecError
+    assert theirs[1].endswith("Unrecognized compression type" + (
+        f": {codec_id}" if magic == 2 else ""))
+
+
+@pytest.mark.parametrize("magic, codec_id, name", [(2, 1, "gzip"), (2, 4, "zstd"),
+                                                   (1, 2, "snappy"), (0, 1, "gzip")])
+def test_a_codec_library_kafka_python_lacks_is_its_error(monkeypatch, magic, codec_id, name):
+    # kafkawire's decoder may have the library; the drop-in still refuses as kafka-python
+    data = assign_offsets(orig_build(magic, codec_id, sample(magic, 30)), BASE)
+    assert _hostbytes.entry_codec(data) == (magic, codec_id)  # compressed, not left plain
+    monkeypatch.setattr(k_codec, f"has_{name}", lambda: False)
+    theirs, ours = _codec_errors(data)
+    assert ours == theirs == (k_errors.UnsupportedCodecError,
+                              f"UnsupportedCodecError: Libraries for {name} compression codec "
+                              f"not found")
 
 
 def test_short_batch_header_is_a_corrupt_record_error():

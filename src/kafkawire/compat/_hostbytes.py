@@ -84,3 +84,23 @@ def headers_size(headers, _svi=_codec.size_of_varint):
         else:
             return None
     return size
+
+
+def entry_codec(view, start: int = 0) -> tuple[int, int]:
+    """(magic, compression codec id) of the entry at ``view[start:]``."""
+    magic = view[start + 16]
+    at = _V2_CODEC_AT if magic >= 2 else _LEGACY_ATTRIBUTES_AT
+    return magic, view[start + at] & 0x07
+
+
+def unreadable_codec(host_codec, codec_id: int, magic: int) -> tuple[str, str | None] | None:
+    """Why a host whose codec module is ``host_codec`` (``has_gzip()``...) refuses to read
+    a batch compressed with ``codec_id``: ("unknown", None) for a codec it does not know
+    (zstd before magic 2 included), ("missing", name) for one whose library it lacks
+    (kafkawire's own decoder may have it); None when it reads it.  Both hosts check this,
+    in these words, before decompressing."""
+    names = {1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
+    if codec_id not in names or (codec_id == 4 and magic < 2):
+        return ("unknown", None)
+    name = names[codec_id]
+    return None if getattr(host_codec, f"has_{name}")() else ("missing", name)

@@ -97,19 +97,14 @@ def _aiokafka_error(exc: Exception) -> Exception:
 
 
 def _assert_host_codec(codec_id: int, magic: int) -> None:
-    """Raise what aiokafka's readers raise, in its words, before reading a compressed batch
-    they cannot read: a codec they do not know (zstd before magic 2 included), or one whose
-    library aiokafka does not find (kafkawire's own decoder may have it)."""
-    c = _aiocodec
-    known = {1: ("gzip", c.has_gzip), 2: ("snappy", c.has_snappy), 3: ("lz4", c.has_lz4)}
-    if magic >= 2:
-        known[4] = ("zstd", c.has_zstd)
-    if codec_id not in known:
+    """Raise what aiokafka's readers raise, in its words, for a compressed batch they
+    cannot read (see _hostbytes.unreadable_codec)."""
+    why = _hostbytes.unreadable_codec(_aiocodec, codec_id, magic)
+    if why is None:
+        return
+    if why[0] == "unknown":
         raise _aioerrors.UnsupportedCodecError(f"Unknown compression codec {codec_id:#04x}")
-    name, has = known[codec_id]
-    if not has():
-        raise _aioerrors.UnsupportedCodecError(
-            f"Libraries for {name} compression codec not found")
+    raise _aioerrors.UnsupportedCodecError(f"Libraries for {why[1]} compression codec not found")
 
 
 def _decode_one(buf, codec_id: int, magic: int) -> list:

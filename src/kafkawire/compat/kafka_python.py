@@ -121,12 +121,29 @@ def _raising(exc):
     yield  # a generator: the exception comes from its first next()
 
 
+def _host_codec_error(view, start: int = 0) -> Exception | None:
+    """kafka-python's UnsupportedCodecError, in its words, for a compressed entry it
+    cannot read (see _hostbytes.unreadable_codec); None when it reads it."""
+    magic, codec_id = _hostbytes.entry_codec(view, start)
+    why = _hostbytes.unreadable_codec(_k_codec, codec_id, magic) if codec_id else None
+    if why is None:
+        return None
+    if why[0] == "missing":
+        return _k_errors.UnsupportedCodecError(
+            f"Libraries for {why[1]} compression codec not found")
+    return _k_errors.UnsupportedCodecError(
+        "Unrecognized compression type" + (f": {codec_id}" if magic == 2 else ""))
+
+
 def _decode_one(view):
     """Decode one batch or top-level message on its own (the slow, per-entry path).
 
     CRCs are not checked here: kafka-python checks them through validate_crc(), and a
     consumer with check_crcs=False reads damaged data as it is.
     """
+    refused = _host_codec_error(view)
+    if refused is not None:
+        raise refused
     try:
         batches = codec.decode_batches(view, start_offset=_INT64_MIN, check_crcs=False)
     except _kw_errors.CodecError as exc:
@@ -597,6 +614,8 @@ class MemoryRecords(ABCRecords):
         j = 0
         nb = len(batches)
         for start, stop in entries:
+            if _host_codec_error(view, start) is not None:
+                return False  # entry by entry: that one raises kafka-python's error
             magic = view[start + 16]
             if magic == 2:
                 has = _INT32.unpack_from(view, start + 57)[0] > 0
