@@ -41,7 +41,7 @@ def test_busy_and_backing_off_brokers_wait_and_a_leaderless_partition_asks_for_a
     assert due == [(1, [A])] and offsets == {A: 0, B: 0, C: 0} and not buffered and meta.need_refresh
     req, positions = f.request([A], offsets, buffered, meta.topics)
     f.fetch_failed(positions, ConnectionClosedError("reset"), meta, 1, 10.0)
-    assert not f.assigned[A].fetching  # fetched again once the backoff passes
+    assert not f.in_flight(A)  # fetched again once the backoff passes
     assert f.due(meta, 10.05, busy={})[0] == [(2, [B])]
     assert f.due(meta, 10.1, busy={})[0] == [(1, [A]), (2, [B])]
 
@@ -50,7 +50,7 @@ def test_a_fetch_error_that_waiting_cannot_fix_is_raised_by_the_next_poll():
     f, meta = setup({A: 1})
     _req, positions = f.request([A], *f.due(meta, 0.0, {})[1:], meta.topics)
     f.fetch_failed(positions, ApiVersionError("no Fetch version"), meta, 1, 0.0)
-    assert not meta.need_refresh and f.backoff == {} and not f.assigned[A].fetching
+    assert not meta.need_refresh and f.backoff == {} and not f.in_flight(A)
     with pytest.raises(ApiVersionError):
         f.raise_pending()
     f.raise_pending()  # once
@@ -79,7 +79,7 @@ def test_after_a_fork_the_parents_fetches_are_forgotten():
     f.request([A], *f.due(meta, 0.0, {})[1:], meta.topics)
     f.fetch_failed({B: 0}, KafkaTimeoutError("late"), meta, 2, 0.0)
     f.forget_fetches()
-    assert not f.assigned[A].fetching and f.backoff == {}
+    assert not f.in_flight(A) and f.backoff == {}
 
 
 def test_a_partition_gets_its_leader_from_the_next_metadata_refresh():

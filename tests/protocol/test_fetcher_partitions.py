@@ -260,7 +260,7 @@ def _expected_plan(f: Fetcher, meta: ClusterMetadata) -> tuple[dict, dict]:
     by_node: dict[int, set] = {}
     offsets = {}
     for tp, st in f.assigned.items():
-        if st.fetching or st.paused or st.position is None or st.reset_to is not None:
+        if tp in f._in_flight or st.paused or st.position is None or st.reset_to is not None:
             continue
         offset = st.next_fetch()
         if offset is None:

@@ -13,7 +13,7 @@ def _request(buffered: bool, **options: object):
     f = Fetcher(Config.consumer(bootstrap_servers="127.0.0.1:9", **options))
     f.assign([TP])
     req, positions = f.request([TP], {TP: 42}, buffered, {})
-    assert positions == {TP: 42} and f.state(TP).fetching
+    assert positions == {TP: 42} and f.in_flight(TP)
     return req
 
 

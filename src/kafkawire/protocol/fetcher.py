@@ -119,12 +119,11 @@ _MAX_PENDING = 2
 
 
 class PartitionState:
-    __slots__ = ("position", "fetching", "buffer", "pending", "txns", "fetch_offset", "high_watermark",
+    __slots__ = ("position", "buffer", "pending", "txns", "fetch_offset", "high_watermark",
                  "last_stable_offset", "paused", "reset_to")
 
     def __init__(self) -> None:
         self.position: int | None = None
-        self.fetching = False
         # Decoded records poll() has yet to return (max_records cut them off), or None.
         self.buffer: list[Any] | None = None
         # Raw records data of fetch responses, in offset order, not yet decoded.
@@ -399,7 +398,9 @@ class Fetcher:
         self._rescan = True
         self._meta_mark: tuple[Any, ...] = ()
         self._topics: list[str] = []  # the assigned topics, for _mark
-        self._in_flight: set[TopicPartition] = set()  # the partitions marked fetching
+        # The partitions in a Fetch in flight: one set, not a flag per partition, so that
+        # sending and answering a Fetch costs set operations, not a walk of its partitions.
+        self._in_flight: set[TopicPartition] = set()
         self._unsettled = True  # some partition may need a position (needs_position)
         self._settled_len = -1
 
@@ -576,8 +577,6 @@ class Fetcher:
             isolation_level=self.isolation, session_id=session_id, session_epoch=epoch,
             topics=self.fetch_topics(listed, cfg.max_partition_fetch_bytes, topics),
             forgotten_topics_data=forgotten)
-        for tp in tps:
-            self.assigned[tp].fetching = True
         self._in_flight.update(tps)
         return req, positions
 
@@ -663,21 +662,20 @@ class Fetcher:
         (the child fetches again from its positions, so its buffers are its own reads)."""
         for st in self.assigned.values():
             st.clear()
-            st.fetching = False
         self.backoff.clear()
         self.sessions.clear()  # the parent's sessions: the child opens its own
         self._ready.clear()
         self._in_flight.clear()
         self._changed = self._rescan = True
 
+    def in_flight(self, tp: Any) -> bool:
+        """Whether ``tp`` is in a Fetch awaiting its answer."""
+        return as_topic_partition(tp) in self._in_flight
+
     def on_failure(self, positions: dict[TopicPartition, int]) -> None:
         """The Fetch for ``positions`` got no answer."""
         self._changed = True
         self._in_flight.difference_update(positions)
-        for tp in positions:
-            st = self.assigned.get(tp)
-            if st is not None:
-                st.fetching = False
 
     def on_response(self, resp: Any, positions: dict[TopicPartition, int], topics: Mapping[str, Any],
                     node: int) -> tuple[bool, bool]:
