@@ -314,6 +314,17 @@ def test_partition_records_positions(step):
     same_consumer(mixed(), PY_MEMORY, fetch_offset=12, step=step)  # inside compressed sets
 
 
+@pytest.mark.parametrize("codec_id", CODECS)
+def test_partition_records_log_append_time_and_every_codec(codec_id):
+    # the records made straight from the bytes: LogAppendTime's batch timestamp and type,
+    # headers, null keys and values, sizes, from inside a batch on
+    data = (v2(sample(7), 0, compression=codec_id, log_append_time=True, timestamp=1_234)
+            + v2(sample(5), 7, compression=codec_id))
+    got = same_consumer(data, step=3)
+    same_consumer(data, fetch_offset=4)
+    assert {r[4] for chunk, _pos in got[1:-1] for r in chunk if r[2] < 7} == {1}
+
+
 def test_partition_records_read_committed_skips_aborted():
     got = same_consumer(mixed(), PY_MEMORY, isolation=1, aborted=[(8, 35)])
     offsets = [r[2] for r in got[1]]
