@@ -336,6 +336,8 @@ class FetchSession:
         self.parts = want
         if self.epoch == 0:
             return want, []
+        if want == parts:
+            return {}, []  # idle: nothing moved (one comparison in C, not a loop here)
         changed = {tp: o for tp, o in want.items() if parts.get(tp) != o}
         return changed, [tp for tp in parts if tp not in want]
 
