@@ -220,7 +220,7 @@ def _decode_records_with(
     max_decompressed_size: int = ...,
     include_control: bool = False,
 ) -> list[Any]:
-    """Each record made by ``factory(*layout)`` with every FIELD_* item of ``layout`` (at
+    """Each record made by ``factory(*layout)`` with every _FIELD_* item of ``layout`` (at
     most 32 items) replaced by that field: a client's own record type straight from the
     bytes.  With ``init``: ``factory.__new__(factory)``, then ``init(record, *args)``.
     Records below the position (``start_offset``, moved past each record made) are

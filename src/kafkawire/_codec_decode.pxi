@@ -1194,7 +1194,7 @@ def decode_consumer_records(data, topic, partition, *, start_offset=0, check_crc
 @cython.final
 cdef class _RecordField:
     """One field of each record, as it goes into _decode_records_with's ``layout`` (the
-    FIELD_* constants)."""
+    _FIELD_* constants)."""
 
     cdef readonly str name
     cdef readonly int code
@@ -1221,11 +1221,11 @@ _FIELD_HEADERS = _record_field("headers", 7)
 
 
 def _decode_records_with(data, factory, layout, *, init=None, start_offset=0, check_crcs=True,
-                        max_depth=DEFAULT_MAX_DEPTH,
-                        max_decompressed_size=DEFAULT_MAX_DECOMPRESSED_SIZE,
-                        include_control=False):
+                         max_depth=DEFAULT_MAX_DEPTH,
+                         max_decompressed_size=DEFAULT_MAX_DECOMPRESSED_SIZE,
+                         include_control=False):
     """Every record in ``data`` made by ``factory(*args)``, where ``args`` is ``layout``
-    (a tuple) with each FIELD_* item replaced by that field of the record: a client's own
+    (a tuple) with each _FIELD_* item replaced by that field of the record: a client's own
     record type built straight from the bytes, with no Record in between.  With ``init``
     a record is made as ``factory.__new__(factory)`` and then ``init(record, *args)``
     (for a class whose ``__init__`` is ``init``, what calling it does, only faster).

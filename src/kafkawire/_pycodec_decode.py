@@ -543,7 +543,7 @@ MAX_LAYOUT = 32  # arguments a factory may take per record
 
 class _RecordField:
     """One field of each record, as it goes into _decode_records_with's ``layout`` (the
-    FIELD_* constants)."""
+    _FIELD_* constants)."""
 
     __slots__ = ("name", "code")
 
@@ -590,7 +590,7 @@ def _decode_records_with(
     include_control: bool = False,
 ) -> list:
     """Every record in ``data`` made by ``factory(*args)``, where ``args`` is ``layout``
-    (a tuple) with each FIELD_* item replaced by that field of the record: a client's own
+    (a tuple) with each _FIELD_* item replaced by that field of the record: a client's own
     record type built straight from the bytes, with no Record in between.  With ``init``
     a record is made as ``factory.__new__(factory)`` and then ``init(record, *args)``
     (for a class whose ``__init__`` is ``init``, what calling it does, only faster).
