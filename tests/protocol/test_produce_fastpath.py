@@ -53,6 +53,22 @@ def test_requests_are_the_schemas_bytes(version):
 
 
 @pytest.mark.parametrize("version", VERSIONS)
+def test_one_partition_requests_from_cached_pieces_are_the_schemas_bytes(version):
+    # A producer's usual request (one partition of one topic) is written from pieces kept
+    # per (transactional id, topic); other transactional ids, names and record objects
+    # (a view, none, empty) must not reuse them.
+    for _ in range(2):
+        for txn, name, records in [(None, "t", BATCH), ("txn-1", "t", BATCH), (None, "ü" * 70, BATCH),
+                                   (None, "t", memoryview(BATCH)), (None, "t", None), ("txn-1", "u", b""),
+                                   (None, "x" * 200, BATCH[:-1])]:
+            request = PRODUCE.Request(transactional_id=txn, acks=-1, timeout_ms=1234, topic_data=[
+                _TD(name=name, partition_data=[_PD(index=5, records=records)])])
+            chunks = encode_produce(request, version)
+            assert b"".join(bytes(c) for c in chunks) == schema_body(request, version), (txn, name)
+            assert not records or any(c is records for c in chunks)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
 def test_a_framed_request_is_the_schemas_frame(version):
     request = next(requests())
     conn = Connection("kafkawire-test")

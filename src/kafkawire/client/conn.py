@@ -32,7 +32,7 @@ import ssl
 import time
 from collections import deque
 from itertools import islice
-from typing import Any
+from typing import Any, Callable
 
 from kafkawire.core import fork as _fork
 from kafkawire.core import tls
@@ -45,10 +45,13 @@ from kafkawire.errors import (
     RequestTimeoutError,
 )
 from kafkawire.core.future import Future
+from kafkawire.protocol import apis
 from kafkawire.protocol.api import Api
 from kafkawire.protocol.connection import Connection, ProtocolError
 from kafkawire.protocol.sasl import SaslMechanism, SaslResult
 from kafkawire.protocol.setup import ConnectionSetup, broker_name
+
+_PRODUCE = apis.get("Produce")
 
 __all__ = ["Poller", "BrokerConnection"]
 
@@ -179,6 +182,27 @@ class Poller:
             self.selector.close()
             self._wake_r.close()
             self._wake_w.close()
+
+
+class _Answer:
+    """Where a Produce answer goes on the producer's path (BrokerConnection.send_produce):
+    what the connection does with a request's Future (set_result, set_exception), as one
+    call of ``on_answer(response, error)``."""
+
+    __slots__ = ("_on_answer",)
+
+    def __init__(self, on_answer: Callable[[Any, BaseException | None], Any]):
+        self._on_answer: Any = on_answer
+
+    def set_result(self, response: Any) -> None:
+        on_answer, self._on_answer = self._on_answer, None
+        if on_answer is not None:
+            on_answer(response, None)
+
+    def set_exception(self, exc: BaseException) -> None:
+        on_answer, self._on_answer = self._on_answer, None
+        if on_answer is not None:
+            on_answer(None, exc)
 
 
 class BrokerConnection:
@@ -573,8 +597,26 @@ class BrokerConnection:
             return fut
         return self._send_raw(make, deadline, expects_response)
 
+    def send_produce(self, request: Any, version: int,
+                     on_answer: Callable[[Any, BaseException | None], Any]) -> None:
+        """Send a producer's Produce ``request`` that gets an answer (acks 1 or all) at a
+        version :meth:`version_for` chose; ``on_answer(response, None)``, or
+        ``on_answer(None, error)`` if none comes, runs once, in the thread that reads it
+        or fails the connection.  The producer's per-request path: no Future, no
+        callback list, no per-call checks of the API and version (issue 23)."""
+        now = time.monotonic()
+        proto = self.protocol
+        if (self.state != READY or proto is None or self._reauth is not None
+                or (self._reauth_at is not None and now >= self._reauth_at)):
+            fut = self.send(_PRODUCE, request, version)
+            fut.add_done_callback(lambda f: on_answer(None, f.exception()) if f.failed()
+                                  else on_answer(f.result(), None))
+            return
+        self._send_raw(lambda: (0, proto.send_produce(request, version)), now + self.request_timeout,
+                       True, _Answer(on_answer))
+
     def _send_raw(self, make: Any, deadline: float, expects_response: bool = True,
-                  fut: Future | None = None) -> Future:
+                  fut: Any = None) -> Future:
         if fut is None:
             fut = Future(self.poller.poll)
         _cid, chunks = make()

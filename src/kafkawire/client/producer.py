@@ -897,8 +897,12 @@ class Producer:
             self._dequeue(b)
             self._complete(b, exc)
         if request is not None:
-            fut = conn.send(PRODUCE, request, version, expects_response=self._acks != 0)
-            fut.add_done_callback(lambda f: self._on_response(f, sent, conn.name))
+            name = conn.name
+            if self._acks != 0:
+                conn.send_produce(request, version, lambda resp, exc: self._on_response(resp, exc, sent, name))
+            else:  # no answer comes: the future resolves once the bytes are written
+                fut = conn.send(PRODUCE, request, version, expects_response=False)
+                fut.add_done_callback(lambda f: self._on_response(None, f.exception(), sent, name))
         return rest
 
     def _dequeue(self, b: Batch) -> None:
@@ -907,22 +911,31 @@ class Producer:
 
     def _complete(self, b: Batch, result: Any) -> None:
         with self._lock:
-            self._acc.release(b)
-            if self._room_waiters:
-                self._space.notify_all()
-            if self._txn is not None and isinstance(result, BaseException):
-                self._txn.batch_failed(result)
+            self._release(b, result)
+        self._resolve(b, result)
+
+    def _release(self, b: Batch, result: Any) -> None:
+        # With self._lock held: ``b`` is done; its memory goes back.
+        self._acc.release(b)
+        if self._room_waiters:
+            self._space.notify_all()
+        if self._txn is not None and isinstance(result, BaseException):
+            self._txn.batch_failed(result)
+
+    @staticmethod
+    def _resolve(b: Batch, result: Any) -> None:
         if isinstance(result, BaseException):
             b.future.set_exception(result)
         else:
             b.future.set_result(result)
 
-    def _on_response(self, f: Future, sent: list[Batch], broker: str) -> None:
-        exc = f.exception()
+    def _on_response(self, resp: Any, exc: BaseException | None, sent: list[Batch], broker: str) -> None:
+        # A Produce request's answer ``resp``, or ``exc``: why none came.
         with self._lock:
-            done, refresh = self._acc.settle(sent, None if exc else f.result(), exc, broker,
-                                             _monotonic(), self._closed)
+            done, refresh = self._acc.settle(sent, resp, exc, broker, _monotonic(), self._closed)
+            for b, result in done:
+                self._release(b, result)
         if refresh:
             self.cluster.request_refresh()
         for b, result in done:
-            self._complete(b, result)
+            self._resolve(b, result)

@@ -77,6 +77,7 @@ UNSUPPORTED_VERSION = 35
 _I32 = struct.Struct(">i")
 _I16 = struct.Struct(">h")
 _PRODUCE_HEAD = struct.Struct(">ihhi")  # frame size, api key, version, correlation id
+_PRODUCE_API = apis.get("Produce")
 _MAX_CORRELATION_ID = 2**31 - 1
 
 ApiRef = Union[Api, int, str]
@@ -337,21 +338,7 @@ class Connection:
         self._next_id = 0 if correlation_id == _MAX_CORRELATION_ID else correlation_id + 1
         body = encode_produce(request, version) if api.key == 0 else None
         if body is not None:
-            # Produce, the producer's per-request path: written directly (protocol/producer.py).
-            tail = self._header_tails.get(version)
-            if tail is None:  # the header after the correlation id: client_id (and tags)
-                tail = self._header_tails[version] = encode_request_header(
-                    0, version, 0, self.client_id, api.request_header_version(version))[8:]
-            size = 8 + len(tail) + sum(len(c) if type(c) is bytes else memoryview(c).nbytes for c in body)
-            if size > _MAX_CORRELATION_ID:
-                raise errors.encode_error(f"{api.name} request of {size} bytes is too large to frame")
-            # body[0]: the fields before any records
-            chunks = [_PRODUCE_HEAD.pack(size, 0, version, correlation_id) + tail + body[0], *body[1:]]
-            if expects_response:
-                self._pending.append((correlation_id, api, version))
-            else:
-                self._unanswered.append(correlation_id)
-            return correlation_id, chunks
+            return correlation_id, self._frame_produce(correlation_id, version, body, expects_response)
         w = Writer()
         w.buf += b"\0\0\0\0"
         w.buf += encode_request_header(
@@ -375,6 +362,35 @@ class Connection:
         else:
             self._unanswered.append(correlation_id)
         return correlation_id, chunks
+
+    def send_produce(self, request: Struct, version: int) -> list[Any]:
+        """``send(Produce, request, version)[1]`` for a producer's own request, one that
+        gets an answer (acks 1 or -1) at a version :meth:`version_for` chose: the same
+        chunks, without the checks a caller's arbitrary request needs."""
+        self._check_usable()
+        body = encode_produce(request, version)
+        if body is None:
+            return self.send(_PRODUCE_API, request, version)[1]
+        correlation_id = self._next_id
+        self._next_id = 0 if correlation_id == _MAX_CORRELATION_ID else correlation_id + 1
+        return self._frame_produce(correlation_id, version, body, True)
+
+    def _frame_produce(self, correlation_id: int, version: int, body: list[Any],
+                       expects_response: bool) -> list[Any]:
+        # Produce, the producer's per-request path: written directly (protocol/producer.py).
+        tail = self._header_tails.get(version)
+        if tail is None:  # the header after the correlation id: client_id (and tags)
+            tail = self._header_tails[version] = encode_request_header(
+                0, version, 0, self.client_id, _PRODUCE_API.request_header_version(version))[8:]
+        size = 8 + len(tail) + sum(len(c) if type(c) is bytes else memoryview(c).nbytes for c in body)
+        if size > _MAX_CORRELATION_ID:
+            raise errors.encode_error(f"{_PRODUCE_API.name} request of {size} bytes is too large to frame")
+        if expects_response:
+            self._pending.append((correlation_id, _PRODUCE_API, version))
+        else:
+            self._unanswered.append(correlation_id)
+        # body[0]: the fields before any records
+        return [_PRODUCE_HEAD.pack(size, 0, version, correlation_id) + tail + body[0], *body[1:]]
 
     # -- receiving ------------------------------------------------------------------------
 

@@ -44,6 +44,7 @@ _PartitionResponse = _TopicResponse.PartitionProduceResponse
 _I = struct.Struct(">i")
 _HI = struct.Struct(">hi")
 _IH = struct.Struct(">ih")
+_II = struct.Struct(">ii")
 _QQ = struct.Struct(">qq")
 _QQQ = struct.Struct(">qqq")
 # v8+ partition answer tail in the common case: no record_errors, a null error_message
@@ -115,11 +116,15 @@ def encode_produce(request: Any, version: int) -> list[Any] | None:
     if version < FIRST_VERSION:
         return None
     flexible = version >= _FLEXIBLE
+    topics = request.topic_data
+    if len(topics) == 1 and len(topics[0].partition_data) == 1:
+        one = _encode_one(request, topics[0], flexible)
+        if one is not None:
+            return one
     out = bytearray()
     chunks: list[Any] = []
     _put_string(out, request.transactional_id, flexible, True, "transactional_id")
     out += _HI.pack(request.acks, request.timeout_ms)
-    topics = request.topic_data
     _put_count(out, len(topics), flexible)
     for t in topics:
         _put_string(out, t.name, flexible, False, "name")
@@ -146,6 +151,44 @@ def encode_produce(request: Any, version: int) -> list[Any] | None:
     if out:
         chunks.append(bytes(out))
     return chunks
+
+
+# (transactional_id, topic name, flexible) -> the request's bytes before acks and between
+# timeout_ms and the partition index, for one partition of one topic (see _encode_one).
+_ONE_PARTITION_HEADS: dict[tuple[str | None, str, bool], tuple[bytes, bytes]] = {}
+_HEADS_KEPT = 1024  # a producer writes to a bounded set of topics; past this, start over
+
+
+def _encode_one(request: Any, topic: Any, flexible: bool) -> list[Any] | None:
+    """encode_produce of a request for one partition of one topic (a producer sending one
+    batch at a time) from cached pieces; None for the general writer (null or empty
+    records, or values the general writer should judge)."""
+    p = topic.partition_data[0]
+    records = p.records
+    if type(records) is not bytes or not records:
+        return None
+    key = (request.transactional_id, topic.name, flexible)
+    head = _ONE_PARTITION_HEADS.get(key)
+    if head is None:
+        if type(topic.name) is not str:
+            return None
+        before = bytearray()
+        _put_string(before, request.transactional_id, flexible, True, "transactional_id")
+        between = bytearray()
+        _put_count(between, 1, flexible)
+        _put_string(between, topic.name, flexible, False, "name")
+        _put_count(between, 1, flexible)
+        if len(_ONE_PARTITION_HEADS) >= _HEADS_KEPT:
+            _ONE_PARTITION_HEADS.clear()
+        head = _ONE_PARTITION_HEADS[key] = (bytes(before), bytes(between))
+    n = len(records)
+    if flexible:
+        size = bytearray()
+        _put_uvarint(size, n + 1)
+        # the partition's, the topic's and the request's tagged fields: none
+        return [head[0] + _HI.pack(request.acks, request.timeout_ms) + head[1] + _I.pack(p.index) + size,
+                records, b"\0\0\0"]
+    return [head[0] + _HI.pack(request.acks, request.timeout_ms) + head[1] + _II.pack(p.index, n), records]
 
 
 def _put_count(out: bytearray, n: int, flexible: bool) -> None:
