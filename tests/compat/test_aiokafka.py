@@ -325,6 +325,23 @@ def test_partition_records_log_append_time_and_every_codec(codec_id):
     assert {r[4] for chunk, _pos in got[1:-1] for r in chunk if r[2] < 7} == {1}
 
 
+def test_records_are_whatever_consumer_record_the_fetcher_names(monkeypatch):
+    # the codec makes aiokafka's dataclass through its own __init__; another class (a
+    # patched or wrapped ConsumerRecord) is called as aiokafka's fetcher calls it
+    import collections
+
+    assert kc._plain_init(aio_fetcher.ConsumerRecord) is aio_fetcher.ConsumerRecord.__init__
+    other = collections.namedtuple("Other", list(aio_fetcher.ConsumerRecord.__dataclass_fields__))
+    assert kc._plain_init(other) is None
+    monkeypatch.setattr(aio_fetcher, "ConsumerRecord", other)
+    data = one_set(2, 0, 0, 6)
+    pr = kc.PartitionRecords(TP, kc.MemoryRecords(data), None, 2, None, None, True, 0)
+    got = list(pr)
+    assert [type(r) for r in got] == [other] * 4 and [r.offset for r in got] == [2, 3, 4, 5]
+    theirs = list(ORIG_PARTITION_RECORDS(TP, ORIG_MEMORY(data), None, 2, None, None, True, 0))
+    assert got == theirs
+
+
 def test_partition_records_read_committed_skips_aborted():
     got = same_consumer(mixed(), PY_MEMORY, isolation=1, aborted=[(8, 35)])
     offsets = [r[2] for r in got[1]]
