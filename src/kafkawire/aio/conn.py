@@ -40,9 +40,12 @@ from kafkawire.errors import (
     KafkaTimeoutError,
     RequestTimeoutError,
 )
+from kafkawire.protocol import apis
 from kafkawire.protocol.connection import Connection, ProtocolError
 from kafkawire.protocol.sasl import SaslMechanism, SaslResult
 from kafkawire.protocol.setup import ConnectionSetup, broker_name
+
+_PRODUCE = apis.get("Produce")
 
 __all__ = ["AsyncBrokerConnection"]
 
@@ -281,7 +284,10 @@ class AsyncBrokerConnection:
         if (not self.ready or self.protocol is None or self._reauth is not None
                 or (self._reauth_at is not None and loop.time() >= self._reauth_at)):
             return False
-        _cid, chunks = self.protocol.send(api, request, version, expects_response=expects_response)
+        if api is _PRODUCE and expects_response and version is not None:
+            chunks = self.protocol.send_produce(request, version)  # the checks send() makes, spared
+        else:
+            _cid, chunks = self.protocol.send(api, request, version, expects_response=expects_response)
         if not expects_response:
             self._write(chunks)
             loop.call_soon(on_answer, None, None)

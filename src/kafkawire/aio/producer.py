@@ -245,14 +245,22 @@ class AsyncProducer:
     def _refresh_counts(self) -> None:
         # A Metadata answer came in since the counts were taken: take them again, as
         # _num_partitions would, for the topics sent to.
-        meta = self.cluster.meta
-        self._counts_at = meta.last_refresh
+        self._counts_at = self.cluster.meta.last_refresh
         for topic in list(self._counts):
-            t = meta.topics.get(topic)
-            if t is not None and t.error_code == 0 and t.partitions:
-                self._counts[topic] = len(t.partitions)
-            else:
+            if not self._remember_count(topic):
                 del self._counts[topic]
+
+    def _remember_count(self, topic: str) -> bool:
+        # ``topic``'s partition count from the latest Metadata answer into _counts, if
+        # that answer is the one _counts is up to date with (else send() takes them all
+        # again first) and has it; whether it has.
+        meta = self.cluster.meta
+        t = meta.topics.get(topic)
+        if t is None or t.error_code != 0 or not t.partitions:
+            return False
+        if self._counts_at == meta.last_refresh:
+            self._counts[topic] = len(t.partitions)
+        return True
 
     def _sticky_partition(self, topic: str) -> int | None:
         # An unkeyed record's partition on the hot path (KIP-480), once the count is known.
@@ -264,18 +272,22 @@ class AsyncProducer:
         if self._closing:
             raise ClientClosedError("send() after close(): the producer is closed")
         self.cluster.check_fork()
-        await self.start()
+        if self._sender is None:
+            await self.start()
         c = self.config
         key, value, headers, timestamp, size = self._acc.prepare(key, value, headers, timestamp,
                                                                  time.time_ns() // 1_000_000)
         sticky = False
         if partition is None:
             n = await self._num_partitions(topic)
-            if self._counts_at == self.cluster.meta.last_refresh:
-                self._counts[topic] = n  # else send() takes them all again first
+            self._remember_count(topic)
             partition, sticky = choose_partition(topic, key, n, c.partitioner, self._sticky)
         else:
-            await self._check_partition(topic, check_partition(partition))
+            partition = check_partition(partition)
+            n = self._counts.get(topic) if self._counts_at == self.cluster.meta.last_refresh else None
+            if n is None or partition >= n:  # else the partition exists as of the latest answer
+                await self._check_partition(topic, partition)
+                self._remember_count(topic)
         self.cluster.meta.interest.add(topic)
         record = (key, value, timestamp, headers) if headers else (key, value, timestamp)
         tp = (topic, partition)
