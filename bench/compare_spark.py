@@ -12,6 +12,10 @@ rounds.  Run with:
 
     .venv/bin/python bench/compare_spark.py [--quick] [--rows N] [--rounds R] [--broker kafka|tansu]
         [--master local|standalone] [--cases ceiling,kw_read,tuple_read,...] [--markdown PATH]
+        [--event-log DIR]
+
+(``--event-log``: Spark's event log, for each stage's and task's timings;
+``COMPARE_SPARK_PROGRESS=1``: every micro-batch's durations, latestOffset to walCommit.)
 
 Cases (N rows each, default 5,000,000; Kafka-shaped: 16-byte keys, 100-byte values):
 
