@@ -207,6 +207,7 @@ _FIELD_VALUE: Final[_RecordField]
 _FIELD_KEY_SIZE: Final[_RecordField]  # the key's length in bytes, -1 for a null key
 _FIELD_VALUE_SIZE: Final[_RecordField]
 _FIELD_HEADERS: Final[_RecordField]  # a tuple of (str, bytes | None)
+_FIELD_CRC: Final[_RecordField]  # a magic 0/1 message's own CRC (innermost); None in magic 2
 
 def _decode_records_with(
     data: Buffer,

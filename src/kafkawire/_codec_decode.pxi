@@ -430,6 +430,7 @@ cdef class _Decoder:
     cdef int codes[MAX_LAYOUT]
     cdef int64_t made_pos
     cdef bint made_end      # a record at offset INT64_MAX was made: nothing follows it
+    cdef bint made_crc      # the layout asks for _FIELD_CRC
 
     cdef object inflate(self, object src, Py_ssize_t start, Py_ssize_t end, int codec,
                         bint legacy_lz4):
@@ -718,7 +719,7 @@ cdef class _Decoder:
                 self.end_base = absolute
                 self.end_delta = 0
             elif self.mode == MODE_MADE:
-                self.made_record(absolute, ts, <object>tt, k, kl, v, vl, _EMPTY)
+                self.made_record(absolute, ts, <object>tt, k, kl, v, vl, _EMPTY, stored)
             else:
                 self.keep_record(absolute, ts, tt, self.seg_vbase + (k - self.seg_ptr), kl,
                                  self.seg_vbase + (v - self.seg_ptr), vl)
@@ -959,7 +960,7 @@ cdef class _Decoder:
                 self.consumer_record(offset, ts, tto, _bytes_or_none(kp, kl),
                                      _bytes_or_none(vp, vl), headers)
             elif self.mode == MODE_MADE:
-                self.made_record(offset, ts, tto, kp, kl, vp, vl, headers)
+                self.made_record(offset, ts, tto, kp, kl, vp, vl, headers, -1)
             elif self.mode == MODE_BATCHES:
                 records.append(_new_record(offset, ts, tt, _bytes_or_none(kp, kl),
                                            _bytes_or_none(vp, vl), headers))
@@ -1022,12 +1023,14 @@ cdef class _Decoder:
         return 0
 
     cdef int made_record(self, int64_t offset, int64_t ts, object tt, cptr kp, Py_ssize_t kl,
-                         cptr vp, Py_ssize_t vl, object headers) except -1:
+                         cptr vp, Py_ssize_t vl, object headers, int64_t crc) except -1:
         """One record made by the factory, unless it is below the position (then moved
-        past it): a consumer's reading of records out of offset order."""
+        past it): a consumer's reading of records out of offset order.  ``crc``: the
+        legacy message's own, -1 for a magic 2 record (its _FIELD_CRC is None)."""
         cdef PyObject* args[MAX_LAYOUT + 1]
         cdef Py_ssize_t i, n = self.nlayout
         cdef object key, value, o_offset, o_ts, o_ksize, o_vsize, made, ret
+        cdef object o_crc = None
         cdef int code
         if offset < self.made_pos or self.made_end:
             return 0
@@ -1041,6 +1044,8 @@ cdef class _Decoder:
         o_ts = ts
         o_ksize = kl
         o_vsize = vl
+        if self.made_crc and crc >= 0:
+            o_crc = crc
         for i in range(n):
             code = self.codes[i]
             if code < 0:
@@ -1059,8 +1064,10 @@ cdef class _Decoder:
                 args[i + 1] = <PyObject*>o_ksize
             elif code == 6:
                 args[i + 1] = <PyObject*>o_vsize
-            else:
+            elif code == 7:
                 args[i + 1] = <PyObject*>headers
+            else:
+                args[i + 1] = <PyObject*>o_crc
         if self.init is None:
             made = PyObject_Vectorcall(self.factory, &args[1],
                                        <size_t>n | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL)
@@ -1083,7 +1090,7 @@ cdef class _Decoder:
         self.o.n = 0  # first: the factory may raise
         for i in range(n):
             self.made_record(self.o.off[i], self.o.ts[i], tt, r + self.o.ks[i], self.o.kl[i],
-                             r + self.o.vs[i], self.o.vl[i], _EMPTY)
+                             r + self.o.vs[i], self.o.vl[i], _EMPTY, -1)
         return 0
 
     cdef Batch make_batch(self, cptr p, int64_t base_offset, int attrs, uint32_t stored,
@@ -1218,6 +1225,7 @@ _FIELD_VALUE = _record_field("value", 4)
 _FIELD_KEY_SIZE = _record_field("key_size", 5)  # the key's length in bytes, -1 for null
 _FIELD_VALUE_SIZE = _record_field("value_size", 6)
 _FIELD_HEADERS = _record_field("headers", 7)
+_FIELD_CRC = _record_field("crc", 8)  # a magic 0/1 message's own CRC; None in magic 2
 
 
 def _decode_records_with(data, factory, layout, *, init=None, start_offset=0, check_crcs=True,
@@ -1246,6 +1254,7 @@ def _decode_records_with(data, factory, layout, *, init=None, start_offset=0, ch
     for i in range(d.nlayout):
         item = layout[i]
         d.codes[i] = (<_RecordField>item).code if type(item) is _RecordField else -1
+        d.made_crc = d.made_crc or d.codes[i] == 8
     d.made_pos = start_offset
     _run(d, data)
     return d.out

@@ -42,13 +42,14 @@ DEFAULT_MAX_DECOMPRESSED_SIZE = 64 * 1024 * 1024
 
 
 class _Options:
-    __slots__ = ("start_offset", "check_crcs", "max_depth", "max_size")
+    __slots__ = ("start_offset", "check_crcs", "max_depth", "max_size", "with_crc")
 
     def __init__(self, start_offset, check_crcs, max_depth, max_size):
         self.start_offset = start_offset
         self.check_crcs = check_crcs
         self.max_depth = max_depth
         self.max_size = max_size
+        self.with_crc = False  # magic 0/1 record tuples end with their message's CRC
 
 
 def _entries(data, opts: _Options):
@@ -176,7 +177,8 @@ def _decode_message(buf, mv, pos, end, offset, size, magic, depth, opts):
     ttype = ((attributes >> 3) & 1) if magic == 1 else -1
     if codec == 0:
         value = None if value_start < 0 else bytes(buf[value_start : value_start + value_len])
-        return (crc, attributes, timestamp, ttype), [(offset, timestamp, ttype, key, value, ())]
+        record = (offset, timestamp, ttype, key, value, ())
+        return (crc, attributes, timestamp, ttype), [record + (crc,) if opts.with_crc else record]
     if value_start < 0:
         raise errors.corrupt("message", offset, "compressed wrapper message has a null value")
     if depth + 1 > opts.max_depth:
@@ -192,7 +194,7 @@ def _decode_message(buf, mv, pos, end, offset, size, magic, depth, opts):
         if attributes & 8:
             # KIP-32: with LogAppendTime the wrapper's timestamp applies to every record.
             inner_records = [
-                (r[0] + shift, timestamp, 1, r[3], r[4], r[5]) for r in inner_records
+                (r[0] + shift, timestamp, 1, r[3], r[4], r[5]) + r[6:] for r in inner_records
             ]
         elif shift:
             inner_records = [(r[0] + shift,) + r[1:] for r in inner_records]
@@ -563,6 +565,7 @@ _FIELD_VALUE = _RecordField("value", 4)
 _FIELD_KEY_SIZE = _RecordField("key_size", 5)  # the key's length in bytes, -1 for null
 _FIELD_VALUE_SIZE = _RecordField("value_size", 6)
 _FIELD_HEADERS = _RecordField("headers", 7)
+_FIELD_CRC = _RecordField("crc", 8)  # a magic 0/1 message's own CRC; None in magic 2
 
 
 def _check_layout(factory, layout, init) -> None:
@@ -601,18 +604,19 @@ def _decode_records_with(
     opts = _options(start_offset, check_crcs, max_depth, max_decompressed_size)
     _check_layout(factory, layout, init)
     slots = [(i, f.code) for i, f in enumerate(layout) if type(f) is _RecordField]
+    opts.with_crc = any(code == 8 for _i, code in slots)
     args = list(layout)
     out = []
     pos = opts.start_offset
     for header, records in _entries(data, opts):
         if header[7] and not include_control:
             continue
-        for offset, ts, tt, key, value, headers in records:
+        for offset, ts, tt, key, value, headers, *crc in records:
             if offset < pos:
                 continue
             pos = offset + 1
             fields = (offset, ts, tt, key, value, -1 if key is None else len(key),
-                      -1 if value is None else len(value), headers)
+                      -1 if value is None else len(value), headers, crc[0] if crc else None)
             for i, code in slots:
                 args[i] = fields[code]
             if init is None:

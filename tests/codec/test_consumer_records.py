@@ -201,6 +201,10 @@ def _layout(impl) -> tuple:
             impl._FIELD_VALUE_SIZE, impl._FIELD_HEADERS, ())
 
 
+def _crc_layout(impl) -> tuple:
+    return (impl._FIELD_OFFSET, impl._FIELD_CRC)
+
+
 def made_expected(impl, data, start_offset=0, include_control=False, **kwargs):
     """decode_records' records, read as a consumer at start_offset reads them."""
     out, pos = [], start_offset
@@ -243,6 +247,9 @@ def test_made_records_of_fuzzed_inputs_agree() -> None:
         want = outcome(made_expected, py, data, **kw)
         for impl in (py_decode, cy):
             assert outcome(made, impl, data, **kw) == want, (impl.__name__, data, kw)
+        crcs = [outcome(impl._decode_records_with, data, lambda *a: a, _crc_layout(impl), **kw)
+                for impl in (py_decode, cy)]
+        assert crcs[0] == crcs[1], (data, kw)
         kind = "returned" if want[0] == "returned" else want[1].__name__
         kinds[kind] = kinds.get(kind, 0) + 1
     assert kinds.get("returned", 0) > 60 and kinds.get("CorruptRecordError", 0) > 60, kinds
@@ -294,3 +301,21 @@ def test_made_records_bad_arguments_are_the_codecs_errors(impl) -> None:
         with pytest.raises(errors.CodecError, match=message):
             impl._decode_records_with(data, *args, **kw)
     assert impl._decode_records_with(data, lambda *a: a, (None,) * 32) == [(None,) * 32]
+
+
+@pytest.mark.parametrize("impl", MADE_IMPLS)
+def test_made_records_crc_is_each_legacy_messages_own(impl) -> None:
+    from kafkawire import compression
+
+    recs = [(b"k%d" % i, b"v%d" % i, 1_000 + i) for i in range(4)]
+    plain = cy.encode_message_set(recs, magic=1, base_offset=20)
+    packed = cy.encode_message_set([(k, v + b"!", t) for k, v, t in recs], magic=1,
+                                   base_offset=30, compression=1)
+    v2 = cy.encode_record_batch(recs, base_offset=40)
+    # an uncompressed message's CRC is its own; a wrapper's records carry the inner ones
+    inner = compression.decompress(1, packed[34:], 1 << 20)  # after a null wrapper key
+    want = ([(20 + i, b.crc) for i, b in enumerate(cy.decode_batches(plain))]
+            + [(30 + i, b.crc) for i, b in enumerate(cy.decode_batches(inner))]
+            + [(40 + i, None) for i in range(4)])
+    got = impl._decode_records_with(plain + packed + v2, lambda *a: a, _crc_layout(impl))
+    assert got == want and len({c for _o, c in got[:8]}) == 8

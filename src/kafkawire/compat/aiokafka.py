@@ -461,14 +461,19 @@ class PartitionRecords(_ORIGINAL_PARTITION_RECORDS):
         self._check_crcs = check_crcs
         self._isolation_level = isolation_level
         self._pos = fetch_offset  # the position before the current list
-        # what the codec makes each ConsumerRecord of a magic 2 batch from (aiokafka's
-        # arguments: checksum None, headers a tuple), and how
+        # what the codec makes each ConsumerRecord from, in aiokafka's argument order,
+        # per magic: checksum None in magic 2, each message's CRC before; no timestamp
+        # (None) in magic 0; headers a tuple
         f = _factory.codec_impl
         self._make = _fetcher.ConsumerRecord
         self._init = _plain_init(self._make)
-        self._layout = (tp.topic, tp.partition, f._FIELD_OFFSET, f._FIELD_TIMESTAMP,
-                        f._FIELD_TIMESTAMP_TYPE, f._FIELD_KEY, f._FIELD_VALUE, None,
-                        f._FIELD_KEY_SIZE, f._FIELD_VALUE_SIZE, f._FIELD_HEADERS)
+        head = (tp.topic, tp.partition, f._FIELD_OFFSET)
+        tail = (f._FIELD_KEY, f._FIELD_VALUE)
+        sizes = (f._FIELD_KEY_SIZE, f._FIELD_VALUE_SIZE, f._FIELD_HEADERS)
+        stamps = (f._FIELD_TIMESTAMP, f._FIELD_TIMESTAMP_TYPE)
+        self._layouts = (head + (None, None) + tail + (f._FIELD_CRC,) + sizes,
+                         head + stamps + tail + (f._FIELD_CRC,) + sizes,
+                         head + stamps + tail + (None,) + sizes)
         self._cur: list = []  # ConsumerRecords of the current batch
         self._rest: Any = iter(self._cur)  # what is left of it
         self._it = _chain.from_iterable(self._lists())
@@ -529,14 +534,18 @@ class PartitionRecords(_ORIGINAL_PARTITION_RECORDS):
         # aiokafka calls a deserializer if it is true, not only if it is not None
         kd = self._key_deserializer or None
         vd = self._value_deserializer or None
-        if type(batch) is DefaultRecordBatch and batch._records is None:
-            batch._iterated = True
-            codec_id = batch._header[5] & 0x07
+        kind = type(batch)
+        if (kind is DefaultRecordBatch or kind is LegacyRecordBatch) and batch._records is None:
+            if kind is DefaultRecordBatch:
+                batch._iterated = True
+                magic, codec_id = 2, batch._header[5] & 0x07
+            else:
+                magic, codec_id = batch._magic, batch._attributes & 0x07
             try:
                 if codec_id:
-                    _assert_host_codec(codec_id, 2)
+                    _assert_host_codec(codec_id, magic)
                 out = _factory.decode_records_with(
-                    batch._buffer, self._make, self._layout, init=self._init,
+                    batch._buffer, self._make, self._layouts[magic], init=self._init,
                     start_offset=pos, check_crcs=False)
             except _aioerrors.UnsupportedCodecError as exc:  # raised after the batches before
                 return [], exc
@@ -547,7 +556,7 @@ class PartitionRecords(_ORIGINAL_PARTITION_RECORDS):
             if kd is None and vd is None:
                 return out, None
             return out, _factory.deserialize(out, kd, vd)
-        # legacy (checksums) or a foreign batch class: record by record, as aiokafka does
+        # a foreign batch class, or one read before: record by record, as aiokafka does
         out: list = []
         cr = _fetcher.ConsumerRecord
         try:
