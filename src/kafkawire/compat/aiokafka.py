@@ -541,12 +541,14 @@ class PartitionRecords(_ORIGINAL_PARTITION_RECORDS):
                 magic, codec_id = 2, batch._header[5] & 0x07
             else:
                 magic, codec_id = batch._magic, batch._attributes & 0x07
+            # (one record in a plain legacy entry: not worth pausing the GC for)
+            decode = (_factory.decode_records_with if codec_id or magic == 2
+                      else _factory.codec_impl._decode_records_with)
             try:
                 if codec_id:
                     _assert_host_codec(codec_id, magic)
-                out = _factory.decode_records_with(
-                    batch._buffer, self._make, self._layouts[magic], init=self._init,
-                    start_offset=pos, check_crcs=False)
+                out = decode(batch._buffer, self._make, self._layouts[magic], init=self._init,
+                             start_offset=pos, check_crcs=False)
             except _aioerrors.UnsupportedCodecError as exc:  # raised after the batches before
                 return [], exc
             except _errors.CodecError as exc:
