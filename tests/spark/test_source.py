@@ -259,6 +259,21 @@ def _offsets_read(batches) -> list[int]:
     return [o for rb in batches for o in rb.column("offset").to_pylist()]
 
 
+def test_read_range_stopped_early_leaves_its_consumer_to_the_next_task(kafka_broker):
+    # Spark stops reading a range early (a limit): the worker's consumer, shared by the
+    # next task on that worker, must read that task's range and nothing left from this one.
+    b = kafka_broker.bootstrap
+    topic = new_topic(b, 1)
+    produce(b, topic, {0: records(0, 600)})
+    client = {"bootstrap_servers": b, "max_partition_fetch_bytes": 2048}  # one 100-record batch a fetch
+    schema = to_arrow_schema(KAFKA_SCHEMA, timezone="UTC")
+    reading = _io.read_range(client, topic, 0, 0, 600, schema, False, 30000, True)
+    assert next(reading).column("offset")[0].as_py() == 0
+    reading.close()  # records fetched past offset 99 may still sit in the consumer
+    assert _offsets_read(_io.read_range(client, topic, 0, 300, 600, schema, False, 30000, True)) == \
+        list(range(300, 600))
+
+
 def test_read_range_past_the_log_is_data_loss(kafka_broker):
     # The range ends past the log: the task raises the loss and lets the consumer go;
     # with failOnDataLoss=false the records that exist are read.
