@@ -364,6 +364,67 @@ def test_partition_records_deserializer_error_after_earlier_records():
     same_consumer(one_set(2, 0, 0, 8), kd=kd, vd=lambda v: v, step=2)
 
 
+def _compacted(batch: bytes, last_delta: int) -> bytes:
+    """``batch`` whose last offset delta says its last records were compacted away."""
+    out = bytearray(batch)
+    struct.pack_into(">i", out, 23, last_delta)
+    struct.pack_into(">I", out, 17, codec.crc32c(bytes(out[21:])))
+    return bytes(out)
+
+
+def _emptied(base: int, last_delta: int) -> bytes:
+    """A batch at ``base`` whose records were all compacted away."""
+    out = bytearray(v2([(b"k", b"v", 5, [])], base))
+    del out[61:]
+    struct.pack_into(">i", out, 8, 61 - 12)
+    struct.pack_into(">i", out, 57, 0)
+    return _compacted(bytes(out), last_delta)
+
+
+def small_batches() -> bytes:
+    """What a producer with linger 0 writes: a batch per record or two; with compacted
+    tails, an emptied batch (offsets 8-9) and a compressed one among them."""
+    parts, base = [], 0
+    for i in range(12):
+        if i == 4:
+            parts.append(_emptied(base, 1))
+            base += 2
+        n = 1 + i % 2
+        records = [(b"k%d" % o, b"v%d" % o, 1_700_000_000_000 + o, [("h", b"%d" % o)][: o % 2])
+                   for o in range(base, base + n)]
+        batch = v2(records, base, compression=3 if i == 5 else 0)
+        if i in (3, 8):  # two more offsets the batch covers, compacted away
+            batch = _compacted(batch, n + 1)
+            n += 2
+        parts.append(batch)
+        base += n
+    return b"".join(parts)
+
+
+@pytest.mark.parametrize("step", [None, 1, 2, 5])
+@pytest.mark.parametrize("fetch_offset", [0, 1, 6])
+def test_small_batches_read_together_like_aiokafka(step, fetch_offset):
+    data = small_batches()
+    same_consumer(data, step=step, fetch_offset=fetch_offset)
+    same_consumer(data, step=step, fetch_offset=fetch_offset, isolation=1, aborted=[(8, 3)])
+    # a deserializer failing at the first record after an emptied batch (10) and after a
+    # compacted tail (19), where aiokafka has moved to the batch before's next offset,
+    # and inside a batch (12)
+    for bad_value in (b"v10", b"v12", b"v19"):
+        def vd(value, bad_value=bad_value):
+            if value == bad_value:
+                raise ValueError("bad value")
+            return value
+
+        got = same_consumer(data, step=step, fetch_offset=fetch_offset, vd=vd)
+        assert got[-2][0] == "error"
+    overlapping = v2(sample(2), 0) + v2(sample(2), 1) + v2(sample(3), 2)
+    same_consumer(overlapping, step=step, fetch_offset=fetch_offset)
+    bad = bytearray(data)
+    bad[12 + struct.unpack_from(">i", data, 8)[0] + 70] ^= 0x01  # in the second batch
+    same_consumer(bytes(bad), step=step, fetch_offset=fetch_offset)
+
+
 def getall_run(pr_class, mr_class, data, max_records, *, fetch_offset=0, vd=None):
     """aiokafka's FetchResult.getall until the result is used up: each call's records,
     the consumed position and whether more is left, then the error, if any."""

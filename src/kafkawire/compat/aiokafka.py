@@ -79,6 +79,7 @@ _LOG_OVERHEAD = 12  # offset int64 + size int32 in front of every entry
 _MIN_ENTRY = 14  # the smallest magic 0 message: crc, magic, attributes, key and value lengths
 _V2_HEADER = struct.Struct(">qiibIhiqqqhii")  # RecordBatch header up to the record count
 _V2_HEADER_SIZE = _V2_HEADER.size  # 61
+_V2_RUN_FIELDS = struct.Struct(">q13xhi30xi")  # base offset, attributes, last offset delta, count
 _V2_CRC_START = 21  # KIP-98: CRC32C covers attributes..end
 _V0_HEADER = struct.Struct(">qiIbb")
 _V1_HEADER = struct.Struct(">qiIbbq")
@@ -417,6 +418,35 @@ class MemoryRecords:
     def has_next(self) -> bool:
         return self._i < len(self._entries) or self._stuck is not None
 
+    def _small_run(self, pos: int, read_committed: bool) -> tuple | None:
+        """From the next entry on, the batches PartitionRecords may read with one codec
+        call: (index after them, where their bytes end, [(base offset, record count,
+        next offset)]) for two or more magic 2 batches of at most _RUN_RECORDS records in
+        all, each holding plain records (no control batch, no transaction to decide
+        under read_committed) compressed in a codec aiokafka reads, and starting at or
+        past the position the one before leaves; else None."""
+        entries = self._entries
+        view = self._view
+        i = self._i
+        run = []
+        total = 0
+        while i < len(entries):
+            start, end, magic = entries[i]
+            if magic != 2 or end - start < _V2_HEADER_SIZE:
+                break
+            base, attrs, last_delta, count = _V2_RUN_FIELDS.unpack_from(view, start)
+            if (attrs & 0x20 or (read_committed and attrs & 0x10) or base < pos or count < 0
+                    or total + count > _RUN_RECORDS or (attrs & 0x07 and _hostbytes.unreadable_codec(
+                        _aiocodec, attrs & 0x07, 2))):
+                break
+            pos = base + last_delta + 1
+            run.append((base, count, pos))
+            total += count
+            i += 1
+        if len(run) < 2:
+            return None
+        return i, entries[i - 1][1], run
+
     def next_batch(self):
         i = self._i
         entries = self._entries
@@ -437,6 +467,9 @@ class MemoryRecords:
 # ---------------------------------------------------------------------------------------
 
 _ORIGINAL_PARTITION_RECORDS = _fetcher.PartitionRecords
+# Small batches (a producer with linger 0 writes one record each) are read several at a
+# time, up to this many records: a batch's own Python work costs more than its records.
+_RUN_RECORDS = 512
 
 
 class PartitionRecords(_ORIGINAL_PARTITION_RECORDS):
@@ -495,7 +528,36 @@ class PartitionRecords(_ORIGINAL_PARTITION_RECORDS):
     def _lists(self):
         records = self._records
         read_committed = self._isolation_level == _fetcher.READ_COMMITTED
+        runs = type(records) is MemoryRecords
+        per_batch_until = 0  # entries before this index are read batch by batch
         while records.has_next():
+            if runs and records._i >= per_batch_until:
+                run = records._small_run(self._pos, read_committed)
+                out = self._run_records(records, run) if run is not None else None
+                if out is not None:
+                    records._i = run[0]
+                    if read_committed:  # as aiokafka, batch by batch, would have
+                        self._consume_aborted_up_to(run[2][-1][0])
+                    out, error = self._deserialized(out)
+                    if out:
+                        self._cur = out
+                        self._rest = iter(out)
+                        yield self._rest
+                        self._settle()
+                    if error is None:
+                        self._pos = run[2][-1][2]
+                        continue
+                    # aiokafka moved to a batch's next offset before reading the next one
+                    k = 0
+                    for _base, count, next_offset in run[2]:
+                        k += count
+                        if k > len(out):
+                            break
+                        if k == len(out):  # (past batches left empty too)
+                            self._pos = next_offset
+                    raise error
+                if run is not None:
+                    per_batch_until = run[0]  # the exact records and error, batch by batch
             batch = records.next_batch()
             if self._check_crcs and not batch.validate_crc():
                 raise _aioerrors.CorruptRecordException(f"Invalid CRC - {self._tp}")
@@ -520,6 +582,38 @@ class PartitionRecords(_ORIGINAL_PARTITION_RECORDS):
             self._pos = batch.next_offset
         self._settle()
         self._records = None  # the fetched bytes are no longer needed
+
+    def _run_records(self, records: MemoryRecords, run: tuple) -> list | None:
+        """The ConsumerRecords of the batches of a MemoryRecords._small_run, from one
+        codec call; None when reading them batch by batch could differ (a bad CRC or a
+        corrupt batch, records out of offset order or outside their batch's offsets)."""
+        _end_index, end, batches = run
+        start = records._entries[records._i][0]
+        try:
+            out = _factory.decode_records_with(
+                records._view[start:end], self._make, self._layouts[2], init=self._init,
+                start_offset=self._pos, check_crcs=self._check_crcs)
+        except _errors.CodecError:
+            return None
+        if len(out) != sum(count for _base, count, _next in batches):
+            return None
+        k = 0
+        for base, count, next_offset in batches:
+            # made records ascend: within its batch's offsets, each is one aiokafka's
+            # loop hands out too
+            if count and not (base <= out[k].offset and out[k + count - 1].offset < next_offset):
+                return None
+            k += count
+        return out
+
+    def _deserialized(self, out: list) -> tuple[list, Exception | None]:
+        """``out`` through the deserializers (records up to the first error, and it)."""
+        # aiokafka calls a deserializer if it is true, not only if it is not None
+        kd = self._key_deserializer or None
+        vd = self._value_deserializer or None
+        if kd is None and vd is None:
+            return out, None
+        return out, _factory.deserialize(out, kd, vd)
 
     def _settle(self) -> None:
         """Fold the handed-out records of the current list into the position."""
@@ -555,9 +649,7 @@ class PartitionRecords(_ORIGINAL_PARTITION_RECORDS):
                 error = _aiokafka_error(exc)
                 error.__cause__ = exc
                 return [], error
-            if kd is None and vd is None:
-                return out, None
-            return out, _factory.deserialize(out, kd, vd)
+            return self._deserialized(out)
         # a foreign batch class, or one read before: record by record, as aiokafka does
         out: list = []
         cr = _fetcher.ConsumerRecord
