@@ -434,10 +434,13 @@ def python_workers(root: int) -> list[int]:
         todo.extend(kids.get(pid, []))
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as fh:
-                cmd = fh.read()
+                program = fh.read().split(b"\0", 1)[0]
         except OSError:
             continue
-        if b"python" in cmd or b"pyspark" in cmd:
+        # By the program, not the whole command line: a child the JVM has forked but not
+        # yet exec'd carries the JVM's command line (whose classpath names pyspark) and
+        # the JVM's resident memory, which would count as one huge Python worker.
+        if b"python" in os.path.basename(program):
             out.append(pid)
     return out
 
