@@ -423,6 +423,17 @@ def test_small_batches_read_together_like_aiokafka(step, fetch_offset):
     bad = bytearray(data)
     bad[12 + struct.unpack_from(">i", data, 8)[0] + 70] ^= 0x01  # in the second batch
     same_consumer(bytes(bad), step=step, fetch_offset=fetch_offset)
+    # uncompressed magic 1 then magic 0 messages, one record each, read as runs too
+    plain = (legacy(sample(6, headers=False), 0, 1) + legacy(sample(4, headers=False), 6, 0)
+             + v2(sample(2), 10))
+    same_consumer(plain, PY_MEMORY, step=step, fetch_offset=fetch_offset)
+    same_consumer(plain, PY_MEMORY, step=step, fetch_offset=fetch_offset,
+                  vd=lambda value: value[:-1] + b"!" if value != b"value-2" else 1 / 0)
+    bad, at = bytearray(plain), 0
+    for _ in range(3):
+        at += 12 + struct.unpack_from(">i", plain, at + 8)[0]
+    bad[at + 30] ^= 0x01  # inside the fourth message
+    same_consumer(bytes(bad), PY_MEMORY, step=step, fetch_offset=fetch_offset)
 
 
 def getall_run(pr_class, mr_class, data, max_records, *, fetch_offset=0, vd=None):

@@ -420,32 +420,45 @@ class MemoryRecords:
 
     def _small_run(self, pos: int, read_committed: bool) -> tuple | None:
         """From the next entry on, the batches PartitionRecords may read with one codec
-        call: (index after them, where their bytes end, [(base offset, record count,
-        next offset)]) for two or more magic 2 batches of at most _RUN_RECORDS records in
-        all, each holding plain records (no control batch, no transaction to decide
-        under read_committed) compressed in a codec aiokafka reads, and starting at or
-        past the position the one before leaves; else None."""
+        call: (index after them, where their bytes end, their magic, [(base offset,
+        record count, next offset)]) for two or more batches of one magic and at most
+        _RUN_RECORDS records in all, each starting at or past the position the one before
+        leaves: magic 2 batches of plain records (no control batch, no transaction to
+        decide under read_committed) in a codec aiokafka reads, or uncompressed magic 0/1
+        messages (one record each); else None."""
         entries = self._entries
         view = self._view
         i = self._i
         run = []
         total = 0
+        first_magic = entries[i][2] if i < len(entries) else -1
         while i < len(entries):
             start, end, magic = entries[i]
-            if magic != 2 or end - start < _V2_HEADER_SIZE:
+            if magic != first_magic:
                 break
-            base, attrs, last_delta, count = _V2_RUN_FIELDS.unpack_from(view, start)
-            if (attrs & 0x20 or (read_committed and attrs & 0x10) or base < pos or count < 0
-                    or total + count > _RUN_RECORDS or (attrs & 0x07 and _hostbytes.unreadable_codec(
-                        _aiocodec, attrs & 0x07, 2))):
+            if magic == 2:
+                if end - start < _V2_HEADER_SIZE:
+                    break
+                base, attrs, last_delta, count = _V2_RUN_FIELDS.unpack_from(view, start)
+                if (attrs & 0x20 or (read_committed and attrs & 0x10) or count < 0
+                        or (attrs & 0x07 and _hostbytes.unreadable_codec(
+                            _aiocodec, attrs & 0x07, 2))):
+                    break
+                next_offset = base + last_delta + 1
+            elif magic in (0, 1) and not view[start + 17] & 0x07:
+                base, count = _ENTRY.unpack_from(view, start)[0], 1
+                next_offset = base + 1
+            else:
                 break
-            pos = base + last_delta + 1
+            if base < pos or total + count > _RUN_RECORDS:
+                break
+            pos = next_offset
             run.append((base, count, pos))
             total += count
             i += 1
         if len(run) < 2:
             return None
-        return i, entries[i - 1][1], run
+        return i, entries[i - 1][1], first_magic, run
 
     def next_batch(self):
         i = self._i
@@ -535,9 +548,10 @@ class PartitionRecords(_ORIGINAL_PARTITION_RECORDS):
                 run = records._small_run(self._pos, read_committed)
                 out = self._run_records(records, run) if run is not None else None
                 if out is not None:
-                    records._i = run[0]
-                    if read_committed:  # as aiokafka, batch by batch, would have
-                        self._consume_aborted_up_to(run[2][-1][0])
+                    end_index, _end, magic, batches = run
+                    records._i = end_index
+                    if read_committed and magic == 2:  # as aiokafka's, batch by batch
+                        self._consume_aborted_up_to(batches[-1][0])
                     out, error = self._deserialized(out)
                     if out:
                         self._cur = out
@@ -545,11 +559,11 @@ class PartitionRecords(_ORIGINAL_PARTITION_RECORDS):
                         yield self._rest
                         self._settle()
                     if error is None:
-                        self._pos = run[2][-1][2]
+                        self._pos = batches[-1][2]
                         continue
                     # aiokafka moved to a batch's next offset before reading the next one
                     k = 0
-                    for _base, count, next_offset in run[2]:
+                    for _base, count, next_offset in batches:
                         k += count
                         if k > len(out):
                             break
@@ -587,11 +601,11 @@ class PartitionRecords(_ORIGINAL_PARTITION_RECORDS):
         """The ConsumerRecords of the batches of a MemoryRecords._small_run, from one
         codec call; None when reading them batch by batch could differ (a bad CRC or a
         corrupt batch, records out of offset order or outside their batch's offsets)."""
-        _end_index, end, batches = run
+        _end_index, end, magic, batches = run
         start = records._entries[records._i][0]
         try:
             out = _factory.decode_records_with(
-                records._view[start:end], self._make, self._layouts[2], init=self._init,
+                records._view[start:end], self._make, self._layouts[magic], init=self._init,
                 start_offset=self._pos, check_crcs=self._check_crcs)
         except _errors.CodecError:
             return None
