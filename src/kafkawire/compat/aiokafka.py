@@ -11,11 +11,12 @@ What changes:
 * ``MemoryRecords`` splits a fetched partition into its batches (every magic, every
   codec); a batch is decoded by kafkawire's codec when its records are read, so aiokafka's
   consumer sees the same batches, CRC results and exceptions as with its own classes.
-* The consumer's ``PartitionRecords`` (aiokafka/consumer/fetcher.py) turns each magic 2
-  batch into aiokafka's own ``ConsumerRecord`` objects with one codec call that makes
-  them straight from the batch's bytes (the codec's ``_decode_records_with``: no record
-  object in between) and hands them out through a C-level iterator, with aiokafka's
-  rules for positions, control batches and aborted transactions;
+* The consumer's ``PartitionRecords`` (aiokafka/consumer/fetcher.py) turns each batch
+  (every magic; runs of small ones together) into aiokafka's own ``ConsumerRecord``
+  objects with one codec call that makes them straight from the bytes (the codec's
+  ``_decode_records_with``: no record object in between) and hands them out through a
+  C-level iterator, with aiokafka's rules for positions, control batches and aborted
+  transactions;
   ``FetchResult.getall`` (what ``getmany`` calls) takes them with a C slice of that
   iterator instead of its per-record loop.
 * ``DefaultRecordBatchBuilder`` / ``LegacyRecordBatchBuilder`` keep appended records and
