@@ -58,7 +58,7 @@ _LeaderIdAndEpoch = type(_PartitionResponse._default_current_leader())
 _ONE_PARTITION_TAIL = {v: struct.Struct(">ihqq" + ("q" if v >= 5 else "") + ("ih" if v == 8 else "")
                                         + ("BBBB" if v >= _FLEXIBLE else "") + "i"
                                         + ("B" if v >= _FLEXIBLE else ""))
-                       for v in range(FIRST_VERSION, 14)}
+                       for v in range(FIRST_VERSION, PRODUCE.max_version + 1)}
 # The values the fixed bytes after log_start_offset must have (v8 and v9+).
 _ONE_PARTITION_FIXED = {8: (0, -1), _FLEXIBLE: (1, 0, 0, 0)}
 _IHH = struct.Struct(">ih")
