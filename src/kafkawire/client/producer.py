@@ -324,7 +324,7 @@ class Producer:
         acc = self._acc
         with self._lock:
             reserve = acc.admit(tp, size)
-            if reserve:
+            if reserve and not acc.has_room(reserve):
                 self._wait_for_room(reserve, _monotonic() + self.config.max_block_ms / 1000.0)
             batch, index, made, wake = acc.append(tp, record, size, reserve, _monotonic())
             if made:
