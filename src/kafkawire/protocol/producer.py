@@ -61,7 +61,6 @@ _ONE_PARTITION_TAIL = {v: struct.Struct(">ihqq" + ("q" if v >= 5 else "") + ("ih
                        for v in range(FIRST_VERSION, PRODUCE.max_version + 1)}
 # The values the fixed bytes after log_start_offset must have (v8 and v9+).
 _ONE_PARTITION_FIXED = {8: (0, -1), _FLEXIBLE: (1, 0, 0, 0)}
-_IHH = struct.Struct(">ih")
 
 
 #: partition_check wants the topic's partition count (any known one).
@@ -226,7 +225,7 @@ def _decode_one(buf: Any, version: int) -> Any:
         name = str(buf[2:2 + n], "utf-8")
         pos = 3 + n
     else:
-        count, n = _IHH.unpack_from(buf, 0)
+        count, n = _IH.unpack_from(buf, 0)
         if count != 1 or n < 0 or _I.unpack_from(buf, 6 + n)[0] != 1:
             return None
         name = str(buf[6:6 + n], "utf-8")
