@@ -9,16 +9,30 @@ this same class; each hands it its own ``Record`` type, so the records a Columns
 are those of the implementation that decoded it.  This module imports neither
 implementation nor :mod:`kafkawire.codec` (they import it).
 
-This module does no I/O; numpy is imported at module level, pyarrow only when used.
+This module does no I/O; numpy is imported on first use (a tenth of a second that a
+program decoding record objects never pays), pyarrow too.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_right
-
-import numpy as np
+from typing import Any
 
 from kafkawire import errors
+
+
+class _Numpy:
+    """numpy, imported by the first attribute looked up (then ``np`` is numpy itself)."""
+
+    def __getattr__(self, name: str) -> Any:
+        global np
+        import numpy
+
+        np = numpy
+        return getattr(numpy, name)
+
+
+np: Any = _Numpy()
 
 __all__ = ["Columns"]
 
@@ -28,32 +42,32 @@ _LAZY = ("data", "key_offsets", "value_offsets", "header_key_offsets", "header_v
 # A view's arrays (see Columns._from_view): its public ones, then where keys, values and
 # header keys and values start in the view's buffers, and header key lengths.
 _VIEW_ARRAYS = {
-    "offsets": np.int64,
-    "timestamps": np.int64,
-    "timestamp_types": np.int8,
-    "key_lengths": np.int32,
-    "value_lengths": np.int32,
-    "header_index": np.int32,
-    "header_value_lengths": np.int32,
-    "_key_starts": np.int64,
-    "_value_starts": np.int64,
-    "_header_key_starts": np.int64,
-    "_header_key_lengths": np.int32,
-    "_header_value_starts": np.int64,
+    "offsets": "int64",
+    "timestamps": "int64",
+    "timestamp_types": "int8",
+    "key_lengths": "int32",
+    "value_lengths": "int32",
+    "header_index": "int32",
+    "header_value_lengths": "int32",
+    "_key_starts": "int64",
+    "_value_starts": "int64",
+    "_header_key_starts": "int64",
+    "_header_key_lengths": "int32",
+    "_header_value_starts": "int64",
 }
 _FIELDS = (
-    ("data", np.uint8),
-    ("offsets", np.int64),
-    ("timestamps", np.int64),
-    ("timestamp_types", np.int8),
-    ("key_offsets", np.int32),
-    ("key_lengths", np.int32),
-    ("value_offsets", np.int32),
-    ("value_lengths", np.int32),
-    ("header_index", np.int32),
-    ("header_key_offsets", np.int32),
-    ("header_value_offsets", np.int32),
-    ("header_value_lengths", np.int32),
+    ("data", "uint8"),
+    ("offsets", "int64"),
+    ("timestamps", "int64"),
+    ("timestamp_types", "int8"),
+    ("key_offsets", "int32"),
+    ("key_lengths", "int32"),
+    ("value_offsets", "int32"),
+    ("value_lengths", "int32"),
+    ("header_index", "int32"),
+    ("header_key_offsets", "int32"),
+    ("header_value_offsets", "int32"),
+    ("header_value_lengths", "int32"),
 )
 
 
