@@ -165,8 +165,8 @@ cdef inline uint32_t _murmur2(const unsigned char* d, Py_ssize_t n) noexcept nog
 
 
 def murmur2(data):
-    """Kafka's murmur2 of ``data`` (bytes-like) as a signed 32-bit int, as
-    kafkawire.core.partitioner.murmur2."""
+    """Kafka's murmur2 of ``data`` (bytes-like) as a signed 32-bit int: the compiled
+    build's kafkawire.core.partitioner.murmur2."""
     cdef Py_buffer b
     cdef uint32_t h
     PyObject_GetBuffer(data, &b, PyBUF_SIMPLE)

@@ -8,40 +8,17 @@ librdkafka's "murmur2_random" partitioner and kafka-python.
 from __future__ import annotations
 
 import random
-import struct
 import threading
 from typing import Any
+
+# The accumulator's: compiled with the codec (a keyed send's hot path uses it there), else
+# the pure-Python twin's.  One murmur2 for every keyed record, whichever path it takes.
+from kafkawire.protocol.accumulator import murmur2
 
 __all__ = ["murmur2", "murmur2_many", "partition_for_key", "StickyPartitioner"]
 
 _M = 0x5BD1E995
 _MASK = 0xFFFFFFFF
-
-
-def murmur2(data: bytes) -> int:
-    """Kafka's murmur2 of ``data`` as a signed 32-bit int (Java's Utils.murmur2)."""
-    data = bytes(data)
-    length = len(data)
-    h = (0x9747B28C ^ length) & _MASK
-    nblocks = length >> 2
-    for (k,) in struct.iter_unpack("<I", data[: nblocks * 4]):
-        k = (k * _M) & _MASK
-        k ^= k >> 24
-        k = (k * _M) & _MASK
-        h = ((h * _M) & _MASK) ^ k
-    tail = nblocks * 4
-    rest = length & 3
-    if rest == 3:
-        h ^= data[tail + 2] << 16
-    if rest >= 2:
-        h ^= data[tail + 1] << 8
-    if rest >= 1:
-        h ^= data[tail]
-        h = (h * _M) & _MASK
-    h ^= h >> 13
-    h = (h * _M) & _MASK
-    h ^= h >> 15
-    return h - (1 << 32) if h & 0x80000000 else h
 
 
 def partition_for_key(key: bytes, num_partitions: int) -> int:

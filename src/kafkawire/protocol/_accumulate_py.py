@@ -36,8 +36,8 @@ def _zz64(v: int) -> bytes:
 
 
 def murmur2(data: Any) -> int:
-    """Kafka's murmur2 of ``data`` (bytes-like) as a signed 32-bit int, as
-    kafkawire.core.partitioner.murmur2 (this module may not import that one: it is sans-IO)."""
+    """Kafka's murmur2 of ``data`` (bytes-like) as a signed 32-bit int: the pure-Python
+    build's kafkawire.core.partitioner.murmur2."""
     data = bytes(data)
     n = len(data)
     h = 0x9747B28C ^ n

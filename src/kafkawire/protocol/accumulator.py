@@ -54,9 +54,10 @@ else:
 IMPLEMENTATION: str = _impl.IMPLEMENTATION
 Batch = _impl.Batch
 Appender = _impl.Appender
+murmur2 = _impl.murmur2  # kafkawire.core.partitioner.murmur2
 
 __all__ = ["Accumulator", "Appender", "Batch", "IMPLEMENTATION", "RECORD_OVERHEAD", "BATCH_OVERHEAD",
-           "prepare_record"]
+           "murmur2", "prepare_record"]
 
 PRODUCE = apis.get("Produce")
 
