@@ -9,7 +9,13 @@ from when the client got round to sending it, so a client that falls behind show
 "behind" (it cannot offer that rate).  The end-to-end clock is ``time.perf_counter()``
 (CLOCK_MONOTONIC, the same in both processes): the due time travels in the value.
 
-Interleaved: every round runs every client at every rate on a fresh topic, the client
+Two phases per rate, so every client's acknowledgement latency is measured under the same
+load: first produce -> acknowledgement with no consumer running anywhere (a consumer that
+fetches the moment a record lands burns CPU that one waiting ~100 ms per fetch does not,
+and this is a 2-core machine), then produce -> consume with the consumer child running.
+One at a time, the acknowledgement phase is split into slices, every client's slice in
+turn and the order reversed each slice, so a burst of load on a shared machine lands on
+every client alike.  Interleaved: every round runs every client at every rate, the client
 order alternating from round to round; percentiles are over all rounds' records pooled.
 Every producer: acks=1, linger 0, 100-byte values; consumers: their defaults
 (fetch_min_bytes 1, so the broker answers a waiting fetch as soon as a record lands).
@@ -53,7 +59,17 @@ def value(due: float, seq: int) -> bytes:
     return _VALUE.pack(due, seq) + _PAD
 
 
+def ack_slices(rate: str, quick: bool) -> tuple[int, int]:
+    """(slices, records per slice) of the acknowledgement phase: one at a time, many short
+    interleaved slices (the serial p50 is a fraction of a millisecond, so a few seconds of
+    a neighbour's load sway one long run); at a fixed rate one slice of the usual length."""
+    if rate == "serial":
+        return (3, 700) if quick else (4, 1500)
+    return 1, records_for(rate, quick)
+
+
 def records_for(rate: str, quick: bool) -> int:
+    """Records of one produce -> consume run (and of an acknowledgement slice at a rate)."""
     if rate == "serial":
         return 500 if quick else 2000
     r = int(rate)
@@ -372,36 +388,65 @@ class ConsumerChild:
 # ---------------------------------------------------------------------------------------
 
 
-def one_run(admin, bootstrap: str, client: str, rate: str, n: int) -> dict:
+def offered_seconds(rate: str, n: int) -> float:
+    return n * (0 if rate == "serial" else 1 / int(rate))
+
+
+def is_behind(rate: str, n: int, acks: list[float], took: float) -> bool:
+    """Sends ended late, or the client gave up (records never sent)."""
+    return rate != "serial" and (took > BEHIND * offered_seconds(rate, n)
+                                 or any(math.isnan(a) for a in acks))
+
+
+def new_topic(admin) -> str:
     topic = f"lat-{uuid.uuid4().hex[:10]}"
     admin.create_topics([topic], num_partitions=1, replication_factor=1, timeout=30)
-    offered = n * (0 if rate == "serial" else 1 / int(rate))
-    timeout = 60 + 3 * offered
+    return topic
+
+
+def drop_topic(admin, topic: str) -> None:
+    try:
+        admin.delete_topics([topic], timeout=30, raise_on_error=False)
+    except Exception:  # noqa: BLE001 - freeing broker memory is best effort
+        pass
+
+
+def ack_run(bootstrap: str, topic: str, client: str, rate: str, n: int) -> dict:
+    """Produce -> acknowledgement alone: no consumer of any client is running."""
+    out = {"lat": [], "problem": None, "behind": False}
+    try:
+        acks, took = PRODUCERS[client](bootstrap, topic, rate, n)
+        out["lat"] = acks
+        out["behind"] = is_behind(rate, n, acks, took)
+    except Exception as exc:  # noqa: BLE001 - a failing client is reported, not fatal
+        out["problem"] = f"{type(exc).__name__}: {exc}"[:160]
+    return out
+
+
+def e2e_run(admin, bootstrap: str, client: str, rate: str, n: int) -> dict:
+    """Produce -> consume: the client's consumer in a child process, fetching before the
+    first record is sent; the producer's acknowledgements are not reported here."""
+    topic = new_topic(admin)
+    timeout = 60 + 3 * offered_seconds(rate, n)
     child = ConsumerChild(client, bootstrap, topic, n, timeout)
-    out = {"ack": [], "e2e": [], "problem": None, "behind": False}
+    out = {"lat": [], "problem": None, "behind": False}
     try:
         if not child.ready.wait(60):
             out["problem"] = "consumer not ready"
             return out
         time.sleep(0.2)
         acks, took = PRODUCERS[client](bootstrap, topic, rate, n)
-        out["ack"] = acks
-        # behind: sends ended late, or the client gave up (records never sent)
-        out["behind"] = rate != "serial" and (
-            took > BEHIND * offered or any(math.isnan(a) for a in acks))
+        out["behind"] = is_behind(rate, n, acks, took)
         e2e = child.result(timeout)
         if e2e is None:
             out["problem"] = "consumer failed"
         else:
-            out["e2e"] = e2e
+            out["lat"] = e2e
     except Exception as exc:  # noqa: BLE001 - a failing client is reported, not fatal
         out["problem"] = f"{type(exc).__name__}: {exc}"[:160]
     finally:
         child.discard()
-        try:
-            admin.delete_topics([topic], timeout=30, raise_on_error=False)
-        except Exception:  # noqa: BLE001 - freeing broker memory is best effort
-            pass
+        drop_topic(admin, topic)
     return out
 
 
@@ -428,9 +473,27 @@ def start_broker(name: str):
 
 
 def run(args: argparse.Namespace) -> dict:
+    """results[(broker, rate, client)][kind] for kind "ack" and "e2e": the pooled
+    latencies, problems, and how many runs were behind out of how many."""
     from kafkawire import Admin
 
     results: dict = {}
+
+    def add(broker_name: str, r: int, rate: str, client: str, kind: str, o: dict) -> None:
+        agg = results.setdefault((broker_name, rate, client), {}).setdefault(
+            kind, {"lat": [], "problems": set(), "behind": 0, "runs": 0})
+        agg["lat"] += o["lat"]
+        agg["runs"] += 1
+        agg["behind"] += o["behind"]
+        if o["problem"]:
+            agg["problems"].add(o["problem"])
+        p = percentiles(o["lat"])
+        print(f"  [{broker_name} r{r + 1} {rate:>6}] {client:<16} {kind:<3} "
+              f"p50 {ms(p, 'p50')} p99 {ms(p, 'p99')}"
+              f"{'  BEHIND' if o['behind'] else ''}"
+              f"{'  ' + o['problem'] if o['problem'] else ''}",
+              file=sys.stderr, flush=True)
+
     for broker_name in args.brokers:
         with start_broker(broker_name) as broker:
             bootstrap = broker.bootstrap
@@ -440,25 +503,23 @@ def run(args: argparse.Namespace) -> dict:
                 for r in range(args.rounds):
                     order = args.clients if r % 2 == 0 else args.clients[::-1]
                     for rate in args.rates:
+                        # Phase 1: acknowledgements, no consumer running; a topic per
+                        # client, shared by its slices.
+                        topics = {client: new_topic(admin) for client in order}
+                        slices, per_slice = ack_slices(rate, args.quick)
+                        try:
+                            for s in range(slices):
+                                for client in (order if s % 2 == 0 else order[::-1]):
+                                    add(broker_name, r, rate, client, "ack",
+                                        ack_run(bootstrap, topics[client], client, rate, per_slice))
+                        finally:
+                            for topic in topics.values():
+                                drop_topic(admin, topic)
+                        # Phase 2: produce -> consume, each client with its consumer.
                         n = records_for(rate, args.quick)
                         for client in order:
-                            o = one_run(admin, bootstrap, client, rate, n)
-                            key = (broker_name, rate, client)
-                            agg = results.setdefault(key, {"ack": [], "e2e": [], "problems": set(),
-                                                           "behind": 0, "runs": 0})
-                            agg["ack"] += o["ack"]
-                            agg["e2e"] += o["e2e"]
-                            agg["runs"] += 1
-                            agg["behind"] += o["behind"]
-                            if o["problem"]:
-                                agg["problems"].add(o["problem"])
-                            a, e = percentiles(o["ack"]), percentiles(o["e2e"])
-                            print(f"  [{broker_name} r{r + 1} {rate:>6}] {client:<16} "
-                                  f"ack p50 {ms(a, 'p50')} p99 {ms(a, 'p99')}  "
-                                  f"e2e p50 {ms(e, 'p50')} p99 {ms(e, 'p99')}"
-                                  f"{'  BEHIND' if o['behind'] else ''}"
-                                  f"{'  ' + o['problem'] if o['problem'] else ''}",
-                                  file=sys.stderr, flush=True)
+                            add(broker_name, r, rate, client, "e2e",
+                                e2e_run(admin, bootstrap, client, rate, n))
             finally:
                 admin.close()
     return results
@@ -473,13 +534,17 @@ def rate_label(rate: str) -> str:
 
 
 def report(results: dict, args: argparse.Namespace) -> tuple[list[str], dict]:
+    serial_slices, serial_per_slice = ack_slices("serial", args.quick)
     out = [
         "# Latency: produce -> acknowledgement and produce -> consume",
         "",
         f"{platform.python_implementation()} {platform.python_version()} on {platform.machine()}, "
         f"{os.cpu_count()} CPUs; {args.rounds} interleaved rounds; milliseconds over all rounds' "
-        f"records pooled; one partition, {VALUE_SIZE}-byte values, acks=1, linger 0; the "
-        "consumer a separate process of the same client. \"behind\": the client's sends ended "
+        f"records pooled; one partition, {VALUE_SIZE}-byte values, acks=1, linger 0. "
+        "Acknowledgements are measured with no consumer running (one at a time: "
+        f"{serial_slices} interleaved slices of {serial_per_slice:,} records per round), "
+        "produce -> consume in a later phase with the consumer a separate process of the "
+        "same client. \"behind\": the client's sends ended "
         f"more than {BEHIND:g}x later than the offered rate allows (latency then grows with "
         "the run: it cannot offer that rate).",
         "",
@@ -491,10 +556,11 @@ def report(results: dict, args: argparse.Namespace) -> tuple[list[str], dict]:
                     "| rate | client | p50 | p99 | p99.9 | max | records | p50 vs confluent | p99 vs confluent | |",
                     "|---|---|---|---|---|---|---|---|---|---|"]
             for rate in args.rates:
-                ref = percentiles(results.get((broker, rate, "confluent-kafka"), {}).get(kind, []))
+                ref = results.get((broker, rate, "confluent-kafka"), {}).get(kind)
+                ref = percentiles(ref["lat"]) if ref else None
                 for client in args.clients:
-                    agg = results.get((broker, rate, client))
-                    p = percentiles(agg[kind]) if agg else None
+                    agg = results.get((broker, rate, client), {}).get(kind)
+                    p = percentiles(agg["lat"]) if agg else None
                     note = []
                     if agg and agg["behind"]:
                         note.append(f"behind in {agg['behind']}/{agg['runs']} runs")
