@@ -765,3 +765,81 @@ def test_confluent_reads_patched_kafka_python_and_back(tansu_broker, patched, co
     plain = kp_consume(tansu_broker.bootstrap, back)
     assert ours == plain
     assert as_sent(ours) == [(k, v, ts, h) for k, v, ts, h in E2E]
+
+
+# ---- the producer's send() path ------------------------------------------------------------
+
+
+def test_murmur2_is_kafka_pythons():
+    import kafka.partitioner.default as k_partitioner
+
+    data = [os.urandom(n) for n in range(64)] + [bytearray(b"key"), b"", [1, 2, 3, 250]]
+    want = [kwkp._ORIG_MURMUR2(d) for d in data]
+    with_codec = []
+    kwkp.install()
+    try:
+        with_codec = [k_partitioner.murmur2(d) for d in data]
+        with pytest.raises(TypeError):  # what kafka-python's own raises for a str
+            k_partitioner.murmur2("abc")
+    finally:
+        kwkp.uninstall()
+    assert with_codec == want
+    assert all(0 <= h <= 0xFFFFFFFF for h in want)
+
+
+def _send_outcomes(bootstrap, topic):
+    """What send() returns, raises and calls back for ordinary and refused records."""
+    p = kafka.KafkaProducer(bootstrap_servers=bootstrap, linger_ms=5, batch_size=2048,
+                            max_request_size=5000)
+    called = []
+    try:
+        p.partitions_for(topic)
+        futures = []
+        for i in range(400):
+            # every record keyed or pinned: sticky placement (kafka-python's own send) of
+            # unkeyed, unpinned records would shift the offsets compared below
+            key = f"key{i % 37}".encode() if i % 4 or not i % 5 else None
+            kw = {"partition": i % 3} if i % 5 else {}
+            f = p.send(topic, value=b"v%d" % i * (i % 9), key=key, timestamp_ms=1_700_000_000_000 + i,
+                       headers=[("h", b"%d" % i)] if i % 7 == 0 else None, **kw)
+            f.add_callback(lambda md, i=i: called.append((i, md.partition)))
+            futures.append(f)
+        refusals = []
+        for bad in (dict(value=None, key=None), dict(value=b"x", headers=("h", b"x")),
+                    dict(value=b"x", headers=[("h", "str")]), dict(value=b"x", partition=-1),
+                    dict(value=b"x", partition=99), dict(value="text"), dict(value=b"x", key=7),
+                    dict(value=b"x" * 6000)):
+            try:
+                p.send(topic, **bad)
+                refusals.append(None)
+            except Exception as exc:  # noqa: BLE001 - the class and words are compared
+                refusals.append((type(exc), str(exc).replace(topic, "TOPIC")))
+        p.flush(20)
+        results = [(type(f).__name__, f.get(10)._replace(topic=None, topic_partition=None))
+                   for f in futures]
+    finally:
+        p.close(5)
+    return results, refusals, sorted(called)
+
+
+@pytest.mark.broker
+def test_send_behaves_as_kafka_pythons(tansu_broker):
+    admin = kafka.KafkaAdminClient(bootstrap_servers=tansu_broker.bootstrap)
+    topics = [_topic("send-plain"), _topic("send-kw")]
+    try:
+        admin.create_topics([kafka.admin.NewTopic(t, 3, 1) for t in topics])
+    finally:
+        admin.close()
+    plain = _send_outcomes(tansu_broker.bootstrap, topics[0])
+    kwkp.install()
+    try:
+        ours = _send_outcomes(tansu_broker.bootstrap, topics[1])
+    finally:
+        kwkp.uninstall()
+    # same partitions (keys through murmur2), offsets, checksums, sizes, future type
+    assert ours[0] == plain[0]
+    assert len({md.partition for _, md in ours[0]}) == 3
+    assert ours[1] == plain[1]  # every refusal: kafka-python's class and words
+    assert all(r is not None for r in ours[1])
+    assert ours[2] == plain[2]  # every callback, with the partition it reports
+    assert [i for i, _ in ours[2]] == list(range(400))

@@ -37,6 +37,8 @@ import time
 import kafka.codec as _k_codec
 import kafka.consumer.fetcher as _k_fetcher
 import kafka.errors as _k_errors
+import kafka.partitioner.default as _k_partitioner
+import kafka.producer.future as _k_producer_future
 import kafka.producer.kafka as _k_producer
 import kafka.producer.record_accumulator as _k_accumulator
 import kafka.record as _k_record
@@ -1058,6 +1060,152 @@ class MemoryRecordsBuilder:
 
 
 # ---------------------------------------------------------------------------------------
+# the producer's per-record path
+# ---------------------------------------------------------------------------------------
+#
+# With the builder replaced, kafka-python's own send() -> RecordAccumulator.append ->
+# ProducerBatch.try_append -> FutureRecordMetadata chain is ~90% of a producer's CPU.
+# _send does the same steps for the common case in one frame, with the same locks, the
+# same state changes and the same objects (kafka-python's FutureRecordMetadata on the
+# batch's FutureProduceResult); whatever it does not cover goes to kafka-python's own
+# send() before anything with a side effect (a serializer, the partitioner) has run, so
+# every refusal is kafka-python's own exception.
+
+_HostProducer = _k_producer.KafkaProducer
+_ORIG_SEND = _HostProducer.send
+_FRM = _k_producer_future.FutureRecordMetadata
+_new_frm = _FRM.__new__
+_Lock = _k_producer_future.threading.Lock
+_TopicPartition = _k_producer.TopicPartition
+_SERIALIZED = (bytes, bytearray, memoryview, type(None))
+_p_log = _k_producer.log
+_monotonic = time.monotonic
+
+
+def _valid_headers(headers):
+    # kafka-python's own test of send()'s headers, without side effects
+    return all(isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str)
+               and isinstance(item[1], bytes) for item in headers)
+
+
+def _record_future(produce_future, offset, timestamp, crc, key, value, headers):
+    """kafka-python's FutureRecordMetadata(produce_future, offset, ...) for one appended
+    record, its fields set as its __init__ sets them, without two Python frames."""
+    f = _new_frm(_FRM)
+    f.is_done = False
+    f.value = None
+    f.exception = None
+    f._callbacks = []
+    f._errbacks = []
+    f._lock = _Lock()
+    f._produce_future = produce_future
+    f.args = (offset, timestamp, crc,
+              -1 if key is None else len(key), -1 if value is None else len(value),
+              sum(len(k.encode("utf-8")) + len(v) for k, v in headers) if headers else -1)
+    produce_future._add_cb_eb(f._produce_success, f.failure)
+    return f
+
+
+def _append(acc, tp, timestamp_ms, key, value, headers):
+    """RecordAccumulator.append(tp, ...) (abort_on_new_batch=False): the record goes into
+    the partition's open batch here, as ProducerBatch.try_append puts it there; opening a
+    new batch, and a closed accumulator, stay kafka-python's."""
+    if not acc._closed:
+        lock = acc._tp_locks.get(tp) or acc._tp_lock(tp)
+        in_progress = acc._appends_in_progress
+        in_progress.increment()  # abort_incomplete_batches() waits for appends in flight
+        try:
+            with lock:
+                dq = acc._batches[tp]
+                if dq:
+                    batch = dq[-1]
+                    records = batch.records
+                    metadata = records.append(timestamp_ms, key, value, headers)
+                    if metadata is not None:
+                        if metadata.size > batch.max_record_size:
+                            batch.max_record_size = metadata.size
+                        batch.last_append = _monotonic()
+                        future = _record_future(batch.produce_future, metadata.offset,
+                                                metadata.timestamp, metadata.crc, key, value,
+                                                headers)
+                        batch._record_futures.append(future)
+                        return future, len(dq) > 1 or records.is_full(), False
+        finally:
+            in_progress.decrement()
+    return acc.append(tp, timestamp_ms, key, value, headers)[:3]
+
+
+def _send(self, topic, value=None, key=None, headers=None, partition=None, timestamp_ms=None):
+    config = self.config
+    md = self._metadata
+    parts = md._partitions.get(topic)
+    if (self._closed or value is None or parts is None or topic in md.internal_topics
+            or (headers is not None and not (isinstance(headers, list) and _valid_headers(headers)))
+            or (partition is None and (key is None or config["key_serializer"] is not None))
+            or (partition is not None and not (type(partition) is int and partition in parts
+                                               and partition >= 0))):
+        # sticky partitioning, metadata to wait for, a refusal: kafka-python's own send()
+        return _ORIG_SEND(self, topic, value, key, headers, partition, timestamp_ms)
+    if headers is None:
+        headers = []
+    serializer = config["key_serializer"]
+    key_bytes = key if serializer is None else self._serialize(serializer, topic, headers, key)
+    serializer = config["value_serializer"]
+    value_bytes = (value if serializer is None
+                   else self._serialize(serializer, topic, headers, value))
+    if type(key_bytes) not in _SERIALIZED:
+        raise TypeError("Unsupported type for serialized key: %s" % type(key_bytes))
+    if type(value_bytes) not in _SERIALIZED:
+        raise TypeError("Unsupported type for serialized value: %s" % type(value_bytes))
+    if partition is None:  # a keyed record: the partitioner, as kafka-python calls it
+        partition = self._partition(topic, None, key, value, key_bytes, value_bytes)
+        if partition is None:
+            raise ValueError(f'Partitioner did not assign a partition for topic {topic}!')
+    if config["api_version"] >= (0, 11):  # magic 2: kafka-python's estimate, one frame less
+        size = _k_producer.DefaultRecordBatchBuilder.estimate_size_in_bytes(
+            key_bytes, value_bytes, headers)
+    else:
+        size = self._estimate_size_in_bytes(key_bytes, value_bytes, headers)
+    if size > config["max_request_size"]:
+        self._ensure_valid_record_size(size)
+    tp = _TopicPartition(topic, partition)
+    if _p_log.isEnabledFor(10):
+        _p_log.debug("%s: Sending (key=%r value=%r headers=%r) to %s", str(self), key, value,
+                     headers, tp)
+    tm = self._transaction_manager
+    if tm and tm.is_transactional():
+        tm.maybe_add_partition_to_transaction(tp)
+    future, batch_is_full, new_batch_created = _append(
+        self._accumulator, tp, timestamp_ms, key_bytes, value_bytes, headers)
+    if batch_is_full or new_batch_created:
+        _p_log.debug("%s: Waking up the sender since %s is either full or"
+                     " getting a new batch", str(self), tp)
+        self._sender.wakeup()
+    return future
+
+
+_ORIG_MURMUR2 = _k_partitioner.murmur2
+if codec.IMPLEMENTATION == "cython":
+    from kafkawire._accumulate import murmur2 as _kw_murmur2
+
+    def _murmur2(data):
+        # kafka-python's DefaultPartitioner hashes keys with a pure-Python murmur2; the
+        # same hash compiled (unsigned, as kafka-python returns it), for bytes keys
+        if type(data) is bytes or type(data) is bytearray:
+            return _kw_murmur2(data) & 0xFFFFFFFF
+        return _ORIG_MURMUR2(data)
+
+    _murmur2.__doc__ = _ORIG_MURMUR2.__doc__
+else:  # the twin's murmur2 is no faster than kafka-python's own
+    _murmur2 = _ORIG_MURMUR2
+
+
+_send.__doc__ = _ORIG_SEND.__doc__
+_send.__name__ = _ORIG_SEND.__name__
+_send.__qualname__ = _ORIG_SEND.__qualname__
+
+
+# ---------------------------------------------------------------------------------------
 # the consumer's per-record path
 # ---------------------------------------------------------------------------------------
 
@@ -1246,6 +1394,8 @@ _TARGETS = [
     (_k_producer, "DefaultRecordBatchBuilder", DefaultRecordBatchBuilder),
     (_k_producer, "LegacyRecordBatchBuilder", LegacyRecordBatchBuilder),
     (_k_fetcher.Fetcher, "PartitionRecords", PartitionRecords),
+    (_HostProducer, "send", _send),
+    (_k_partitioner, "murmur2", _murmur2),
 ]
 _ORIGINALS = [(module, name, module.__dict__[name]) for module, name, _ in _TARGETS]
 
