@@ -17,7 +17,11 @@ Workload: N records (default 1,000,000) of 16-byte keys and 100-byte values, pro
 a fresh 4-partition topic per client, case and round, record i to partition i % 4
 (explicit, so no client pays for a partitioner), then read back from offset 0 and counted
 per partition with the value bytes summed.  A case whose count or bytes are off is
-reported as LOST/ERROR in the table, never dropped.
+reported as LOST/ERROR in the table, never dropped.  The keyed cases (kafkawire's
+``send_keyed``, confluent-kafka's ``produce_keyed``) send the same records with the key
+and no partition, so each client's default partitioner places them: murmur2 of the key
+(confluent-kafka with ``partitioner=murmur2_random``, the Java-compatible one); their
+topics are read back untimed and every partition must hold the records murmur2 puts there.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from kafkawire.client.cluster import Cluster
 from kafkawire.client.config import Config
 from kafkawire.client.consumer import Consumer as KwConsumer
 from kafkawire.client.producer import Producer as KwProducer
+from kafkawire.core.partitioner import partition_for_key
 from kafkawire.protocol import apis
 from kafkawire.testing import TansuBroker
 
@@ -164,11 +169,16 @@ class Workload:
             [(self.keys[i % POOL], self.values[i % POOL]) for i in range(p, n, PARTITIONS)]
             for p in range(PARTITIONS)
         ]
+        # Records per partition when the key's murmur2 places them (the keyed cases).
+        self.keyed_counts = [0] * PARTITIONS
+        for i in range(n):
+            self.keyed_counts[partition_for_key(self.keys[i % POOL], PARTITIONS)] += 1
 
 
-def _check_consumed(n: int, counts: list[int], nbytes: int) -> str | None:
+def _check_consumed(n: int, counts: list[int], nbytes: int,
+                    expect: list[int] | None = None) -> str | None:
     got = sum(counts)
-    expect = [len(range(p, n, PARTITIONS)) for p in range(PARTITIONS)]
+    expect = expect or [len(range(p, n, PARTITIONS)) for p in range(PARTITIONS)]
     if got < n:
         return f"LOST {n - got:,} of {n:,}"
     if counts != expect:
@@ -189,7 +199,9 @@ def kw_producer(bootstrap: str, w: Workload, bulk: bool) -> KwProducer:
                       send_buffer_bytes=-1, receive_buffer_bytes=-1)  # OS defaults, as the peers
 
 
-def kw_send(bootstrap: str, topic: str, w: Workload) -> Outcome:
+def kw_send(bootstrap: str, topic: str, w: Workload, keyed: bool = False) -> Outcome:
+    """Per-record send; ``keyed``: no partition given, the default partitioner (murmur2 of
+    the key) chooses it."""
     p = kw_producer(bootstrap, w, False)
     try:
         keys, values, n = w.keys, w.values, w.n
@@ -197,13 +209,20 @@ def kw_send(bootstrap: str, topic: str, w: Workload) -> Outcome:
         p.partitions_for(topic)  # metadata up before timing
         futures = []
         start = time.perf_counter()
-        for i in range(n):
-            f = send(topic, values[i % POOL], key=keys[i % POOL], partition=i % PARTITIONS)
-            if i >= n - PARTITIONS:
-                futures.append(f)
+        if keyed:
+            for i in range(n):
+                f = send(topic, values[i % POOL], key=keys[i % POOL])
+                if i >= n - PARTITIONS:
+                    futures.append(f)
+        else:
+            for i in range(n):
+                f = send(topic, values[i % POOL], key=keys[i % POOL], partition=i % PARTITIONS)
+                if i >= n - PARTITIONS:
+                    futures.append(f)
         p.flush(300)
         elapsed = time.perf_counter() - start
-        # The last record of every partition must have been acknowledged.
+        # The last records (with explicit partitions: of every partition) must have been
+        # acknowledged.
         for f in futures:
             f.result(0)
         return Outcome(elapsed, n)
@@ -264,7 +283,9 @@ def kw_poll(bootstrap: str, topic: str, w: Workload) -> Outcome:
         c.close()
 
 
-def kw_poll_batch(bootstrap: str, topic: str, w: Workload) -> Outcome:
+def kw_poll_batch(bootstrap: str, topic: str, w: Workload,
+                  expect: list[int] | None = None) -> Outcome:
+    """``expect``: records per partition (default: record i in partition i % PARTITIONS)."""
     c = kw_consumer(bootstrap, topic)
     try:
         n = w.n
@@ -286,7 +307,7 @@ def kw_poll_batch(bootstrap: str, topic: str, w: Workload) -> Outcome:
                 nbytes += int(b.columns.value_lengths.sum())
                 got += k
         elapsed = last - start
-        return Outcome(elapsed, got, nbytes, _check_consumed(n, counts, nbytes))
+        return Outcome(elapsed, got, nbytes, _check_consumed(n, counts, nbytes, expect))
     finally:
         c.close()
 
@@ -294,11 +315,18 @@ def kw_poll_batch(bootstrap: str, topic: str, w: Workload) -> Outcome:
 # -- confluent-kafka --------------------------------------------------------------------
 
 
-def ck_send(bootstrap: str, topic: str, w: Workload) -> Outcome:
+def kw_send_keyed(bootstrap: str, topic: str, w: Workload) -> Outcome:
+    return kw_send(bootstrap, topic, w, keyed=True)
+
+
+def ck_send(bootstrap: str, topic: str, w: Workload, keyed: bool = False) -> Outcome:
+    """produce() per record; ``keyed``: no partition given, librdkafka's Java-compatible
+    murmur2 partitioner chooses it (its default, consistent_random, hashes differently)."""
     import confluent_kafka
 
     errors: list[Any] = []
-    p = confluent_kafka.Producer({
+    extra = {"partitioner": "murmur2_random"} if keyed else {}
+    p = confluent_kafka.Producer({**extra,
         "bootstrap.servers": bootstrap, "acks": ACKS, "enable.idempotence": IDEMPOTENT,
         "linger.ms": LINGER_MS,
         "batch.size": BATCH_BYTES, "message.max.bytes": MAX_REQUEST,
@@ -314,15 +342,17 @@ def ck_send(bootstrap: str, topic: str, w: Workload) -> Outcome:
     p.list_topics(topic, timeout=15)  # metadata and connection up before timing
     keys, values, n = w.keys, w.values, w.n
     produce, poll = p.produce, p.poll
+    # -1: RD_KAFKA_PARTITION_UA, the partitioner chooses (the binding's default)
     start = time.perf_counter()
     for i in range(n):
+        part = -1 if keyed else i % PARTITIONS
         try:
-            produce(topic, values[i % POOL], keys[i % POOL], i % PARTITIONS)
+            produce(topic, values[i % POOL], keys[i % POOL], part)
         except BufferError:
             while True:
                 poll(0.005)
                 try:
-                    produce(topic, values[i % POOL], keys[i % POOL], i % PARTITIONS)
+                    produce(topic, values[i % POOL], keys[i % POOL], part)
                     break
                 except BufferError:
                     pass
@@ -334,6 +364,10 @@ def ck_send(bootstrap: str, topic: str, w: Workload) -> Outcome:
     if left or errors:
         problem = f"{left} unflushed, {len(errors)} failed ({errors[:1]})"
     return Outcome(elapsed, n - len(errors) - left, problem=problem)
+
+
+def ck_send_keyed(bootstrap: str, topic: str, w: Workload) -> Outcome:
+    return ck_send(bootstrap, topic, w, keyed=True)
 
 
 def ck_consume(bootstrap: str, topic: str, w: Workload) -> Outcome:
@@ -563,10 +597,14 @@ CASES: dict[str, list[tuple[str, str, Fn, list[tuple[str, str, Fn]]]]] = {
          [("poll", "Consumer.poll (record objects)", kw_poll),
           ("poll_batch", "Consumer.poll_batch (columnar)", kw_poll_batch)]),
         ("send_batch", "Producer.send_batch (one list per partition)", kw_send_batch, []),
+        ("send_keyed", "Producer.send per record, keyed, partition=None (murmur2) + flush",
+         kw_send_keyed, []),
     ],
     "confluent": [
         ("produce", "Producer.produce per record + poll/flush", ck_send,
          [("consume", "Consumer.consume(10000) batches", ck_consume)]),
+        ("produce_keyed", "Producer.produce per record, keyed, no partition "
+         "(partitioner=murmur2_random) + poll/flush", ck_send_keyed, []),
     ],
     "aiokafka": [
         ("send", "await send() per record + flush", aio_send,
@@ -579,11 +617,13 @@ CASES: dict[str, list[tuple[str, str, Fn, list[tuple[str, str, Fn]]]]] = {
     ],
 }
 CONSUME_KINDS = {"poll", "poll_batch", "consume", "getmany"}
+KEYED_CASES = {"send_keyed", "produce_keyed"}  # the default partitioner placed the records
 
 
-def verify_topic(bootstrap: str, topic: str, w: Workload) -> str | None:
-    """Read back (untimed) a topic no timed consumer read in full: every record must be there."""
-    out = kw_poll_batch(bootstrap, topic, w)
+def verify_topic(bootstrap: str, topic: str, w: Workload, keyed: bool) -> str | None:
+    """Read back (untimed) a topic no timed consumer read in full: every record must be
+    there, keyed ones in the partition murmur2 of their key gives."""
+    out = kw_poll_batch(bootstrap, topic, w, w.keyed_counts if keyed else None)
     return out.problem
 
 
@@ -624,7 +664,7 @@ def run(args: argparse.Namespace) -> dict[tuple[str, str, str], list[Outcome]]:
                                 show(client, ccase, cout)
                                 read_back = read_back or cout.problem is None
                             if not read_back and out.problem is None:
-                                problem = verify_topic(bootstrap, topic, w)
+                                problem = verify_topic(bootstrap, topic, w, case in KEYED_CASES)
                                 if problem:
                                     out.problem = f"read back: {problem}"
                                     print(f"  {client} {case}: read back: {problem}", file=sys.stderr)
@@ -750,8 +790,29 @@ def report(results: dict, args: argparse.Namespace) -> list[str]:
                     best_name, TARGET_POLL),
                 row("consume, `poll_batch` columnar", rate.get(("kafkawire", "poll_batch")), best,
                     best_name, TARGET_POLL_BATCH),
+                row("produce, per-record `send`, keyed (murmur2)", rate.get(("kafkawire", "send_keyed")),
+                    rate.get(("confluent", "produce_keyed")), "confluent-kafka keyed produce",
+                    TARGET_SEND),
                 ""]
+        for mine, ref in SEND_PAIRS:
+            per_round = round_ratios(results.get((compression, "kafkawire", mine)),
+                                     results.get((compression, "confluent", ref)))
+            if per_round:
+                out += [f"kafkawire `{mine}` / confluent-kafka `{ref}` per round: "
+                        + ", ".join(per_round), ""]
     return out
+
+
+SEND_PAIRS = (("send", "produce"), ("send_keyed", "produce_keyed"))
+
+
+def round_ratios(mine: list[Outcome] | None, ref: list[Outcome] | None) -> list[str]:
+    """Round i's kafkawire records/s over the reference's round i, as text."""
+    def rate(o: Outcome) -> float:
+        return 0.0 if o.problem or not o.seconds > 0 else o.count / o.seconds
+
+    return [f"{rate(a) / rate(b):.2f}x ({rate(a):,.0f}/{rate(b):,.0f})" if rate(b) else "n/a"
+            for a, b in zip(mine or (), ref or ())]
 
 
 def main() -> None:
@@ -811,6 +872,8 @@ def ratios(results: dict, args: argparse.Namespace) -> dict[str, float]:
         for name, mine, ref in (
                 ("send/vs-confluent-produce", rate.get(("kafkawire", "send")), ck),
                 ("send_batch/vs-confluent-produce", rate.get(("kafkawire", "send_batch")), ck),
+                ("send_keyed/vs-confluent-produce_keyed", rate.get(("kafkawire", "send_keyed")),
+                 rate.get(("confluent", "produce_keyed"))),
                 ("poll/vs-best-peer-consumer", rate.get(("kafkawire", "poll")), best),
                 ("poll_batch/vs-best-peer-consumer", rate.get(("kafkawire", "poll_batch")), best)):
             if mine is not None and ref:
