@@ -844,3 +844,56 @@ def test_confluent_reads_patched_aiokafka_and_back(tansu_broker):
     kc.uninstall()
     assert patched_read == asyncio.run(aio_consume(bootstrap, theirs, len(E2E)))
     assert patched_read[0] == expected_e2e()
+
+
+# ---- the producer's send() path ----------------------------------------------------------
+
+
+async def _send_outcomes(bootstrap, topic):
+    """What send() returns, raises and resolves for ordinary and refused records."""
+    from aiokafka import AIOKafkaProducer
+
+    p = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=5, max_batch_size=2048,
+                         max_request_size=5000)
+    await p.start()
+    try:
+        await p.partitions_for(topic)
+        futures = []
+        for i in range(400):
+            key = b"key%d" % (i % 37) if i % 4 or not i % 5 else None
+            kw = {"partition": i % 2} if i % 5 else {}
+            futures.append(await p.send(topic, b"v%d" % i * (i % 9), key=key,
+                                        timestamp_ms=1_700_000_000_000 + i,
+                                        headers=[("h", b"%d" % i)] if i % 7 == 0 else None, **kw))
+        refusals = []
+        for bad in (dict(value=None, key=None), dict(value=b"x", partition=-1),
+                    dict(value=b"x", partition=9), dict(value=b"x" * 6000),
+                    dict(value=b"x", headers=[("h", "str")])):
+            try:
+                await p.send(topic, **bad)
+                refusals.append(None)
+            except Exception as exc:  # noqa: BLE001 - the class and words are compared
+                refusals.append((type(exc), str(exc)))
+        await p.flush()
+        results = [(type(f).__name__, (await f)._replace(topic=None, topic_partition=None))
+                   for f in futures]
+    finally:
+        await p.stop()
+    return results, refusals
+
+
+@pytest.mark.broker
+@pytest.mark.parametrize("builders", [False, True])
+def test_send_behaves_as_aiokafkas(tansu_broker, builders):
+    bootstrap = tansu_broker.bootstrap
+    plain = asyncio.run(_send_outcomes(bootstrap, create_topic(bootstrap)))
+    kc.install(builders=builders)
+    assert aio_producer.AIOKafkaProducer.send is kc._send
+    ours = asyncio.run(_send_outcomes(bootstrap, create_topic(bootstrap)))
+    kc.uninstall()
+    assert aio_producer.AIOKafkaProducer.send is kc._ORIGINAL_SEND
+    # every record keyed or pinned, so partitions (murmur2) and offsets compare exactly
+    assert ours[0] == plain[0]
+    assert {md.partition for _, md in ours[0]} == {0, 1}
+    assert ours[1] == plain[1]  # aiokafka's refusals, its classes and words
+    assert all(r is not None for r in ours[1][:4])

@@ -28,6 +28,7 @@ builder class must be finished by the same one.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import struct
 import sys
@@ -971,6 +972,69 @@ COMMIT_MARKER = ControlRecord(0, 1)
 
 
 # ---------------------------------------------------------------------------------------
+# the producer's per-record path
+# ---------------------------------------------------------------------------------------
+#
+# aiokafka's compiled builder leaves its send() path as the producer's cost: three
+# coroutines (send, _wait_on_metadata, add_message), the topic's partitions copied into a
+# set twice, MessageBatch.append and a future through two helpers, per record.  _send does
+# the same steps for a record that goes into the partition's open batch in one coroutine,
+# with the same objects (the loop's future in the batch's _msg_futures, aiokafka's
+# BatchBuilder.append); anything else (metadata to wait for, a new or full batch, a closed
+# or failed accumulator, a refused partition) goes to aiokafka's own code, before a
+# serializer or the partitioner has run where it is send() itself.
+
+_Producer = aiokafka.producer.producer.AIOKafkaProducer
+_ORIGINAL_SEND = _Producer.send
+_MessageBatch = aiokafka.producer.message_accumulator.MessageBatch
+_TopicPartition = aiokafka.producer.producer.TopicPartition
+_IllegalOperation = aiokafka.producer.producer.IllegalOperation
+_producer_log = aiokafka.producer.producer.log
+_running_loop = asyncio.get_running_loop
+
+
+async def _send(self, topic, value=None, key=None, partition=None, timestamp_ms=None,
+                headers=None):
+    parts = self.client.cluster._partitions.get(topic)
+    if (parts is None or (value is None and key is None)
+            or (partition is not None and not (type(partition) is int and partition >= 0
+                                               and partition in parts))):
+        return await _ORIGINAL_SEND(self, topic, value, key, partition, timestamp_ms, headers)
+    txn_manager = self._txn_manager
+    if (txn_manager is not None and txn_manager.transactional_id is not None
+            and not txn_manager.is_in_transaction()):
+        raise _IllegalOperation("Can't send messages while not in transaction")
+    headers = headers or []
+    key_bytes, value_bytes = self._serialize(key, value, headers)
+    if partition is None:
+        partition = self._partition(topic, None, key, value, key_bytes, value_bytes)
+    tp = _TopicPartition(topic, partition)
+    if _producer_log.isEnabledFor(10):
+        _producer_log.debug("Sending (key=%s value=%s) to %s", key, value, tp)
+    accumulator = self._message_accumulator
+    if not accumulator._closed and accumulator._exception is None:
+        pending = accumulator._batches.get(tp)
+        if pending:
+            batch = pending[-1]
+            if type(batch) is _MessageBatch:
+                metadata = batch._builder.append(timestamp=timestamp_ms, key=key_bytes,
+                                                 value=value_bytes, headers=headers)
+                if metadata is not None:
+                    future = _running_loop().create_future()
+                    batch._msg_futures.append((future, metadata))
+                    return future
+                # full: add_message finds it closed, wakes the sender and waits, as always
+    return await accumulator.add_message(tp, key_bytes, value_bytes,
+                                         self._request_timeout_ms / 1000,
+                                         timestamp_ms=timestamp_ms, headers=headers)
+
+
+_send.__doc__ = _ORIGINAL_SEND.__doc__
+_send.__name__ = _ORIGINAL_SEND.__name__
+_send.__qualname__ = _ORIGINAL_SEND.__qualname__
+
+
+# ---------------------------------------------------------------------------------------
 # install / uninstall
 # ---------------------------------------------------------------------------------------
 
@@ -1029,6 +1093,8 @@ def install(builders: bool = False) -> None:
     # the consumer's per-record loop that hands the records out (see _getall)
     _patched.append((_fetcher.FetchResult, "getall", _ORIGINAL_GETALL))
     _fetcher.FetchResult.getall = _getall
+    _patched.append((_Producer, "send", _ORIGINAL_SEND))
+    _Producer.send = _send
 
 
 def uninstall() -> None:
