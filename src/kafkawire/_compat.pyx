@@ -299,3 +299,33 @@ cdef class AiokafkaAppender:
         meta.size = size
         meta.timestamp = ts
         return meta
+
+
+# ---- aiokafka's producer: a batch's record futures resolved ---------------------------
+
+def resolve_aiokafka_futures(list msg_futures, md_type, topic, partition, tp, base_offset,
+                             timestamp, timestamp_type, log_start_offset):
+    """Each not yet done future of ``msg_futures`` ((future, metadata) pairs, a
+    MessageBatch's) resolved with aiokafka's RecordMetadata (``md_type``, a 7-field
+    namedtuple, filled in place) as MessageBatch.done resolves them, in order: offset
+    base_offset + the record's, and the timestamp the broker returned, or where it
+    returned -1, the first resolved record's own (aiokafka reuses it for the rest)."""
+    cdef Py_ssize_t i, n = PyList_GET_SIZE(msg_futures)
+    cdef PyTypeObject *t = <PyTypeObject*>md_type
+    cdef object pair, future, metadata, md
+    for i in range(n):
+        pair = <object>PyList_GET_ITEM(msg_futures, i)
+        future, metadata = pair
+        if future.done():
+            continue
+        if timestamp == -1:
+            timestamp = metadata.timestamp
+        md = PyType_GenericAlloc(t, 7)
+        _put(md, 0, topic)
+        _put(md, 1, partition)
+        _put(md, 2, tp)
+        _put(md, 3, base_offset + metadata.offset)
+        _put(md, 4, timestamp)
+        _put(md, 5, timestamp_type)
+        _put(md, 6, log_start_offset)
+        future.set_result(md)

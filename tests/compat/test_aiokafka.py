@@ -875,7 +875,11 @@ async def _send_outcomes(bootstrap, topic):
             except Exception as exc:  # noqa: BLE001 - the class and words are compared
                 refusals.append((type(exc), str(exc)))
         await p.flush()
-        results = [(type(f).__name__, (await f)._replace(topic=None, topic_partition=None))
+        # aiokafka reports the first record's timestamp for every record of its batch (when
+        # the broker answers -1); batch boundaries follow timing, so the timestamp is left out
+        # here and held to aiokafka's in test_batch_done_resolves_as_aiokafkas
+        results = [(type(f).__name__,
+                    (await f)._replace(topic=None, topic_partition=None, timestamp=None))
                    for f in futures]
     finally:
         await p.stop()
@@ -897,3 +901,24 @@ def test_send_behaves_as_aiokafkas(tansu_broker, builders):
     assert {md.partition for _, md in ours[0]} == {0, 1}
     assert ours[1] == plain[1]  # aiokafka's refusals, its classes and words
     assert all(r is not None for r in ours[1][:4])
+
+
+@pytest.mark.parametrize("broker_timestamp", [-1, 1_800_000_000_000, None])
+def test_batch_done_resolves_as_aiokafkas(broker_timestamp):
+    async def resolved(done):
+        batch = aio_accumulator.MessageBatch(
+            TopicPartition("t", 3), aio_accumulator.BatchBuilder(16384, 0), 30, 0)
+        futures = [batch.append(b"k%d" % i, b"v", 1_700_000_000_000 + 7 * i) for i in range(20)]
+        futures[4].cancel()
+        futures[9].set_result("already")
+        done(batch, 1000, broker_timestamp, 55)
+        return ([f.cancelled() or f.result() for f in futures],
+                batch.future.result(), type(futures[0].result()))
+
+    want = asyncio.run(resolved(kc._ORIGINAL_DONE))
+    got = asyncio.run(resolved(kc._batch_done))
+    assert got == want
+    assert got[0][0].offset == 1000 and got[0][19].offset == 1019
+    assert got[0][4] is True and got[0][9] == "already"
+    if broker_timestamp == -1:  # aiokafka keeps the first record's time for the rest
+        assert {md.timestamp for md in got[0][10:]} == {1_700_000_000_000}

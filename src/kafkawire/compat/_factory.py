@@ -28,7 +28,8 @@ else:
 IMPLEMENTATION = "cython" if _impl.__name__ == "kafkawire._compat" else "python"
 
 __all__ = ["IMPLEMENTATION", "AiokafkaAppender", "DefaultRecordMetadata", "codec_impl",
-           "decode_records_with", "deserialize", "kafka_python_records"]
+           "decode_records_with", "deserialize", "kafka_python_records",
+           "resolve_aiokafka_futures"]
 
 AiokafkaAppender = _impl.AiokafkaAppender
 DefaultRecordMetadata = _impl.DefaultRecordMetadata
@@ -52,3 +53,4 @@ def _gc_paused(make):
 kafka_python_records = _gc_paused(_impl.kafka_python_records)
 decode_records_with = _gc_paused(codec_impl._decode_records_with)
 deserialize = _impl.deserialize
+resolve_aiokafka_futures = _impl.resolve_aiokafka_futures

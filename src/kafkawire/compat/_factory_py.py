@@ -167,3 +167,17 @@ class AiokafkaAppender:
         if headers:
             self._headers[offset] = headers
         return DefaultRecordMetadata(offset, size, timestamp)
+
+
+def resolve_aiokafka_futures(msg_futures, md_type, topic, partition, tp, base_offset,
+                             timestamp, timestamp_type, log_start_offset):
+    """Each not yet done future of ``msg_futures`` resolved with aiokafka's
+    RecordMetadata, as MessageBatch.done resolves them (see kafkawire._compat)."""
+    make = tuple.__new__
+    for future, metadata in msg_futures:
+        if future.done():
+            continue
+        if timestamp == -1:
+            timestamp = metadata.timestamp
+        future.set_result(make(md_type, (topic, partition, tp, base_offset + metadata.offset,
+                                         timestamp, timestamp_type, log_start_offset)))

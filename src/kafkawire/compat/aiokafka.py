@@ -990,7 +990,10 @@ _MessageBatch = aiokafka.producer.message_accumulator.MessageBatch
 _TopicPartition = aiokafka.producer.producer.TopicPartition
 _IllegalOperation = aiokafka.producer.producer.IllegalOperation
 _producer_log = aiokafka.producer.producer.log
+_BatchBuilder = aiokafka.producer.message_accumulator.BatchBuilder
 _running_loop = asyncio.get_running_loop
+_Future = asyncio.futures.Future
+_CREATE_FUTURE = asyncio.base_events.BaseEventLoop.create_future
 
 
 async def _send(self, topic, value=None, key=None, partition=None, timestamp_ms=None,
@@ -1016,17 +1019,54 @@ async def _send(self, topic, value=None, key=None, partition=None, timestamp_ms=
         pending = accumulator._batches.get(tp)
         if pending:
             batch = pending[-1]
-            if type(batch) is _MessageBatch:
-                metadata = batch._builder.append(timestamp=timestamp_ms, key=key_bytes,
-                                                 value=value_bytes, headers=headers)
+            builder = batch._builder
+            # MessageBatch.append -> BatchBuilder.append as they are, inline: a producer's
+            # own batch, its builder open and without serializers of its own
+            if (type(batch) is _MessageBatch and type(builder) is _BatchBuilder
+                    and not builder._closed and builder._key_serializer is None
+                    and builder._value_serializer is None):
+                metadata = builder._builder.append(builder._relative_offset, timestamp_ms,
+                                                   key=key_bytes, value=value_bytes,
+                                                   headers=headers)
                 if metadata is not None:
-                    future = _running_loop().create_future()
+                    builder._relative_offset += 1
+                    loop = _running_loop()
+                    # what the loop's create_future() makes, without its Python frame
+                    future = (_Future(loop=loop) if type(loop).create_future is _CREATE_FUTURE
+                              else loop.create_future())
                     batch._msg_futures.append((future, metadata))
                     return future
-                # full: add_message finds it closed, wakes the sender and waits, as always
+                builder.close()  # full: add_message finds it closed, wakes the sender, waits
     return await accumulator.add_message(tp, key_bytes, value_bytes,
                                          self._request_timeout_ms / 1000,
                                          timestamp_ms=timestamp_ms, headers=headers)
+
+
+_ORIGINAL_DONE = _MessageBatch.done
+_RecordMetadata = aiokafka.producer.message_accumulator.RecordMetadata
+_resolve = _factory.resolve_aiokafka_futures
+
+
+def _batch_done(self, base_offset, timestamp=None, log_start_offset=None,
+                _record_metadata_class=_RecordMetadata):
+    """MessageBatch.done: the batch's future, then every record's, resolved as aiokafka
+    does, the per-record loop compiled."""
+    if _record_metadata_class is not _RecordMetadata:
+        return _ORIGINAL_DONE(self, base_offset, timestamp, log_start_offset,
+                              _record_metadata_class)
+    tp = self._tp
+    topic = tp.topic
+    partition = tp.partition
+    timestamp_type = 0 if timestamp == -1 else 1
+    if not self.future.done():
+        self.future.set_result(_RecordMetadata(topic, partition, tp, base_offset, timestamp,
+                                               timestamp_type, log_start_offset))
+    _resolve(self._msg_futures, _RecordMetadata, topic, partition, tp, base_offset, timestamp,
+             timestamp_type, log_start_offset)
+
+
+_batch_done.__name__ = _ORIGINAL_DONE.__name__
+_batch_done.__qualname__ = _ORIGINAL_DONE.__qualname__
 
 
 _send.__doc__ = _ORIGINAL_SEND.__doc__
@@ -1095,6 +1135,8 @@ def install(builders: bool = False) -> None:
     _fetcher.FetchResult.getall = _getall
     _patched.append((_Producer, "send", _ORIGINAL_SEND))
     _Producer.send = _send
+    _patched.append((_MessageBatch, "done", _ORIGINAL_DONE))
+    _MessageBatch.done = _batch_done
 
 
 def uninstall() -> None:
