@@ -1080,6 +1080,7 @@ _TopicPartition = _k_producer.TopicPartition
 _SERIALIZED = (bytes, bytearray, memoryview, type(None))
 _p_log = _k_producer.log
 _monotonic = time.monotonic
+_MAX_RECORD_OVERHEAD = DefaultRecordBatchBuilder.MAX_RECORD_OVERHEAD
 
 
 def _valid_headers(headers):
@@ -1161,9 +1162,14 @@ def _send(self, topic, value=None, key=None, headers=None, partition=None, times
         partition = self._partition(topic, None, key, value, key_bytes, value_bytes)
         if partition is None:
             raise ValueError(f'Partitioner did not assign a partition for topic {topic}!')
-    if config["api_version"] >= (0, 11):  # magic 2: kafka-python's estimate, one frame less
-        size = _k_producer.DefaultRecordBatchBuilder.estimate_size_in_bytes(
-            key_bytes, value_bytes, headers)
+    if config["api_version"] >= (0, 11):  # magic 2
+        if not headers and type(key_bytes) is bytes and type(value_bytes) is bytes:
+            # DefaultRecordBatchBuilder.estimate_size_in_bytes, without its three frames
+            k, v = len(key_bytes), len(value_bytes)
+            size = _V2_HEADER + _MAX_RECORD_OVERHEAD + 1 + k + v + _sv(k) + _sv(v)
+        else:
+            size = _k_producer.DefaultRecordBatchBuilder.estimate_size_in_bytes(
+                key_bytes, value_bytes, headers)
     else:
         size = self._estimate_size_in_bytes(key_bytes, value_bytes, headers)
     if size > config["max_request_size"]:
