@@ -342,22 +342,34 @@ def ck_send(bootstrap: str, topic: str, w: Workload, keyed: bool = False) -> Out
     p.list_topics(topic, timeout=15)  # metadata and connection up before timing
     keys, values, n = w.keys, w.values, w.n
     produce, poll = p.produce, p.poll
-    # -1: RD_KAFKA_PARTITION_UA, the partitioner chooses (the binding's default)
+
+    def produce_when_room(value: bytes, key: bytes, *part: int) -> None:
+        while True:
+            poll(0.005)
+            try:
+                produce(topic, value, key, *part)
+                return
+            except BufferError:
+                pass
+
+    # Two loops, so neither pays a per-record test of ``keyed``.
     start = time.perf_counter()
-    for i in range(n):
-        part = -1 if keyed else i % PARTITIONS
-        try:
-            produce(topic, values[i % POOL], keys[i % POOL], part)
-        except BufferError:
-            while True:
-                poll(0.005)
-                try:
-                    produce(topic, values[i % POOL], keys[i % POOL], part)
-                    break
-                except BufferError:
-                    pass
-        if i % 10_000 == 0:
-            poll(0)
+    if keyed:
+        for i in range(n):
+            try:
+                produce(topic, values[i % POOL], keys[i % POOL])
+            except BufferError:
+                produce_when_room(values[i % POOL], keys[i % POOL])
+            if i % 10_000 == 0:
+                poll(0)
+    else:
+        for i in range(n):
+            try:
+                produce(topic, values[i % POOL], keys[i % POOL], i % PARTITIONS)
+            except BufferError:
+                produce_when_room(values[i % POOL], keys[i % POOL], i % PARTITIONS)
+            if i % 10_000 == 0:
+                poll(0)
     left = p.flush(300)
     elapsed = time.perf_counter() - start
     problem = None
