@@ -992,6 +992,7 @@ _IllegalOperation = aiokafka.producer.producer.IllegalOperation
 _producer_log = aiokafka.producer.producer.log
 _BatchBuilder = aiokafka.producer.message_accumulator.BatchBuilder
 _running_loop = asyncio.get_running_loop
+_new_tuple = tuple.__new__
 _Future = asyncio.futures.Future
 _CREATE_FUTURE = asyncio.base_events.BaseEventLoop.create_future
 
@@ -1008,10 +1009,18 @@ async def _send(self, topic, value=None, key=None, partition=None, timestamp_ms=
             and not txn_manager.is_in_transaction()):
         raise _IllegalOperation("Can't send messages while not in transaction")
     headers = headers or []
-    key_bytes, value_bytes = self._serialize(key, value, headers)
+    if self._key_serializer is None and self._value_serializer is None:
+        # AIOKafkaProducer._serialize without serializers: the size check alone
+        key_bytes, value_bytes = key, value
+        size = aiokafka.producer.producer.DefaultRecordBatchBuilder.estimate_size_in_bytes(
+            key, value, headers)
+        if size > self._max_request_size:
+            self._serialize(key, value, headers)  # raises aiokafka's own error
+    else:
+        key_bytes, value_bytes = self._serialize(key, value, headers)
     if partition is None:
         partition = self._partition(topic, None, key, value, key_bytes, value_bytes)
-    tp = _TopicPartition(topic, partition)
+    tp = _new_tuple(_TopicPartition, (topic, partition))  # the namedtuple, without a frame
     if _producer_log.isEnabledFor(10):
         _producer_log.debug("Sending (key=%s value=%s) to %s", key, value, tp)
     accumulator = self._message_accumulator
@@ -1026,8 +1035,7 @@ async def _send(self, topic, value=None, key=None, partition=None, timestamp_ms=
                     and not builder._closed and builder._key_serializer is None
                     and builder._value_serializer is None):
                 metadata = builder._builder.append(builder._relative_offset, timestamp_ms,
-                                                   key=key_bytes, value=value_bytes,
-                                                   headers=headers)
+                                                   key_bytes, value_bytes, headers)
                 if metadata is not None:
                     builder._relative_offset += 1
                     loop = _running_loop()

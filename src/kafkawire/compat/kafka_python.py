@@ -1174,7 +1174,7 @@ def _send(self, topic, value=None, key=None, headers=None, partition=None, times
         size = self._estimate_size_in_bytes(key_bytes, value_bytes, headers)
     if size > config["max_request_size"]:
         self._ensure_valid_record_size(size)
-    tp = _TopicPartition(topic, partition)
+    tp = _new(_TopicPartition, (topic, partition))  # the namedtuple, without a frame
     if _p_log.isEnabledFor(10):
         _p_log.debug("%s: Sending (key=%r value=%r headers=%r) to %s", str(self), key, value,
                      headers, tp)
