@@ -843,3 +843,27 @@ def test_send_behaves_as_kafka_pythons(tansu_broker):
     assert all(r is not None for r in ours[1])
     assert ours[2] == plain[2]  # every callback, with the partition it reports
     assert [i for i, _ in ours[2]] == list(range(400))
+
+
+def test_record_future_is_kafka_pythons_own():
+    """The future _send makes is the one FutureRecordMetadata(...) makes, field by field
+    (this catches a kafka-python release that adds state to it)."""
+    from kafka.producer.future import FutureProduceResult, FutureRecordMetadata
+
+    def state(f):
+        slots = [s for cls in type(f).__mro__ for s in getattr(cls, "__slots__", ())]
+        return {s: getattr(f, s) for s in slots if s != "_lock"}
+
+    headers = [("a", b"xy"), ("é", b"")]
+    theirs_pf, ours_pf = FutureProduceResult(("t", 0)), FutureProduceResult(("t", 0))
+    theirs = FutureRecordMetadata(theirs_pf, 5, 1_700, None, 3, 10, 2 + 1 + 2)
+    ours = kwkp._record_future(ours_pf, 5, 1_700, None, b"key", b"0123456789", headers)
+    assert type(ours) is type(theirs)
+    assert {k: v for k, v in state(ours).items() if k != "_produce_future"} == \
+        {k: v for k, v in state(theirs).items() if k != "_produce_future"}
+    assert type(ours._lock) is type(theirs._lock)
+    assert [cb.__func__ for cb in ours_pf._callbacks] == [cb.__func__ for cb in theirs_pf._callbacks]
+    assert [cb.__self__ for cb in ours_pf._callbacks] == [ours]
+    ours_pf.success((100, -1, None))
+    theirs_pf.success((100, -1, None))
+    assert ours.get(0) == theirs.get(0)
