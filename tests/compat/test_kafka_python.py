@@ -867,3 +867,25 @@ def test_record_future_is_kafka_pythons_own():
     ours_pf.success((100, -1, None))
     theirs_pf.success((100, -1, None))
     assert ours.get(0) == theirs.get(0)
+
+
+@pytest.mark.parametrize("result", [(100, -1, None), (100, 1_800_000_000_000, None),
+                                    (-1, None, None), (7, -1, lambda i: k_errors.KafkaError(f"#{i}"))])
+def test_record_futures_resolve_as_kafka_pythons(result):
+    from kafka.producer.future import FutureProduceResult, FutureRecordMetadata
+
+    def resolved():
+        pf = FutureProduceResult(kafka.TopicPartition("t", 2))
+        futures = [FutureRecordMetadata(pf, i, 1_700 + i, None, 3, 4, -1) for i in range(3)]
+        pf.success(result)
+        return [(f.is_done, f.value, type(f.exception), str(f.exception)) for f in futures]
+
+    theirs = resolved()
+    kwkp.install()
+    try:
+        assert k_producer.FutureRecordMetadata._produce_success is kwkp._produce_success
+        ours = resolved()
+    finally:
+        kwkp.uninstall()
+    assert ours == theirs
+    assert all(done for done, *_ in ours)

@@ -1190,6 +1190,32 @@ def _send(self, topic, value=None, key=None, headers=None, partition=None, times
     return future
 
 
+_ORIG_PRODUCE_SUCCESS = _FRM._produce_success
+_RecordMetadata = _k_producer_future.RecordMetadata
+
+
+def _produce_success(self, result):
+    """FutureRecordMetadata._produce_success (the sender thread, once per record when its
+    batch is acknowledged): the record's RecordMetadata made without the namedtuple's
+    frame, otherwise as kafka-python makes it."""
+    offset, produce_timestamp_ms, record_exceptions_fn = result
+    batch_index, timestamp_ms, checksum, key_size, value_size, header_size = self.args
+    if record_exceptions_fn is not None:
+        self.failure(record_exceptions_fn(batch_index))
+        return
+    if produce_timestamp_ms is not None and produce_timestamp_ms != -1:
+        timestamp_ms = produce_timestamp_ms  # LogAppendTime: the broker's
+    if offset != -1 and batch_index is not None:
+        offset += batch_index
+    tp = self._produce_future.topic_partition
+    self.success(_new(_RecordMetadata, (tp[0], tp[1], tp, offset, timestamp_ms, checksum,
+                                        key_size, value_size, header_size)))
+
+
+_produce_success.__name__ = _ORIG_PRODUCE_SUCCESS.__name__
+_produce_success.__qualname__ = _ORIG_PRODUCE_SUCCESS.__qualname__
+
+
 _ORIG_MURMUR2 = _k_partitioner.murmur2
 if codec.IMPLEMENTATION == "cython":
     from kafkawire._accumulate import murmur2 as _kw_murmur2
@@ -1401,6 +1427,7 @@ _TARGETS = [
     (_k_producer, "LegacyRecordBatchBuilder", LegacyRecordBatchBuilder),
     (_k_fetcher.Fetcher, "PartitionRecords", PartitionRecords),
     (_HostProducer, "send", _send),
+    (_FRM, "_produce_success", _produce_success),
     (_k_partitioner, "murmur2", _murmur2),
 ]
 _ORIGINALS = [(module, name, module.__dict__[name]) for module, name, _ in _TARGETS]
