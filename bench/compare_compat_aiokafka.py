@@ -93,7 +93,7 @@ def run(args: argparse.Namespace) -> tuple[dict, dict]:
                                 cpus.setdefault((compression, case, mode), []).append(
                                     time.process_time() - cpu)
                                 if kind == "produce" and o.problem is None:
-                                    problem = e2e.verify_topic(bootstrap, topic, w)
+                                    problem = e2e.verify_topic(bootstrap, topic, w, False)
                                     if problem:
                                         o.problem = f"read back: {problem}"
                                 results.setdefault((compression, case, mode), []).append(o)
