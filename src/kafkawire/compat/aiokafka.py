@@ -19,8 +19,11 @@ What changes:
   transactions;
   ``FetchResult.getall`` (what ``getmany`` calls) takes them with a C slice of that
   iterator instead of its per-record loop.
-* ``DefaultRecordBatchBuilder`` / ``LegacyRecordBatchBuilder`` keep appended records and
-  encode the batch with one codec call in ``build()``.
+* ``AIOKafkaProducer.send`` puts a record into its partition's open batch in one coroutine,
+  and ``MessageBatch.done`` resolves a batch's record futures in one compiled call (the
+  producer's per-record work around the builder; see "the producer's per-record path").
+* With ``install(builders=True)``, ``DefaultRecordBatchBuilder`` / ``LegacyRecordBatchBuilder``
+  keep appended records and encode the batch with one codec call in ``build()``.
 
 Install it before creating producers and consumers: a producer batch started under one
 builder class must be finished by the same one.

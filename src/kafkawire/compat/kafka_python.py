@@ -13,7 +13,9 @@ checked there); the fetcher's ``Fetcher.PartitionRecords`` (also replaced) turns
 decoded batch into kafka-python's own ConsumerRecords with one call of a compiled record
 factory (kafkawire._compat) and hands them out through a C iterator; producer batches are
 encoded in one call when they close, compressed by kafka-python's own compressor so the
-bytes are kafka-python's.
+bytes are kafka-python's.  On the producer's side ``KafkaProducer.send`` is replaced too:
+a record goes into its partition's open batch in one frame (see "the producer's per-record
+path"), and keys are hashed by a compiled murmur2.
 
 Without touching code: set ``KAFKAWIRE_PATCH_KAFKA_PYTHON=1`` and import this module (for
 example ``import kafkawire.compat.kafka_python`` next to ``import kafka``), or run a
