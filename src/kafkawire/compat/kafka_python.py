@@ -1123,7 +1123,15 @@ def _append(acc, tp, timestamp_ms, key, value, headers):
                 if dq:
                     batch = dq[-1]
                     records = batch.records
-                    metadata = records.append(timestamp_ms, key, value, headers)
+                    builder = records._builder if type(records) is MemoryRecordsBuilder else None
+                    if builder is not None and type(builder) is DefaultRecordBatchBuilder:
+                        # MemoryRecordsBuilder.append, one frame less (both are ours)
+                        metadata = builder.append(records._next_offset, timestamp_ms, key,
+                                                  value, headers)
+                        if metadata is not None:
+                            records._next_offset += 1
+                    else:
+                        metadata = records.append(timestamp_ms, key, value, headers)
                     if metadata is not None:
                         if metadata.size > batch.max_record_size:
                             batch.max_record_size = metadata.size
