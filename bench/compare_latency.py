@@ -64,7 +64,7 @@ def ack_slices(rate: str, quick: bool) -> tuple[int, int]:
     interleaved slices (the serial p50 is a fraction of a millisecond, so a few seconds of
     a neighbour's load sway one long run); at a fixed rate one slice of the usual length."""
     if rate == "serial":
-        return (3, 700) if quick else (4, 1500)
+        return (6, 350) if quick else (8, 750)
     return 1, records_for(rate, quick)
 
 
