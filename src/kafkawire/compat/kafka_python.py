@@ -1227,8 +1227,15 @@ _produce_success.__qualname__ = _ORIG_PRODUCE_SUCCESS.__qualname__
 
 
 _ORIG_MURMUR2 = _k_partitioner.murmur2
-if codec.IMPLEMENTATION == "cython":
-    from kafkawire._accumulate import murmur2 as _kw_murmur2
+_kw_murmur2 = None
+if codec.IMPLEMENTATION == "cython":  # the twin's murmur2 is no faster than kafka-python's
+    try:
+        from kafkawire._accumulate import murmur2 as _kw_murmur2
+    except ImportError:  # an older build without the accumulator: kafka-python's own
+        pass
+if _kw_murmur2 is None:
+    _murmur2 = _ORIG_MURMUR2
+else:
 
     def _murmur2(data):
         # kafka-python's DefaultPartitioner hashes keys with a pure-Python murmur2; the
@@ -1238,8 +1245,6 @@ if codec.IMPLEMENTATION == "cython":
         return _ORIG_MURMUR2(data)
 
     _murmur2.__doc__ = _ORIG_MURMUR2.__doc__
-else:  # the twin's murmur2 is no faster than kafka-python's own
-    _murmur2 = _ORIG_MURMUR2
 
 
 _send.__doc__ = _ORIG_SEND.__doc__
