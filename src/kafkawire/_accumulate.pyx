@@ -240,6 +240,16 @@ cdef class Batch:
             self.buf = grown
             self.cap = capacity
 
+    def trim(self):
+        """No record is appended from now on: give back the room allocated beyond the
+        records encoded so far."""
+        cdef unsigned char* smaller
+        if self.buf != NULL and self.cap > self.used:
+            smaller = <unsigned char*>realloc(self.buf, self.used if self.used else 1)
+            if smaller != NULL:  # else it keeps the larger buffer, which is still valid
+                self.buf = smaller
+                self.cap = self.used
+
     def free(self):
         """Let go of the encoded records (the batch is done: acknowledged or failed)."""
         free(self.buf)

@@ -104,6 +104,10 @@ class Batch:
     def allocate(self, capacity: int) -> None:
         """Room for ``capacity`` bytes of encoded records up front (a no-op here)."""
 
+    def trim(self) -> None:
+        """No record is appended from now on: give back the room allocated beyond the
+        records encoded so far (a no-op here: the buffer only ever holds them)."""
+
     def free(self) -> None:
         """Let go of the encoded records (the batch is done: acknowledged or failed)."""
         self._buf = None

@@ -317,6 +317,16 @@ class Accumulator:
         tp = (batch.topic, batch.partition)
         if self.open.get(tp) is batch:
             del self.open[tp]
+        spare = batch.reserved - batch.size
+        if spare > 0:
+            # From now on it holds the memory its records take, not the batch_size it
+            # reserved when new: with many partitions getting a few records each, batches
+            # sent and awaiting their answers would otherwise fill buffer_memory long
+            # before their bytes do, and send() would wait for room it does not need.
+            # (The shells wake callers waiting for room after each collect().)
+            batch.trim()
+            batch.reserved = batch.size
+            self.used_memory -= spare
 
     # -- sending -------------------------------------------------------------------------
 
