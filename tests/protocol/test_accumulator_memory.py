@@ -16,9 +16,11 @@ def test_a_sent_batch_gives_back_the_room_it_reserved_beyond_its_records():
     assert reserve == 16384 and acc.has_room(reserve)
     batch, _i, made, _closed = acc.append(("t", 0), (None, b"v" * 100, 1000), 130, reserve, 0.0)
     assert made and acc.used_memory == 16384  # reserved while records may still join it
+    assert not acc.freed
     by_node, _expired, _wait, _ = acc.collect(0.0, lambda t, p: 1, flushing=False)
     assert by_node == {1: [batch]} and batch.full
     assert acc.used_memory == batch.size == batch.reserved < 300  # awaiting its answer
+    assert acc.freed  # the shell is to wake callers waiting for room
     # 1,000 partitions, one record each, sent and unanswered: 20 batch_sizes hold them (not 1,000).
     for p in range(1, 1000):
         reserve = acc.admit(("t", p), 130)

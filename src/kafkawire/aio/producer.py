@@ -453,8 +453,10 @@ class AsyncProducer:
         cluster = self.cluster
         by_node, expired, wait, leaderless = acc.collect(
             now, cluster.leader_for, self._flushing > 0 or self._closing)
-        if self._space is not None:
-            self._space.set()  # the batches collect() closed gave back memory
+        if acc.freed:
+            acc.freed = False
+            if self._space is not None:
+                self._space.set()  # the batches collect() closed gave back memory
         if leaderless:
             cluster.meta.interest.update(leaderless)
             cluster.meta.need_refresh = True

@@ -740,8 +740,10 @@ class Producer:
         with self._lock:
             by_node, expired, wait, leaderless = self._acc.collect(
                 now, cluster.leader_for, self._flushing > 0 or self._closing)
-            if self._room_waiters:
-                self._space.notify_all()  # the batches collect() closed gave back memory
+            if self._acc.freed:
+                self._acc.freed = False
+                if self._room_waiters:
+                    self._space.notify_all()  # the batches collect() closed gave back memory
             if txn_wait is not None:
                 # Batches made from here on compare their linger deadline with this; the
                 # waits below only shorten the poll.

@@ -206,6 +206,9 @@ class Accumulator:
         # delivery_timeout_ms while it waits fails with that reason, not a bare timeout.
         self.last_error: dict[Batch, BaseException] = {}
         self.used_memory = 0
+        # Set when closing a batch gave memory back (close_open): the shell wakes callers
+        # waiting for room, then clears it.
+        self.freed = False
         # None: neither idempotent nor transactional.
         self.identity: ProducerIdentity | None = None
         # A TransactionManager (protocol/transactions.py) when transactional_id is set.
@@ -323,10 +326,10 @@ class Accumulator:
             # reserved when new: with many partitions getting a few records each, batches
             # sent and awaiting their answers would otherwise fill buffer_memory long
             # before their bytes do, and send() would wait for room it does not need.
-            # (The shells wake callers waiting for room after each collect().)
             batch.trim()
             batch.reserved = batch.size
             self.used_memory -= spare
+            self.freed = True
 
     # -- sending -------------------------------------------------------------------------
 
