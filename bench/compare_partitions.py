@@ -11,7 +11,16 @@ interleaved rounds, the order alternating; the table shows medians):
   second, bytes per Fetch request (what a request costs when 990 partitions have
   nothing), and RSS growth per assigned partition.
 * ``produce-rr`` / ``produce-keyed``: N records sent to the 1,000 partitions in turn, or by
-  key (the default partitioner): records/s and peak RSS growth.
+  key (the default partitioner): records/s, CPU per record and peak RSS growth.  Each case
+  has one topic, warmed up before the rounds and written by every client in every round
+  (the records each run added are counted from the topic's end offsets).  Warmed up, because
+  on a fresh topic Kafka's first index entry in each partition (written once a segment holds
+  ``log.index.interval.bytes``, 4,096) costs the broker about 4 ms a partition here: a
+  request that reaches that point in 900 partitions waited 4.4 s, its handler thread in
+  LogSegment.append, and whichever client wrote first paid it (100,000 records took 2-34 s
+  on fresh topics, 0.1-1.1 s on warmed ones).  The warm-up, from a short-lived producer of
+  its own, writes each partition a record larger than that interval and then a small one,
+  whose append writes the entry; both acknowledged.
 
 Run with:
 
@@ -298,19 +307,31 @@ def child(*args: object, timeout: float = 600) -> dict:
 # -- the parent: broker, topics, rounds --------------------------------------------------
 
 
-def create(admin, bootstrap: str, topic: str, partitions: int) -> None:
+# Larger than the broker's log.index.interval.bytes (4,096): the append after it writes
+# the partition's first index entry (see the module docstring).
+INDEX_WARM_UP = b"w" * 5000
+
+
+def create(admin, bootstrap: str, topic: str, partitions: int, index: bool = False) -> None:
     """Create ``topic`` and wait until every partition takes a record: Kafka answers
     CreateTopics before its partitions have leaders, and the first sends would measure
-    the retries."""
+    the retries.  ``index``: also have Kafka write each partition's first index entry
+    (a timed run would otherwise pay for it)."""
     from kafkawire import Producer
     from kafkawire.client.admin import NewTopic
 
     admin.create_topics([NewTopic(topic, partitions, 1)], timeout=120)
     with Producer(bootstrap_servers=bootstrap, linger_ms=5) as p:
-        futures = [p.send(topic, b"warm-up", partition=i) for i in range(partitions)]
-        p.flush(120)
-        for f in futures:
-            f.result(0)
+        for value in (INDEX_WARM_UP, b"warm-up") if index else (b"warm-up",):
+            futures = [p.send(topic, value, partition=i) for i in range(partitions)]
+            p.flush(120)
+            for f in futures:
+                f.result(0)
+
+
+def topic_records(consumer, topic: str, partitions: int) -> int:
+    """The records ``topic`` holds: the sum of its partitions' end offsets."""
+    return sum(consumer.end_offsets([(topic, p) for p in range(partitions)], timeout=60).values())
 
 
 def fill(bootstrap: str, topic: str, partitions: int, records: int) -> int:
@@ -322,13 +343,11 @@ def fill(bootstrap: str, topic: str, partitions: int, records: int) -> int:
     if "problem" in out:
         raise RuntimeError(f"filling {topic}: {out['problem']}")
     with Consumer(bootstrap_servers=bootstrap) as c:
-        tps = [(topic, p) for p in range(partitions)]
-        ends, starts = c.end_offsets(tps, timeout=60), c.beginning_offsets(tps, timeout=60)
-    return sum(ends[tp] - starts[tp] for tp in ends)
+        return topic_records(c, topic, partitions)  # nothing deleted yet: every offset from 0 is a record
 
 
 def run(args: argparse.Namespace) -> dict:
-    from kafkawire import Admin
+    from kafkawire import Admin, Consumer
     from kafkawire.testing import KafkaCluster
 
     results: dict = {}
@@ -337,10 +356,14 @@ def run(args: argparse.Namespace) -> dict:
         bs = broker.bootstrap
         print(f"Kafka on {bs}", file=sys.stderr, flush=True)
         admin = Admin(bootstrap_servers=bs)
+        offsets = Consumer(bootstrap_servers=bs)
         try:
             full, idle = f"parts-full-{uuid.uuid4().hex[:6]}", f"parts-idle-{uuid.uuid4().hex[:6]}"
             create(admin, bs, full, n)
             create(admin, bs, idle, n)
+            produce_topics = {case: f"parts-{case}-{uuid.uuid4().hex[:6]}" for case in ("produce-rr", "produce-keyed")}
+            for topic in produce_topics.values():
+                create(admin, bs, topic, n, index=True)
             held = args.held = fill(bs, full, n, args.records)
             print(f"{full}: {held:,} records after {args.records:,} sends and {n:,} warm-up records",
                   file=sys.stderr, flush=True)
@@ -356,16 +379,18 @@ def run(args: argparse.Namespace) -> dict:
                         outs["idle"] = child("idle", client, bs, idle, n, args.idle_seconds)
                     finally:
                         feeder.wait(timeout=120)
-                    for case in ("produce-rr", "produce-keyed"):
-                        topic = f"parts-{case}-{uuid.uuid4().hex[:6]}"
-                        create(admin, bs, topic, n)
-                        outs[case] = child(case, client, bs, topic, n, args.records)
-                        admin.delete_topics([topic], timeout=60)
+                    for case, topic in produce_topics.items():
+                        before = topic_records(offsets, topic, n)
+                        out = outs[case] = child(case, client, bs, topic, n, args.records)
+                        out["written"] = written = topic_records(offsets, topic, n) - before
+                        if written < args.records and "problem" not in out:
+                            out["problem"] = f"{written} of {args.records} records in the topic"
                     for case, out in outs.items():
                         results.setdefault((client, case), []).append(out)
                         print(f"  round {r + 1}/{args.rounds} {client:9s} {case:13s} {json.dumps(out)}",
                               file=sys.stderr, flush=True)
         finally:
+            offsets.close()
             admin.close()
     return results
 
@@ -436,7 +461,8 @@ def report(results: dict, args: argparse.Namespace) -> tuple[str, dict]:
         f"partitions, {args.records:,} records of 100-byte values; the idle case has "
         f"{args.rate:,.0f} records/s arriving in 10 of the partitions for {args.idle_seconds:.0f} s; "
         f"the consumed topic held {args.held:,} records (sends, warm-up records and any duplicates "
-        f"the producer wrote); "
+        f"the producer wrote); each produce case writes to one topic warmed up before the rounds "
+        f"(every partition's first index entry written); "
         f"each client in its own process; median of {args.rounds} interleaved rounds.",
         "",
         "| measure | kafkawire |" + (" kafkawire before (baseline) |" if BASELINE else "")
