@@ -46,3 +46,25 @@ def test_a_topic_made_again_or_without_an_id_takes_the_answer_as_it_is():
     assert meta.leader_for("t", 0) == 3
     meta.apply(answer(leader=-1, epoch=-1, error=5), 4.0)  # no leader (epoch unknown): as said
     assert meta.leader_for("t", 0) is None
+
+
+def topics_answer(*topics):
+    """An answer naming ``(name, topic error, partition count)`` for each topic."""
+    return R(brokers=[B(node_id=1, host="127.0.0.1", port=9001)], cluster_id="c", controller_id=1,
+             topics=[T(error_code=err, name=name, topic_id=uuid.UUID(int=i + 1), is_internal=False, partitions=[
+                 P(error_code=0, partition_index=p, leader_id=1, leader_epoch=0, replica_nodes=[1],
+                   isr_nodes=[1], offline_replicas=[]) for p in range(n)])
+                     for i, (name, err, n) in enumerate(topics)])
+
+
+def test_partition_counts_follow_the_answers_in_one_dict():
+    # Producers hand this very dict to their compiled send() path: it must be updated,
+    # never replaced, and hold a count only while the latest answer gives one.
+    meta = ClusterMetadata(300000, 100)
+    counts = meta.partition_counts
+    meta.apply(topics_answer(("a", 0, 3), ("b", 0, 1)), 0.0)
+    assert counts == {"a": 3, "b": 1}
+    meta.apply(topics_answer(("a", 0, 5)), 1.0)  # partitions added; b not asked about
+    assert counts == {"a": 5, "b": 1}
+    meta.apply(topics_answer(("a", 3, 0), ("b", 5, 1)), 2.0)  # a deleted; b's leader lost
+    assert counts == {} and meta.partition_counts is counts

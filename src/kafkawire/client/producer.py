@@ -131,21 +131,6 @@ class Producer:
         self._batches = acc.batches
         self._open = acc.open
         self._incomplete = acc.incomplete
-        # {topic: partition count}, filled by the sender from Metadata answers; the
-        # Appender reads it for keyed records (the default partitioner's murmur2).
-        self._partition_counts: dict[str, int] = {}
-        # send()'s one call (Appender.send), bound as this instance's send unless a
-        # subclass overrides send().  A user's partitioner runs only in _send().
-        default = self._partitioner is None
-        self._appender = Appender(acc.open, acc.batch_size, self._lock, RecordFuture, _time_ns, self._send,
-                                  self._sticky_partition if default else None,
-                                  self._partition_counts if default else None)
-        if type(self).send is Producer.send:
-            self.send = self._appender.send  # type: ignore[method-assign]
-        # send()'s hot path is allowed: no serializers, batches smaller than the largest
-        # record (so a record that fits a batch fits a request), not closing.
-        self._fast = (self._key_ser is None and self._value_ser is None and c.transactional_id is None
-                      and self._batch_size <= self._max_request - _BATCH_OVERHEAD - 64)
         self._flushing = 0
         self._closing = False
         self._closed = False
@@ -165,6 +150,21 @@ class Producer:
         self._txn_calls: deque[tuple[Any, Future]] = deque()
         self._txn_run: tuple[StepRun, Future | None] | None = None
         self.cluster = Cluster(c)
+        # {topic: partition count} from the Metadata answers (updated in place by the
+        # sender thread); the Appender reads it for keyed and sticky records.
+        self._partition_counts = self.cluster.meta.partition_counts
+        # send()'s one call (Appender.send), bound as this instance's send unless a
+        # subclass overrides send().  A user's partitioner runs only in _send().
+        default = self._partitioner is None
+        self._appender = Appender(acc.open, acc.batch_size, self._lock, RecordFuture, _time_ns, self._send,
+                                  self._sticky_partition if default else None,
+                                  self._partition_counts if default else None)
+        if type(self).send is Producer.send:
+            self.send = self._appender.send  # type: ignore[method-assign]
+        # send()'s hot path is allowed: no serializers, batches smaller than the largest
+        # record (so a record that fits a batch fits a request), not closing.
+        self._fast = (self._key_ser is None and self._value_ser is None and c.transactional_id is None
+                      and self._batch_size <= self._max_request - _BATCH_OVERHEAD - 64)
         # Fail fast on a bad address: bootstrap before the caller's first send.
         self.cluster.bootstrap(c.max_block_ms / 1000.0)
         self._poller = self.cluster.poller
@@ -696,12 +696,7 @@ class Producer:
         self._answers_seen = cluster.meta.last_refresh
         for topic in list(self._wanted_topics):
             meta = cluster.topics.get(topic)
-            if meta is not None and meta.error_code == 0 and meta.partitions:
-                n = len(meta.partitions)
-                if self._partition_counts.get(topic) != n:
-                    self._partition_counts[topic] = n
-                    changed = True
-            elif meta is not None:
+            if meta is not None and topic not in self._partition_counts:
                 if cluster.meta.topic_error(topic) is None:
                     cluster.request_refresh()  # unknown topic / no leader yet: ask again
                 elif self._errors_told.get(topic) != cluster.meta.topic_seen.get(topic):

@@ -341,6 +341,10 @@ class ClusterMetadata:
         #: When each topic was last in an answer: an error it carries is the broker's
         #: current word only for callers who asked after that (see topic_error).
         self.topic_seen: dict[str, float] = {}
+        #: {topic: partition count} for the topics whose latest answer lists partitions
+        #: and no error.  Updated in place, never rebound: a producer's compiled send()
+        #: path (Appender) holds this very dict to choose keyed and sticky partitions.
+        self.partition_counts: dict[str, int] = {}
         self._errors_taken: dict[str, float | None] = {}  # see take_topic_error
         self._looked_at = -1.0  # see raise_new_topic_error
 
@@ -384,6 +388,10 @@ class ClusterMetadata:
                 )
             self.topics[t.name] = TopicMetadata(t.name, t.error_code, topic_id, parts)
             self.topic_seen[t.name] = now
+            if t.error_code == 0 and parts:
+                self.partition_counts[t.name] = len(parts)
+            else:
+                self.partition_counts.pop(t.name, None)
         self.last_refresh = now
         self.need_refresh = False
 
