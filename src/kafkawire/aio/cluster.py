@@ -123,7 +123,8 @@ class AsyncCluster(ClusterView):
 
     def ready_connection(self, node_id: int) -> AsyncBrokerConnection | None:
         """The connection to ``node_id`` if it is ready, else None, never waiting."""
-        self.check_fork()
+        if self.forked:
+            self.check_fork()
         conn = self._conns.get(node_id)
         return conn if conn is not None and conn.ready else None
 

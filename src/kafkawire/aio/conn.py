@@ -1,6 +1,13 @@
-"""One asyncio connection to one broker: asyncio streams under the sans-IO
+"""One asyncio connection to one broker: an asyncio transport under the sans-IO
 :class:`~kafkawire.protocol.connection.Connection` (framing, correlation ids, version
 negotiation), which the sync shell's connection drives the same way.
+
+The transport hands what it reads to a protocol object (:class:`_Stream`), and the
+answers are framed and handed out right there, in the event loop's I/O callback: no
+reading task, no stream buffer, and so no extra turn of the loop between an answer's
+bytes and the code waiting for it (issue 23).  A large frame (a Fetch answer) is read
+straight into its own buffer (``Connection.receive_buffer``).  During setup and a
+re-login the bytes go to an inbox that the setup steps read instead.
 
 With a SASL mechanism, :meth:`AsyncBrokerConnection.connect` logs in after the
 negotiation: :class:`~kafkawire.protocol.sasl.SaslExchange` plans the conversation, as for
@@ -46,22 +53,27 @@ from kafkawire.protocol.sasl import SaslMechanism, SaslResult
 from kafkawire.protocol.setup import ConnectionSetup, broker_name
 
 _PRODUCE = apis.get("Produce")
+# What one read takes at most into a connection's scratch buffer; the rest of a frame at
+# least this large is read straight into the frame's own buffer instead.
+_SCRATCH = 1 << 16
 
 __all__ = ["AsyncBrokerConnection"]
 
 
 class _Answer:
     """The place of a send_nowait() request among the answers awaited: as a future for
-    the reading task and close() (done, set_result, set_exception, exception), but the
-    answer goes straight to ``on_answer``."""
+    the framing and close() (done, set_result, set_exception, exception), but the answer
+    goes straight to ``on_answer(*args, response, error)``.  ``due``: the loop time by
+    which it must be in."""
 
-    __slots__ = ("_on_answer", "_done", "_waiter", "timer")
+    __slots__ = ("_on_answer", "_args", "_done", "_waiter", "due")
 
-    def __init__(self, on_answer: Callable[[Any, BaseException | None], Any]):
+    def __init__(self, on_answer: Callable[..., Any], args: tuple, due: float):
         self._on_answer = on_answer
+        self._args = args
         self._done = False
         self._waiter: asyncio.Future | None = None
-        self.timer: asyncio.TimerHandle | None = None
+        self.due = due
 
     def done(self) -> bool:
         return self._done
@@ -87,15 +99,51 @@ class _Answer:
         if self._done:
             return
         self._done = True
-        if self.timer is not None:
-            self.timer.cancel()
         if self._waiter is not None and not self._waiter.done():
             self._waiter.set_result(None)
         try:
-            self._on_answer(response, exc)
-        except Exception as err:  # noqa: BLE001 - the reading task goes on; the loop reports it
+            self._on_answer(*self._args, response, exc)
+        except Exception as err:  # noqa: BLE001 - the other answers go on; the loop reports it
             asyncio.get_running_loop().call_exception_handler(
                 {"message": "a send_nowait() answer callback failed", "exception": err})
+
+
+class _Stream(asyncio.BufferedProtocol):
+    """The transport's side of one AsyncBrokerConnection: what is read goes to it as it
+    arrives.  ``lost`` is done, with the transport's error or None, once the connection
+    is gone."""
+
+    def __init__(self, conn: AsyncBrokerConnection):
+        self.conn = conn
+        self.scratch = memoryview(bytearray(_SCRATCH))
+        self.into = False  # the last get_buffer() lent the frame's own buffer
+        self.lost: asyncio.Future = asyncio.get_running_loop().create_future()
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        conn = self.conn
+        if conn._inbox is None and conn.ready and conn.protocol is not None:
+            view = conn.protocol.receive_buffer()
+            if view is not None and len(view) >= _SCRATCH:
+                self.into = True
+                return view
+        self.into = False
+        return self.scratch
+
+    def buffer_updated(self, nbytes: int) -> None:
+        if self.into:
+            self.into = False
+            self.conn._received(None, nbytes)
+        else:
+            # bytes: whole small frames are decoded where they are (Connection.receive_data)
+            self.conn._received(bytes(self.scratch[:nbytes]), nbytes)
+
+    def eof_received(self) -> bool:
+        return False  # the transport closes itself; connection_lost follows
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self.lost.done():
+            self.lost.set_result(exc)
+        self.conn._lost(exc)
 
 
 class AsyncBrokerConnection:
@@ -105,20 +153,29 @@ class AsyncBrokerConnection:
         self.host = host
         self.port = port
         self.node_id = node_id
+        #: How errors name this broker (protocol/setup.py's broker_name).
+        self.name = broker_name(host, port, node_id)
         self.client_id = client_id
         self.request_timeout = request_timeout
         self.ssl_context = ssl_context
         self.version_overrides = dict(version_overrides or {})
         self.protocol: Connection | None = None
+        self._versions: dict[Any, int] = {}  # version_for()'s answers
         self.ready = False
         self.last_error: BaseException | None = None
-        self._reader: asyncio.StreamReader | None = None
-        self._writer: asyncio.StreamWriter | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._transport: asyncio.Transport | None = None
+        self._stream: _Stream | None = None
+        # Setup and re-login read the raw bytes from here (None: answers are framed as
+        # they come); a setup step waiting for more waits on _inbox_waiter.
+        self._inbox: bytearray | None = None
+        self._inbox_waiter: asyncio.Future | None = None
         # The answers awaited, in request order: futures (request()) or _Answer slots
         # (send_nowait()).
         self._futures: deque[Any] = deque()
-        self._read_task: asyncio.Task | None = None
-        self._closing: asyncio.Task | None = None  # the read task close() cancelled
+        # One timer for the _Answer slots' deadlines, due at the oldest one's (a timer per
+        # request would cost more than the rest of its way out).
+        self._timer: asyncio.TimerHandle | None = None
         # SASL: each login uses a fresh() copy of this mechanism.
         self.sasl = sasl
         self.sasl_result: SaslResult | None = None
@@ -129,17 +186,13 @@ class AsyncBrokerConnection:
         #: KIP-368 re-authentications that succeeded on this connection.
         self.reauthentications = 0
 
-    @property
-    def name(self) -> str:
-        return broker_name(self.host, self.port, self.node_id)
-
     def __repr__(self) -> str:
         return f"<AsyncBrokerConnection {self.name} {'ready' if self.ready else 'not ready'}>"
 
     async def connect(self, timeout: float) -> None:
         """Connect (TCP, TLS), negotiate API versions and log in (SASL) within ``timeout``
         seconds, or raise a KafkaConnectionError subclass (or a SASL error) saying why."""
-        loop = asyncio.get_running_loop()
+        self._loop = loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         try:
             sock = await asyncio.wait_for(self._tcp_connect(), timeout)
@@ -162,9 +215,10 @@ class AsyncBrokerConnection:
         # The TLS handshake apart from the TCP connect, so that its failures and its timeout
         # are named as the sync shell names them.
         ctx = self.ssl_context
+        self._inbox = bytearray()  # the setup reads first
         try:
-            self._reader, self._writer = await asyncio.wait_for(asyncio.open_connection(
-                sock=sock, ssl=ctx, server_hostname=self.host if ctx is not None else None),
+            self._transport, self._stream = await asyncio.wait_for(loop.create_connection(
+                lambda: _Stream(self), sock=sock, ssl=ctx, server_hostname=self.host if ctx is not None else None),
                 max(0.0, deadline - loop.time()))
         except asyncio.TimeoutError:
             sock.close()
@@ -178,11 +232,12 @@ class AsyncBrokerConnection:
             sock.close()
             raise tls.wrap_error(exc, name=self.name, host=self.host, port=self.port) from None
         self.protocol = Connection(self.client_id, version_overrides=self.version_overrides)
+        self._versions = {}
         await self._run_setup(ConnectionSetup(self.protocol, self.sasl, self.name, self.host, self.port),
                               deadline, timeout)
         self.ready = True
         self.setups += 1
-        self._read_task = asyncio.ensure_future(self._read_loop())
+        self._read_answers()
 
     async def _tcp_connect(self) -> socket.socket:
         """A connected non-blocking socket to the first of the host's addresses that
@@ -205,19 +260,18 @@ class AsyncBrokerConnection:
         raise error
 
     async def _run_setup(self, setup: ConnectionSetup, deadline: float, budget: float) -> None:
-        """Drive ``setup`` (protocol/setup.py) over the open stream by ``deadline`` (loop
-        time; ``budget`` seconds in all, for the message), the read loop not running: after
-        SaslHandshake v0 the broker's tokens are raw, outside Kafka's framing.  Closes the
-        connection and raises the typed error when the setup fails."""
-        assert self._reader is not None
+        """Drive ``setup`` (protocol/setup.py) over the open connection by ``deadline``
+        (loop time; ``budget`` seconds in all, for the message), its bytes read from the
+        inbox, not framed: after SaslHandshake v0 the broker's tokens are raw, outside
+        Kafka's framing.  Closes the connection and raises the typed error when the setup
+        fails."""
         loop = asyncio.get_running_loop()
-        reader = self._reader
         try:
             self._write(setup.start())
             while not setup.done:
                 cause: OSError | None = None
                 try:
-                    data = await asyncio.wait_for(reader.read(1 << 16), max(0.0, deadline - loop.time()))
+                    data = await asyncio.wait_for(self._inbox_read(), max(0.0, deadline - loop.time()))
                 except asyncio.TimeoutError:
                     raise setup.timeout_error(budget) from None
                 except OSError as exc:  # SSLError included; e.g. reset by a broker refusing the login
@@ -238,6 +292,83 @@ class AsyncBrokerConnection:
         if setup.result is not None:
             self.sasl_result = setup.result
             self._reauth_at = setup.reauthenticate_at(loop.time(), random.random())
+
+    async def _inbox_read(self) -> bytes:
+        """The bytes read since the last call, waiting for some; b"" once the broker
+        closed the connection (its error raised, when there was one)."""
+        inbox = self._inbox
+        assert inbox is not None and self._stream is not None
+        while not inbox:
+            lost = self._stream.lost
+            if lost.done():
+                exc = lost.result()
+                if exc is None:
+                    return b""
+                raise exc if isinstance(exc, OSError) else OSError(str(exc))
+            self._inbox_waiter = waiter = asyncio.get_running_loop().create_future()
+            try:
+                await waiter
+            finally:
+                self._inbox_waiter = None
+        data = bytes(inbox)
+        inbox.clear()
+        return data
+
+    def _read_answers(self) -> None:
+        """After a setup: frame what is read from now on (anything already read first)."""
+        inbox, self._inbox = self._inbox, None
+        if inbox:
+            self._received(bytes(inbox), len(inbox))
+        stream = self._stream
+        if stream is not None and stream.lost.done():
+            self._lost(stream.lost.result())
+
+    def _received(self, data: bytes | None, nbytes: int) -> None:
+        """What the transport read: ``data``, or ``nbytes`` written into the view
+        Connection.receive_buffer() gave.  Each answer completed goes to its waiter now."""
+        inbox = self._inbox
+        if inbox is not None:
+            inbox += data  # type: ignore[operator]  # setup lends no frame buffer
+            waiter = self._inbox_waiter
+            if waiter is not None and not waiter.done():
+                waiter.set_result(None)
+            return
+        protocol = self.protocol
+        if not self.ready or protocol is None:
+            return  # closed: what still arrives is dropped
+        try:
+            events = protocol.receive_data(data) if data is not None else protocol.received_into(nbytes)
+        except ProtocolError as exc:
+            self.close(ConnectionClosedError(
+                f"{self.name} sent bytes kafkawire cannot follow: {exc}", host=self.host, port=self.port))
+            return
+        futures = self._futures
+        for event in events:
+            if not futures:
+                break  # an answer's callback closed the connection
+            fut = futures.popleft()
+            if not fut.done():
+                fut.set_result(event.response)
+
+    def _lost(self, exc: BaseException | None) -> None:
+        if self._inbox is not None:  # a setup step reading: it sees the end (_inbox_read)
+            waiter = self._inbox_waiter
+            if waiter is not None and not waiter.done():
+                waiter.set_result(None)
+            return
+        if self.ready:
+            self.close(ConnectionClosedError(
+                f"{self.name} closed the connection with {len(self._futures)} request(s) in flight"
+                if exc is None else f"connection to {self.name} failed: {exc}", host=self.host, port=self.port))
+
+    def version_for(self, api: Any) -> int:
+        """``protocol.version_for(api)``, kept once known: a connection's versions are
+        negotiated once (the producer asks on every request)."""
+        version = self._versions.get(api)
+        if version is None:
+            assert self.protocol is not None
+            version = self._versions[api] = self.protocol.version_for(api)
+        return version
 
     async def request(self, api: Any, request: Any, version: int | None = None, *,
                       timeout: float | None = None, wait: float | None = None,
@@ -271,38 +402,54 @@ class AsyncBrokerConnection:
         return await self._exchange(frame, self.request_timeout if timeout is None else timeout)
 
     def send_nowait(self, api: Any, request: Any, version: int | None = None, *,
-                    expects_response: bool = True,
-                    on_answer: Callable[[Any, BaseException | None], Any]) -> bool:
-        """Write ``request`` now, without awaiting anything; ``on_answer(response, None)``
-        or ``on_answer(None, error)`` is called from the reading task as soon as the
-        answer is read (no future, no turn of the event loop in between; soon, with
-        None, when ``expects_response`` is False).  False, and nothing written, when it
-        has to take :meth:`request` (not connected, or a KIP-368 re-login due).  The
-        answer is due within request_timeout; a late one closes the connection, as in
-        :meth:`request`.  The producer's per-request path."""
-        loop = asyncio.get_running_loop()
-        if (not self.ready or self.protocol is None or self._reauth is not None
-                or (self._reauth_at is not None and loop.time() >= self._reauth_at)):
+                    expects_response: bool = True, on_answer: Callable[..., Any], args: tuple = ()) -> bool:
+        """Write ``request`` now, without awaiting anything; ``on_answer(*args, response,
+        None)`` or ``on_answer(*args, None, error)`` is called as soon as the answer is
+        read, from the transport's read callback (no future, no turn of the event loop
+        in between; soon, with None, when ``expects_response`` is False).  False, and
+        nothing written, when it has to take :meth:`request` (not connected, or a
+        KIP-368 re-login due).  The answer is due within request_timeout; a late one
+        closes the connection, as in :meth:`request`.  The producer's per-request path."""
+        loop = self._loop
+        if not self.ready or self._reauth is not None or loop is None:
             return False
+        now = loop.time()
+        if self._reauth_at is not None and now >= self._reauth_at:
+            return False
+        protocol = self.protocol
+        assert protocol is not None and self._transport is not None
         if api is _PRODUCE and expects_response and version is not None:
-            chunks = self.protocol.send_produce(request, version)  # the checks send() makes, spared
+            chunks = protocol.send_produce(request, version)  # the checks send() makes, spared
         else:
-            _cid, chunks = self.protocol.send(api, request, version, expects_response=expects_response)
+            _cid, chunks = protocol.send(api, request, version, expects_response=expects_response)
         if not expects_response:
-            self._write(chunks)
-            loop.call_soon(on_answer, None, None)
+            self._transport.writelines(chunks)
+            loop.call_soon(on_answer, *args, None, None)
             return True
-        slot = _Answer(on_answer)
-        self._futures.append(slot)
-        self._write(chunks)
-        slot.timer = loop.call_later(self.request_timeout, self._answer_late, slot)
+        # Written first, the bookkeeping after: the answer cannot be read before this
+        # returns to the loop, and the broker is at work meanwhile.
+        self._transport.writelines(chunks)  # buffered whole by the transport: never half-sent
+        due = now + self.request_timeout
+        self._futures.append(_Answer(on_answer, args, due))
+        if self._timer is None:
+            self._timer = loop.call_at(due, self._check_late)
         return True
 
-    def _answer_late(self, slot: _Answer) -> None:
-        if not slot.done():
-            self.close(RequestTimeoutError(
-                f"{self.name} did not answer a request within {self.request_timeout:g}s; the "
-                f"connection was closed", host=self.host, port=self.port))
+    def _check_late(self) -> None:
+        """The answer timer: close the connection if the oldest send_nowait() answer
+        still awaited is past its due time, else wait for that one's."""
+        self._timer = None
+        if not self.ready or self._loop is None:
+            return
+        for slot in self._futures:
+            if type(slot) is _Answer and not slot.done():
+                if slot.due > self._loop.time():
+                    self._timer = self._loop.call_at(slot.due, self._check_late)
+                    return
+                self.close(RequestTimeoutError(
+                    f"{self.name} did not answer a request within {self.request_timeout:g}s; the "
+                    f"connection was closed", host=self.host, port=self.port))
+                return
 
     async def _reauthenticate(self) -> None:
         """KIP-368: log in again once the requests in flight are answered (one login for
@@ -320,23 +467,23 @@ class AsyncBrokerConnection:
                     if loop.time() >= deadline:
                         break
                 if self.ready and self.protocol is not None:
-                    task, self._read_task = self._read_task, None
-                    if task is not None:  # idle in read(): cancelling it leaves any bytes in the reader
-                        task.cancel()
-                        await asyncio.wait([task])
-                    await self._run_setup(ConnectionSetup(self.protocol, self.sasl, self.name, self.host,
-                                                          self.port, login_only=True),
-                                          deadline, self.request_timeout)
+                    # Nothing in flight: the login's bytes go to the inbox, unframed.
+                    self._inbox = bytearray()
+                    try:
+                        await self._run_setup(ConnectionSetup(self.protocol, self.sasl, self.name, self.host,
+                                                              self.port, login_only=True),
+                                              deadline, self.request_timeout)
+                    finally:
+                        self._read_answers()
                     self.reauthentications += 1
-                    self._read_task = asyncio.ensure_future(self._read_loop())
 
             self._reauth = asyncio.ensure_future(login())
             self._reauth.add_done_callback(lambda t: setattr(self, "_reauth", None))
         await asyncio.shield(self._reauth)
 
     def _write(self, chunks: list[Any]) -> None:
-        assert self._writer is not None
-        self._writer.writelines(chunks)  # buffered whole by the transport: never half-sent
+        assert self._transport is not None
+        self._transport.writelines(chunks)  # buffered whole by the transport: never half-sent
 
     async def _exchange(self, frame: tuple[int, list[Any]], timeout: float) -> Any:
         fut = asyncio.get_running_loop().create_future()
@@ -351,28 +498,6 @@ class AsyncBrokerConnection:
                 host=self.host, port=self.port)
             self.close(err)
             raise err from None
-
-    async def _read_loop(self) -> None:
-        assert self._reader is not None and self.protocol is not None
-        try:
-            while True:
-                data = await self._reader.read(1 << 18)
-                if not data:
-                    raise ConnectionClosedError(
-                        f"{self.name} closed the connection with {len(self._futures)} request(s) in flight",
-                        host=self.host, port=self.port)
-                for event in self.protocol.receive_data(data):
-                    fut = self._futures.popleft()
-                    if not fut.done():
-                        fut.set_result(event.response)
-        except asyncio.CancelledError:
-            raise
-        except ProtocolError as exc:
-            self.close(ConnectionClosedError(
-                f"{self.name} sent bytes kafkawire cannot follow: {exc}", host=self.host, port=self.port))
-        except (OSError, KafkaConnectionError) as exc:
-            self.close(exc if isinstance(exc, KafkaConnectionError) else ConnectionClosedError(
-                f"connection to {self.name} failed: {exc}", host=self.host, port=self.port))
 
     def _setup_closed_error(self, exc: BaseException | None, setup: ConnectionSetup) -> KafkaConnectionError | None:
         """The TLS error for a connection that ended during setup before the broker sent a
@@ -389,9 +514,9 @@ class AsyncBrokerConnection:
         sends no FIN) nor its TLS session (no close_notify), nor the event loop: it is the
         parent's, its epoll instance and self-pipe are shared with the parent, and
         nothing may be scheduled on it from here."""
-        writer, self._writer, self._reader = self._writer, None, None
-        if writer is not None:
-            sock = writer.transport.get_extra_info("socket")
+        transport, self._transport, self._stream = self._transport, None, None
+        if transport is not None:
+            sock = transport.get_extra_info("socket")
             raw = getattr(sock, "_sock", sock)  # asyncio's TransportSocket wraps the socket
             try:
                 fd = raw.detach()  # the socket object forgets it: no second close later
@@ -403,30 +528,29 @@ class AsyncBrokerConnection:
         self.protocol = None
         self.last_error = error
         self._futures = deque()  # the old loop's futures: never resolved from the child
-        self._read_task = None
-        self._closing = None
+        self._timer = None
+        self._loop = None
 
     def close(self, error: BaseException | None = None) -> None:
         """Close the connection; every request in flight fails with ``error``."""
         self.ready = False
         self.last_error = error or ConnectionClosedError(f"{self.name} was closed", host=self.host,
                                                          port=self.port)
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         while self._futures:
             fut = self._futures.popleft()
             if not fut.done():
                 fut.set_exception(self.last_error)
                 fut.exception()  # a waiter (if any) still sees it; no "never retrieved" noise
-        if self._writer is not None:
-            self._writer.close()
-            self._writer = None
-        task, self._read_task = self._read_task, None
-        if task is not None and task is not asyncio.current_task():
-            task.cancel()
-            self._closing = task
+        transport, self._transport = self._transport, None
+        if transport is not None:
+            transport.close()
 
     async def aclose(self) -> None:
-        """close(), then wait (briefly) for the reading task to end: no task outlives it."""
+        """close(), then wait (briefly) for the transport to let go of the socket."""
         self.close()
-        task, self._closing = self._closing, None
-        if task is not None:
-            await asyncio.wait([task], timeout=1.0)
+        stream = self._stream
+        if stream is not None and not stream.lost.done():
+            await asyncio.wait([stream.lost], timeout=1.0)

@@ -114,6 +114,8 @@ class AsyncProducer:
         # record, started and not closing.
         self._fast = False  # set by start()
         self._linger = c.linger_ms / 1000
+        self._expects_answer = c.acks != 0
+        self._max_in_flight = c.max_in_flight_requests_per_connection
         # The sender task sleeps on _wake_fut until its next timer or a _kick(); _kicked
         # keeps a kick that came while it was busy.
         self._wake_fut: asyncio.Future | None = None
@@ -138,8 +140,8 @@ class AsyncProducer:
     def _new_future() -> asyncio.Future:
         return asyncio.get_running_loop().create_future()
 
-    @staticmethod
-    def _now() -> float:
+    def _now(self) -> float:
+        # start() binds the loop's own clock here instead: one call, no loop lookup.
         return asyncio.get_running_loop().time()
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -151,6 +153,7 @@ class AsyncProducer:
                 raise ClientClosedError("the producer is closed")
             c = self.config
             await self.cluster.bootstrap(c.max_block_ms / 1000 if timeout is None else timeout)
+            self._now = asyncio.get_running_loop().time  # type: ignore[method-assign]
             self._space = asyncio.Event()
             self._sender = asyncio.ensure_future(self._run())
             self._fast = (c.key_serializer is None and c.value_serializer is None and self._txn is None
@@ -271,37 +274,41 @@ class AsyncProducer:
                     headers: Any) -> AsyncRecordFuture:
         if self._closing:
             raise ClientClosedError("send() after close(): the producer is closed")
-        self.cluster.check_fork()
+        cluster = self.cluster
+        if cluster.forked:
+            cluster.check_fork()
         if self._sender is None:
             await self.start()
-        c = self.config
-        key, value, headers, timestamp, size = self._acc.prepare(key, value, headers, timestamp,
-                                                                 time.time_ns() // 1_000_000)
+        acc = self._acc
+        key, value, headers, timestamp, size = acc.prepare(key, value, headers, timestamp,
+                                                           time.time_ns() // 1_000_000)
         sticky = False
+        meta = cluster.meta
         if partition is None:
             n = await self._num_partitions(topic)
             self._remember_count(topic)
-            partition, sticky = choose_partition(topic, key, n, c.partitioner, self._sticky)
+            partition, sticky = choose_partition(topic, key, n, self.config.partitioner, self._sticky)
         else:
-            partition = check_partition(partition)
-            n = self._counts.get(topic) if self._counts_at == self.cluster.meta.last_refresh else None
+            if type(partition) is not int or partition < 0:
+                partition = check_partition(partition)
+            n = self._counts.get(topic) if self._counts_at == meta.last_refresh else None
             if n is None or partition >= n:  # else the partition exists as of the latest answer
                 await self._check_partition(topic, partition)
                 self._remember_count(topic)
-        self.cluster.meta.interest.add(topic)
+        meta.interest.add(topic)
         record = (key, value, timestamp, headers) if headers else (key, value, timestamp)
         tp = (topic, partition)
-        acc = self._acc
         reserve = acc.admit(tp, size)
-        if reserve:
+        if reserve and not acc.has_room(reserve):
             await self._wait_for_room(reserve)
-        batch, index, made, closed = acc.append(tp, record, size, reserve, self._now())
+        now = self._now()
+        batch, index, made, closed = acc.append(tp, record, size, reserve, now)
         if closed or (made and self._linger == 0):
             if sticky:
                 self._sticky.batch_done(topic, partition, await self._num_partitions(topic))
             # Written here and now, not on the sender task's next turn (issue 23): what
             # this pass cannot send is the sender's.
-            if self._dispatch(self._now())[1]:
+            if self._dispatch(now)[1]:
                 self._kick()
         elif made:
             self._kick()  # the sender's wait may end after this batch's linger
@@ -470,8 +477,8 @@ class AsyncProducer:
                 wait = min(wait, 0.05)
                 left = True
                 continue
-            while batches and self._in_flight.get(node, 0) < self.config.max_in_flight_requests_per_connection:
-                batches = self._send_produce(node, conn, batches)
+            while batches and self._in_flight.get(node, 0) < self._max_in_flight:
+                batches = self._send_produce(node, conn, batches, now)
             left = left or bool(batches)
         return wait, left
 
@@ -517,31 +524,32 @@ class AsyncProducer:
 
         self._connecting[node] = asyncio.ensure_future(connect())
 
-    def _send_produce(self, node: int, conn: Any, batches: list[Batch]) -> list[Batch]:
+    def _send_produce(self, node: int, conn: Any, batches: list[Batch], now: float) -> list[Batch]:
         try:
-            version = conn.protocol.version_for(PRODUCE)
+            version = conn.version_for(PRODUCE)
         except Exception as exc:  # noqa: BLE001 - no version in common: every batch fails
             for b in batches:
                 self._acc.dequeue(b)
                 self._complete(b, exc)
             return []
-        request, sent, rest, failed = self._acc.produce_request(batches, version, self._now())
+        request, sent, rest, failed = self._acc.produce_request(batches, version, now)
         for b, exc in failed:
             self._acc.dequeue(b)
             self._complete(b, exc)
         if request is not None:
             self._in_flight[node] = self._in_flight.get(node, 0) + 1
             self._batches_in_flight += len(sent)
-            # Written now, its answer handed to _settle by the reading task (no task, no
-            # future per request); a connection re-authenticating takes the awaited way.
-            if not conn.send_nowait(PRODUCE, request, version, expects_response=self.config.acks != 0,
-                                    on_answer=lambda resp, exc: self._settle(node, conn, sent, resp, exc)):
+            # Written now, its answer handed to _settle from the transport's read callback
+            # (no task, no future per request); a connection re-authenticating takes the
+            # awaited way.
+            if not conn.send_nowait(PRODUCE, request, version, expects_response=self._expects_answer,
+                                    on_answer=self._settle, args=(node, conn, sent)):
                 self._spawn(self._exchange(node, conn, request, version, sent))
         return rest
 
     async def _exchange(self, node: int, conn: Any, request: Any, version: int, sent: list[Batch]) -> None:
         try:
-            resp = await conn.request(PRODUCE, request, version, expects_response=self.config.acks != 0)
+            resp = await conn.request(PRODUCE, request, version, expects_response=self._expects_answer)
         except (KafkaConnectionError, KafkaTimeoutError) as exc:
             self._settle(node, conn, sent, None, exc)
             return
