@@ -239,7 +239,7 @@ class BrokerConnection:
         self.state = DISCONNECTED
         self.sock: socket.socket | None = None
         self.protocol: Connection | None = None
-        self._out: deque[memoryview] = deque()
+        self._out: deque[bytes | memoryview] = deque()
         self._futures: deque[Future] = deque()
         # (deadline, future) in send order; the oldest expires first.
         self._deadlines: deque[tuple[float, Future]] = deque()
@@ -481,8 +481,10 @@ class BrokerConnection:
         self._write(setup.start())
 
     def _write(self, chunks: list[Any]) -> None:
+        out = self._out
         for c in chunks:
-            self._out.append(memoryview(c).cast("B"))
+            # bytes as they are (their len() is their size); anything else as a flat view
+            out.append(c if type(c) is bytes else memoryview(c).cast("B"))
         self._flush()
 
     def _feed_login(self, data: bytes) -> None:
@@ -620,12 +622,10 @@ class BrokerConnection:
         if fut is None:
             fut = Future(self.poller.poll)
         _cid, chunks = make()
-        for c in chunks:
-            self._out.append(memoryview(c).cast("B"))
-        if expects_response:
+        if expects_response:  # listed first: a failed write fails it with the connection
             self._futures.append(fut)
             self._deadlines.append((deadline, fut))
-        self._flush()
+        self._write(chunks)
         if not expects_response:
             if self.state == READY:
                 fut.set_result(None)
@@ -657,7 +657,7 @@ class BrokerConnection:
                         sent -= len(head)
                         out.popleft()
                     else:
-                        out[0] = head[sent:]
+                        out[0] = memoryview(head)[sent:]  # no copy of a large bytes' rest
                         sent = 0
         except (BlockingIOError, ssl.SSLWantWriteError, ssl.SSLWantReadError):
             pass

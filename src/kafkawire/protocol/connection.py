@@ -181,6 +181,8 @@ class Connection:
         self._error: ProtocolError | None = None
         #: api key -> (min_version, max_version) from the broker's ApiVersions answer.
         self.broker_versions: dict[int, tuple[int, int]] | None = None
+        # (the broker_versions it was made from, {api ref: version}): version_for's answers.
+        self._chosen: tuple[Any, dict[Any, int]] = (None, {})
         #: feature name -> the cluster's finalized level, from ApiVersions v3+ (KIP-584):
         #: e.g. transaction.version, which decides the EndTxn version a producer may use.
         self.finalized_features: dict[str, int] = {}
@@ -218,8 +220,18 @@ class Connection:
 
     def version_for(self, api: ApiRef) -> int:
         """The version to use for ``api``: its override, else the highest both sides speak."""
-        api = _resolve(api)
         ranges = self.broker_versions
+        chosen = self._chosen
+        if chosen[0] is ranges and ranges is not None:
+            version = chosen[1].get(api)
+            if version is not None:
+                return version  # a producer asks once per Produce request
+        else:
+            chosen = self._chosen = (ranges, {})
+        version = chosen[1][api] = self._choose_version(_resolve(api), ranges)
+        return version
+
+    def _choose_version(self, api: Api, ranges: dict[int, tuple[int, int]] | None) -> int:
         override = self._overrides.get(api.key)
         if override is not None:
             # A broker that sent no ranges gives nothing to check an override against.
