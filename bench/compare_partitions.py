@@ -15,17 +15,25 @@ interleaved rounds, the order alternating; the table shows medians):
   has one topic, warmed up before the rounds and written by every client in every round
   (the records each run added are counted from the topic's end offsets).  Warmed up, because
   on a fresh topic Kafka's first index entry in each partition (written once a segment holds
-  ``log.index.interval.bytes``, 4,096) costs the broker about 4 ms a partition here: a
+  ``log.index.interval.bytes``, 4,096) costs the broker about 4 ms a partition on disk: a
   request that reaches that point in 900 partitions waited 4.4 s, its handler thread in
   LogSegment.append, and whichever client wrote first paid it (100,000 records took 2-34 s
   on fresh topics, 0.1-1.1 s on warmed ones).  The warm-up, from a short-lived producer of
   its own, writes each partition a record larger than that interval and then a small one,
   whose append writes the entry; both acknowledged.
 
+The broker keeps its logs in memory (a directory on /dev/shm; ``--logs-on-disk`` for the
+machine's disk): there, even on warmed topics, the first produce runs after the consumed
+topic was filled took 4.6-6.0 s instead of 0.1-0.6 s in both full runs, one Produce request
+waiting 4.4 s on the broker, always on the client that goes first in round 1 (not seen
+without the fill: warmed topics left 40 s, then written, took 0.2-1.1 s).  In memory, even
+fresh topics take 0.2-0.8 s from the first run.
+
 Run with:
 
     .venv/bin/python bench/compare_partitions.py [--quick] [--partitions 1000] [--records N]
-        [--rounds R] [--idle-seconds S] [--rate RATE] [--baseline SRC] [--markdown PATH] [--json PATH]
+        [--rounds R] [--idle-seconds S] [--rate RATE] [--baseline SRC] [--logs-on-disk]
+        [--markdown PATH] [--json PATH]
 
 ``--baseline SRC`` adds a third client, "kafkawire-base": kafkawire imported from the
 source directory SRC (another checkout's ``src``, its extensions built), for a before/after.
@@ -41,8 +49,10 @@ import os
 import platform
 import resource
 import statistics
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 
@@ -347,12 +357,25 @@ def fill(bootstrap: str, topic: str, partitions: int, records: int) -> int:
 
 
 def run(args: argparse.Namespace) -> dict:
+    """The rounds, on a broker whose logs are in memory unless --logs-on-disk (or no
+    /dev/shm to write to)."""
+    memory = not args.logs_on_disk and os.access("/dev/shm", os.W_OK)
+    storage = tempfile.mkdtemp(prefix="kafkawire-bench-", dir="/dev/shm") if memory else None
+    args.storage = "in memory (tmpfs)" if memory else "on disk"
+    try:
+        return run_on(args, {"num.partitions": 1, **({"log.dirs": storage} if storage else {})})
+    finally:
+        if storage:
+            shutil.rmtree(storage, ignore_errors=True)
+
+
+def run_on(args: argparse.Namespace, broker_config: dict) -> dict:
     from kafkawire import Admin, Consumer
     from kafkawire.testing import KafkaCluster
 
     results: dict = {}
     n = args.partitions
-    with KafkaCluster(1, broker_config={"num.partitions": 1}) as broker:
+    with KafkaCluster(1, broker_config=broker_config) as broker:
         bs = broker.bootstrap
         print(f"Kafka on {bs}", file=sys.stderr, flush=True)
         admin = Admin(bootstrap_servers=bs)
@@ -457,8 +480,9 @@ def report(results: dict, args: argparse.Namespace) -> tuple[str, dict]:
         f"# {args.partitions:,} partitions: kafkawire against confluent-kafka",
         "",
         f"CPython {platform.python_version()} on {platform.machine()}, {os.cpu_count()} CPUs; codec "
-        f"{codec.IMPLEMENTATION}; one Apache Kafka node on loopback; topics of {args.partitions:,} "
-        f"partitions, {args.records:,} records of 100-byte values; the idle case has "
+        f"{codec.IMPLEMENTATION}; one Apache Kafka node on loopback, its logs {args.storage}; "
+        f"topics of {args.partitions:,} partitions, {args.records:,} records of 100-byte values; "
+        f"the idle case has "
         f"{args.rate:,.0f} records/s arriving in 10 of the partitions for {args.idle_seconds:.0f} s; "
         f"the consumed topic held {args.held:,} records (sends, warm-up records and any duplicates "
         f"the producer wrote); each produce case writes to one topic warmed up before the rounds "
@@ -488,6 +512,8 @@ def main() -> None:
     parser.add_argument("--idle-seconds", type=float, default=None, help="length of the idle case (10)")
     parser.add_argument("--rate", type=float, default=2000.0, help="records/s arriving in the idle case")
     parser.add_argument("--baseline", metavar="SRC", help="also run kafkawire imported from SRC")
+    parser.add_argument("--logs-on-disk", action="store_true",
+                        help="keep the broker's logs on disk, not in memory (/dev/shm)")
     parser.add_argument("--quick", action="store_true", help="100,000 records, 2 rounds, 6 s idle")
     parser.add_argument("--markdown", metavar="PATH", default=os.path.join(HERE, "results", "partitions.md"))
     parser.add_argument("--json", metavar="PATH", help="also write {ratio name: ratio} to PATH")
