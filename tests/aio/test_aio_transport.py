@@ -29,6 +29,19 @@ def _topic(bootstrap: str, prefix: str) -> str:
     return name
 
 
+def _stop(pid: int) -> None:
+    """SIGSTOP the broker this test started, and wait until it is stopped (the signal
+    is delivered asynchronously)."""
+    os.kill(pid, signal.SIGSTOP)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        with open(f"/proc/{pid}/stat") as f:
+            if f.read().rsplit(")", 1)[1].split()[0] in ("T", "t"):
+                return
+        time.sleep(0.01)
+    raise AssertionError(f"process {pid} did not stop")
+
+
 def _ready_connection(producer: AsyncProducer):
     (conn,) = [c for c in producer.cluster._conns.values() if c.ready]
     return conn
@@ -92,7 +105,7 @@ def test_an_unanswered_request_closes_the_connection_at_request_timeout(tansu_br
                                  socket_connection_setup_timeout_ms=1000) as p:
             await (await p.send(topic, b"before", partition=0))
             conn = _ready_connection(p)
-            os.kill(broker.pid, signal.SIGSTOP)  # the broker's own process (this test started it)
+            _stop(broker.pid)
             try:
                 start = time.monotonic()
                 fut = await p.send(topic, b"after", partition=0)
@@ -121,7 +134,7 @@ def test_a_broker_gone_fails_the_requests_in_flight_at_once(tansu_broker_factory
         try:
             await (await p.send(topic, b"before", partition=0))
             conn = _ready_connection(p)
-            os.kill(broker.pid, signal.SIGSTOP)  # the request below stays in flight
+            _stop(broker.pid)  # the request below stays in flight
             fut = await p.send(topic, b"after", partition=0)
             await asyncio.sleep(0.2)
             assert conn.ready

@@ -61,19 +61,21 @@ __all__ = ["AsyncBrokerConnection"]
 
 
 class _Answer:
-    """The place of a send_nowait() request among the answers awaited: as a future for
-    the framing and close() (done, set_result, set_exception, exception), but the answer
-    goes straight to ``on_answer(*args, response, error)``.  ``due``: the loop time by
-    which it must be in."""
+    """The place of a request among the answers awaited, for the framing and close()
+    (done, set_result, set_exception): the answer goes straight to ``on_answer(*args,
+    response, error)``, a send_nowait() caller's callback or, for request(), _fill with
+    the future its caller awaits.  It is due by ``due`` (loop time), ``timeout`` seconds
+    after it was sent."""
 
-    __slots__ = ("_on_answer", "_args", "_done", "_waiter", "due")
+    __slots__ = ("_on_answer", "_args", "_done", "_waiter", "due", "timeout")
 
-    def __init__(self, on_answer: Callable[..., Any], args: tuple, due: float):
+    def __init__(self, on_answer: Callable[..., Any], args: tuple, due: float, timeout: float):
         self._on_answer = on_answer
         self._args = args
         self._done = False
         self._waiter: asyncio.Future | None = None
         self.due = due
+        self.timeout = timeout
 
     def done(self) -> bool:
         return self._done
@@ -83,9 +85,6 @@ class _Answer:
 
     def set_exception(self, exc: BaseException) -> None:
         self._finish(None, exc)
-
-    def exception(self) -> None:
-        return None
 
     def waiter(self) -> asyncio.Future:
         """A future done with this answer (a re-login waits for the last one)."""
@@ -105,7 +104,18 @@ class _Answer:
             self._on_answer(*self._args, response, exc)
         except Exception as err:  # noqa: BLE001 - the other answers go on; the loop reports it
             asyncio.get_running_loop().call_exception_handler(
-                {"message": "a send_nowait() answer callback failed", "exception": err})
+                {"message": "an answer callback failed", "exception": err})
+
+
+def _fill(fut: asyncio.Future, response: Any, exc: BaseException | None) -> None:
+    """request()'s answer into the future its caller awaits (unless that caller gave up)."""
+    if fut.done():
+        return
+    if exc is None:
+        fut.set_result(response)
+    else:
+        fut.set_exception(exc)
+        fut.exception()  # the caller still sees it; no "never retrieved" noise without one
 
 
 class _Stream(asyncio.BufferedProtocol):
@@ -170,12 +180,12 @@ class AsyncBrokerConnection:
         # they come); a setup step waiting for more waits on _inbox_waiter.
         self._inbox: bytearray | None = None
         self._inbox_waiter: asyncio.Future | None = None
-        # The answers awaited, in request order: futures (request()) or _Answer slots
-        # (send_nowait()).
-        self._futures: deque[Any] = deque()
-        # One timer for the _Answer slots' deadlines, due at the oldest one's (a timer per
-        # request would cost more than the rest of its way out).
+        # The answers awaited, in request order.
+        self._answers: deque[_Answer] = deque()
+        # One timer for the answers' deadlines, at the earliest (a timer per request would
+        # cost more than the rest of its way out).
         self._timer: asyncio.TimerHandle | None = None
+        self._timer_at = 0.0
         # SASL: each login uses a fresh() copy of this mechanism.
         self.sasl = sasl
         self.sasl_result: SaslResult | None = None
@@ -342,13 +352,11 @@ class AsyncBrokerConnection:
             self.close(ConnectionClosedError(
                 f"{self.name} sent bytes kafkawire cannot follow: {exc}", host=self.host, port=self.port))
             return
-        futures = self._futures
+        answers = self._answers
         for event in events:
-            if not futures:
+            if not answers:
                 break  # an answer's callback closed the connection
-            fut = futures.popleft()
-            if not fut.done():
-                fut.set_result(event.response)
+            answers.popleft().set_result(event.response)
 
     def _lost(self, exc: BaseException | None) -> None:
         if self._inbox is not None:  # a setup step reading: it sees the end (_inbox_read)
@@ -358,7 +366,7 @@ class AsyncBrokerConnection:
             return
         if self.ready:
             self.close(ConnectionClosedError(
-                f"{self.name} closed the connection with {len(self._futures)} request(s) in flight"
+                f"{self.name} closed the connection with {len(self._answers)} request(s) in flight"
                 if exc is None else f"connection to {self.name} failed: {exc}", host=self.host, port=self.port))
 
     def version_for(self, api: Any) -> int:
@@ -429,27 +437,39 @@ class AsyncBrokerConnection:
         # Written first, the bookkeeping after: the answer cannot be read before this
         # returns to the loop, and the broker is at work meanwhile.
         self._transport.writelines(chunks)  # buffered whole by the transport: never half-sent
-        due = now + self.request_timeout
-        self._futures.append(_Answer(on_answer, args, due))
-        if self._timer is None:
-            self._timer = loop.call_at(due, self._check_late)
+        self._await(_Answer(on_answer, args, now + self.request_timeout, self.request_timeout))
         return True
 
+    def _await(self, slot: _Answer) -> None:
+        """``slot`` joins the answers awaited; the timer is brought forward to its due time
+        if it is the earliest."""
+        self._answers.append(slot)
+        if self._timer is None or slot.due < self._timer_at:
+            if self._timer is not None:
+                self._timer.cancel()
+            assert self._loop is not None
+            self._timer_at = slot.due
+            self._timer = self._loop.call_at(slot.due, self._check_late)
+
     def _check_late(self) -> None:
-        """The answer timer: close the connection if the oldest send_nowait() answer
-        still awaited is past its due time, else wait for that one's."""
+        """The answer timer: close the connection if an answer is past its due time,
+        else wait for the earliest one's."""
         self._timer = None
         if not self.ready or self._loop is None:
             return
-        for slot in self._futures:
-            if type(slot) is _Answer and not slot.done():
-                if slot.due > self._loop.time():
-                    self._timer = self._loop.call_at(slot.due, self._check_late)
-                    return
+        now = self._loop.time()
+        first = None
+        for slot in self._answers:
+            if slot.due <= now:
                 self.close(RequestTimeoutError(
-                    f"{self.name} did not answer a request within {self.request_timeout:g}s; the "
+                    f"{self.name} did not answer a request within {slot.timeout:g}s; the "
                     f"connection was closed", host=self.host, port=self.port))
                 return
+            if first is None or slot.due < first:
+                first = slot.due
+        if first is not None:
+            self._timer_at = first
+            self._timer = self._loop.call_at(first, self._check_late)
 
     async def _reauthenticate(self) -> None:
         """KIP-368: log in again once the requests in flight are answered (one login for
@@ -460,10 +480,8 @@ class AsyncBrokerConnection:
             async def login() -> None:
                 loop = asyncio.get_running_loop()
                 deadline = loop.time() + self.request_timeout
-                while self._futures and self.ready:  # answers come in order: wait for the last
-                    last = self._futures[-1]
-                    await asyncio.wait([last.waiter() if isinstance(last, _Answer) else last],
-                                       timeout=max(0.0, deadline - loop.time()))
+                while self._answers and self.ready:  # answers come in order: wait for the last
+                    await asyncio.wait([self._answers[-1].waiter()], timeout=max(0.0, deadline - loop.time()))
                     if loop.time() >= deadline:
                         break
                 if self.ready and self.protocol is not None:
@@ -486,18 +504,16 @@ class AsyncBrokerConnection:
         self._transport.writelines(chunks)  # buffered whole by the transport: never half-sent
 
     async def _exchange(self, frame: tuple[int, list[Any]], timeout: float) -> Any:
-        fut = asyncio.get_running_loop().create_future()
-        self._futures.append(fut)
+        # The answer is awaited directly: the framing fills the future (the connection's
+        # timer closes the connection, failing it, when the answer is late), no task or
+        # timer of its own.  A cancelled caller leaves its slot to take the answer and
+        # drop it.
+        loop = self._loop
+        assert loop is not None
+        fut = loop.create_future()
         self._write(frame[1])
-        try:
-            # shield: a cancelled caller must not cancel the slot its answer will fill.
-            return await asyncio.wait_for(asyncio.shield(fut), timeout)
-        except asyncio.TimeoutError:
-            err = RequestTimeoutError(
-                f"{self.name} did not answer a request within {timeout:g}s; the connection was closed",
-                host=self.host, port=self.port)
-            self.close(err)
-            raise err from None
+        self._await(_Answer(_fill, (fut,), loop.time() + timeout, timeout))
+        return await fut
 
     def _setup_closed_error(self, exc: BaseException | None, setup: ConnectionSetup) -> KafkaConnectionError | None:
         """The TLS error for a connection that ended during setup before the broker sent a
@@ -527,7 +543,7 @@ class AsyncBrokerConnection:
         self.ready = False
         self.protocol = None
         self.last_error = error
-        self._futures = deque()  # the old loop's futures: never resolved from the child
+        self._answers = deque()  # the old loop's answers: never settled from the child
         self._timer = None
         self._loop = None
 
@@ -539,11 +555,8 @@ class AsyncBrokerConnection:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        while self._futures:
-            fut = self._futures.popleft()
-            if not fut.done():
-                fut.set_exception(self.last_error)
-                fut.exception()  # a waiter (if any) still sees it; no "never retrieved" noise
+        while self._answers:
+            self._answers.popleft().set_exception(self.last_error)
         transport, self._transport = self._transport, None
         if transport is not None:
             transport.close()

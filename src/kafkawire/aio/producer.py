@@ -100,10 +100,9 @@ class AsyncProducer:
         self._sticky = StickyPartitioner()
         self._max_record_size = self._acc.max_record_size
         self._batch_size = self._acc.batch_size
-        # {topic: partition count} as of the Metadata answer applied at _counts_at (see
-        # send()): the Appender's sticky and murmur2 partitions for records sent without one.
-        self._counts: dict[str, int] = {}
-        self._counts_at = -1.0
+        # {topic: partition count} from the Metadata answers (the cluster's, updated in
+        # place): the Appender's sticky and murmur2 partitions for records sent without one.
+        self._counts = self.cluster.meta.partition_counts
         # send()'s one call (Appender.offer); no lock: one event loop thread.  A user's
         # partitioner runs only in _send().
         default = c.partitioner is None
@@ -238,32 +237,10 @@ class AsyncProducer:
         # headers, a partition (explicit, sticky or the key's) whose open batch has room,
         # no serializers.  Everything else takes _send().
         if self._fast:
-            if self._counts_at != self.cluster.meta.last_refresh:
-                self._refresh_counts()
             fut = self._offer(topic, value, key, partition, timestamp, headers)
             if fut is not None:
                 return fut
         return await self._send(topic, value, key, partition, timestamp, headers)
-
-    def _refresh_counts(self) -> None:
-        # A Metadata answer came in since the counts were taken: take them again, as
-        # _num_partitions would, for the topics sent to.
-        self._counts_at = self.cluster.meta.last_refresh
-        for topic in list(self._counts):
-            if not self._remember_count(topic):
-                del self._counts[topic]
-
-    def _remember_count(self, topic: str) -> bool:
-        # ``topic``'s partition count from the latest Metadata answer into _counts, if
-        # that answer is the one _counts is up to date with (else send() takes them all
-        # again first) and has it; whether it has.
-        meta = self.cluster.meta
-        t = meta.topics.get(topic)
-        if t is None or t.error_code != 0 or not t.partitions:
-            return False
-        if self._counts_at == meta.last_refresh:
-            self._counts[topic] = len(t.partitions)
-        return True
 
     def _sticky_partition(self, topic: str) -> int | None:
         # An unkeyed record's partition on the hot path (KIP-480), once the count is known.
@@ -286,15 +263,13 @@ class AsyncProducer:
         meta = cluster.meta
         if partition is None:
             n = await self._num_partitions(topic)
-            self._remember_count(topic)
             partition, sticky = choose_partition(topic, key, n, self.config.partitioner, self._sticky)
         else:
             if type(partition) is not int or partition < 0:
                 partition = check_partition(partition)
-            n = self._counts.get(topic) if self._counts_at == meta.last_refresh else None
+            n = self._counts.get(topic)
             if n is None or partition >= n:  # else the partition exists as of the latest answer
                 await self._check_partition(topic, partition)
-                self._remember_count(topic)
         meta.interest.add(topic)
         record = (key, value, timestamp, headers) if headers else (key, value, timestamp)
         tp = (topic, partition)
