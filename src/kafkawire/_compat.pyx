@@ -186,6 +186,8 @@ cdef Py_ssize_t _V2_HEADER_AND_OVERHEAD = 61 + 21
 
 cdef extern from "Python.h":
     long long PyLong_AsLongLongAndOverflow(object o, int* overflow) except? -1
+    int PyGC_Enable()
+    int PyGC_Disable()
 
 
 cdef class DefaultRecordMetadata:
@@ -313,19 +315,217 @@ def resolve_aiokafka_futures(list msg_futures, md_type, topic, partition, tp, ba
     cdef Py_ssize_t i, n = PyList_GET_SIZE(msg_futures)
     cdef PyTypeObject *t = <PyTypeObject*>md_type
     cdef object pair, future, metadata, md
-    for i in range(n):
-        pair = <object>PyList_GET_ITEM(msg_futures, i)
-        future, metadata = pair
-        if future.done():
-            continue
-        if timestamp == -1:
-            timestamp = metadata.timestamp
-        md = PyType_GenericAlloc(t, 7)
-        _put(md, 0, topic)
-        _put(md, 1, partition)
-        _put(md, 2, tp)
-        _put(md, 3, base_offset + metadata.offset)
-        _put(md, 4, timestamp)
-        _put(md, 5, timestamp_type)
-        _put(md, 6, log_start_offset)
-        future.set_result(md)
+    # The collector paused, as the record factories do: the RecordMetadata made here die
+    # with the batch's futures, right after, so a collection now would only walk (and
+    # promote) the batch's futures and tuples.
+    cdef bint gc_was_enabled = PyGC_Disable()
+    try:
+        for i in range(n):
+            pair = <object>PyList_GET_ITEM(msg_futures, i)
+            future, metadata = pair
+            if future.done():
+                continue
+            if timestamp == -1:
+                timestamp = metadata.timestamp
+            md = PyType_GenericAlloc(t, 7)
+            _put(md, 0, topic)
+            _put(md, 1, partition)
+            _put(md, 2, tp)
+            _put(md, 3, base_offset + metadata.offset)
+            _put(md, 4, timestamp)
+            _put(md, 5, timestamp_type)
+            _put(md, 6, log_start_offset)
+            future.set_result(md)
+    finally:
+        if gc_was_enabled:
+            PyGC_Enable()
+
+
+# ---- aiokafka's producer: send() for a record that goes into its partition's open batch --
+#
+# AIOKafkaProducer.send as one compiled coroutine for the common case, the same steps with
+# the same objects as kafkawire.compat.aiokafka's pure-Python _send (see there): what is
+# not that case goes to aiokafka's own send (before a serializer or the partitioner ran)
+# or to its accumulator's add_message.  configure_aiokafka_send hands over aiokafka's
+# classes, so this module imports without aiokafka.
+
+cimport cython
+from cpython.dict cimport PyDict_GetItemWithError
+
+cdef extern from "Python.h":
+    unsigned long PyThread_get_thread_ident()
+    object PyObject_Vectorcall(object callable, PyObject** args, size_t nargsf, object kwnames)
+
+cdef object _aio_original_send = None    # aiokafka's own AIOKafkaProducer.send
+cdef object _aio_message_batch = None    # MessageBatch, BatchBuilder: a producer's own
+cdef object _aio_batch_builder = None
+cdef object _aio_topic_partition = None
+cdef object _aio_illegal_operation = None
+cdef object _aio_log = None              # aiokafka.producer.producer's logger
+cdef dict _aio_producer_ns = None        # that module's namespace (its record builder)
+cdef object _aio_estimators = frozenset()  # builders whose estimate is computed here
+cdef object _aio_future = None           # asyncio's Future; what BaseEventLoop.create_future
+cdef object _aio_base_create_future = None  # makes
+cdef object _aio_base_loop = None        # asyncio.BaseEventLoop
+cdef object _aio_get_running_loop = None
+cdef object _aio_loop_type = None        # last loop type found to be a plain BaseEventLoop
+cdef tuple _LOOP_KWNAMES = ("loop",)
+cdef object _defaultdict = None
+cdef object _logger_type = None          # logging.Logger
+
+
+def configure_aiokafka_send(original_send, message_batch, batch_builder, topic_partition,
+                            illegal_operation, log, dict producer_namespace, estimators):
+    """aiokafka's own objects for aiokafka_send: its AIOKafkaProducer.send (what takes
+    every other case), MessageBatch and BatchBuilder classes, TopicPartition,
+    IllegalOperation, the producer module's logger and namespace, and the record builder
+    classes whose ``estimate_size_in_bytes`` is, for bytes keys and values without
+    headers, 82 bytes plus each field's length and its varint (aiokafka's and
+    kafkawire's)."""
+    global _aio_original_send, _aio_message_batch, _aio_batch_builder, _aio_topic_partition
+    global _aio_illegal_operation, _aio_log, _aio_producer_ns, _aio_estimators
+    global _aio_future, _aio_base_create_future, _aio_base_loop, _aio_get_running_loop
+    global _defaultdict, _logger_type
+    import asyncio
+    import collections
+    import logging
+    _aio_original_send = original_send
+    _aio_message_batch = message_batch
+    _aio_batch_builder = batch_builder
+    _aio_topic_partition = topic_partition
+    _aio_illegal_operation = illegal_operation
+    _aio_log = log
+    _aio_producer_ns = producer_namespace
+    _aio_estimators = frozenset(estimators)
+    _aio_future = asyncio.Future
+    _aio_base_loop = asyncio.BaseEventLoop
+    _aio_base_create_future = asyncio.BaseEventLoop.create_future
+    _aio_get_running_loop = asyncio.get_running_loop
+    _defaultdict = collections.defaultdict
+    _logger_type = logging.Logger
+
+
+cdef inline Py_ssize_t _estimate_field(object data) noexcept:
+    # a bytes key or value's part of the estimate (None: 1); -1: not that simple case
+    cdef Py_ssize_t n
+    if data is None:
+        return 1
+    if PyBytes_CheckExact(data):
+        n = PyBytes_GET_SIZE(data)
+        return _size_of_varint(n) + n
+    return -1
+
+
+cdef object _running_loop(object producer_loop):
+    """asyncio.get_running_loop(), without its getpid() system call where the producer's
+    loop is a BaseEventLoop running in this thread (one loop runs per thread: it is the
+    running one)."""
+    global _aio_loop_type
+    cdef object tid
+    cdef type kind = type(producer_loop)
+    if kind is not _aio_loop_type:
+        if not (isinstance(producer_loop, _aio_base_loop)
+                and kind.create_future is _aio_base_create_future):
+            return _aio_get_running_loop()
+        _aio_loop_type = kind
+    tid = producer_loop._thread_id
+    if tid is not None and <unsigned long>tid == PyThread_get_thread_ident():
+        return producer_loop
+    return _aio_get_running_loop()
+
+
+cdef object _new_future(object loop):
+    """What loop.create_future() makes: asyncio's Future(loop=loop), without the Python
+    frame of BaseEventLoop.create_future, for a loop that uses it."""
+    cdef PyObject *args[1]
+    if type(loop) is _aio_loop_type:
+        args[0] = <PyObject*>loop
+        return PyObject_Vectorcall(_aio_future, args, 0, _LOOP_KWNAMES)
+    return loop.create_future()
+
+
+cdef bint _debug_enabled(object log) except -1:
+    """log.isEnabledFor(logging.DEBUG), without its Python frame when the logger's cache
+    already holds False (what isEnabledFor then returns, disabled or not)."""
+    cdef PyObject *found
+    if type(log) is _logger_type:
+        cache = log._cache
+        if type(cache) is dict:
+            found = PyDict_GetItemWithError(cache, 10)
+            if found is not NULL and <object>found is False:
+                return False
+    return log.isEnabledFor(10)
+
+
+@cython.wraparound(True)  # pending[-1]
+async def aiokafka_send(self, topic, value=None, key=None, partition=None, timestamp_ms=None,
+                        headers=None):
+    cdef object parts, txn_manager, key_bytes, value_bytes, size, estimator, accumulator
+    cdef object batches, pending, batch, builder, metadata, future, offset
+    cdef PyObject *found
+    cdef Py_ssize_t k, v
+    parts = self.client.cluster._partitions
+    if type(parts) is dict:
+        found = PyDict_GetItemWithError(parts, topic)
+        parts = <object>found if found is not NULL else None
+    else:
+        parts = parts.get(topic)
+    # with debug logging on, aiokafka's own send() writes its line (from its own frame)
+    if (parts is None or (value is None and key is None) or _debug_enabled(_aio_log)
+            or (partition is not None and not (type(partition) is int and partition >= 0
+                                               and partition in parts))):
+        return await _aio_original_send(self, topic, value, key, partition, timestamp_ms,
+                                        headers)
+    txn_manager = self._txn_manager
+    if (txn_manager is not None and txn_manager.transactional_id is not None
+            and not txn_manager.is_in_transaction()):
+        raise _aio_illegal_operation("Can't send messages while not in transaction")
+    headers = headers or []
+    if self._key_serializer is None and self._value_serializer is None:
+        # AIOKafkaProducer._serialize without serializers: the size check alone
+        key_bytes = key
+        value_bytes = value
+        estimator = _aio_producer_ns["DefaultRecordBatchBuilder"]
+        k = _estimate_field(key)
+        v = _estimate_field(value)
+        if (k >= 0 and v >= 0 and type(headers) is list and not headers
+                and estimator in _aio_estimators):
+            size = 82 + k + v + 1
+        else:
+            size = estimator.estimate_size_in_bytes(key, value, headers)
+        if size > self._max_request_size:
+            self._serialize(key, value, headers)  # raises aiokafka's own error
+    else:
+        key_bytes, value_bytes = self._serialize(key, value, headers)
+    if partition is None:
+        partition = self._partition(topic, None, key, value, key_bytes, value_bytes)
+    accumulator = self._message_accumulator
+    if not accumulator._closed and accumulator._exception is None:
+        batches = accumulator._batches
+        if type(batches) is _defaultdict or type(batches) is dict:
+            # a plain tuple finds the TopicPartition key (same hash, same equality)
+            found = PyDict_GetItemWithError(batches, (topic, partition))
+            pending = <object>found if found is not NULL else None
+        else:
+            pending = batches.get(tuple.__new__(_aio_topic_partition, (topic, partition)))
+        if pending:
+            batch = pending[-1]
+            builder = batch._builder
+            # MessageBatch.append -> BatchBuilder.append as they are, inline: a producer's
+            # own batch, its builder open and without serializers of its own
+            if (type(batch) is _aio_message_batch and type(builder) is _aio_batch_builder
+                    and not builder._closed and builder._key_serializer is None
+                    and builder._value_serializer is None):
+                offset = builder._relative_offset
+                metadata = builder._builder.append(offset, timestamp_ms, key_bytes,
+                                                   value_bytes, headers)
+                if metadata is not None:
+                    builder._relative_offset = offset + 1
+                    future = _new_future(_running_loop(self._loop))
+                    batch._msg_futures.append((future, metadata))
+                    return future
+                builder.close()  # full: add_message finds it closed, wakes the sender, waits
+    tp = tuple.__new__(_aio_topic_partition, (topic, partition))
+    return await accumulator.add_message(tp, key_bytes, value_bytes,
+                                         self._request_timeout_ms / 1000,
+                                         timestamp_ms=timestamp_ms, headers=headers)

@@ -903,6 +903,140 @@ def test_send_behaves_as_aiokafkas(tansu_broker, builders):
     assert all(r is not None for r in ours[1][:4])
 
 
+async def _more_send_outcomes(bootstrap, topic):
+    """send() with serializers, the size check's edges, other bytes-like values, debug
+    logging on, and after stop(): results, refusals and the log lines."""
+    import logging
+
+    from aiokafka import AIOKafkaProducer
+
+    logger = logging.getLogger("aiokafka.producer.producer")
+    lines: list = []
+    handler = logging.Handler(logging.DEBUG)
+    # the line and where it comes from: aiokafka's own send() writes it
+    handler.emit = lambda record: lines.append(
+        f"{record.getMessage()} at {record.filename}:{record.funcName}")
+    outcomes: list = []
+
+    async def attempt(p, *args, **kw):
+        try:
+            f = await p.send(*args, **kw)
+        except Exception as exc:  # noqa: BLE001 - the class and words are compared
+            outcomes.append((type(exc), str(exc)))
+            return None
+        assert f.get_loop() is asyncio.get_running_loop()
+        return f
+
+    # no headers, key None: the estimate is 82 + 1 + (2 + n) + 1 for an n-byte value
+    p = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=5, max_batch_size=2048,
+                         max_request_size=5000)
+    await p.start()
+    futures = []
+    try:
+        await p.partitions_for(topic)
+        for n in (4913, 4914, 4915):
+            futures.append(await attempt(p, topic, b"e" * n, partition=0))
+        for value in (bytearray(b"ba"), memoryview(b"mv"), b""):
+            futures.append(await attempt(p, topic, value, key=b"k", partition=1))
+        futures.append(await attempt(p, topic, "text", partition=1))
+        old_level = logger.level
+        logger.addHandler(handler)
+        logger.setLevel(logging.DEBUG)
+        try:
+            for i in range(3):
+                futures.append(await attempt(p, topic, b"logged%d" % i, key=b"k", partition=i % 2))
+        finally:
+            logger.setLevel(old_level)
+            logger.removeHandler(handler)
+        await p.flush()
+    finally:
+        await p.stop()
+    await attempt(p, topic, b"after stop", partition=0)
+
+    p = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=5, max_request_size=5000,
+                         key_serializer=lambda k: k.encode(),
+                         value_serializer=lambda v: None if v is None else v * 2)
+    await p.start()
+    try:
+        await p.partitions_for(topic)
+        for i in range(20):
+            futures.append(await attempt(p, topic, b"s%d" % i, key="key%d" % i))
+        futures.append(await attempt(p, topic, None, key="tombstone", partition=1))
+        futures.append(await attempt(p, topic, b"x" * 2460, key="big", partition=1))
+        futures.append(await attempt(p, topic, b"x" * 2500, key="too big", partition=1))
+        await p.flush()
+    finally:
+        await p.stop()
+    results = [None if f is None else
+               (await f)._replace(topic=None, topic_partition=None, timestamp=None)
+               for f in futures]
+    return results, outcomes, [line.replace(topic, "T") for line in lines]
+
+
+@pytest.mark.broker
+@pytest.mark.parametrize("builders", [False, True])
+def test_send_edges_behave_as_aiokafkas(tansu_broker, builders):
+    bootstrap = tansu_broker.bootstrap
+    plain = asyncio.run(_more_send_outcomes(bootstrap, create_topic(bootstrap)))
+    kc.install(builders=builders)
+    ours = asyncio.run(_more_send_outcomes(bootstrap, create_topic(bootstrap)))
+    kc.uninstall()
+    assert ours == plain
+    results, refusals, lines = ours
+    assert [r is None for r in results[:3]] == [False, False, True]  # 5000 fits, 5001 not
+    assert refusals[0][0] is aio_errors.MessageSizeTooLargeError
+    assert lines[0] == ("Sending (key=b'k' value=b'logged0') to "
+                        "TopicPartition(topic='T', partition=0) at producer.py:send")
+    assert len(lines) == 3
+    assert refusals[-1][0] is aio_errors.MessageSizeTooLargeError  # the serialized size
+
+
+def test_installed_send_is_a_coroutine_function_as_aiokafkas():
+    import inspect
+
+    from aiokafka import AIOKafkaProducer
+
+    kc.install()
+    send = AIOKafkaProducer.send
+    assert send is kc._send
+    assert inspect.iscoroutinefunction(send) and asyncio.iscoroutinefunction(send)
+    assert send.__name__ == "send" and send.__qualname__ == "AIOKafkaProducer.send"
+    assert send.__doc__ == kc._ORIGINAL_SEND.__doc__
+    assert (inspect.signature(send).parameters.keys()
+            == inspect.signature(kc._ORIGINAL_SEND).parameters.keys())
+
+
+@pytest.mark.broker
+def test_installed_send_runs_only_when_awaited(tansu_broker):
+    """As aiokafka's coroutine: calling send() puts nothing into a batch until awaited."""
+    from aiokafka import AIOKafkaProducer
+
+    async def run():
+        p = AIOKafkaProducer(bootstrap_servers=tansu_broker.bootstrap, linger_ms=1000)
+        await p.start()
+        try:
+            topic = create_topic(tansu_broker.bootstrap)
+            await p.partitions_for(topic)
+            await p.send(topic, b"first", partition=0)  # opens the partition's batch
+            batch = p._message_accumulator._batches[TopicPartition(topic, 0)][-1]
+            coro = p.send(topic, b"second", partition=0)
+            assert asyncio.iscoroutine(coro)
+            assert batch.record_count == 1
+            task = asyncio.ensure_future(coro)
+            future = await task
+            assert batch.record_count == 2
+            skipped = p.send(topic, b"never", partition=0)
+            skipped.close()
+            await p.flush()
+            assert (await future).offset == 1
+            return batch.record_count
+        finally:
+            await p.stop()
+
+    kc.install()
+    assert asyncio.run(run()) == 2
+
+
 @pytest.mark.parametrize("broker_timestamp", [-1, 1_800_000_000_000, None])
 def test_batch_done_resolves_as_aiokafkas(broker_timestamp):
     async def resolved(done):

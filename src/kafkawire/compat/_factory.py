@@ -27,9 +27,9 @@ else:
 
 IMPLEMENTATION = "cython" if _impl.__name__ == "kafkawire._compat" else "python"
 
-__all__ = ["IMPLEMENTATION", "AiokafkaAppender", "DefaultRecordMetadata", "codec_impl",
-           "decode_records_with", "deserialize", "kafka_python_records",
-           "resolve_aiokafka_futures"]
+__all__ = ["IMPLEMENTATION", "AiokafkaAppender", "DefaultRecordMetadata", "aiokafka_send",
+           "codec_impl", "configure_aiokafka_send", "decode_records_with", "deserialize",
+           "kafka_python_records", "resolve_aiokafka_futures"]
 
 AiokafkaAppender = _impl.AiokafkaAppender
 DefaultRecordMetadata = _impl.DefaultRecordMetadata
@@ -54,3 +54,5 @@ kafka_python_records = _gc_paused(_impl.kafka_python_records)
 decode_records_with = _gc_paused(codec_impl._decode_records_with)
 deserialize = _impl.deserialize
 resolve_aiokafka_futures = _impl.resolve_aiokafka_futures
+configure_aiokafka_send = _impl.configure_aiokafka_send
+aiokafka_send = _impl.aiokafka_send

@@ -1,10 +1,12 @@
 """The pure-Python twin of kafkawire._compat: the host clients' ConsumerRecords for one
-decoded batch, the same names, results and call order of deserializers, and aiokafka's
-batch builder's per-record append (see that module for the contract;
-tests/compat/test_factory.py and the builder tests hold the two to it)."""
+decoded batch, the same names, results and call order of deserializers, aiokafka's batch
+builder's per-record append, and aiokafka's send() for a record that goes into its
+partition's open batch (see that module for the contract; tests/compat/test_factory.py,
+the builder tests and the send tests hold the two to it)."""
 
 from __future__ import annotations
 
+import threading
 import time
 from array import array
 from itertools import accumulate
@@ -181,3 +183,124 @@ def resolve_aiokafka_futures(msg_futures, md_type, topic, partition, tp, base_of
             timestamp = metadata.timestamp
         future.set_result(make(md_type, (topic, partition, tp, base_offset + metadata.offset,
                                          timestamp, timestamp_type, log_start_offset)))
+
+
+# ---- aiokafka's producer: send() for a record that goes into its partition's open batch --
+# (see kafkawire._compat.aiokafka_send; the same steps, in the same order)
+
+_aio: dict = {}  # aiokafka's own objects, from configure_aiokafka_send
+
+
+def configure_aiokafka_send(original_send, message_batch, batch_builder, topic_partition,
+                            illegal_operation, log, producer_namespace, estimators):
+    """See kafkawire._compat.configure_aiokafka_send."""
+    import asyncio
+    import collections
+    import logging
+
+    _aio.update(original_send=original_send, message_batch=message_batch,
+                batch_builder=batch_builder, topic_partition=topic_partition,
+                illegal_operation=illegal_operation, log=log, ns=producer_namespace,
+                estimators=frozenset(estimators), future=asyncio.Future,
+                base_loop=asyncio.BaseEventLoop,
+                base_create_future=asyncio.BaseEventLoop.create_future,
+                get_running_loop=asyncio.get_running_loop, get_ident=threading.get_ident,
+                batch_dicts=(dict, collections.defaultdict), logger=logging.Logger)
+
+
+def _estimate_field(data) -> int:
+    if data is None:
+        return 1
+    if type(data) is bytes:
+        n = len(data)
+        return _sv(n) + n
+    return -1
+
+
+def _running_loop(producer_loop, host=_aio):
+    kind = type(producer_loop)
+    if not (isinstance(producer_loop, host["base_loop"])
+            and kind.create_future is host["base_create_future"]):
+        return host["get_running_loop"]()
+    tid = producer_loop._thread_id
+    if tid is not None and tid == host["get_ident"]():
+        return producer_loop
+    return host["get_running_loop"]()
+
+
+def _new_future(loop, host=_aio):
+    if (isinstance(loop, host["base_loop"])
+            and type(loop).create_future is host["base_create_future"]):
+        return host["future"](loop=loop)
+    return loop.create_future()
+
+
+def _debug_enabled(log, host=_aio) -> bool:
+    if type(log) is host["logger"]:
+        cache = log._cache
+        if type(cache) is dict and cache.get(10, None) is False:
+            return False
+    return log.isEnabledFor(10)
+
+
+async def aiokafka_send(self, topic, value=None, key=None, partition=None, timestamp_ms=None,
+                        headers=None):
+    host = _aio
+    parts = self.client.cluster._partitions.get(topic)
+    # with debug logging on, aiokafka's own send() writes its line (from its own frame)
+    if (parts is None or (value is None and key is None) or _debug_enabled(host["log"])
+            or (partition is not None and not (type(partition) is int and partition >= 0
+                                               and partition in parts))):
+        return await host["original_send"](self, topic, value, key, partition, timestamp_ms,
+                                           headers)
+    txn_manager = self._txn_manager
+    if (txn_manager is not None and txn_manager.transactional_id is not None
+            and not txn_manager.is_in_transaction()):
+        raise host["illegal_operation"]("Can't send messages while not in transaction")
+    headers = headers or []
+    if self._key_serializer is None and self._value_serializer is None:
+        # AIOKafkaProducer._serialize without serializers: the size check alone
+        key_bytes, value_bytes = key, value
+        estimator = host["ns"]["DefaultRecordBatchBuilder"]
+        k = _estimate_field(key)
+        v = _estimate_field(value)
+        if (k >= 0 and v >= 0 and type(headers) is list and not headers
+                and estimator in host["estimators"]):
+            size = 82 + k + v + 1
+        else:
+            size = estimator.estimate_size_in_bytes(key, value, headers)
+        if size > self._max_request_size:
+            self._serialize(key, value, headers)  # raises aiokafka's own error
+    else:
+        key_bytes, value_bytes = self._serialize(key, value, headers)
+    if partition is None:
+        partition = self._partition(topic, None, key, value, key_bytes, value_bytes)
+    accumulator = self._message_accumulator
+    if not accumulator._closed and accumulator._exception is None:
+        batches = accumulator._batches
+        if type(batches) in host["batch_dicts"]:
+            # a plain tuple finds the TopicPartition key (same hash, same equality)
+            pending = dict.get(batches, (topic, partition))
+        else:
+            pending = batches.get(tuple.__new__(host["topic_partition"], (topic, partition)))
+        if pending:
+            batch = pending[-1]
+            builder = batch._builder
+            # MessageBatch.append -> BatchBuilder.append as they are, inline: a producer's
+            # own batch, its builder open and without serializers of its own
+            if (type(batch) is host["message_batch"] and type(builder) is host["batch_builder"]
+                    and not builder._closed and builder._key_serializer is None
+                    and builder._value_serializer is None):
+                offset = builder._relative_offset
+                metadata = builder._builder.append(offset, timestamp_ms, key_bytes,
+                                                   value_bytes, headers)
+                if metadata is not None:
+                    builder._relative_offset = offset + 1
+                    future = _new_future(_running_loop(self._loop))
+                    batch._msg_futures.append((future, metadata))
+                    return future
+                builder.close()  # full: add_message finds it closed, wakes the sender, waits
+    tp = tuple.__new__(host["topic_partition"], (topic, partition))
+    return await accumulator.add_message(tp, key_bytes, value_bytes,
+                                         self._request_timeout_ms / 1000,
+                                         timestamp_ms=timestamp_ms, headers=headers)

@@ -19,9 +19,10 @@ What changes:
   transactions;
   ``FetchResult.getall`` (what ``getmany`` calls) takes them with a C slice of that
   iterator instead of its per-record loop.
-* ``AIOKafkaProducer.send`` puts a record into its partition's open batch in one coroutine,
-  and ``MessageBatch.done`` resolves a batch's record futures in one compiled call (the
-  producer's per-record work around the builder; see "the producer's per-record path").
+* ``AIOKafkaProducer.send`` puts a record into its partition's open batch in one compiled
+  coroutine, and ``MessageBatch.done`` resolves a batch's record futures in one compiled
+  call (the producer's per-record work around the builder; see "the producer's
+  per-record path").
 * With ``install(builders=True)``, ``DefaultRecordBatchBuilder`` / ``LegacyRecordBatchBuilder``
   keep appended records and encode the batch with one codec call in ``build()``.
 
@@ -31,7 +32,6 @@ builder class must be finished by the same one.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import struct
 import sys
@@ -980,12 +980,13 @@ COMMIT_MARKER = ControlRecord(0, 1)
 #
 # aiokafka's compiled builder leaves its send() path as the producer's cost: three
 # coroutines (send, _wait_on_metadata, add_message), the topic's partitions copied into a
-# set twice, MessageBatch.append and a future through two helpers, per record.  _send does
-# the same steps for a record that goes into the partition's open batch in one coroutine,
-# with the same objects (the loop's future in the batch's _msg_futures, aiokafka's
-# BatchBuilder.append); anything else (metadata to wait for, a new or full batch, a closed
-# or failed accumulator, a refused partition) goes to aiokafka's own code, before a
-# serializer or the partitioner has run where it is send() itself.
+# set twice, MessageBatch.append and a future through two helpers, per record.
+# _factory.aiokafka_send (compiled: a C coroutine, kafkawire._compat) does the same steps
+# for a record that goes into the partition's open batch in one coroutine, with the same
+# objects (the loop's future in the batch's _msg_futures, aiokafka's BatchBuilder.append);
+# anything else (metadata to wait for, a new or full batch, a closed or failed
+# accumulator, a refused partition) goes to aiokafka's own code, before a serializer or
+# the partitioner has run where it is send() itself.
 
 _Producer = aiokafka.producer.producer.AIOKafkaProducer
 _ORIGINAL_SEND = _Producer.send
@@ -994,63 +995,6 @@ _TopicPartition = aiokafka.producer.producer.TopicPartition
 _IllegalOperation = aiokafka.producer.producer.IllegalOperation
 _producer_log = aiokafka.producer.producer.log
 _BatchBuilder = aiokafka.producer.message_accumulator.BatchBuilder
-_running_loop = asyncio.get_running_loop
-_new_tuple = tuple.__new__
-_Future = asyncio.futures.Future
-_CREATE_FUTURE = asyncio.base_events.BaseEventLoop.create_future
-
-
-async def _send(self, topic, value=None, key=None, partition=None, timestamp_ms=None,
-                headers=None):
-    parts = self.client.cluster._partitions.get(topic)
-    if (parts is None or (value is None and key is None)
-            or (partition is not None and not (type(partition) is int and partition >= 0
-                                               and partition in parts))):
-        return await _ORIGINAL_SEND(self, topic, value, key, partition, timestamp_ms, headers)
-    txn_manager = self._txn_manager
-    if (txn_manager is not None and txn_manager.transactional_id is not None
-            and not txn_manager.is_in_transaction()):
-        raise _IllegalOperation("Can't send messages while not in transaction")
-    headers = headers or []
-    if self._key_serializer is None and self._value_serializer is None:
-        # AIOKafkaProducer._serialize without serializers: the size check alone
-        key_bytes, value_bytes = key, value
-        size = aiokafka.producer.producer.DefaultRecordBatchBuilder.estimate_size_in_bytes(
-            key, value, headers)
-        if size > self._max_request_size:
-            self._serialize(key, value, headers)  # raises aiokafka's own error
-    else:
-        key_bytes, value_bytes = self._serialize(key, value, headers)
-    if partition is None:
-        partition = self._partition(topic, None, key, value, key_bytes, value_bytes)
-    tp = _new_tuple(_TopicPartition, (topic, partition))  # the namedtuple, without a frame
-    if _producer_log.isEnabledFor(10):
-        _producer_log.debug("Sending (key=%s value=%s) to %s", key, value, tp)
-    accumulator = self._message_accumulator
-    if not accumulator._closed and accumulator._exception is None:
-        pending = accumulator._batches.get(tp)
-        if pending:
-            batch = pending[-1]
-            builder = batch._builder
-            # MessageBatch.append -> BatchBuilder.append as they are, inline: a producer's
-            # own batch, its builder open and without serializers of its own
-            if (type(batch) is _MessageBatch and type(builder) is _BatchBuilder
-                    and not builder._closed and builder._key_serializer is None
-                    and builder._value_serializer is None):
-                metadata = builder._builder.append(builder._relative_offset, timestamp_ms,
-                                                   key_bytes, value_bytes, headers)
-                if metadata is not None:
-                    builder._relative_offset += 1
-                    loop = _running_loop()
-                    # what the loop's create_future() makes, without its Python frame
-                    future = (_Future(loop=loop) if type(loop).create_future is _CREATE_FUTURE
-                              else loop.create_future())
-                    batch._msg_futures.append((future, metadata))
-                    return future
-                builder.close()  # full: add_message finds it closed, wakes the sender, waits
-    return await accumulator.add_message(tp, key_bytes, value_bytes,
-                                         self._request_timeout_ms / 1000,
-                                         timestamp_ms=timestamp_ms, headers=headers)
 
 
 _ORIGINAL_DONE = _MessageBatch.done
@@ -1080,6 +1024,24 @@ _batch_done.__name__ = _ORIGINAL_DONE.__name__
 _batch_done.__qualname__ = _ORIGINAL_DONE.__qualname__
 
 
+def _simple_estimators() -> list:
+    """The record builder classes send() may stand in for in the size check (aiokafka's
+    and kafkawire's): those whose estimate for bytes keys and values without headers is
+    82 bytes plus each field's length and its varint, as sampled here."""
+    samples = [(None, None), (b"k" * 16, b"v" * 100), (b"", b"x" * 200), (None, b"y" * 70_000)]
+
+    def field(b):
+        return 1 if b is None else _svi(len(b)) + len(b)
+
+    return [cls for cls in (_ORIGINAL_DEFAULT_BUILDER, DefaultRecordBatchBuilder)
+            if all(cls.estimate_size_in_bytes(k, v, []) == 82 + field(k) + field(v) + 1
+                   for k, v in samples)]
+
+
+_factory.configure_aiokafka_send(
+    _ORIGINAL_SEND, _MessageBatch, _BatchBuilder, _TopicPartition, _IllegalOperation,
+    _producer_log, aiokafka.producer.producer.__dict__, _simple_estimators())
+_send = _factory.aiokafka_send
 _send.__doc__ = _ORIGINAL_SEND.__doc__
 _send.__name__ = _ORIGINAL_SEND.__name__
 _send.__qualname__ = _ORIGINAL_SEND.__qualname__
