@@ -50,7 +50,10 @@ from kafkawire._pycodec_decode import (  # noqa: F401
     DEFAULT_MAX_DEPTH, DEFAULT_MAX_DECOMPRESSED_SIZE, decode_batches, decode_records,
     decode_consumer_records, _Options, _options, _entries, _parse_message,
     _decode_legacy_set, _decode_message, _decode_legacy_top, _decode_v2, _RecordError,
-    _varint_slow, _span, _outside_int64, _decode_v2_records,
+    _varint_slow, _span, _outside_int64, _decode_v2_records, MAX_LAYOUT, _RecordField,
+    _FIELD_OFFSET, _FIELD_TIMESTAMP, _FIELD_TIMESTAMP_TYPE, _FIELD_KEY, _FIELD_VALUE,
+    _FIELD_KEY_SIZE, _FIELD_VALUE_SIZE, _FIELD_HEADERS, _FIELD_CRC, _check_layout,
+    _decode_records_with,
 )
 from kafkawire._pycodec_columnar import (  # noqa: F401
     decode_columnar,

@@ -104,10 +104,9 @@ def test_kafka_python_deserializers_and_errors_agree():
 
 def test_aiokafka_records_and_deserializers_agree():
     data = codec.encode_record_batch(RECORDS, base_offset=BASE_OFFSET)
-    layout = ("t", 1, *(getattr(_factory.codec_impl, f"_FIELD_{f}") for f in (
-        "OFFSET", "TIMESTAMP", "TIMESTAMP_TYPE", "KEY", "VALUE")), None,
-        _factory.codec_impl._FIELD_KEY_SIZE, _factory.codec_impl._FIELD_VALUE_SIZE,
-        _factory.codec_impl._FIELD_HEADERS)
+    layout = ("t", 1, codec.FIELD_OFFSET, codec.FIELD_TIMESTAMP, codec.FIELD_TIMESTAMP_TYPE,
+              codec.FIELD_KEY, codec.FIELD_VALUE, None, codec.FIELD_KEY_SIZE,
+              codec.FIELD_VALUE_SIZE, codec.FIELD_HEADERS)
     results = []
     for impl in IMPLS:
         out = _factory.decode_records_with(data, AioConsumerRecord, layout,

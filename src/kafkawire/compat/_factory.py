@@ -1,8 +1,8 @@
 """The record factories (and aiokafka's builder append) the drop-ins use: compiled
 (kafkawire._compat) with the compiled codec, else the pure-Python twin
 (kafkawire.compat._factory_py), as kafkawire.codec picks; and ``codec_impl``, that
-codec's module, whose ``_decode_records_with`` (with its _FIELD_* constants) makes a
-host's records straight from a batch's bytes.
+codec's module, whose ``_decode_records_with`` (kafkawire.codec.decode_records_with, with
+its FIELD_* placeholders) makes a host's records straight from a batch's bytes.
 
 Each call makes a whole batch of the host's records with the cyclic GC paused, as
 kafkawire's own consumer does: every record is a GC allocation, and the collector would
@@ -22,7 +22,7 @@ if _codec.IMPLEMENTATION == "cython":
     except ImportError:  # built before kafkawire._compat existed
         from kafkawire.compat import _factory_py as _impl
 else:
-    from kafkawire import _pycodec_decode as codec_impl  # type: ignore[no-redef]
+    from kafkawire import _pycodec as codec_impl  # type: ignore[no-redef]
     from kafkawire.compat import _factory_py as _impl
 
 IMPLEMENTATION = "cython" if _impl.__name__ == "kafkawire._compat" else "python"

@@ -14,7 +14,7 @@ What changes:
 * The consumer's ``PartitionRecords`` (aiokafka/consumer/fetcher.py) turns each batch
   (every magic; runs of small ones together) into aiokafka's own ``ConsumerRecord``
   objects with one codec call that makes them straight from the bytes (the codec's
-  ``_decode_records_with``: no record object in between) and hands them out through a
+  ``decode_records_with``: no record object in between) and hands them out through a
   C-level iterator, with aiokafka's rules for positions, control batches and aborted
   transactions;
   ``FetchResult.getall`` (what ``getmany`` calls) takes them with a C slice of that
@@ -515,15 +515,15 @@ class PartitionRecords(_ORIGINAL_PARTITION_RECORDS):
         # what the codec makes each ConsumerRecord from, in aiokafka's argument order,
         # per magic: checksum None in magic 2, each message's CRC before; no timestamp
         # (None) in magic 0; headers a tuple
-        f = _factory.codec_impl
+        c = _codec
         self._make = _fetcher.ConsumerRecord
         self._init = _plain_init(self._make)
-        head = (tp.topic, tp.partition, f._FIELD_OFFSET)
-        tail = (f._FIELD_KEY, f._FIELD_VALUE)
-        sizes = (f._FIELD_KEY_SIZE, f._FIELD_VALUE_SIZE, f._FIELD_HEADERS)
-        stamps = (f._FIELD_TIMESTAMP, f._FIELD_TIMESTAMP_TYPE)
-        self._layouts = (head + (None, None) + tail + (f._FIELD_CRC,) + sizes,
-                         head + stamps + tail + (f._FIELD_CRC,) + sizes,
+        head = (tp.topic, tp.partition, c.FIELD_OFFSET)
+        tail = (c.FIELD_KEY, c.FIELD_VALUE)
+        sizes = (c.FIELD_KEY_SIZE, c.FIELD_VALUE_SIZE, c.FIELD_HEADERS)
+        stamps = (c.FIELD_TIMESTAMP, c.FIELD_TIMESTAMP_TYPE)
+        self._layouts = (head + (None, None) + tail + (c.FIELD_CRC,) + sizes,
+                         head + stamps + tail + (c.FIELD_CRC,) + sizes,
                          head + stamps + tail + (None,) + sizes)
         self._cur: list = []  # ConsumerRecords of the current batch
         self._rest: Any = iter(self._cur)  # what is left of it
