@@ -886,15 +886,22 @@ async def _send_outcomes(bootstrap, topic):
     return results, refusals
 
 
+def _without_and_with(broker, outcomes, builders):
+    """``outcomes(bootstrap, topic)`` with aiokafka's own classes, then installed (each
+    on a fresh topic)."""
+    bootstrap = broker.bootstrap
+    plain = asyncio.run(outcomes(bootstrap, create_topic(bootstrap)))
+    kc.install(builders=builders)
+    assert aio_producer.AIOKafkaProducer.send is kc._send
+    ours = asyncio.run(outcomes(bootstrap, create_topic(bootstrap)))
+    kc.uninstall()
+    return plain, ours
+
+
 @pytest.mark.broker
 @pytest.mark.parametrize("builders", [False, True])
 def test_send_behaves_as_aiokafkas(tansu_broker, builders):
-    bootstrap = tansu_broker.bootstrap
-    plain = asyncio.run(_send_outcomes(bootstrap, create_topic(bootstrap)))
-    kc.install(builders=builders)
-    assert aio_producer.AIOKafkaProducer.send is kc._send
-    ours = asyncio.run(_send_outcomes(bootstrap, create_topic(bootstrap)))
-    kc.uninstall()
+    plain, ours = _without_and_with(tansu_broker, _send_outcomes, builders)
     assert aio_producer.AIOKafkaProducer.send is kc._ORIGINAL_SEND
     # every record keyed or pinned, so partitions (murmur2) and offsets compare exactly
     assert ours[0] == plain[0]
@@ -976,11 +983,7 @@ async def _more_send_outcomes(bootstrap, topic):
 @pytest.mark.broker
 @pytest.mark.parametrize("builders", [False, True])
 def test_send_edges_behave_as_aiokafkas(tansu_broker, builders):
-    bootstrap = tansu_broker.bootstrap
-    plain = asyncio.run(_more_send_outcomes(bootstrap, create_topic(bootstrap)))
-    kc.install(builders=builders)
-    ours = asyncio.run(_more_send_outcomes(bootstrap, create_topic(bootstrap)))
-    kc.uninstall()
+    plain, ours = _without_and_with(tansu_broker, _more_send_outcomes, builders)
     assert ours == plain
     results, refusals, lines = ours
     assert [r is None for r in results[:3]] == [False, False, True]  # 5000 fits, 5001 not
