@@ -1009,6 +1009,31 @@ def test_installed_send_is_a_coroutine_function_as_aiokafkas():
             == inspect.signature(kc._ORIGINAL_SEND).parameters.keys())
 
 
+def test_a_send_never_awaited_warns_as_aiokafkas():
+    import gc
+    import warnings
+
+    from aiokafka import AIOKafkaProducer
+
+    async def dropped():
+        p = AIOKafkaProducer(bootstrap_servers="127.0.0.1:9")  # never started: no I/O
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            coro = p.send("t", b"x")
+            names = (coro.__name__, coro.__qualname__)
+            del coro
+            gc.collect()
+        p._closed = True  # no "Unclosed AIOKafkaProducer" (it never started)
+        return names, [(w.category, str(w.message)) for w in caught
+                       if issubclass(w.category, RuntimeWarning)]
+
+    plain = asyncio.run(dropped())
+    kc.install()
+    assert asyncio.run(dropped()) == plain
+    assert plain == (("send", "AIOKafkaProducer.send"),
+                     [(RuntimeWarning, "coroutine 'AIOKafkaProducer.send' was never awaited")])
+
+
 @pytest.mark.broker
 def test_installed_send_runs_only_when_awaited(tansu_broker):
     """As aiokafka's coroutine: calling send() puts nothing into a batch until awaited."""
