@@ -343,11 +343,12 @@ def resolve_aiokafka_futures(list msg_futures, md_type, topic, partition, tp, ba
 
 # ---- aiokafka's producer: send() for a record that goes into its partition's open batch --
 #
-# AIOKafkaProducer.send as one compiled coroutine for the common case, the same steps with
-# the same objects as kafkawire.compat.aiokafka's pure-Python _send (see there): what is
-# not that case goes to aiokafka's own send (before a serializer or the partitioner ran)
-# or to its accumulator's add_message.  configure_aiokafka_send hands over aiokafka's
-# classes, so this module imports without aiokafka.
+# AIOKafkaProducer.send as one compiled coroutine for the common case, with the same
+# objects as aiokafka's own steps (see "the producer's per-record path" in
+# kafkawire.compat.aiokafka; the twin is kafkawire.compat._factory_py.aiokafka_send): what
+# is not that case goes to aiokafka's own send (before a serializer or the partitioner
+# ran) or to its accumulator's add_message.  configure_aiokafka_send hands over
+# aiokafka's classes, so this module imports without aiokafka.
 
 cimport cython
 from cpython.dict cimport PyDict_GetItemWithError
