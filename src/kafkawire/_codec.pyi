@@ -191,8 +191,8 @@ def decode_consumer_records(
     holding records at or past ``start_offset``, control batches included; None when
     there is none.  Deserializers run once everything is decoded, in record order."""
 
-# Private for now (kafkawire._pycodec does not re-export the twin's, kafkawire._pycodec_decode,
-# and kafkawire.codec does not offer it): what kafkawire.compat's aiokafka drop-in uses.
+# Offered as kafkawire.codec.decode_records_with and FIELD_*; the twin, kafkawire._pycodec,
+# re-exports the same names.
 class _RecordField:
     """A placeholder in _decode_records_with's ``layout``: the named field of each record."""
 

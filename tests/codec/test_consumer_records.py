@@ -189,7 +189,7 @@ def test_codec_selects_the_loaded_implementation() -> None:
 
 # ---- _decode_records_with: a client's own records made straight from the bytes ------------
 
-from kafkawire import _pycodec_decode as py_decode  # noqa: E402 - the twin's (not re-exported)
+from kafkawire import _pycodec as py_decode  # noqa: E402 - the twin
 
 MADE_IMPLS = [pytest.param(py_decode, id="python"), pytest.param(cy, id="cython")]
 
