@@ -332,6 +332,9 @@ class Producer:
                     wake = True
                 elif batch.created + self._linger < self._sender_wakes_at:
                     kick = True  # an idle sender would hold it past linger_ms
+                    # Woken now, it looks by then: the batches made until its next pass
+                    # need no wake-up of their own (a system call each).
+                    self._sender_wakes_at = batch.created + self._linger
         if wake:
             if sticky:
                 n = self._partition_counts.get(topic)
