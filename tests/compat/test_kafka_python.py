@@ -845,6 +845,55 @@ def test_send_behaves_as_kafka_pythons(tansu_broker):
     assert [i for i, _ in ours[2]] == list(range(400))
 
 
+@pytest.mark.broker
+def test_send_partitions_keys_as_kafka_pythons_partitioner(tansu_broker):
+    """A keyed record's partition, computed in send() for kafka-python's DefaultPartitioner,
+    is the one that partitioner picks; another partitioner (a subclass too) and a
+    KafkaProducer subclass with its own _partition are still called, once per record."""
+    from kafka.partitioner.default import DefaultPartitioner
+
+    topic = _topic("send-keys")
+    admin = kafka.KafkaAdminClient(bootstrap_servers=tansu_broker.bootstrap)
+    try:
+        admin.create_topics([kafka.admin.NewTopic(topic, 5, 1)])
+    finally:
+        admin.close()
+    calls = []
+
+    class Last(DefaultPartitioner):
+        def partition(self, topic, key, serialized_key, value, serialized_value, cluster):
+            calls.append(serialized_key)
+            return 4
+
+    class Own(kafka.KafkaProducer):
+        def _partition(self, *args):
+            calls.append(args[4])
+            return 1
+
+    keys = [b"k%d" % i for i in range(200)] + [b"", bytearray(b"ba"), b"\xff" * 40]
+    kwkp.install()
+    try:
+        for cls, kw, expect in ((kafka.KafkaProducer, {}, None),
+                                (kafka.KafkaProducer, {"partitioner": Last()}, 4),
+                                (Own, {}, 1)):
+            calls.clear()
+            p = cls(bootstrap_servers=tansu_broker.bootstrap, linger_ms=5, **kw)
+            try:
+                p.partitions_for(topic)
+                futures = [p.send(topic, value=b"v", key=k) for k in keys]
+                p.flush(20)
+                got = [f.get(10).partition for f in futures]
+                if expect is None:  # kafka-python's pick, with its own murmur2
+                    assert got == [(kwkp._ORIG_MURMUR2(k) & 0x7FFFFFFF) % 5 for k in keys]
+                    assert len(set(got)) == 5 and calls == []
+                else:
+                    assert got == [expect] * len(keys) and calls == keys
+            finally:
+                p.close(5)
+    finally:
+        kwkp.uninstall()
+
+
 def test_record_future_is_kafka_pythons_own():
     """The future _send makes is the one FutureRecordMetadata(...) makes, field by field
     (this catches a kafka-python release that adds state to it)."""
