@@ -186,10 +186,13 @@ def _aio_paced(make, stop, topic: str, rate: str, n: int, on_done):
                     pace.acks[i] = perf() - due
             else:
                 for i, due in pace.slots():
-                    # never a bare spin: the client's sender task runs only when this one awaits
+                    # never a bare spin: the client's sender task runs only when this one awaits.
+                    # asyncio's selector rounds a wait up to whole milliseconds (epoll), so a
+                    # sleep ends up to 1 ms late: sleep to within 1.2 ms of the due time, then
+                    # turn the loop (sleep(0)) until it, as the threaded pacer spins its last 200 µs
                     left = due - perf()
                     while left > 0:
-                        await asyncio.sleep(left - 0.0002 if left > 0.0002 else 0)
+                        await asyncio.sleep(left - 0.0012 if left > 0.0012 else 0)
                         left = due - perf()
                     on_done(await p.send(topic, value(due, i), partition=0), pace.callback(i, due))
             took = perf() - pace.start
