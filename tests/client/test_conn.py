@@ -141,3 +141,27 @@ def test_refresh_waits_for_the_refresh_in_flight(tansu_broker):
         assert len(sent) == 1 and not cluster.refresh_due()
         cluster.refresh(5, topics=["refresh-new-topic"])  # asks for more: a request of its own
         assert len(sent) == 2 and "refresh-new-topic" in cluster.topics
+
+
+def test_wakeups_before_a_poll_write_one_byte_and_each_poll_after_is_woken_again():
+    # A busy producer calls wakeup() for each record: only the first of those before the
+    # sender's poll costs a system call; a wakeup() after that poll drained must wake the next.
+    from kafkawire.client.conn import Poller
+
+    poller = Poller()
+    try:
+        for _ in range(3):
+            poller.wakeup()
+        time.sleep(0.05)
+        assert len(poller._wake_r.recv(4096, socket.MSG_PEEK)) == 1
+        for _ in range(3):  # each round: woken at once, then a wakeup() wakes the next poll
+            start = time.monotonic()
+            poller.poll(5.0)
+            assert time.monotonic() - start < 1.0
+            poller.wakeup()
+        start = time.monotonic()
+        poller.poll(0.2)
+        poller.poll(0.2)  # nothing pending now: waits its time out
+        assert time.monotonic() - start >= 0.15
+    finally:
+        poller.close()

@@ -85,6 +85,9 @@ class Poller:
         _fork.register(self)
 
     def _open_wake_pipe(self) -> None:
+        # A byte written and not yet drained: a poll about to end, so another wakeup()
+        # has nothing to add (a send() per record woke a busy sender with a system call each).
+        self._wake_pending = False
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)
         self._wake_w.setblocking(False)
@@ -128,6 +131,9 @@ class Poller:
 
     def wakeup(self) -> None:
         """Make a poll() blocked in another thread return now."""
+        if self._wake_pending:
+            return
+        self._wake_pending = True
         try:
             self._wake_w.send(b"\0")
         except (BlockingIOError, OSError):
@@ -156,6 +162,9 @@ class Poller:
         for key, mask in events:
             conn = key.data
             if conn is None:
+                # Cleared before draining: a wakeup() from now on writes again, and one
+                # that came before is answered by the pass that follows this poll.
+                self._wake_pending = False
                 try:
                     while self._wake_r.recv(4096):
                         pass
