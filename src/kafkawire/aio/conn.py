@@ -170,7 +170,6 @@ class AsyncBrokerConnection:
         self.ssl_context = ssl_context
         self.version_overrides = dict(version_overrides or {})
         self.protocol: Connection | None = None
-        self._versions: dict[Any, int] = {}  # version_for()'s answers
         self.ready = False
         self.last_error: BaseException | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -242,7 +241,6 @@ class AsyncBrokerConnection:
             sock.close()
             raise tls.wrap_error(exc, name=self.name, host=self.host, port=self.port) from None
         self.protocol = Connection(self.client_id, version_overrides=self.version_overrides)
-        self._versions = {}
         await self._run_setup(ConnectionSetup(self.protocol, self.sasl, self.name, self.host, self.port),
                               deadline, timeout)
         self.ready = True
@@ -370,13 +368,10 @@ class AsyncBrokerConnection:
                 if exc is None else f"connection to {self.name} failed: {exc}", host=self.host, port=self.port))
 
     def version_for(self, api: Any) -> int:
-        """``protocol.version_for(api)``, kept once known: a connection's versions are
-        negotiated once (the producer asks on every request)."""
-        version = self._versions.get(api)
-        if version is None:
-            assert self.protocol is not None
-            version = self._versions[api] = self.protocol.version_for(api)
-        return version
+        """The version to use for ``api`` on this connection (Connection.version_for, which
+        remembers its choice: the producer asks on every request)."""
+        assert self.protocol is not None
+        return self.protocol.version_for(api)
 
     async def request(self, api: Any, request: Any, version: int | None = None, *,
                       timeout: float | None = None, wait: float | None = None,
