@@ -359,6 +359,17 @@ def test_negotiated_versions_are_the_highest_in_common() -> None:
     assert parse_request(chunks)[1] == 7
 
 
+def test_a_new_api_versions_answer_changes_the_versions_chosen() -> None:
+    # version_for remembers its choices (a producer asks per request): for one answer only.
+    conn = negotiated({3: (0, 7), 18: (0, 4)})
+    assert conn.version_for(METADATA) == 7 and conn.version_for(METADATA) == 7
+    conn.broker_versions = {3: (0, 5), 18: (0, 4)}
+    assert conn.version_for(METADATA) == 5
+    conn.broker_versions = None
+    with pytest.raises(ApiVersionError, match="api_versions_request"):
+        conn.version_for(METADATA)
+
+
 def test_no_common_version_names_both_ranges() -> None:
     conn = negotiated({3: (14, 20), 18: (0, 4)})
     with pytest.raises(ApiVersionError, match=r"Metadata \(key 3\): kafkawire speaks v0-v13, the broker speaks v14-v20"):
