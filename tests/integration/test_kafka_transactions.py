@@ -132,9 +132,17 @@ def fetch_raw(bootstrap: str, topic: str, partition: int, isolation: int = 0, of
 
 
 def log_of(bootstrap: str, topic: str, partition: int) -> list[tuple]:
-    """(base offset, producer id, epoch, transactional, marker type or values) of every batch."""
+    """(base offset, producer id, epoch, transactional, marker type or values) of every
+    batch, once every transaction in the partition has its marker: Kafka writes the markers
+    after it answers EndTxn, so right after commit_transaction() the last may still be due
+    (the last stable offset then trails the high watermark)."""
+    deadline = time.monotonic() + 15
+    pd = fetch_raw(bootstrap, topic, partition)
+    while pd.last_stable_offset < pd.high_watermark and time.monotonic() < deadline:
+        time.sleep(0.05)
+        pd = fetch_raw(bootstrap, topic, partition)
     out = []
-    for b in codec.decode_batches(fetch_raw(bootstrap, topic, partition).records):
+    for b in codec.decode_batches(pd.records):
         # A control record's key is version (int16) and type (int16): 0 ABORT, 1 COMMIT.
         what = ({0: ABORT, 1: COMMIT}[int.from_bytes(b.records[0].key[2:4], "big")] if b.is_control
                 else [r.value for r in b.records])
