@@ -45,10 +45,9 @@ from kafkawire.errors import (
     ConnectionClosedError,
     KafkaConnectionError,
     KafkaTimeoutError,
-    RequestTimeoutError,
 )
 from kafkawire.protocol import apis
-from kafkawire.protocol.connection import Connection, ProtocolError
+from kafkawire.protocol.connection import Connection, ProtocolError, first_due, late_answer_error
 from kafkawire.protocol.sasl import SaslMechanism, SaslResult
 from kafkawire.protocol.setup import ConnectionSetup, broker_name
 
@@ -64,18 +63,17 @@ class _Answer:
     """The place of a request among the answers awaited, for the framing and close()
     (done, set_result, set_exception): the answer goes straight to ``on_answer(*args,
     response, error)``, a send_nowait() caller's callback or, for request(), _fill with
-    the future its caller awaits.  It is due by ``due`` (loop time), ``timeout`` seconds
-    after it was sent."""
+    the future its caller awaits.  ``due``: (loop time it is due by, its timeout), as
+    first_due takes them."""
 
-    __slots__ = ("_on_answer", "_args", "_done", "_waiter", "due", "timeout")
+    __slots__ = ("_on_answer", "_args", "_done", "_waiter", "due")
 
-    def __init__(self, on_answer: Callable[..., Any], args: tuple, due: float, timeout: float):
+    def __init__(self, on_answer: Callable[..., Any], args: tuple, due: tuple[float, float]):
         self._on_answer = on_answer
         self._args = args
         self._done = False
         self._waiter: asyncio.Future | None = None
         self.due = due
-        self.timeout = timeout
 
     def done(self) -> bool:
         return self._done
@@ -432,19 +430,20 @@ class AsyncBrokerConnection:
         # Written first, the bookkeeping after: the answer cannot be read before this
         # returns to the loop, and the broker is at work meanwhile.
         self._transport.writelines(chunks)  # buffered whole by the transport: never half-sent
-        self._await(_Answer(on_answer, args, now + self.request_timeout, self.request_timeout))
+        self._await(_Answer(on_answer, args, (now + self.request_timeout, self.request_timeout)))
         return True
 
     def _await(self, slot: _Answer) -> None:
         """``slot`` joins the answers awaited; the timer is brought forward to its due time
         if it is the earliest."""
         self._answers.append(slot)
-        if self._timer is None or slot.due < self._timer_at:
+        due = slot.due[0]
+        if self._timer is None or due < self._timer_at:
             if self._timer is not None:
                 self._timer.cancel()
             assert self._loop is not None
-            self._timer_at = slot.due
-            self._timer = self._loop.call_at(slot.due, self._check_late)
+            self._timer_at = due
+            self._timer = self._loop.call_at(due, self._check_late)
 
     def _check_late(self) -> None:
         """The answer timer: close the connection if an answer is past its due time,
@@ -452,19 +451,14 @@ class AsyncBrokerConnection:
         self._timer = None
         if not self.ready or self._loop is None:
             return
-        now = self._loop.time()
-        first = None
-        for slot in self._answers:
-            if slot.due <= now:
-                self.close(RequestTimeoutError(
-                    f"{self.name} did not answer a request within {slot.timeout:g}s; the "
-                    f"connection was closed", host=self.host, port=self.port))
-                return
-            if first is None or slot.due < first:
-                first = slot.due
-        if first is not None:
-            self._timer_at = first
-            self._timer = self._loop.call_at(first, self._check_late)
+        first = first_due([slot.due for slot in self._answers])
+        if first is None:
+            return
+        if first[0] <= self._loop.time():
+            self.close(late_answer_error(self.name, self.host, self.port, first[1]))
+            return
+        self._timer_at = first[0]
+        self._timer = self._loop.call_at(first[0], self._check_late)
 
     async def _reauthenticate(self) -> None:
         """KIP-368: log in again once the requests in flight are answered (one login for
@@ -507,7 +501,7 @@ class AsyncBrokerConnection:
         assert loop is not None
         fut = loop.create_future()
         self._write(frame[1])
-        self._await(_Answer(_fill, (fut,), loop.time() + timeout, timeout))
+        self._await(_Answer(_fill, (fut,), (loop.time() + timeout, timeout)))
         return await fut
 
     def _setup_closed_error(self, exc: BaseException | None, setup: ConnectionSetup) -> KafkaConnectionError | None:

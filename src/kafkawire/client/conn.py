@@ -42,12 +42,11 @@ from kafkawire.errors import (
     BrokerResolutionError,
     ConnectionClosedError,
     KafkaConnectionError,
-    RequestTimeoutError,
 )
 from kafkawire.core.future import Future
 from kafkawire.protocol import apis
 from kafkawire.protocol.api import Api
-from kafkawire.protocol.connection import Connection, ProtocolError
+from kafkawire.protocol.connection import Connection, ProtocolError, first_due, late_answer_error
 from kafkawire.protocol.sasl import SaslMechanism, SaslResult
 from kafkawire.protocol.setup import ConnectionSetup, broker_name
 
@@ -150,7 +149,7 @@ class Poller:
         # Wake up in time to expire the oldest request, or a setup, of any connection.
         for conn in self.connections:
             if conn._deadlines:
-                timeout = min(timeout, max(0.0, conn._deadlines[0][0] - now))
+                timeout = min(timeout, max(0.0, first_due(conn._deadlines)[0] - now))
             if conn.state in _SETTING_UP:
                 timeout = min(timeout, max(0.0, conn._setup_deadline - now))
             elif conn._reauth_at is not None:
@@ -250,8 +249,8 @@ class BrokerConnection:
         self.protocol: Connection | None = None
         self._out: deque[bytes | memoryview] = deque()
         self._futures: deque[Future] = deque()
-        # (deadline, future) in send order; the oldest expires first.
-        self._deadlines: deque[tuple[float, Future]] = deque()
+        # (deadline, timeout) of each answer awaited, in send order (see first_due).
+        self._deadlines: deque[tuple[float, float]] = deque()
         self._registered_mask = 0
         self.last_error: BaseException | None = None
         # The current (or last) setup: resolves to self when ready; see start_connect.
@@ -270,8 +269,9 @@ class BrokerConnection:
         self._login_deadline = 0.0  # a re-login's; the setup's is _setup_deadline
         self._reauth_at: float | None = None  # monotonic time the next re-login is due
         self._reauth: str | None = None  # _REAUTH_WAITING / _REAUTH_RUNNING
-        # Requests held while re-authenticating: (make, deadline, expects_response, future).
-        self._held: deque[tuple[Any, float, bool, Future]] = deque()
+        # Requests held while re-authenticating: (make, (deadline, timeout),
+        # expects_response, future).
+        self._held: deque[tuple[Any, tuple[float, float], bool, Future]] = deque()
         #: How many times this connection finished its setup (1 unless it reconnected).
         self.setups = 0
         #: KIP-368 re-authentications that succeeded on this connection (all its setups).
@@ -529,12 +529,12 @@ class BrokerConnection:
         self._reauth = None
         self.reauthentications += 1
         held, self._held = self._held, deque()
-        for make, deadline, expects_response, fut in held:
+        for make, due, expects_response, fut in held:
             if self.state != READY:
                 fut.set_exception(self.last_error or ConnectionClosedError(
                     f"{self.name} is not connected", host=self.host, port=self.port))
                 continue
-            self._send_raw(make, deadline, expects_response, fut)
+            self._send_raw(make, due, expects_response, fut)
 
     def _on_ready(self) -> None:
         self.state = READY
@@ -596,17 +596,19 @@ class BrokerConnection:
             return fut
         proto = self.protocol
         now = time.monotonic()
-        deadline = now + (self.request_timeout if timeout is None else timeout)
+        if timeout is None:
+            timeout = self.request_timeout
+        due = (now + timeout, timeout)
 
         def make() -> tuple[int, list[Any]]:
             return proto.send(api, request, version, expects_response=expects_response)
 
         if self._reauth is not None or (self._reauth_at is not None and now >= self._reauth_at):
             fut = Future(self.poller.poll)
-            self._held.append((make, deadline, expects_response, fut))
+            self._held.append((make, due, expects_response, fut))
             self._reauth_due(now)
             return fut
-        return self._send_raw(make, deadline, expects_response)
+        return self._send_raw(make, due, expects_response)
 
     def send_produce(self, request: Any, version: int,
                      on_answer: Callable[[Any, BaseException | None], Any]) -> None:
@@ -623,17 +625,17 @@ class BrokerConnection:
             fut.add_done_callback(lambda f: on_answer(None, f.exception()) if f.failed()
                                   else on_answer(f.result(), None))
             return
-        self._send_raw(lambda: (0, proto.send_produce(request, version)), now + self.request_timeout,
-                       True, _Answer(on_answer))
+        self._send_raw(lambda: (0, proto.send_produce(request, version)),
+                       (now + self.request_timeout, self.request_timeout), True, _Answer(on_answer))
 
-    def _send_raw(self, make: Any, deadline: float, expects_response: bool = True,
+    def _send_raw(self, make: Any, due: tuple[float, float], expects_response: bool = True,
                   fut: Any = None) -> Future:
         if fut is None:
             fut = Future(self.poller.poll)
         _cid, chunks = make()
         if expects_response:  # listed first: a failed write fails it with the connection
             self._futures.append(fut)
-            self._deadlines.append((deadline, fut))
+            self._deadlines.append(due)
         self._write(chunks)
         if not expects_response:
             if self.state == READY:
@@ -780,12 +782,10 @@ class BrokerConnection:
         if self._login is not None and now >= self._login_deadline:
             self.close(self._login.timeout_error(self.request_timeout))
             return
-        if self._deadlines and self._deadlines[0][0] <= now:
-            self.close(RequestTimeoutError(
-                f"{self.name} did not answer a request in time (request_timeout_ms="
-                f"{self.request_timeout * 1000:.0f}); the connection was closed",
-                host=self.host, port=self.port,
-            ))
+        if self._deadlines:
+            first = first_due(self._deadlines)
+            if first[0] <= now:
+                self.close(late_answer_error(self.name, self.host, self.port, first[1]))
 
     def _abandon_after_fork(self) -> list[tuple[Future, BaseException]]:
         """In a forked child (Poller._after_fork_in_child): close this process's copy of

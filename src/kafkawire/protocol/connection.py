@@ -586,6 +586,22 @@ class Connection:
 _PRODUCE, _FETCH, _FIRST_PRODUCE_V2_FORMAT, _FIRST_FETCH_AFTER_KIP_896 = 0, 1, 3, 4
 
 
+def first_due(dues: Any) -> tuple[float, float] | None:
+    """Of the answers awaited on a connection, each ``(due time, timeout)`` (the shell's
+    clock), the one due first, or None.  Each request is due by its own timeout (a broker
+    holds some on purpose: JoinGroup), so a later request may be due before an earlier
+    one; once the first due time passes, the shell closes the connection with
+    :func:`late_answer_error` (the stream is out of step past a lost answer)."""
+    return min(dues, default=None)
+
+
+def late_answer_error(name: str, host: str, port: int, timeout: float) -> errors.RequestTimeoutError:
+    """What fails every request in flight when an answer is ``timeout`` seconds late."""
+    return errors.RequestTimeoutError(
+        f"{name} did not answer a request within {timeout:g}s; the connection was closed "
+        f"(request_timeout_ms, or the request's own longer timeout)", host=host, port=port)
+
+
 def _offered(ranges: dict[int, tuple[int, int]], key: int) -> tuple[int, int] | None:
     """The versions of API ``key`` the broker really serves: its ApiVersions range, except
     that Kafka 4 lists Produce v0-v2 there for librdkafka's sake while it closes the
