@@ -194,7 +194,7 @@ def decode_consumer_records(
 # Offered as kafkawire.codec.decode_records_with and FIELD_*; the twin, kafkawire._pycodec,
 # re-exports the same names.
 class _RecordField:
-    """A placeholder in _decode_records_with's ``layout``: the named field of each record."""
+    """A placeholder in decode_records_with's ``layout``: the named field of each record."""
 
     name: Final[str]
     code: Final[int]
@@ -209,7 +209,7 @@ _FIELD_VALUE_SIZE: Final[_RecordField]
 _FIELD_HEADERS: Final[_RecordField]  # a tuple of (str, bytes | None)
 _FIELD_CRC: Final[_RecordField]  # a magic 0/1 message's own CRC (innermost); None in magic 2
 
-def _decode_records_with(
+def decode_records_with(
     data: Buffer,
     factory: Callable[..., Any],
     layout: tuple[Any, ...],

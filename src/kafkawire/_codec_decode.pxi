@@ -18,7 +18,7 @@ DEF MODE_BATCHES = 0
 DEF MODE_RECORDS = 1
 DEF MODE_VIEW = 2    # columnar: one pass writing arrays of where record fields start
 DEF MODE_CONSUMER = 3  # ConsumerRecords of one partition, control batches skipped
-DEF MODE_MADE = 4      # records made by the caller's factory (_decode_records_with)
+DEF MODE_MADE = 4      # records made by the caller's factory (decode_records_with)
 DEF MAX_LAYOUT = 32    # arguments a factory may take per record
 
 # MODE_MADE's calls (see _Decoder.made_record)
@@ -421,7 +421,7 @@ cdef class _Decoder:
     cdef bint has_end
     cdef int64_t end_base
     cdef int64_t end_delta
-    # MODE_MADE: what makes each record (see _decode_records_with), each argument's field
+    # MODE_MADE: what makes each record (see decode_records_with), each argument's field
     # code (-1: the layout's own item), and the position: records below it are dropped
     cdef object factory
     cdef object init
@@ -1200,7 +1200,7 @@ def decode_consumer_records(data, topic, partition, *, start_offset=0, check_crc
 
 @cython.final
 cdef class _RecordField:
-    """One field of each record, as it goes into _decode_records_with's ``layout`` (the
+    """One field of each record, as it goes into decode_records_with's ``layout`` (the
     _FIELD_* constants)."""
 
     cdef readonly str name
@@ -1228,19 +1228,33 @@ _FIELD_HEADERS = _record_field("headers", 7)
 _FIELD_CRC = _record_field("crc", 8)  # a magic 0/1 message's own CRC; None in magic 2
 
 
-def _decode_records_with(data, factory, layout, *, init=None, start_offset=0, check_crcs=True,
+def decode_records_with(data, factory, layout, *, init=None, start_offset=0, check_crcs=True,
                          max_depth=DEFAULT_MAX_DEPTH,
                          max_decompressed_size=DEFAULT_MAX_DECOMPRESSED_SIZE,
                          include_control=False):
-    """Every record in ``data`` made by ``factory(*args)``, where ``args`` is ``layout``
-    (a tuple) with each _FIELD_* item replaced by that field of the record: a client's own
-    record type built straight from the bytes, with no Record in between.  With ``init``
-    a record is made as ``factory.__new__(factory)`` and then ``init(record, *args)``
-    (for a class whose ``__init__`` is ``init``, what calling it does, only faster).
+    """Every record in ``data`` (MessageSets and RecordBatches, any codec) made as your own
+    record type, straight from the bytes, with no :class:`Record` in between.
 
-    Records are read as a consumer at ``start_offset`` reads them: one below the position
-    (which starts at ``start_offset`` and moves past every record made) is dropped.
-    Control batches are skipped unless ``include_control``."""
+    Each record is ``factory(*args)``, where ``args`` is ``layout`` (a tuple of at most 32
+    items) with every ``FIELD_*`` item replaced by that field of the record; other items
+    are passed as they are::
+
+        Row = collections.namedtuple("Row", "topic offset key value")
+        rows = codec.decode_records_with(data, Row, ("orders", codec.FIELD_OFFSET,
+                                                     codec.FIELD_KEY, codec.FIELD_VALUE))
+
+    With ``init``, ``factory`` must be a class and a record is made as
+    ``factory.__new__(factory)`` followed by ``init(record, *args)`` (for a class whose
+    ``__init__`` is ``init``: what calling the class does, only faster).
+
+    Records are read as a consumer fetching at ``start_offset`` reads them: one whose
+    offset is below the position (``start_offset`` at first, then just past each record
+    made) is left out, as are control batches unless ``include_control`` and a partial
+    batch at the end of ``data`` (as a fetch response may hold).  Raises
+    :class:`kafkawire.errors.CodecError` (or a subclass) for a bad layout or factory and for
+    corrupt or unreadable data, as :func:`decode_records` does; an exception the factory
+    raises comes out as it is.  ``check_crcs``, ``max_depth`` and ``max_decompressed_size``
+    are :func:`decode_batches`' own."""
     _check_start(start_offset)
     _check_layout(factory, layout, init)
     cdef _Decoder d = _decoder(MODE_MADE, start_offset, check_crcs, max_depth,

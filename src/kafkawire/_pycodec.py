@@ -53,7 +53,7 @@ from kafkawire._pycodec_decode import (  # noqa: F401
     _varint_slow, _span, _outside_int64, _decode_v2_records, MAX_LAYOUT, _RecordField,
     _FIELD_OFFSET, _FIELD_TIMESTAMP, _FIELD_TIMESTAMP_TYPE, _FIELD_KEY, _FIELD_VALUE,
     _FIELD_KEY_SIZE, _FIELD_VALUE_SIZE, _FIELD_HEADERS, _FIELD_CRC, _check_layout,
-    _decode_records_with,
+    decode_records_with,
 )
 from kafkawire._pycodec_columnar import (  # noqa: F401
     decode_columnar,

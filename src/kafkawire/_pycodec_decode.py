@@ -544,7 +544,7 @@ MAX_LAYOUT = 32  # arguments a factory may take per record
 
 
 class _RecordField:
-    """One field of each record, as it goes into _decode_records_with's ``layout`` (the
+    """One field of each record, as it goes into decode_records_with's ``layout`` (the
     _FIELD_* constants)."""
 
     __slots__ = ("name", "code")
@@ -580,7 +580,7 @@ def _check_layout(factory, layout, init) -> None:
         raise errors.CodecError("init needs a class as factory and a callable init")
 
 
-def _decode_records_with(
+def decode_records_with(
     data,
     factory,
     layout,
@@ -592,15 +592,29 @@ def _decode_records_with(
     max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
     include_control: bool = False,
 ) -> list:
-    """Every record in ``data`` made by ``factory(*args)``, where ``args`` is ``layout``
-    (a tuple) with each _FIELD_* item replaced by that field of the record: a client's own
-    record type built straight from the bytes, with no Record in between.  With ``init``
-    a record is made as ``factory.__new__(factory)`` and then ``init(record, *args)``
-    (for a class whose ``__init__`` is ``init``, what calling it does, only faster).
+    """Every record in ``data`` (MessageSets and RecordBatches, any codec) made as your own
+    record type, straight from the bytes, with no :class:`Record` in between.
 
-    Records are read as a consumer at ``start_offset`` reads them: one below the position
-    (which starts at ``start_offset`` and moves past every record made) is dropped.
-    Control batches are skipped unless ``include_control``."""
+    Each record is ``factory(*args)``, where ``args`` is ``layout`` (a tuple of at most 32
+    items) with every ``FIELD_*`` item replaced by that field of the record; other items
+    are passed as they are::
+
+        Row = collections.namedtuple("Row", "topic offset key value")
+        rows = codec.decode_records_with(data, Row, ("orders", codec.FIELD_OFFSET,
+                                                     codec.FIELD_KEY, codec.FIELD_VALUE))
+
+    With ``init``, ``factory`` must be a class and a record is made as
+    ``factory.__new__(factory)`` followed by ``init(record, *args)`` (for a class whose
+    ``__init__`` is ``init``: what calling the class does, only faster).
+
+    Records are read as a consumer fetching at ``start_offset`` reads them: one whose
+    offset is below the position (``start_offset`` at first, then just past each record
+    made) is left out, as are control batches unless ``include_control`` and a partial
+    batch at the end of ``data`` (as a fetch response may hold).  Raises
+    :class:`kafkawire.errors.CodecError` (or a subclass) for a bad layout or factory and for
+    corrupt or unreadable data, as :func:`decode_records` does; an exception the factory
+    raises comes out as it is.  ``check_crcs``, ``max_depth`` and ``max_decompressed_size``
+    are :func:`decode_batches`' own."""
     opts = _options(start_offset, check_crcs, max_depth, max_decompressed_size)
     _check_layout(factory, layout, init)
     slots = [(i, f.code) for i, f in enumerate(layout) if type(f) is _RecordField]

@@ -161,46 +161,7 @@ FIELD_HEADERS = _impl._FIELD_HEADERS  # a tuple of (str, bytes | None)
 FIELD_CRC = _impl._FIELD_CRC  # a magic 0/1 message's own CRC (innermost); None in magic 2
 
 
-def decode_records_with(
-    data,
-    factory,
-    layout: tuple,
-    *,
-    init=None,
-    start_offset: int = 0,
-    check_crcs: bool = True,
-    max_depth: int = DEFAULT_MAX_DEPTH,
-    max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
-    include_control: bool = False,
-) -> list:
-    """Every record in ``data`` (MessageSets and RecordBatches, any codec) made as your own
-    record type, straight from the bytes, with no :class:`Record` in between.
-
-    Each record is ``factory(*args)``, where ``args`` is ``layout`` (a tuple of at most 32
-    items) with every ``FIELD_*`` item replaced by that field of the record; other items
-    are passed as they are::
-
-        Row = collections.namedtuple("Row", "topic offset key value")
-        rows = codec.decode_records_with(data, Row, ("orders", codec.FIELD_OFFSET,
-                                                     codec.FIELD_KEY, codec.FIELD_VALUE))
-
-    With ``init``, ``factory`` must be a class and a record is made as
-    ``factory.__new__(factory)`` followed by ``init(record, *args)`` (for a class whose
-    ``__init__`` is ``init``: what calling the class does, only faster).
-
-    Records are read as a consumer fetching at ``start_offset`` reads them: one whose
-    offset is below the position (``start_offset`` at first, then just past each record
-    made) is left out, as are control batches unless ``include_control`` and a partial
-    batch at the end of ``data`` (as a fetch response may hold).  Raises
-    :class:`kafkawire.errors.CodecError` (or a subclass) for a bad layout or factory and for
-    corrupt or unreadable data, as :func:`decode_records` does; an exception the factory
-    raises comes out as it is.  ``check_crcs``, ``max_depth`` and ``max_decompressed_size``
-    are :func:`decode_batches`' own.
-    """
-    return _impl._decode_records_with(
-        data, factory, layout, init=init, start_offset=start_offset, check_crcs=check_crcs,
-        max_depth=max_depth, max_decompressed_size=max_decompressed_size,
-        include_control=include_control)
+decode_records_with = _impl.decode_records_with
 
 
 # For kafkawire's own consumer (kafkawire.protocol.fetcher), not part of the codec API:

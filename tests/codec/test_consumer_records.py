@@ -187,7 +187,7 @@ def test_codec_selects_the_loaded_implementation() -> None:
     assert codec._decode_consumer_records is impl.decode_consumer_records
 
 
-# ---- _decode_records_with: a client's own records made straight from the bytes ------------
+# ---- decode_records_with: a client's own records made straight from the bytes ------------
 
 from kafkawire import _pycodec as py_decode  # noqa: E402 - the twin
 
@@ -220,7 +220,7 @@ def made_expected(impl, data, start_offset=0, include_control=False, **kwargs):
 
 
 def made(impl, data, **kwargs):
-    return impl._decode_records_with(data, lambda *a: a, _layout(impl), **kwargs)
+    return impl.decode_records_with(data, lambda *a: a, _layout(impl), **kwargs)
 
 
 @pytest.mark.parametrize("impl", MADE_IMPLS)
@@ -247,7 +247,7 @@ def test_made_records_of_fuzzed_inputs_agree() -> None:
         want = outcome(made_expected, py, data, **kw)
         for impl in (py_decode, cy):
             assert outcome(made, impl, data, **kw) == want, (impl.__name__, data, kw)
-        crcs = [outcome(impl._decode_records_with, data, lambda *a: a, _crc_layout(impl), **kw)
+        crcs = [outcome(impl.decode_records_with, data, lambda *a: a, _crc_layout(impl), **kw)
                 for impl in (py_decode, cy)]
         assert crcs[0] == crcs[1], (data, kw)
         kind = "returned" if want[0] == "returned" else want[1].__name__
@@ -278,13 +278,13 @@ def test_made_records_with_init_are_what_calling_the_class_makes(impl) -> None:
                                   base_offset=3)
     layout = (impl._FIELD_OFFSET, impl._FIELD_KEY, impl._FIELD_KEY_SIZE, impl._FIELD_HEADERS)
     for kw in ({}, {"init": _Made.__init__}):
-        got = impl._decode_records_with(data, _Made, layout, **kw)
+        got = impl.decode_records_with(data, _Made, layout, **kw)
         assert [type(r) for r in got] == [_Made, _Made]
         assert [r.fields for r in got] == [(3, b"k1", 2, (("h", b"x"),)), (4, None, -1, ())]
     with pytest.raises(TypeError, match="should return None, not 'int'"):
-        impl._decode_records_with(data, _Made, layout, init=lambda self, *a: 1)
+        impl.decode_records_with(data, _Made, layout, init=lambda self, *a: 1)
     with pytest.raises(ZeroDivisionError):
-        impl._decode_records_with(data, lambda *a: 1 / 0, layout)
+        impl.decode_records_with(data, lambda *a: 1 / 0, layout)
     assert repr(impl._FIELD_KEY_SIZE) == "_RecordField('key_size')"
 
 
@@ -299,8 +299,8 @@ def test_made_records_bad_arguments_are_the_codecs_errors(impl) -> None:
         ((tuple, ()), {"start_offset": "0"}, "start_offset must be an int"),
     ]:
         with pytest.raises(errors.CodecError, match=message):
-            impl._decode_records_with(data, *args, **kw)
-    assert impl._decode_records_with(data, lambda *a: a, (None,) * 32) == [(None,) * 32]
+            impl.decode_records_with(data, *args, **kw)
+    assert impl.decode_records_with(data, lambda *a: a, (None,) * 32) == [(None,) * 32]
 
 
 @pytest.mark.parametrize("impl", MADE_IMPLS)
@@ -317,5 +317,5 @@ def test_made_records_crc_is_each_legacy_messages_own(impl) -> None:
     want = ([(20 + i, b.crc) for i, b in enumerate(cy.decode_batches(plain))]
             + [(30 + i, b.crc) for i, b in enumerate(cy.decode_batches(inner))]
             + [(40 + i, None) for i in range(4)])
-    got = impl._decode_records_with(plain + packed + v2, lambda *a: a, _crc_layout(impl))
+    got = impl.decode_records_with(plain + packed + v2, lambda *a: a, _crc_layout(impl))
     assert got == want and len({c for _o, c in got[:8]}) == 8

@@ -49,7 +49,7 @@ def test_the_public_names_are_the_loaded_codecs():
 
 
 def test_the_twin_re_exports_what_the_extension_has():
-    names = ["_decode_records_with", "_RecordField"] + [f"_FIELD_{f}" for f in FIELDS]
+    names = ["decode_records_with", "_RecordField"] + [f"_FIELD_{f}" for f in FIELDS]
     for name in names:
         assert getattr(_pycodec, name) is getattr(_pycodec_decode, name)
         if _codec is not None:
@@ -60,7 +60,7 @@ def test_the_twin_re_exports_what_the_extension_has():
 @pytest.mark.parametrize("start", [0, 3, 6, 9])
 def test_records_as_decode_records_reads_them(impl, start):
     layout = ("t", impl._FIELD_OFFSET, impl._FIELD_KEY, impl._FIELD_VALUE, impl._FIELD_HEADERS)
-    got = impl._decode_records_with(data(), Row, layout, start_offset=start)
+    got = impl.decode_records_with(data(), Row, layout, start_offset=start)
     want = [Row("t", r.offset, r.key, r.value, tuple(r.headers))
             for r in impl.decode_records(data()) if r.offset >= start]
     assert got == want
@@ -74,7 +74,7 @@ def test_records_as_decode_records_reads_them(impl, start):
 @pytest.mark.parametrize("impl", IMPLS)
 def test_every_field(impl):
     layout = tuple(getattr(impl, f"_FIELD_{f}") for f in FIELDS)
-    got = impl._decode_records_with(data(), lambda *a: a, layout)
+    got = impl.decode_records_with(data(), lambda *a: a, layout)
     assert got[0][:8] == (0, -1, -1, b"k0", b"v0", 2, 2, ())  # magic 0: no timestamp
     assert got[2][:8] == (2, 1_000, 0, b"k2", None, 2, -1, ())
     assert got[8] == (8, 3_008, 0, b"k8", b"v8", 2, 2, (("h", b"8"), ("n", None)), None)
@@ -89,16 +89,16 @@ def test_init_makes_records_as_calling_the_class(impl):
             self.offset, self.value = offset, value
 
     layout = (impl._FIELD_OFFSET, impl._FIELD_VALUE)
-    made = impl._decode_records_with(data(), Made, layout, init=Made.__init__)
+    made = impl.decode_records_with(data(), Made, layout, init=Made.__init__)
     assert [(m.offset, m.value) for m in made] == [
-        (m.offset, m.value) for m in impl._decode_records_with(data(), Made, layout)]
+        (m.offset, m.value) for m in impl.decode_records_with(data(), Made, layout)]
     assert all(type(m) is Made for m in made)
 
 
 def test_refusals_are_the_same_on_both():
     def outcome(impl, *args, **kw):
         try:
-            return impl._decode_records_with(*args, **kw)
+            return impl.decode_records_with(*args, **kw)
         except Exception as exc:  # noqa: BLE001 - the class and words are compared
             return type(exc), str(exc)
 

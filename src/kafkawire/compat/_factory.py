@@ -1,7 +1,7 @@
 """The record factories (and aiokafka's builder append) the drop-ins use: compiled
 (kafkawire._compat) with the compiled codec, else the pure-Python twin
 (kafkawire.compat._factory_py), as kafkawire.codec picks; and ``codec_impl``, that
-codec's module, whose ``_decode_records_with`` (kafkawire.codec.decode_records_with, with
+codec's module, whose ``decode_records_with`` (kafkawire.codec.decode_records_with, with
 its FIELD_* placeholders) makes a host's records straight from a batch's bytes.
 
 Each call makes a whole batch of the host's records with the cyclic GC paused, as
@@ -51,7 +51,7 @@ def _gc_paused(make):
 
 
 kafka_python_records = _gc_paused(_impl.kafka_python_records)
-decode_records_with = _gc_paused(codec_impl._decode_records_with)
+decode_records_with = _gc_paused(codec_impl.decode_records_with)
 deserialize = _impl.deserialize
 resolve_aiokafka_futures = _impl.resolve_aiokafka_futures
 configure_aiokafka_send = _impl.configure_aiokafka_send

@@ -656,7 +656,7 @@ class PartitionRecords(_ORIGINAL_PARTITION_RECORDS):
                 magic, codec_id = batch._magic, batch._attributes & 0x07
             # (one record in a plain legacy entry: not worth pausing the GC for)
             decode = (_factory.decode_records_with if codec_id or magic == 2
-                      else _factory.codec_impl._decode_records_with)
+                      else _factory.codec_impl.decode_records_with)
             try:
                 if codec_id:
                     _assert_host_codec(codec_id, magic)
