@@ -123,8 +123,7 @@ class AsyncCluster(ClusterView):
 
     def ready_connection(self, node_id: int) -> AsyncBrokerConnection | None:
         """The connection to ``node_id`` if it is ready, else None, never waiting."""
-        if self.forked:
-            self.check_fork()
+        self.check_fork()
         conn = self._conns.get(node_id)
         return conn if conn is not None and conn.ready else None
 

@@ -252,8 +252,7 @@ class AsyncProducer:
         if self._closing:
             raise ClientClosedError("send() after close(): the producer is closed")
         cluster = self.cluster
-        if cluster.forked:
-            cluster.check_fork()
+        cluster.check_fork()
         if self._sender is None:
             await self.start()
         acc = self._acc
