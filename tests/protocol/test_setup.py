@@ -11,7 +11,7 @@ from kafkawire.protocol import apis
 from kafkawire.protocol.api import ApiVersionError
 from kafkawire.protocol.connection import Connection
 from kafkawire.protocol.sasl import PlainMechanism, SaslAuthenticationError
-from kafkawire.protocol.setup import AUTHENTICATING, DONE, NEGOTIATING, ConnectionSetup
+from kafkawire.protocol.setup import AUTHENTICATING, DONE, NEGOTIATING, ConnectionSetup, relogin_holds
 from test_connection import api_versions_response, frame, parse_request
 
 API_VERSIONS = apis.get("ApiVersions")
@@ -136,3 +136,10 @@ def test_bytes_the_setup_cannot_follow_end_it_typed():
     s.start()
     with pytest.raises(errors.ConnectionClosedError, match="cannot follow"):
         s.receive(b"\x00\x00\x00\x08\x00\x00\x00\x63garbage!")
+
+
+def test_relogin_holds_requests_while_a_relogin_runs_or_once_it_is_due():
+    assert not relogin_holds(None, None, 100.0)  # no re-login scheduled (no SASL, or no lifetime)
+    assert not relogin_holds(None, 100.5, 100.0)  # scheduled, not due yet
+    assert relogin_holds(None, 100.0, 100.0)  # due now
+    assert relogin_holds("running", None, 100.0)  # running: due time already cleared

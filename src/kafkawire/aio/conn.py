@@ -49,7 +49,7 @@ from kafkawire.errors import (
 from kafkawire.protocol import apis
 from kafkawire.protocol.connection import Connection, ProtocolError, first_due, late_answer_error
 from kafkawire.protocol.sasl import SaslMechanism, SaslResult
-from kafkawire.protocol.setup import ConnectionSetup, broker_name
+from kafkawire.protocol.setup import ConnectionSetup, broker_name, relogin_holds
 
 _PRODUCE = apis.get("Produce")
 # What one read takes at most into a connection's scratch buffer; the rest of a frame at
@@ -390,8 +390,7 @@ class AsyncBrokerConnection:
                 exchange.add_done_callback(lambda t: t.cancelled() or t.exception())
                 raise KafkaTimeoutError(f"{api.name} to {self.name}: no answer within {wait:g}s "
                                         f"(the request goes on; its answer will be dropped)") from None
-        if self._reauth is not None or (
-                self._reauth_at is not None and asyncio.get_running_loop().time() >= self._reauth_at):
+        if relogin_holds(self._reauth, self._reauth_at, asyncio.get_running_loop().time()):
             await self._reauthenticate()
         if not self.ready or self.protocol is None:
             raise self.last_error if isinstance(self.last_error, KafkaConnectionError) else \
@@ -412,10 +411,10 @@ class AsyncBrokerConnection:
         KIP-368 re-login due).  The answer is due within request_timeout; a late one
         closes the connection, as in :meth:`request`.  The producer's per-request path."""
         loop = self._loop
-        if not self.ready or self._reauth is not None or loop is None:
+        if not self.ready or loop is None:
             return False
         now = loop.time()
-        if self._reauth_at is not None and now >= self._reauth_at:
+        if relogin_holds(self._reauth, self._reauth_at, now):
             return False
         protocol = self.protocol
         assert protocol is not None and self._transport is not None

@@ -48,7 +48,7 @@ from kafkawire.protocol import apis
 from kafkawire.protocol.api import Api
 from kafkawire.protocol.connection import Connection, ProtocolError, first_due, late_answer_error
 from kafkawire.protocol.sasl import SaslMechanism, SaslResult
-from kafkawire.protocol.setup import ConnectionSetup, broker_name
+from kafkawire.protocol.setup import ConnectionSetup, broker_name, relogin_holds
 
 _PRODUCE = apis.get("Produce")
 
@@ -603,7 +603,7 @@ class BrokerConnection:
         def make() -> tuple[int, list[Any]]:
             return proto.send(api, request, version, expects_response=expects_response)
 
-        if self._reauth is not None or (self._reauth_at is not None and now >= self._reauth_at):
+        if relogin_holds(self._reauth, self._reauth_at, now):
             fut = Future(self.poller.poll)
             self._held.append((make, due, expects_response, fut))
             self._reauth_due(now)
@@ -619,8 +619,7 @@ class BrokerConnection:
         callback list, no per-call checks of the API and version (issue 23)."""
         now = time.monotonic()
         proto = self.protocol
-        if (self.state != READY or proto is None or self._reauth is not None
-                or (self._reauth_at is not None and now >= self._reauth_at)):
+        if self.state != READY or proto is None or relogin_holds(self._reauth, self._reauth_at, now):
             fut = self.send(_PRODUCE, request, version)
             fut.add_done_callback(lambda f: on_answer(None, f.exception()) if f.failed()
                                   else on_answer(f.result(), None))

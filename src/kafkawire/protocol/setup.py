@@ -75,6 +75,13 @@ def sasl_error(exc: BaseException, name: str, mechanism: SaslMechanism, *, close
     return exc
 
 
+def relogin_holds(running: Any, due_at: float | None, now: float) -> bool:
+    """Whether a request must wait for a KIP-368 re-login before it is written: one is
+    ``running``, or one is due (``due_at`` on the shell's clock) by ``now``.  Both shells
+    hold their requests (or take their slow path) on this one test."""
+    return running is not None or (due_at is not None and now >= due_at)
+
+
 class ConnectionSetup:
     """ApiVersions, then SASL when a mechanism is given, over ``protocol``.  With
     ``login_only`` it is a KIP-368 re-authentication of a connection already set up
