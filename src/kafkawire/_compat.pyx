@@ -224,11 +224,12 @@ cdef inline Py_ssize_t _field_size(object data) except -2:
 
 
 cdef class AiokafkaAppender:
-    """The per-record part of kafkawire's DefaultRecordBatchBuilder for aiokafka
-    (kafkawire.compat.aiokafka), which subclasses it: ``append`` keeps the record and
-    returns its metadata, the sizes aiokafka's own builder reports; what it does not take
-    (other types, offsets out of order, extreme timestamps, unusual headers) goes to the
-    subclass's ``_to_fallback()``, aiokafka's own builder."""
+    """The per-record part of kafkawire's magic-2 DefaultRecordBatchBuilder for aiokafka
+    and for kafka-python (kafkawire.compat.aiokafka, .kafka_python), which subclass it:
+    ``append`` keeps the record and returns its metadata, the sizes the host's own builder
+    reports (both hosts count alike); what it does not take (other types, offsets out of
+    order, extreme timestamps, unusual headers) goes to the subclass's ``_to_fallback()``,
+    the host's own builder."""
 
     # key, value, timestamp of each record one after the other (no object per record:
     # one per record would be a GC allocation, and the collector would run every 700),
@@ -251,33 +252,49 @@ cdef class AiokafkaAppender:
         return _V2_HEADER_AND_OVERHEAD + k + v + 1
 
     def append(self, offset, timestamp, key, value, headers):
-        cdef Py_ssize_t size, n
-        cdef long long ts, off, first_ts
-        cdef int overflow = 0
+        cdef Py_ssize_t size
         cdef DefaultRecordMetadata meta
         if self._fallback is not None:
             return self._fallback.append(offset, timestamp, key, value, headers)
         if timestamp is None:
             timestamp = int(_now() * 1000)
+        size = self._add(offset, timestamp, key, value, headers)
+        if size < 0:
+            return self._to_fallback().append(offset, timestamp, key, value, headers)
+        if size == 0:
+            return None
+        meta = DefaultRecordMetadata.__new__(DefaultRecordMetadata)
+        meta.offset = offset
+        meta.size = size
+        meta.timestamp = timestamp
+        return meta
+
+    cdef Py_ssize_t _add(self, object offset, object timestamp, object key, object value,
+                         object headers) except -2:
+        """The record appended: its size; 0: the batch is full; -1: not one this takes
+        (nothing changed, the caller hands it to the fallback)."""
+        cdef Py_ssize_t size, n
+        cdef long long ts, off, first_ts
+        cdef int overflow = 0
         records = self._records
         if type(offset) is not int or type(timestamp) is not int:
-            return self._to_fallback().append(offset, timestamp, key, value, headers)
+            return -1
         off = PyLong_AsLongLongAndOverflow(offset, &overflow)
         if not overflow:
             ts = PyLong_AsLongLongAndOverflow(timestamp, &overflow)
         if overflow or off != len(records) // 3 or not -_TS_LIMIT <= ts < _TS_LIMIT:
-            return self._to_fallback().append(offset, timestamp, key, value, headers)
+            return -1
         size = _field_size(key)
         n = _field_size(value)
         if size < 0 or n < 0:
-            return self._to_fallback().append(offset, timestamp, key, value, headers)
+            return -1
         size += n
         if not headers and type(headers) is list:
             size += 1
         else:
             h = _headers_size(headers)
             if h is None:
-                return self._to_fallback().append(offset, timestamp, key, value, headers)
+                return -1
             size += <Py_ssize_t>h
         first = self._first_timestamp
         if first is None:
@@ -287,7 +304,7 @@ cdef class AiokafkaAppender:
             size += 1 + _size_of_varint(ts - first_ts) + _size_of_varint(off)
         size += _size_of_varint(size)
         if first is not None and self._size + size > self._batch_size:
-            return None
+            return 0
         if first is None:
             self._first_timestamp = timestamp
         self._size += size
@@ -296,11 +313,7 @@ cdef class AiokafkaAppender:
         records.append(timestamp)
         if headers:
             self._headers[off] = headers
-        meta = DefaultRecordMetadata.__new__(DefaultRecordMetadata)
-        meta.offset = off
-        meta.size = size
-        meta.timestamp = ts
-        return meta
+        return size
 
 
 # ---- aiokafka's producer: a batch's record futures resolved ---------------------------
@@ -538,3 +551,204 @@ class AIOKafkaProducer:
 
 
 aiokafka_send = AIOKafkaProducer.send
+
+
+# ---- kafka-python's producer: a record into its partition's open batch, and its future --
+#
+# kafkawire.compat.kafka_python's send() hands a record here; the steps are
+# RecordAccumulator.append -> ProducerBatch.try_append -> MemoryRecordsBuilder.append ->
+# the builder's append -> FutureRecordMetadata(...), with the same locks and state changes,
+# in one call.  The record futures of a batch are resolved by one callback per run of
+# records appended here (KafkaPythonFutures) instead of two bound methods per record on
+# the batch's FutureProduceResult: half the objects per record the collector tracks, and
+# no Python frame per record on the sender thread.  Twin: compat/_factory_py.py.
+
+cdef object _kp_frm = None            # kafka.producer.future.FutureRecordMetadata
+cdef object _kp_new_lock = None       # what kafka-python's Future makes its _lock with
+cdef PyTypeObject *_kp_metadata = NULL  # RecordMetadata, a 9-field namedtuple
+cdef object _kp_metadata_type = None
+cdef object _kp_future_log = None     # kafka.future's logger: errors of user callbacks
+cdef object _kp_records_builder = None  # kafkawire's MemoryRecordsBuilder for kafka-python
+cdef object _kp_batch_builder = None  # and its DefaultRecordBatchBuilder (an AiokafkaAppender)
+cdef object _kp_atomic = None         # record_accumulator.AtomicInteger
+cdef object _kp_monotonic = None
+
+
+def configure_kafka_python(record_future, new_lock, record_metadata, future_log,
+                           records_builder, batch_builder, atomic_integer, monotonic):
+    """kafka-python's and kafkawire.compat.kafka_python's objects the functions below use
+    (this module does not import kafka-python)."""
+    global _kp_frm, _kp_new_lock, _kp_metadata, _kp_metadata_type, _kp_future_log
+    global _kp_records_builder, _kp_batch_builder, _kp_atomic, _kp_monotonic
+    _kp_frm = record_future
+    _kp_new_lock = new_lock
+    _kp_metadata_type = record_metadata
+    _kp_metadata = <PyTypeObject*>record_metadata
+    _kp_future_log = future_log
+    _kp_records_builder = records_builder
+    _kp_batch_builder = batch_builder
+    _kp_atomic = atomic_integer
+    _kp_monotonic = monotonic
+
+
+cdef class KafkaPythonFutures:
+    """One callback (and errback, ``failure``) on a batch's FutureProduceResult for a run
+    of its record futures: called with the batch's result, it resolves each as
+    FutureRecordMetadata._produce_success and Future.success would, in order."""
+
+    cdef public list futures
+
+    def __call__(self, result):
+        cdef Py_ssize_t i, n = PyList_GET_SIZE(self.futures)
+        cdef object f, md, tp, callbacks, lock
+        offset, produce_timestamp_ms, record_exceptions_fn = result
+        if record_exceptions_fn is not None:
+            for f in self.futures:
+                f.failure(record_exceptions_fn(f.args[0]))
+            return
+        log_append_time = produce_timestamp_ms is not None and produce_timestamp_ms != -1
+        # The collector paused, as in resolve_aiokafka_futures: the RecordMetadata made
+        # here die with the batch's futures, right after.
+        cdef bint gc_was_enabled = PyGC_Disable()
+        try:
+            for i in range(n):
+                f = <object>PyList_GET_ITEM(self.futures, i)
+                batch_index, timestamp_ms, checksum, key_size, value_size, header_size = f.args
+                tp = f._produce_future.topic_partition
+                md = PyType_GenericAlloc(_kp_metadata, 9)
+                _put(md, 0, tp[0])
+                _put(md, 1, tp[1])
+                _put(md, 2, tp)
+                _put(md, 3, offset + batch_index if offset != -1 and batch_index is not None
+                     else offset)
+                _put(md, 4, produce_timestamp_ms if log_append_time else timestamp_ms)
+                _put(md, 5, checksum)
+                _put(md, 6, key_size)
+                _put(md, 7, value_size)
+                _put(md, 8, header_size)
+                # Future.success(md)
+                lock = f._lock
+                lock.acquire()
+                f.value = md
+                f.is_done = True
+                callbacks = f._callbacks
+                f._callbacks = None
+                f._errbacks = None
+                lock.release()
+                if callbacks:
+                    for callback in callbacks:
+                        try:
+                            callback(md)
+                        except Exception:
+                            _kp_future_log.exception("Error processing callback")
+                            if f.error_on_callbacks:
+                                raise
+        finally:
+            if gc_was_enabled:
+                PyGC_Enable()
+
+    def failure(self, error):
+        for f in self.futures:
+            f.failure(error)
+
+
+cdef object _kp_record_future(object produce_future, object offset, object timestamp,
+                              object crc, object key, object value, object headers):
+    cdef KafkaPythonFutures run
+    f = _kp_frm.__new__(_kp_frm)
+    # the fields FutureRecordMetadata.__init__ sets, in its order
+    f.is_done = False
+    f.value = None
+    f.exception = None
+    f._callbacks = []
+    f._errbacks = []
+    f._lock = _kp_new_lock()
+    f._produce_future = produce_future
+    f.args = (offset, timestamp, crc, _len_or_minus1(key), _len_or_minus1(value),
+              sum([len(k.encode("utf-8")) + len(v) for k, v in headers]) if headers else -1)
+    callbacks = produce_future._callbacks
+    if (type(callbacks) is list and PyList_GET_SIZE(callbacks)
+            and type(<object>PyList_GET_ITEM(callbacks, PyList_GET_SIZE(callbacks) - 1))
+            is KafkaPythonFutures):
+        # the run of records appended here goes on: one list append (the batch is open,
+        # its future not done: its partition's lock is held)
+        run = <KafkaPythonFutures>PyList_GET_ITEM(callbacks, PyList_GET_SIZE(callbacks) - 1)
+        run.futures.append(f)
+    else:
+        run = KafkaPythonFutures.__new__(KafkaPythonFutures)
+        run.futures = [f]
+        produce_future._add_cb_eb(run, run.failure)
+    return f
+
+
+def kafka_python_record_future(produce_future, offset, timestamp, crc, key, value, headers):
+    """FutureRecordMetadata(produce_future, offset, timestamp, crc, <key, value and
+    header sizes>) of one appended record, resolved by the batch's KafkaPythonFutures."""
+    return _kp_record_future(produce_future, offset, timestamp, crc, key, value, headers)
+
+
+cdef inline void _kp_count(object counter, object by) except *:
+    # AtomicInteger.increment()/decrement(), without its Python frame
+    if type(counter) is _kp_atomic:
+        with counter._lock:
+            counter._val += by
+    elif by > 0:
+        counter.increment()
+    else:
+        counter.decrement()
+
+
+@cython.wraparound(True)  # dq[-1]
+def kafka_python_append(acc, tp, timestamp_ms, key, value, headers):
+    """RecordAccumulator.append(tp, timestamp_ms, key, value, headers)[:3]: the record goes
+    into the partition's open batch here, as ProducerBatch.try_append puts it there;
+    opening a new batch, and a closed accumulator, stay kafka-python's."""
+    cdef Py_ssize_t size
+    cdef AiokafkaAppender appender
+    if not acc._closed:
+        lock = acc._tp_locks.get(tp) or acc._tp_lock(tp)
+        in_progress = acc._appends_in_progress
+        _kp_count(in_progress, 1)  # abort_incomplete_batches() waits for appends in flight
+        try:
+            with lock:
+                dq = acc._batches[tp]
+                if dq:
+                    batch = dq[-1]
+                    records = batch.records
+                    builder = records._builder if type(records) is _kp_records_builder else None
+                    if (builder is not None and type(builder) is _kp_batch_builder
+                            and (<AiokafkaAppender>builder)._fallback is None):
+                        # MemoryRecordsBuilder.append -> the builder's append (both ours)
+                        appender = <AiokafkaAppender>builder
+                        offset = records._next_offset
+                        if timestamp_ms is None:
+                            timestamp_ms = int(_now() * 1000)
+                        size = appender._add(offset, timestamp_ms, key, value, headers)
+                        if size > 0:
+                            records._next_offset = offset + 1
+                            if size > batch.max_record_size:
+                                batch.max_record_size = size
+                            batch.last_append = _kp_monotonic()
+                            future = _kp_record_future(batch.produce_future, offset,
+                                                       timestamp_ms, None, key, value, headers)
+                            batch._record_futures.append(future)
+                            return (future, len(dq) > 1 or appender._size >= records._batch_size,
+                                    False)
+                        metadata = None if size == 0 else builder.append(
+                            offset, timestamp_ms, key, value, headers)
+                        if metadata is not None:
+                            records._next_offset = offset + 1
+                    else:
+                        metadata = records.append(timestamp_ms, key, value, headers)
+                    if metadata is not None:
+                        if metadata.size > batch.max_record_size:
+                            batch.max_record_size = metadata.size
+                        batch.last_append = _kp_monotonic()
+                        future = _kp_record_future(batch.produce_future, metadata.offset,
+                                                   metadata.timestamp, metadata.crc, key, value,
+                                                   headers)
+                        batch._record_futures.append(future)
+                        return future, len(dq) > 1 or records.is_full(), False
+        finally:
+            _kp_count(in_progress, -1)
+    return acc.append(tp, timestamp_ms, key, value, headers)[:3]

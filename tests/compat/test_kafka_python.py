@@ -894,7 +894,28 @@ def test_send_partitions_keys_as_kafka_pythons_partitioner(tansu_broker):
         kwkp.uninstall()
 
 
-def test_record_future_is_kafka_pythons_own():
+def _impls():
+    """The compiled helpers and their twin, each configured as kafka_python configures
+    the one it uses."""
+    from kafkawire.compat import _factory_py
+
+    impls = [_factory_py]
+    try:
+        from kafkawire import _compat
+    except ImportError:  # the twin-only build
+        _compat = None
+    if _compat is not None and codec.IMPLEMENTATION == "cython":
+        impls.append(_compat)
+    for impl in impls:
+        impl.configure_kafka_python(
+            kwkp._FRM, kwkp._Lock, kwkp._RecordMetadata, kwkp._k_future.log,
+            kwkp.MemoryRecordsBuilder, kwkp.DefaultRecordBatchBuilder,
+            k_accumulator.AtomicInteger, time.monotonic)
+    return impls
+
+
+@pytest.mark.parametrize("impl", _impls(), ids=lambda m: m.__name__)
+def test_record_future_is_kafka_pythons_own(impl):
     """The future _send makes is the one FutureRecordMetadata(...) makes, field by field
     (this catches a kafka-python release that adds state to it)."""
     from kafka.producer.future import FutureProduceResult, FutureRecordMetadata
@@ -906,16 +927,74 @@ def test_record_future_is_kafka_pythons_own():
     headers = [("a", b"xy"), ("é", b"")]
     theirs_pf, ours_pf = FutureProduceResult(("t", 0)), FutureProduceResult(("t", 0))
     theirs = FutureRecordMetadata(theirs_pf, 5, 1_700, None, 3, 10, 2 + 1 + 2)
-    ours = kwkp._record_future(ours_pf, 5, 1_700, None, b"key", b"0123456789", headers)
+    ours = impl.kafka_python_record_future(ours_pf, 5, 1_700, None, b"key", b"0123456789",
+                                           headers)
     assert type(ours) is type(theirs)
     assert {k: v for k, v in state(ours).items() if k != "_produce_future"} == \
         {k: v for k, v in state(theirs).items() if k != "_produce_future"}
+    assert ours._produce_future is ours_pf
     assert type(ours._lock) is type(theirs._lock)
-    assert [cb.__func__ for cb in ours_pf._callbacks] == [cb.__func__ for cb in theirs_pf._callbacks]
-    assert [cb.__self__ for cb in ours_pf._callbacks] == [ours]
     ours_pf.success((100, -1, None))
     theirs_pf.success((100, -1, None))
     assert ours.get(0) == theirs.get(0)
+
+
+def _resolved_runs(make, result, fail=None):
+    """Seven record futures on one batch future, the third and fifth made by kafka-python
+    (as the first record of a batch is, and a record sent through its own send()), each
+    with a callback (the fourth's raising); what each holds once the batch resolves, and
+    the order the callbacks ran in."""
+    from kafka.producer.future import FutureProduceResult, FutureRecordMetadata
+
+    pf = FutureProduceResult(kafka.TopicPartition("t", 2))
+    calls = []
+    futures = []
+    for i in range(7):
+        if i in (2, 4):
+            f = FutureRecordMetadata(pf, i, 1_700 + i, None, 3, 4, -1)
+        else:
+            f = make(pf, i, 1_700 + i, None, b"abc", b"defg", [("h", b"x")] if i == 6 else [])
+        f.add_callback(lambda md, i=i: calls.append(("ok", i, md.offset)))
+        f.add_errback(lambda exc, i=i: calls.append(("error", i, str(exc))))
+        if i == 3:
+            f.add_callback(lambda md: 1 / 0)  # logged by kafka-python's Future, not raised
+        futures.append(f)
+    registered = len(pf._callbacks)
+    if fail is None:
+        pf.success(result)
+    else:
+        pf.failure(fail)
+    return ([(f.is_done, f.value, type(f.exception), str(f.exception)) for f in futures], calls,
+            registered)
+
+
+@pytest.mark.parametrize("impl", _impls(), ids=lambda m: m.__name__)
+@pytest.mark.parametrize("result", [(100, -1, None), (100, 1_800_000_000_000, None),
+                                    (-1, None, None), (7, -1, lambda i: k_errors.KafkaError(f"#{i}")),
+                                    k_errors.KafkaTimeoutError("expired")],
+                         ids=["create-time", "log-append-time", "no-offset", "record-errors",
+                              "failure"])
+def test_runs_of_record_futures_resolve_as_kafka_pythons(impl, result):
+    """Record futures made by kafkawire are resolved by one callback per run of them on
+    the batch's future: every future as kafka-python's own resolves it, the callbacks in
+    the records' order, runs and kafka-python's own futures interleaved."""
+    from kafka.producer.future import FutureRecordMetadata
+
+    fail = result if isinstance(result, Exception) else None
+    def theirs_make(pf, i, ts, crc, k, v, h):
+        return FutureRecordMetadata(pf, i, ts, crc, len(k), len(v),
+                                    sum(len(a.encode()) + len(b) for a, b in h) if h else -1)
+
+    theirs = _resolved_runs(theirs_make, result, fail)
+    kwkp.install()
+    try:
+        ours = _resolved_runs(impl.kafka_python_record_future, result, fail)
+    finally:
+        kwkp.uninstall()
+    assert ours[:2] == theirs[:2]
+    assert all(done for done, *_ in ours[0])
+    assert [i for _, i, _ in ours[1]] == list(range(7))
+    assert (ours[2], theirs[2]) == (5, 7)  # runs [0, 1], [3], [5, 6]; one each of theirs
 
 
 @pytest.mark.parametrize("result", [(100, -1, None), (100, 1_800_000_000_000, None),

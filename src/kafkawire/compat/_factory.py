@@ -27,11 +27,13 @@ else:
 
 IMPLEMENTATION = "cython" if _impl.__name__ == "kafkawire._compat" else "python"
 
-__all__ = ["IMPLEMENTATION", "AiokafkaAppender", "DefaultRecordMetadata", "aiokafka_send",
-           "codec_impl", "configure_aiokafka_send", "decode_records_with", "deserialize",
-           "kafka_python_records", "resolve_aiokafka_futures"]
+__all__ = ["IMPLEMENTATION", "AiokafkaAppender", "DefaultRecordMetadata", "KafkaPythonFutures",
+           "aiokafka_send", "codec_impl", "configure_aiokafka_send", "configure_kafka_python",
+           "decode_records_with", "deserialize", "kafka_python_append",
+           "kafka_python_record_future", "kafka_python_records", "resolve_aiokafka_futures"]
 
-AiokafkaAppender = _impl.AiokafkaAppender
+AiokafkaAppender = _impl.AiokafkaAppender  # both hosts' magic-2 builders' per-record append
+KafkaPythonFutures = _impl.KafkaPythonFutures
 DefaultRecordMetadata = _impl.DefaultRecordMetadata
 
 
@@ -56,3 +58,6 @@ deserialize = _impl.deserialize
 resolve_aiokafka_futures = _impl.resolve_aiokafka_futures
 configure_aiokafka_send = _impl.configure_aiokafka_send
 aiokafka_send = _impl.aiokafka_send
+configure_kafka_python = _impl.configure_kafka_python
+kafka_python_append = _impl.kafka_python_append
+kafka_python_record_future = _impl.kafka_python_record_future

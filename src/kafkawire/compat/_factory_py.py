@@ -304,3 +304,92 @@ async def aiokafka_send(self, topic, value=None, key=None, partition=None, times
     return await accumulator.add_message(tp, key_bytes, value_bytes,
                                          self._request_timeout_ms / 1000,
                                          timestamp_ms=timestamp_ms, headers=headers)
+
+
+# ---- kafka-python's producer: a record into its partition's open batch, and its future --
+# (see kafkawire._compat.kafka_python_append; the same steps, in the same order)
+
+_kp: dict = {}  # kafka-python's and kafkawire's objects, from configure_kafka_python
+
+
+def configure_kafka_python(record_future, new_lock, record_metadata, future_log,
+                           records_builder, batch_builder, atomic_integer, monotonic):
+    """See kafkawire._compat.configure_kafka_python."""
+    _kp.update(frm=record_future, new_lock=new_lock, records_builder=records_builder,
+               batch_builder=batch_builder, monotonic=monotonic)
+
+
+class KafkaPythonFutures:
+    """See kafkawire._compat.KafkaPythonFutures (here each future's own
+    _produce_success resolves it)."""
+
+    __slots__ = ("futures",)
+
+    def __init__(self, futures):
+        self.futures = futures
+
+    def __call__(self, result):
+        for f in self.futures:
+            f._produce_success(result)
+
+    def failure(self, error):
+        for f in self.futures:
+            f.failure(error)
+
+
+def kafka_python_record_future(produce_future, offset, timestamp, crc, key, value, headers,
+                               host=_kp):
+    frm = host["frm"]
+    f = frm.__new__(frm)
+    f.is_done = False
+    f.value = None
+    f.exception = None
+    f._callbacks = []
+    f._errbacks = []
+    f._lock = host["new_lock"]()
+    f._produce_future = produce_future
+    f.args = (offset, timestamp, crc,
+              -1 if key is None else len(key), -1 if value is None else len(value),
+              sum(len(k.encode("utf-8")) + len(v) for k, v in headers) if headers else -1)
+    callbacks = produce_future._callbacks
+    if type(callbacks) is list and callbacks and type(callbacks[-1]) is KafkaPythonFutures:
+        callbacks[-1].futures.append(f)
+    else:
+        run = KafkaPythonFutures([f])
+        produce_future._add_cb_eb(run, run.failure)
+    return f
+
+
+def kafka_python_append(acc, tp, timestamp_ms, key, value, headers, host=_kp):
+    if not acc._closed:
+        lock = acc._tp_locks.get(tp) or acc._tp_lock(tp)
+        in_progress = acc._appends_in_progress
+        in_progress.increment()  # abort_incomplete_batches() waits for appends in flight
+        try:
+            with lock:
+                dq = acc._batches[tp]
+                if dq:
+                    batch = dq[-1]
+                    records = batch.records
+                    builder = (records._builder if type(records) is host["records_builder"]
+                               else None)
+                    if builder is not None and type(builder) is host["batch_builder"]:
+                        # MemoryRecordsBuilder.append, one frame less (both are kafkawire's)
+                        metadata = builder.append(records._next_offset, timestamp_ms, key,
+                                                  value, headers)
+                        if metadata is not None:
+                            records._next_offset += 1
+                    else:
+                        metadata = records.append(timestamp_ms, key, value, headers)
+                    if metadata is not None:
+                        if metadata.size > batch.max_record_size:
+                            batch.max_record_size = metadata.size
+                        batch.last_append = host["monotonic"]()
+                        future = kafka_python_record_future(
+                            batch.produce_future, metadata.offset, metadata.timestamp,
+                            metadata.crc, key, value, headers)
+                        batch._record_futures.append(future)
+                        return future, len(dq) > 1 or records.is_full(), False
+        finally:
+            in_progress.decrement()
+    return acc.append(tp, timestamp_ms, key, value, headers)[:3]

@@ -39,6 +39,7 @@ import time
 import kafka.codec as _k_codec
 import kafka.consumer.fetcher as _k_fetcher
 import kafka.errors as _k_errors
+import kafka.future as _k_future
 import kafka.partitioner.default as _k_partitioner
 import kafka.producer.future as _k_producer_future
 import kafka.producer.kafka as _k_producer
@@ -72,10 +73,9 @@ ENV_VAR = "KAFKAWIRE_PATCH_KAFKA_PYTHON"
 
 # kafka-python's own classes, taken before anything can patch them: our classes inherit
 # their constants (CODEC_*, HEADER_STRUCT, ...) and fall back to them where kafkawire's
-# encoder cannot express a request (see _to_host).
+# encoder cannot express a request (see _to_fallback, _to_host).
 _ORIG_DEFAULT_BUILDER = _k_default.DefaultRecordBatchBuilder
 _ORIG_LEGACY_BUILDER = _k_legacy.LegacyRecordBatchBuilder
-_DefaultRecordMetadata = _k_default.DefaultRecordMetadata
 _LegacyRecordMetadata = _k_legacy.LegacyRecordMetadata
 
 _INT64_MIN = -(2**63)
@@ -708,15 +708,18 @@ def _host_compressor(codec_id, magic=2):
     return None
 
 
-class DefaultRecordBatchBuilder(_k_default.DefaultRecordBase, ABCRecordBatchBuilder):
-    """Collects magic-2 records; build() encodes them with kafkawire in one call."""
+class DefaultRecordBatchBuilder(_factory.AiokafkaAppender, _k_default.DefaultRecordBase,
+                                ABCRecordBatchBuilder):
+    """Collects magic-2 records; build() encodes them with kafkawire in one call.  The
+    per-record ``append`` is compiled (kafkawire._compat.AiokafkaAppender: kafka-python
+    and aiokafka size a record alike); what it does not take goes to kafka-python's own
+    builder, the records before it replayed into it (``_to_fallback``)."""
 
     MAX_RECORD_OVERHEAD = 21  # length 5 + timestamp delta 10 + offset delta 5 + attributes
+    _host_estimate = staticmethod(_ORIG_DEFAULT_BUILDER.estimate_size_in_bytes)
 
-    __slots__ = ("_magic", "_compression_type", "_batch_size", "_is_transactional",
-                 "_producer_id", "_producer_epoch", "_base_sequence", "_first_timestamp",
-                 "_max_timestamp", "_last_offset", "_num_records", "_size", "_items",
-                 "_offsets_ok", "_built", "_host")
+    __slots__ = ("_magic", "_compression_type", "_is_transactional", "_producer_id",
+                 "_producer_epoch", "_base_sequence", "_built")
 
     def __init__(self, magic, compression_type, is_transactional, producer_id,
                  producer_epoch, base_sequence, batch_size):
@@ -728,27 +731,30 @@ class DefaultRecordBatchBuilder(_k_default.DefaultRecordBase, ABCRecordBatchBuil
         self._producer_id = producer_id
         self._producer_epoch = producer_epoch
         self._base_sequence = base_sequence
+        self._records = []  # key, value, timestamp, ... (see AiokafkaAppender)
+        self._headers = {}  # record index -> its headers, if any
         self._first_timestamp = None
-        self._max_timestamp = None
-        self._last_offset = 0
-        self._num_records = 0
         self._size = _V2_HEADER
-        self._items = []
-        self._offsets_ok = True  # offsets 0, 1, 2, ...: what the encoder writes
         self._built = None
-        # kafka-python's own builder, once an append the fast path does not take arrived
-        self._host = None
+        self._fallback = None  # kafka-python's own builder, once an append needed it
 
-    def _to_host(self):
-        self._host = _hostbytes.replayed(_ORIG_DEFAULT_BUILDER(
+    def _rows(self):
+        """(offset, timestamp, key, value, headers) of each record appended."""
+        it = iter(self._records)
+        headers = self._headers
+        return [(i, ts, key, value, headers.get(i) or [])
+                for i, (key, value, ts) in enumerate(zip(it, it, it))]
+
+    def _to_fallback(self):
+        self._fallback = _hostbytes.replayed(_ORIG_DEFAULT_BUILDER(
             self._magic, self._compression_type, self._is_transactional, self._producer_id,
-            self._producer_epoch, self._base_sequence, self._batch_size), self._items)
-        return self._host
+            self._producer_epoch, self._base_sequence, self._batch_size), self._rows())
+        return self._fallback
 
     def set_producer_state(self, producer_id, producer_epoch, base_sequence, is_transactional):
-        if self._host is not None:
-            self._host.set_producer_state(producer_id, producer_epoch, base_sequence,
-                                          is_transactional)
+        if self._fallback is not None:
+            self._fallback.set_producer_state(producer_id, producer_epoch, base_sequence,
+                                              is_transactional)
         assert not is_transactional or producer_id != -1, \
             "Cannot write transactional messages without a valid producer ID"
         assert producer_id == -1 or producer_epoch != -1, "Invalid negative producer epoch"
@@ -762,54 +768,22 @@ class DefaultRecordBatchBuilder(_k_default.DefaultRecordBase, ABCRecordBatchBuil
     producer_epoch = property(lambda self: self._producer_epoch)
     base_sequence = property(lambda self: self._base_sequence)
 
-    def append(self, offset, timestamp, key, value, headers, _limit=_hostbytes.TIMESTAMP_LIMIT):
-        if self._host is not None:
-            return self._host.append(offset, timestamp, key, value, headers)
-        if timestamp is None:
-            timestamp = int(time.time() * 1000)
-        # The common case only; other types, extreme timestamps and unusual headers go to
-        # kafka-python's own builder, which takes them or raises as kafka-python does.
-        if (type(offset) is not int or type(timestamp) is not int
-                or not -_limit <= timestamp < _limit
-                or not (key is None or type(key) in _BYTES_LIKE)
-                or not (value is None or type(value) in _BYTES_LIKE)):
-            return self._to_host().append(offset, timestamp, key, value, headers)
-        h_size = 1 if not headers and type(headers) is list else _hostbytes.headers_size(headers)
-        if h_size is None:
-            return self._to_host().append(offset, timestamp, key, value, headers)
-        first = self._first_timestamp is None
-        delta = 0 if first else timestamp - self._first_timestamp
-        body = (1 + _sv(delta) + _sv(offset) + h_size
-                + (1 if key is None else _sv(len(key)) + len(key))
-                + (1 if value is None else _sv(len(value)) + len(value)))
-        required = body + _sv(body)
-        if not first and self._size + required > self._batch_size:
-            return None
-        if first:
-            self._first_timestamp = self._max_timestamp = timestamp
-        elif timestamp > self._max_timestamp:
-            self._max_timestamp = timestamp
-        if offset != self._num_records:
-            self._offsets_ok = False
-        self._num_records += 1
-        self._last_offset = offset
-        self._size += required
-        self._items.append((offset, timestamp, key, value, headers))
-        return _DefaultRecordMetadata(offset, required, timestamp)
-
     def build(self):
-        if self._host is not None:
-            return self._host.build()
+        if self._fallback is not None:
+            return self._fallback.build()
         if self._built is None:
             c = self._compression_type
             compress = _host_compressor(c) if c else None
-            if not self._items or not self._offsets_ok or (c and compress is None):
-                # what kafkawire's encoder does not write (offset gaps from skip(), an
-                # empty batch) or a codec kafka-python refuses: its own builder
-                return self._to_host().build()
+            if not self._records or (c and compress is None):
+                # an empty batch, or a codec kafka-python refuses: its own builder
+                return self._to_fallback().build()
+            it = iter(self._records)
+            headers = self._headers
             try:
                 out = codec.encode_record_batch(
-                    [(key, value, ts, headers) for _o, ts, key, value, headers in self._items],
+                    [(key, value, ts, headers.get(i, _EMPTY))
+                     for i, (key, value, ts) in enumerate(zip(it, it, it))]
+                    if headers else [(key, value, ts) for key, value, ts in zip(it, it, it)],
                     producer_id=self._producer_id,
                     producer_epoch=self._producer_epoch,
                     base_sequence=self._base_sequence,
@@ -824,8 +798,8 @@ class DefaultRecordBatchBuilder(_k_default.DefaultRecordBase, ABCRecordBatchBuil
         return self._built
 
     def size(self):
-        if self._host is not None:
-            return self._host.size()
+        if self._fallback is not None:
+            return self._fallback.size()
         return self._size if self._built is None else len(self._built)
 
     @classmethod
@@ -848,14 +822,16 @@ class DefaultRecordBatchBuilder(_k_default.DefaultRecordBase, ABCRecordBatchBuil
         return _V2_HEADER + cls.MAX_RECORD_OVERHEAD + cls.size_of(key, value, headers)
 
     def __str__(self):
-        if self._host is not None:
-            return str(self._host)
+        if self._fallback is not None:
+            return str(self._fallback)
+        n = len(self._records) // 3
         return (
             f"DefaultRecordBatchBuilder(magic={self._magic}, base_offset=0, "
-            f"last_offset_delta={self._last_offset}, first_timestamp={self._first_timestamp or 0}, "
-            f"max_timestamp={self._max_timestamp or 0}, is_transactional={self._is_transactional}, "
-            f"producer_id={self._producer_id}, producer_epoch={self._producer_epoch}, "
-            f"base_sequence={self._base_sequence}, records_count={self._num_records})"
+            f"last_offset_delta={max(n - 1, 0)}, first_timestamp={self._first_timestamp or 0}, "
+            f"max_timestamp={max(self._records[2::3], default=0)}, "
+            f"is_transactional={self._is_transactional}, producer_id={self._producer_id}, "
+            f"producer_epoch={self._producer_epoch}, base_sequence={self._base_sequence}, "
+            f"records_count={n})"
         )
 
 
@@ -1067,16 +1043,16 @@ class MemoryRecordsBuilder:
 #
 # With the builder replaced, kafka-python's own send() -> RecordAccumulator.append ->
 # ProducerBatch.try_append -> FutureRecordMetadata chain is ~90% of a producer's CPU.
-# _send does the same steps for the common case in one frame, with the same locks, the
-# same state changes and the same objects (kafka-python's FutureRecordMetadata on the
-# batch's FutureProduceResult); whatever it does not cover goes to kafka-python's own
-# send() before anything with a side effect (a serializer, the partitioner) has run, so
-# every refusal is kafka-python's own exception.
+# _send does the same steps for the common case in one frame and one compiled call
+# (_factory.kafka_python_append), with the same locks, the same state changes and the same
+# objects (kafka-python's FutureRecordMetadata on the batch's FutureProduceResult, resolved
+# by one callback per run of them, _factory.KafkaPythonFutures); whatever it does not
+# cover goes to kafka-python's own send() before anything with a side effect (a
+# serializer, the partitioner) has run, so every refusal is kafka-python's own exception.
 
 _HostProducer = _k_producer.KafkaProducer
 _ORIG_SEND = _HostProducer.send
 _FRM = _k_producer_future.FutureRecordMetadata
-_new_frm = _FRM.__new__
 _Lock = _k_producer_future.threading.Lock
 _TopicPartition = _k_producer.TopicPartition
 _SERIALIZED = (bytes, bytearray, memoryview, type(None))
@@ -1094,59 +1070,12 @@ def _valid_headers(headers):
                and isinstance(item[1], bytes) for item in headers)
 
 
-def _record_future(produce_future, offset, timestamp, crc, key, value, headers):
-    """kafka-python's FutureRecordMetadata(produce_future, offset, ...) for one appended
-    record, its fields set as its __init__ sets them, without two Python frames."""
-    f = _new_frm(_FRM)
-    f.is_done = False
-    f.value = None
-    f.exception = None
-    f._callbacks = []
-    f._errbacks = []
-    f._lock = _Lock()
-    f._produce_future = produce_future
-    f.args = (offset, timestamp, crc,
-              -1 if key is None else len(key), -1 if value is None else len(value),
-              sum(len(k.encode("utf-8")) + len(v) for k, v in headers) if headers else -1)
-    produce_future._add_cb_eb(f._produce_success, f.failure)
-    return f
-
-
-def _append(acc, tp, timestamp_ms, key, value, headers):
-    """RecordAccumulator.append(tp, ...) (abort_on_new_batch=False): the record goes into
-    the partition's open batch here, as ProducerBatch.try_append puts it there; opening a
-    new batch, and a closed accumulator, stay kafka-python's."""
-    if not acc._closed:
-        lock = acc._tp_locks.get(tp) or acc._tp_lock(tp)
-        in_progress = acc._appends_in_progress
-        in_progress.increment()  # abort_incomplete_batches() waits for appends in flight
-        try:
-            with lock:
-                dq = acc._batches[tp]
-                if dq:
-                    batch = dq[-1]
-                    records = batch.records
-                    builder = records._builder if type(records) is MemoryRecordsBuilder else None
-                    if builder is not None and type(builder) is DefaultRecordBatchBuilder:
-                        # MemoryRecordsBuilder.append, one frame less (both are ours)
-                        metadata = builder.append(records._next_offset, timestamp_ms, key,
-                                                  value, headers)
-                        if metadata is not None:
-                            records._next_offset += 1
-                    else:
-                        metadata = records.append(timestamp_ms, key, value, headers)
-                    if metadata is not None:
-                        if metadata.size > batch.max_record_size:
-                            batch.max_record_size = metadata.size
-                        batch.last_append = _monotonic()
-                        future = _record_future(batch.produce_future, metadata.offset,
-                                                metadata.timestamp, metadata.crc, key, value,
-                                                headers)
-                        batch._record_futures.append(future)
-                        return future, len(dq) > 1 or records.is_full(), False
-        finally:
-            in_progress.decrement()
-    return acc.append(tp, timestamp_ms, key, value, headers)[:3]
+# compiled (kafkawire._compat) with the compiled codec, else the twin (_factory_py)
+_factory.configure_kafka_python(_FRM, _Lock, _k_producer_future.RecordMetadata,
+                                _k_future.log, MemoryRecordsBuilder, DefaultRecordBatchBuilder,
+                                _k_accumulator.AtomicInteger, _monotonic)
+_record_future = _factory.kafka_python_record_future
+_append = _factory.kafka_python_append
 
 
 def _send(self, topic, value=None, key=None, headers=None, partition=None, timestamp_ms=None):
