@@ -6,13 +6,19 @@ installed, the order rotating from round to round, so drift of a shared machine 
 alike; the table shows medians over the rounds and the ratios.  Run with:
 
     .venv/bin/python bench/compare_compat.py [--quick] [--records N] [--rounds R]
-        [--clients kafka-python,aiokafka] [--compression none,lz4] [--markdown PATH]
+        [--clients kafka-python,aiokafka] [--cases produce,consume] [--compression none,lz4]
+        [--markdown PATH]
 
 Workload (bench/compare_e2e.py's): N records (default 300,000) of 16-byte keys and
 100-byte values, produced to a fresh 4-partition topic, record i to partition i % 4, then
 read back from offset 0 and counted per partition with the value bytes summed.  Both
 consumer modes of a round read the topic the plain producer wrote, so they decode the
 very same bytes.  A case whose count or bytes are off is reported, never dropped.
+
+kafka-python also has a keyed produce case (``produce keyed``): the same records with no
+partition given, so its DefaultPartitioner places each by the murmur2 of its key (the
+path kafkawire's send() shortcuts for that partitioner), to a topic of its own; no target,
+its own row.  ``--cases`` picks cases (produce, "produce keyed", consume).
 
 Each client is one entry of CLIENTS: how to install/uninstall its codec adapter, its
 produce/consume functions and the targets (issue 23: kafka-python's consumer >= 3x,
@@ -50,17 +56,51 @@ class Client(NamedTuple):
     produce: Fn
     consume: Fn
     targets: dict[str, float]  # case -> ratio the codec must reach (issue 23)
+    produce_keyed: Fn | None = None  # the keyed case, where the client has one
+
+
+CASES = ("produce", "produce keyed", "consume")
 
 
 # -- kafka-python ---------------------------------------------------------------------------
 
 
+def kp_send_keyed(bootstrap: str, topic: str, w: e2e.Workload) -> e2e.Outcome:
+    """compare_e2e.kp_send's records, keyed: no partition, the DefaultPartitioner picks."""
+    import kafka
+
+    p = kafka.KafkaProducer(bootstrap_servers=bootstrap, acks=e2e.ACKS,
+                            enable_idempotence=e2e.IDEMPOTENT, linger_ms=e2e.LINGER_MS,
+                            batch_size=e2e.BATCH_BYTES, max_request_size=e2e.MAX_REQUEST,
+                            compression_type=None if w.compression == "none" else w.compression)
+    try:
+        p.partitions_for(topic)
+        keys, values, n, pool = w.keys, w.values, w.n, e2e.POOL
+        send = p.send
+        last = max(n - pool, 0)  # the futures of the last records (every key once) are kept
+        futures = []
+        start = time.perf_counter()
+        for i in range(n):
+            f = send(topic, values[i % pool], key=keys[i % pool])
+            if i >= last:
+                futures.append((keys[i % pool], f))
+        p.flush(300)
+        elapsed = time.perf_counter() - start
+        wrong = sum(f.get(0).partition != e2e.partition_for_key(key, e2e.PARTITIONS)
+                    for key, f in futures)
+        problem = f"{wrong} records off their key's partition" if wrong else None
+        return e2e.Outcome(elapsed, n, 0, problem)
+    finally:
+        p.close(30)
+
+
 def kafka_python_client() -> Client:
-    """KafkaProducer.send per record + flush; KafkaConsumer.poll(max_records=10000)."""
+    """KafkaProducer.send per record + flush (pinned to partition i % 4, and keyed);
+    KafkaConsumer.poll(max_records=10000)."""
     from kafkawire.compat import kafka_python
 
     return Client(kafka_python.install, kafka_python.uninstall, e2e.kp_send, e2e.kp_consume,
-                  {"produce": 1.5, "consume": 3.0})
+                  {"produce": 1.5, "consume": 3.0}, kp_send_keyed)
 
 
 # -- aiokafka -------------------------------------------------------------------------------
@@ -116,20 +156,26 @@ def run(args: argparse.Namespace) -> tuple[dict, dict]:
                         client = CLIENTS[name]()
                         order = MODES if r % 2 == 0 else MODES[::-1]
                         topics = {}
-                        for mode in order:
-                            topics[mode] = f"compat-{name}-{mode}-{uuid.uuid4().hex[:8]}"
-                            admin.create(topics[mode])
-                            out, cpu = timed(client, mode, client.produce, bootstrap,
-                                             topics[mode], w)
-                            results.setdefault((compression, name, "produce", mode), []).append(out)
-                            cpus.setdefault((compression, name, "produce", mode), []).append(cpu)
-                            show(r, compression, name, "produce", mode, out)
-                        for mode in order:
-                            out, cpu = timed(client, mode, client.consume, bootstrap,
-                                             topics["plain"], w)
-                            results.setdefault((compression, name, "consume", mode), []).append(out)
-                            cpus.setdefault((compression, name, "consume", mode), []).append(cpu)
-                            show(r, compression, name, "consume", mode, out)
+                        runs = [("produce", client.produce, None), ("produce keyed",
+                                client.produce_keyed, "keyed"), ("consume", client.consume,
+                                                                 "plain")]
+                        for case, fn, read in runs:
+                            if fn is None or case not in args.cases:
+                                continue
+                            for mode in order:
+                                if read is None or read == "keyed":
+                                    topic = f"compat-{name}-{mode}-{uuid.uuid4().hex[:8]}"
+                                    topics[(case, mode)] = topic
+                                    admin.create(topic)
+                                else:  # both consumers read what the plain producer wrote
+                                    topic = topics.get(("produce", "plain"))
+                                    if topic is None:
+                                        break
+                                out, cpu = timed(client, mode, fn, bootstrap, topic, w)
+                                key = (compression, name, case, mode)
+                                results.setdefault(key, []).append(out)
+                                cpus.setdefault(key, []).append(cpu)
+                                show(r, compression, name, case, mode, out)
                         admin.delete(list(topics.values()))
         finally:
             admin.close()
@@ -139,7 +185,7 @@ def run(args: argparse.Namespace) -> tuple[dict, dict]:
 def show(r: int, compression: str, name: str, case: str, mode: str, out: e2e.Outcome) -> None:
     rate = out.count / out.seconds if out.seconds else 0.0
     note = f"  [{out.problem}]" if out.problem else ""
-    print(f"  round {r + 1} [{compression}] {name:>12} {case:<8} {mode:<9} "
+    print(f"  round {r + 1} [{compression}] {name:>12} {case:<13} {mode:<9} "
           f"{out.seconds:7.2f}s {rate:>10,.0f} rec/s{note}", file=sys.stderr)
 
 
@@ -157,7 +203,9 @@ def report(results: dict, cpus: dict, args: argparse.Namespace) -> list[str]:
     ]
     for compression in args.compression:
         for name in args.clients:
-            for case in ("produce", "consume"):
+            for case in CASES:
+                if not results.get((compression, name, case, MODES[0])):
+                    continue  # a case this client has not, or not asked for
                 rates = {}
                 per_round = {}  # mode -> rate of each round, None where it failed
                 problems = []
@@ -177,9 +225,9 @@ def report(results: dict, cpus: dict, args: argparse.Namespace) -> list[str]:
                     cpus.get(key + ("plain",), []), cpus.get(key + ("kafkawire",), []),
                     per_round["plain"], per_round["kafkawire"]) if p and k and b]
                 cpu_ratio = statistics.median(cpu_paired) if cpu_paired else None
-                goal = CLIENTS[name]().targets[case]
-                met = ratio is not None and ratio >= goal
-                target = f">= {goal:g}x: {'met' if met else 'NOT met'}"
+                goal = CLIENTS[name]().targets.get(case)
+                met = ratio is not None and goal is not None and ratio >= goal
+                target = "-" if goal is None else f">= {goal:g}x: {'met' if met else 'NOT met'}"
                 cell = lambda v: "-" if v is None else f"{v:,.0f}"  # noqa: E731
                 note = f" ({'; '.join(problems)})" if problems else ""
                 lines.append(
@@ -198,6 +246,8 @@ def main() -> None:
     parser.add_argument("--clients", default=",".join(CLIENTS),
                         help=f"comma-separated subset of {','.join(CLIENTS)}")
     parser.add_argument("--compression", default="none", help="comma-separated: none,lz4,...")
+    parser.add_argument("--cases", default=",".join(CASES),
+                        help=f"comma-separated subset of {','.join(CASES)}")
     parser.add_argument("--markdown", metavar="PATH", help="also write the table to PATH")
     args = parser.parse_args()
     args.records = args.records or (50_000 if args.quick else 300_000)
@@ -206,6 +256,10 @@ def main() -> None:
     bad = [c for c in args.clients if c not in CLIENTS]
     if bad:
         parser.error(f"unknown client(s) {bad}; choose from {', '.join(CLIENTS)}")
+    args.cases = [c.strip() for c in args.cases.split(",") if c.strip()]
+    bad = [c for c in args.cases if c not in CASES]
+    if bad:
+        parser.error(f"unknown case(s) {bad}; choose from {', '.join(CASES)}")
     args.compression = [c.strip() for c in args.compression.split(",") if c.strip()]
     bad = [c for c in args.compression if c not in e2e.CODEC_NAMES]
     if bad:
