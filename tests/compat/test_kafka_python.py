@@ -1017,3 +1017,35 @@ def test_record_futures_resolve_as_kafka_pythons(result):
         kwkp.uninstall()
     assert ours == theirs
     assert all(done for done, *_ in ours)
+
+
+@pytest.mark.parametrize("impl", _impls(), ids=lambda m: m.__name__)
+def test_a_split_batch_resolves_its_records_as_kafka_pythons(impl):
+    """A batch the broker refused as too large is split and its record futures rebound
+    to the new batches (RecordAccumulator.split_and_reenqueue): each resolves once, with
+    its offset in the new batch, whether kafka-python or kafkawire appended it."""
+    from kafka.producer.record_accumulator import RecordAccumulator
+
+    def outcome(append):
+        acc = RecordAccumulator(batch_size=1 << 20, linger_ms=5, message_version=2,
+                                compression_attrs=0)
+        tp = TopicPartition("t", 0)
+        futures = [append(acc, tp, 1_700 + i, b"k%d" % i, b"v" * i, []) for i in range(9)]
+        (batch,) = acc._batches[tp]
+        acc._batches[tp].popleft()
+        batch.records.close()
+        assert acc.split_and_reenqueue(batch) == 2
+        for base, new in zip((100, 200), list(acc._batches[tp])):
+            new.records.close()
+            new.complete(base, -1)
+        return [(f.get(0).offset, f.get(0).timestamp, f.get(0).serialized_value_size)
+                for f in futures]
+
+    theirs = outcome(lambda acc, *args: acc.append(*args)[0])
+    kwkp.install()
+    try:
+        ours = outcome(lambda *args: impl.kafka_python_append(*args)[0])
+    finally:
+        kwkp.uninstall()
+    assert ours == theirs
+    assert [o for o, _, _ in ours] == [100, 101, 102, 103, 104, 200, 201, 202, 203]
