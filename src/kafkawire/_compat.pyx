@@ -607,8 +607,9 @@ cdef class KafkaPythonFutures:
                 f.failure(record_exceptions_fn(f.args[0]))
             return
         log_append_time = produce_timestamp_ms is not None and produce_timestamp_ms != -1
-        # The collector paused, as in resolve_aiokafka_futures: the RecordMetadata made
-        # here die with the batch's futures, right after.
+        # The collector paused, as in resolve_aiokafka_futures (the RecordMetadata made
+        # here die with the batch's futures, right after), but not while a user's callback
+        # runs: that code sees the collector as it left it, and may change that.
         cdef bint gc_was_enabled = PyGC_Disable()
         try:
             for i in range(n):
@@ -636,13 +637,18 @@ cdef class KafkaPythonFutures:
                 f._errbacks = None
                 lock.release()
                 if callbacks:
-                    for callback in callbacks:
-                        try:
-                            callback(md)
-                        except Exception:
-                            _kp_future_log.exception("Error processing callback")
-                            if f.error_on_callbacks:
-                                raise
+                    if gc_was_enabled:
+                        PyGC_Enable()
+                    try:
+                        for callback in callbacks:
+                            try:
+                                callback(md)
+                            except Exception:
+                                _kp_future_log.exception("Error processing callback")
+                                if f.error_on_callbacks:
+                                    raise
+                    finally:
+                        gc_was_enabled = PyGC_Disable()
         finally:
             if gc_was_enabled:
                 PyGC_Enable()

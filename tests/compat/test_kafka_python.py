@@ -1049,3 +1049,26 @@ def test_a_split_batch_resolves_its_records_as_kafka_pythons(impl):
         kwkp.uninstall()
     assert ours == theirs
     assert [o for o, _, _ in ours] == [100, 101, 102, 103, 104, 200, 201, 202, 203]
+
+
+@pytest.mark.parametrize("impl", _impls(), ids=lambda m: m.__name__)
+def test_record_callbacks_see_the_collector_as_the_program_left_it(impl):
+    """The collector is paused while a batch's futures are resolved, not while a user's
+    callback runs: a callback sees it on, and what a callback sets stays."""
+    import gc
+
+    from kafka.producer.future import FutureProduceResult
+
+    pf = FutureProduceResult(kafka.TopicPartition("t", 0))
+    seen = []
+    for i in range(3):
+        f = impl.kafka_python_record_future(pf, i, 1_700, None, b"k", b"v", [])
+        f.add_callback(lambda md: seen.append(gc.isenabled()))
+    f.add_callback(lambda md: gc.disable())
+    assert gc.isenabled()
+    try:
+        pf.success((0, -1, None))
+        assert seen == [True, True, True]
+        assert not gc.isenabled()  # the last callback's doing
+    finally:
+        gc.enable()
