@@ -563,7 +563,16 @@ aiokafka_send = AIOKafkaProducer.send
 # the batch's FutureProduceResult: half the objects per record the collector tracks, and
 # no Python frame per record on the sender thread.  Twin: compat/_factory_py.py.
 
+cdef extern from *:
+    """
+    static int kw_allocates_plainly(PyObject *t) {
+        return PyType_Check(t) && ((PyTypeObject *)t)->tp_alloc == PyType_GenericAlloc;
+    }
+    """
+    bint _allocates_plainly "kw_allocates_plainly" (object t)
+
 cdef object _kp_frm = None            # kafka.producer.future.FutureRecordMetadata
+cdef bint _kp_frm_plain = False       # made by object.__new__, allocated by the default
 cdef object _kp_new_lock = None       # what kafka-python's Future makes its _lock with
 cdef PyTypeObject *_kp_metadata = NULL  # RecordMetadata, a 9-field namedtuple
 cdef object _kp_metadata_type = None
@@ -579,8 +588,9 @@ def configure_kafka_python(record_future, new_lock, record_metadata, future_log,
     """kafka-python's and kafkawire.compat.kafka_python's objects the functions below use
     (this module does not import kafka-python)."""
     global _kp_frm, _kp_new_lock, _kp_metadata, _kp_metadata_type, _kp_future_log
-    global _kp_records_builder, _kp_batch_builder, _kp_atomic, _kp_monotonic
+    global _kp_records_builder, _kp_batch_builder, _kp_atomic, _kp_monotonic, _kp_frm_plain
     _kp_frm = record_future
+    _kp_frm_plain = record_future.__new__ is object.__new__ and _allocates_plainly(record_future)
     _kp_new_lock = new_lock
     _kp_metadata_type = record_metadata
     _kp_metadata = <PyTypeObject*>record_metadata
@@ -661,7 +671,10 @@ cdef class KafkaPythonFutures:
 cdef object _kp_record_future(object produce_future, object offset, object timestamp,
                               object crc, object key, object value, object headers):
     cdef KafkaPythonFutures run
-    f = _kp_frm.__new__(_kp_frm)
+    if _kp_frm_plain:
+        f = PyType_GenericAlloc(<PyTypeObject*>_kp_frm, 0)  # what object.__new__ makes of it
+    else:
+        f = _kp_frm.__new__(_kp_frm)
     # the fields FutureRecordMetadata.__init__ sets, in its order
     f.is_done = False
     f.value = None
@@ -694,10 +707,15 @@ def kafka_python_record_future(produce_future, offset, timestamp, crc, key, valu
 
 
 cdef inline void _kp_count(object counter, object by) except *:
-    # AtomicInteger.increment()/decrement(), without its Python frame
+    # AtomicInteger.increment()/decrement(), without its Python frame (its lock still
+    # taken: another thread's increment() may be between reading and writing _val)
     if type(counter) is _kp_atomic:
-        with counter._lock:
+        lock = counter._lock
+        lock.acquire()
+        try:
             counter._val += by
+        finally:
+            lock.release()
     elif by > 0:
         counter.increment()
     else:

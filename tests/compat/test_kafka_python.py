@@ -1072,3 +1072,33 @@ def test_record_callbacks_see_the_collector_as_the_program_left_it(impl):
         assert not gc.isenabled()  # the last callback's doing
     finally:
         gc.enable()
+
+
+@pytest.mark.broker
+def test_send_writes_kafka_pythons_debug_lines(tansu_broker, caplog):
+    """With debug logging on, send() writes kafka-python's lines, the producer's own
+    words in them (kafkawire formats them only when they are written)."""
+    topic = _topic("send-log")
+
+    def lines():
+        p = kafka.KafkaProducer(bootstrap_servers=tansu_broker.bootstrap, linger_ms=5)
+        try:
+            p.partitions_for(topic)
+            caplog.clear()
+            with caplog.at_level(10, logger="kafka.producer.kafka"):
+                for i in range(3):
+                    p.send(topic, b"v%d" % i, key=b"k", partition=0)
+            p.flush(20)
+            return [r.getMessage().replace(str(p), "PRODUCER") for r in caplog.records
+                    if r.name == "kafka.producer.kafka"]
+        finally:
+            p.close(5)
+
+    theirs = lines()
+    kwkp.install()
+    try:
+        ours = lines()
+    finally:
+        kwkp.uninstall()
+    assert ours == theirs
+    assert any("PRODUCER: Waking up the sender" in line for line in ours)

@@ -783,7 +783,7 @@ class DefaultRecordBatchBuilder(_factory.AiokafkaAppender, _k_default.DefaultRec
                 out = codec.encode_record_batch(
                     [(key, value, ts, headers.get(i, _EMPTY))
                      for i, (key, value, ts) in enumerate(zip(it, it, it))]
-                    if headers else [(key, value, ts) for key, value, ts in zip(it, it, it)],
+                    if headers else zip(it, it, it),
                     producer_id=self._producer_id,
                     producer_epoch=self._producer_epoch,
                     base_sequence=self._base_sequence,
@@ -1134,8 +1134,9 @@ def _send(self, topic, value=None, key=None, headers=None, partition=None, times
     future, batch_is_full, new_batch_created = _append(
         self._accumulator, tp, timestamp_ms, key_bytes, value_bytes, headers)
     if batch_is_full or new_batch_created:
-        _p_log.debug("%s: Waking up the sender since %s is either full or"
-                     " getting a new batch", str(self), tp)
+        if _p_log.isEnabledFor(10):  # str(self) only for a line that is written
+            _p_log.debug("%s: Waking up the sender since %s is either full or"
+                         " getting a new batch", str(self), tp)
         self._sender.wakeup()
     return future
 
