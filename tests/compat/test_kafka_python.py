@@ -1075,12 +1075,18 @@ def test_record_callbacks_see_the_collector_as_the_program_left_it(impl):
 
 
 @pytest.mark.broker
-def test_send_writes_kafka_pythons_debug_lines(tansu_broker, caplog):
+def test_send_writes_kafka_pythons_debug_lines(tansu_broker, caplog, monkeypatch):
     """With debug logging on, send() writes kafka-python's lines, the producer's own
-    words in them (kafkawire formats them only when they are written)."""
+    words in them (kafkawire formats them only when they are written), and none once
+    kafka-python has silenced its module's logger (a producer's close() from __del__
+    puts a null logger in its place)."""
+    import logging
+
     topic = _topic("send-log")
 
-    def lines():
+    def lines(log=logging.getLogger(k_producer.__name__)):
+        # (the last producer's __del__ may have put the null logger in place already)
+        monkeypatch.setattr(k_producer, "log", log)
         p = kafka.KafkaProducer(bootstrap_servers=tansu_broker.bootstrap, linger_ms=5)
         try:
             p.partitions_for(topic)
@@ -1098,7 +1104,10 @@ def test_send_writes_kafka_pythons_debug_lines(tansu_broker, caplog):
     kwkp.install()
     try:
         ours = lines()
+        silenced = lines(types.SimpleNamespace(debug=lambda *a: None, info=lambda *a: None,
+                                               isEnabledFor=lambda *a: None))
     finally:
         kwkp.uninstall()
     assert ours == theirs
     assert any("PRODUCER: Waking up the sender" in line for line in ours)
+    assert silenced == []

@@ -1056,7 +1056,7 @@ _FRM = _k_producer_future.FutureRecordMetadata
 _Lock = _k_producer_future.threading.Lock
 _TopicPartition = _k_producer.TopicPartition
 _SERIALIZED = (bytes, bytearray, memoryview, type(None))
-_p_log = _k_producer.log
+_p_ns = _k_producer.__dict__  # its logger as it is now: close() from __del__ replaces it
 _monotonic = time.monotonic
 _MAX_RECORD_OVERHEAD = DefaultRecordBatchBuilder.MAX_RECORD_OVERHEAD
 _ORIG_PARTITION = _HostProducer._partition
@@ -1125,18 +1125,19 @@ def _send(self, topic, value=None, key=None, headers=None, partition=None, times
     if size > config["max_request_size"]:
         self._ensure_valid_record_size(size)
     tp = _new(_TopicPartition, (topic, partition))  # the namedtuple, without a frame
-    if _p_log.isEnabledFor(10):
-        _p_log.debug("%s: Sending (key=%r value=%r headers=%r) to %s", str(self), key, value,
-                     headers, tp)
+    log = _p_ns["log"]
+    if log.isEnabledFor(10):
+        log.debug("%s: Sending (key=%r value=%r headers=%r) to %s", str(self), key, value,
+                  headers, tp)
     tm = self._transaction_manager
     if tm and tm.is_transactional():
         tm.maybe_add_partition_to_transaction(tp)
     future, batch_is_full, new_batch_created = _append(
         self._accumulator, tp, timestamp_ms, key_bytes, value_bytes, headers)
     if batch_is_full or new_batch_created:
-        if _p_log.isEnabledFor(10):  # str(self) only for a line that is written
-            _p_log.debug("%s: Waking up the sender since %s is either full or"
-                         " getting a new batch", str(self), tp)
+        if log.isEnabledFor(10):  # str(self) only for a line that is written
+            log.debug("%s: Waking up the sender since %s is either full or"
+                      " getting a new batch", str(self), tp)
         self._sender.wakeup()
     return future
 
