@@ -14,8 +14,9 @@ decoded batch into kafka-python's own ConsumerRecords with one call of a compile
 factory (kafkawire._compat) and hands them out through a C iterator; producer batches are
 encoded in one call when they close, compressed by kafka-python's own compressor so the
 bytes are kafka-python's.  On the producer's side ``KafkaProducer.send`` is replaced too:
-a record goes into its partition's open batch in one frame (see "the producer's per-record
-path"), and keys are hashed by a compiled murmur2.
+a record goes into its partition's open batch in one frame and one compiled call, and a
+batch's record futures are resolved a run at a time (see "the producer's per-record
+path"); keys are hashed by a compiled murmur2.
 
 Without touching code: set ``KAFKAWIRE_PATCH_KAFKA_PYTHON=1`` and import this module (for
 example ``import kafkawire.compat.kafka_python`` next to ``import kafka``), or run a
