@@ -67,31 +67,7 @@ CASES = ("produce", "produce keyed", "consume")
 
 def kp_send_keyed(bootstrap: str, topic: str, w: e2e.Workload) -> e2e.Outcome:
     """compare_e2e.kp_send's records, keyed: no partition, the DefaultPartitioner picks."""
-    import kafka
-
-    p = kafka.KafkaProducer(bootstrap_servers=bootstrap, acks=e2e.ACKS,
-                            enable_idempotence=e2e.IDEMPOTENT, linger_ms=e2e.LINGER_MS,
-                            batch_size=e2e.BATCH_BYTES, max_request_size=e2e.MAX_REQUEST,
-                            compression_type=None if w.compression == "none" else w.compression)
-    try:
-        p.partitions_for(topic)
-        keys, values, n, pool = w.keys, w.values, w.n, e2e.POOL
-        send = p.send
-        last = max(n - pool, 0)  # the futures of the last records (every key once) are kept
-        futures = []
-        start = time.perf_counter()
-        for i in range(n):
-            f = send(topic, values[i % pool], key=keys[i % pool])
-            if i >= last:
-                futures.append((keys[i % pool], f))
-        p.flush(300)
-        elapsed = time.perf_counter() - start
-        wrong = sum(f.get(0).partition != e2e.partition_for_key(key, e2e.PARTITIONS)
-                    for key, f in futures)
-        problem = f"{wrong} records off their key's partition" if wrong else None
-        return e2e.Outcome(elapsed, n, 0, problem)
-    finally:
-        p.close(30)
+    return e2e.kp_send(bootstrap, topic, w, keyed=True)
 
 
 def kafka_python_client() -> Client:

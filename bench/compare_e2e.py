@@ -538,7 +538,9 @@ def aio_consume(bootstrap: str, topic: str, w: Workload) -> Outcome:
 # -- kafka-python ---------------------------------------------------------------------------
 
 
-def kp_send(bootstrap: str, topic: str, w: Workload) -> Outcome:
+def kp_send(bootstrap: str, topic: str, w: Workload, keyed: bool = False) -> Outcome:
+    """send() per record + flush; ``keyed``: no partition given, kafka-python's
+    DefaultPartitioner places each record by its key (checked on the last POOL records)."""
     import kafka
 
     p = kafka.KafkaProducer(bootstrap_servers=bootstrap, acks=ACKS, enable_idempotence=IDEMPOTENT,
@@ -551,15 +553,24 @@ def kp_send(bootstrap: str, topic: str, w: Workload) -> Outcome:
         send = p.send
         futures = []
         start = time.perf_counter()
-        for i in range(n):
-            f = send(topic, values[i % POOL], key=keys[i % POOL], partition=i % PARTITIONS)
-            if i >= n - PARTITIONS:
-                futures.append(f)
+        # Two loops, so neither pays a per-record test of ``keyed``.
+        if keyed:
+            last = max(n - POOL, 0)  # the futures of the last records (every key once) are kept
+            for i in range(n):
+                f = send(topic, values[i % POOL], key=keys[i % POOL])
+                if i >= last:
+                    futures.append((keys[i % POOL], f))
+        else:
+            for i in range(n):
+                f = send(topic, values[i % POOL], key=keys[i % POOL], partition=i % PARTITIONS)
+                if i >= n - PARTITIONS:
+                    futures.append((None, f))
         p.flush(300)
         elapsed = time.perf_counter() - start
-        for f in futures:
-            f.get(0)
-        return Outcome(elapsed, n)
+        placed = [(key, f.get(0).partition) for key, f in futures]  # get() raises a failure
+        wrong = sum(key is not None and partition != partition_for_key(key, PARTITIONS)
+                    for key, partition in placed)
+        return Outcome(elapsed, n, problem=f"{wrong} records off their key's partition" if wrong else None)
     finally:
         p.close(30)
 
