@@ -165,3 +165,41 @@ def test_wakeups_before_a_poll_write_one_byte_and_each_poll_after_is_woken_again
         assert time.monotonic() - start >= 0.15
     finally:
         poller.close()
+
+
+class _WakeupDuringDrain:
+    """The poller's wake-up socket, with another thread's wakeup() landing while the poll
+    drains it (the interleaving a busy producer's callers meet)."""
+
+    def __init__(self, poller, sock):
+        self.poller, self.sock, self.fired = poller, sock, False
+
+    def recv(self, n, *flags):
+        if not self.fired:
+            self.fired = True
+            self.poller.wakeup()
+        return self.sock.recv(n, *flags)
+
+    def __getattr__(self, name):
+        return getattr(self.sock, name)
+
+
+def test_a_wakeup_during_the_drain_leaves_the_poller_wakeable():
+    # A wakeup() whose byte the poll drains must not leave a pending mark that no byte
+    # backs: every wakeup() after it would then write nothing, and every poll would run
+    # to its timeout (a linger-0 producer's batches held up to 100 ms each).
+    from kafkawire.client.conn import Poller
+
+    poller = Poller()
+    try:
+        real = poller._wake_r
+        poller._wake_r = _WakeupDuringDrain(poller, real)
+        poller.wakeup()
+        poller.poll(5.0)  # woken; drains both bytes, the second written during the drain
+        poller._wake_r = real
+        poller.wakeup()
+        start = time.monotonic()
+        poller.poll(2.0)
+        assert time.monotonic() - start < 1.0, "wakeup() wrote nothing: the poll ran to its timeout"
+    finally:
+        poller.close()

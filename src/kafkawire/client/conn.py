@@ -161,14 +161,17 @@ class Poller:
         for key, mask in events:
             conn = key.data
             if conn is None:
-                # Cleared before draining: a wakeup() from now on writes again, and one
-                # that came before is answered by the pass that follows this poll.
-                self._wake_pending = False
                 try:
                     while self._wake_r.recv(4096):
                         pass
                 except (BlockingIOError, OSError):
                     pass
+                # Cleared after draining: a wakeup() that found it set came before this
+                # line and is answered by the pass that follows this poll; one after it
+                # writes a byte again.  (Cleared before, a wakeup() whose byte the drain
+                # took would leave it set with no byte behind it: no wakeup() would write
+                # again, and every poll would run to its timeout.)
+                self._wake_pending = False
                 continue
             conn._on_event(mask)
         now = time.monotonic()
