@@ -604,7 +604,12 @@ def configure_kafka_python(record_future, new_lock, record_metadata, future_log,
 cdef class KafkaPythonFutures:
     """One callback (and errback, ``failure``) on a batch's FutureProduceResult for a run
     of its record futures: called with the batch's result, it resolves each as
-    FutureRecordMetadata._produce_success and Future.success would, in order."""
+    FutureRecordMetadata._produce_success and Future.success would, in order.
+
+    kafka-python resolves each record from the batch future's own callback loop, so what
+    a record lets out (its callbacks' error, with ``error_on_callbacks``) is logged there
+    and the next record is resolved all the same, unless the batch future raises it too:
+    each record here is resolved inside that loop's handling (``_kp_let_out``)."""
 
     cdef public list futures
 
@@ -614,7 +619,10 @@ cdef class KafkaPythonFutures:
         offset, produce_timestamp_ms, record_exceptions_fn = result
         if record_exceptions_fn is not None:
             for f in self.futures:
-                f.failure(record_exceptions_fn(f.args[0]))
+                try:
+                    f.failure(record_exceptions_fn(f.args[0]))
+                except Exception:
+                    _kp_let_out(f, "Error processing callback")
             return
         log_append_time = produce_timestamp_ms is not None and produce_timestamp_ms != -1
         # The collector paused, as in resolve_aiokafka_futures (the RecordMetadata made
@@ -657,6 +665,8 @@ cdef class KafkaPythonFutures:
                                 _kp_future_log.exception("Error processing callback")
                                 if f.error_on_callbacks:
                                     raise
+                    except Exception:
+                        _kp_let_out(f, "Error processing callback")
                     finally:
                         gc_was_enabled = PyGC_Disable()
         finally:
@@ -665,7 +675,20 @@ cdef class KafkaPythonFutures:
 
     def failure(self, error):
         for f in self.futures:
-            f.failure(error)
+            try:
+                f.failure(error)
+            except Exception:
+                _kp_let_out(f, "Error processing errback")
+
+
+cdef void _kp_let_out(object f, str what) except *:
+    # In an except block: what record future ``f`` let out reaches its batch future's
+    # callback (or errback) loop in kafka-python, which logs it and goes on, or with its
+    # own error_on_callbacks logs it and raises it (that loop, which calls this run, does
+    # both then).
+    if f._produce_future.error_on_callbacks:
+        raise
+    _kp_future_log.exception(what)
 
 
 cdef object _kp_record_future(object produce_future, object offset, object timestamp,

@@ -997,6 +997,55 @@ def test_runs_of_record_futures_resolve_as_kafka_pythons(impl, result):
     assert (ours[2], theirs[2]) == (5, 7)  # runs [0, 1], [3], [5, 6]; one each of theirs
 
 
+@pytest.mark.parametrize("impl", _impls(), ids=lambda m: m.__name__)
+@pytest.mark.parametrize("outcome", ["success", "record-errors", "failure"])
+@pytest.mark.parametrize("batch_raises", [False, True], ids=["batch-logs", "batch-raises"])
+def test_a_record_callback_raising_does_not_stop_the_rest_of_its_run(impl, outcome, batch_raises,
+                                                                      monkeypatch, caplog):
+    """With error_on_callbacks, a record's callback (or errback) that raises ends that
+    record's callbacks, and kafka-python's batch future logs it and goes on to the next
+    record (or, with its own error_on_callbacks, raises it and stops): the rest of a run
+    are resolved as kafka-python's own futures are."""
+    from kafka.producer.future import FutureProduceResult, FutureRecordMetadata
+
+    monkeypatch.setattr(FutureRecordMetadata, "error_on_callbacks", True)
+    monkeypatch.setattr(FutureProduceResult, "error_on_callbacks", batch_raises)
+
+    def resolve(make):
+        pf = FutureProduceResult(TopicPartition("t", 0))
+        calls = []
+        futures = [make(pf, i, 1_700 + i, None, b"k", b"v", []) for i in range(3)]
+        for i, f in enumerate(futures):
+            f.add_callback(lambda md, i=i: calls.append(("ok", i, md.offset)))
+            f.add_errback(lambda exc, i=i: calls.append(("error", i, str(exc))))
+        futures[0].add_callback(lambda md: 1 / 0)
+        futures[0].add_errback(lambda exc: 1 / 0)
+        caplog.clear()
+        raised = False
+        with caplog.at_level(40, logger="kafka.future"):
+            try:
+                if outcome == "failure":
+                    pf.failure(k_errors.KafkaTimeoutError("expired"))
+                else:
+                    pf.success((100, -1, (lambda i: k_errors.KafkaError(f"#{i}"))
+                                if outcome == "record-errors" else None))
+            except ZeroDivisionError:
+                raised = True
+        logged = [r.getMessage() for r in caplog.records if r.name == "kafka.future"]
+        return [(f.is_done, f.value, str(f.exception)) for f in futures], calls, logged, raised
+
+    theirs = resolve(lambda pf, i, ts, crc, k, v, h: FutureRecordMetadata(pf, i, ts, crc, 1, 1, -1))
+    kwkp.install()
+    try:
+        ours = resolve(impl.kafka_python_record_future)
+    finally:
+        kwkp.uninstall()
+    assert ours == theirs
+    assert ours[3] is batch_raises
+    assert [done for done, *_ in ours[0]] == [True, not batch_raises, not batch_raises]
+    assert len(ours[2]) == 2  # the record's own loop, then the batch future's
+
+
 @pytest.mark.parametrize("result", [(100, -1, None), (100, 1_800_000_000_000, None),
                                     (-1, None, None), (7, -1, lambda i: k_errors.KafkaError(f"#{i}"))])
 def test_record_futures_resolve_as_kafka_pythons(result):

@@ -316,7 +316,7 @@ def configure_kafka_python(record_future, new_lock, record_metadata, future_log,
                            records_builder, batch_builder, atomic_integer, monotonic):
     """See kafkawire._compat.configure_kafka_python."""
     _kp.update(frm=record_future, new_lock=new_lock, records_builder=records_builder,
-               batch_builder=batch_builder, monotonic=monotonic)
+               batch_builder=batch_builder, monotonic=monotonic, log=future_log)
 
 
 class KafkaPythonFutures:
@@ -330,11 +330,24 @@ class KafkaPythonFutures:
 
     def __call__(self, result):
         for f in self.futures:
-            f._produce_success(result)
+            try:
+                f._produce_success(result)
+            except Exception:
+                _let_out(f, "Error processing callback")
 
     def failure(self, error):
         for f in self.futures:
-            f.failure(error)
+            try:
+                f.failure(error)
+            except Exception:
+                _let_out(f, "Error processing errback")
+
+
+def _let_out(f, what, host=_kp):
+    # See kafkawire._compat._kp_let_out (called in an except block).
+    if f._produce_future.error_on_callbacks:
+        raise
+    host["log"].exception(what)
 
 
 def kafka_python_record_future(produce_future, offset, timestamp, crc, key, value, headers,
