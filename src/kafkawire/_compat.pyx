@@ -773,14 +773,10 @@ def kafka_python_append(acc, tp, timestamp_ms, key, value, headers):
                         size = appender._add(offset, timestamp_ms, key, value, headers)
                         if size > 0:
                             records._next_offset = offset + 1
-                            if size > batch.max_record_size:
-                                batch.max_record_size = size
-                            batch.last_append = _kp_monotonic()
-                            future = _kp_record_future(batch.produce_future, offset,
-                                                       timestamp_ms, None, key, value, headers)
-                            batch._record_futures.append(future)
-                            return (future, len(dq) > 1 or appender._size >= records._batch_size,
-                                    False)
+                            # records.is_full(), the builder being open and ours
+                            return _kp_appended(batch, dq, size, offset, timestamp_ms, None,
+                                                key, value, headers,
+                                                appender._size >= records._batch_size)
                         metadata = None if size == 0 else builder.append(
                             offset, timestamp_ms, key, value, headers)
                         if metadata is not None:
@@ -788,14 +784,21 @@ def kafka_python_append(acc, tp, timestamp_ms, key, value, headers):
                     else:
                         metadata = records.append(timestamp_ms, key, value, headers)
                     if metadata is not None:
-                        if metadata.size > batch.max_record_size:
-                            batch.max_record_size = metadata.size
-                        batch.last_append = _kp_monotonic()
-                        future = _kp_record_future(batch.produce_future, metadata.offset,
-                                                   metadata.timestamp, metadata.crc, key, value,
-                                                   headers)
-                        batch._record_futures.append(future)
-                        return future, len(dq) > 1 or records.is_full(), False
+                        return _kp_appended(batch, dq, metadata.size, metadata.offset,
+                                            metadata.timestamp, metadata.crc, key, value,
+                                            headers, records.is_full())
         finally:
             _kp_count(in_progress, -1)
     return acc.append(tp, timestamp_ms, key, value, headers)[:3]
+
+
+cdef tuple _kp_appended(object batch, object dq, object size, object offset, object timestamp,
+                        object crc, object key, object value, object headers, bint full):
+    # ProducerBatch.try_append's bookkeeping for a record its builder took, and
+    # RecordAccumulator.append's answer: (future, batch full or not the last, False).
+    if size > batch.max_record_size:
+        batch.max_record_size = size
+    batch.last_append = _kp_monotonic()
+    future = _kp_record_future(batch.produce_future, offset, timestamp, crc, key, value, headers)
+    batch._record_futures.append(future)
+    return future, len(dq) > 1 or full, False

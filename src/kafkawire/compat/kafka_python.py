@@ -1075,7 +1075,6 @@ def _valid_headers(headers):
 _factory.configure_kafka_python(_FRM, _Lock, _k_producer_future.RecordMetadata,
                                 _k_future.log, MemoryRecordsBuilder, DefaultRecordBatchBuilder,
                                 _k_accumulator.AtomicInteger, _monotonic)
-_record_future = _factory.kafka_python_record_future
 _append = _factory.kafka_python_append
 
 
