@@ -132,21 +132,20 @@ def run(args: argparse.Namespace) -> tuple[dict, dict]:
                         client = CLIENTS[name]()
                         order = MODES if r % 2 == 0 else MODES[::-1]
                         topics = {}
-                        runs = [("produce", client.produce, None), ("produce keyed",
-                                client.produce_keyed, "keyed"), ("consume", client.consume,
-                                                                 "plain")]
-                        for case, fn, read in runs:
+                        # (case, function, whether it writes a topic of its own)
+                        runs = [("produce", client.produce, True),
+                                ("produce keyed", client.produce_keyed, True),
+                                ("consume", client.consume, False)]
+                        for case, fn, writes in runs:
                             if fn is None or case not in args.cases:
                                 continue
                             for mode in order:
-                                if read is None or read == "keyed":
+                                if writes:
                                     topic = f"compat-{name}-{mode}-{uuid.uuid4().hex[:8]}"
                                     topics[(case, mode)] = topic
                                     admin.create(topic)
                                 else:  # both consumers read what the plain producer wrote
-                                    topic = topics.get(("produce", "plain"))
-                                    if topic is None:
-                                        break
+                                    topic = topics[("produce", "plain")]
                                 out, cpu = timed(client, mode, fn, bootstrap, topic, w)
                                 key = (compression, name, case, mode)
                                 results.setdefault(key, []).append(out)
@@ -236,6 +235,8 @@ def main() -> None:
     bad = [c for c in args.cases if c not in CASES]
     if bad:
         parser.error(f"unknown case(s) {bad}; choose from {', '.join(CASES)}")
+    if "consume" in args.cases and "produce" not in args.cases:
+        parser.error("consume reads the topic the produce case writes: add produce to --cases")
     args.compression = [c.strip() for c in args.compression.split(",") if c.strip()]
     bad = [c for c in args.compression if c not in e2e.CODEC_NAMES]
     if bad:
