@@ -1,0 +1,199 @@
+"""Where a produce -> acknowledgement latency goes: the client before its write, the broker,
+the client after the answer.
+
+Runs compare_latency.py's producers (same pacing, same clients) while tcpdump captures the
+broker's port on the loopback interface, and splits each record's latency, from its due
+time, at the kernel's timestamps of the request and of its answer (matched by correlation
+id):
+
+    before write: due time -> the request on the wire (the client's own work, and for a
+                  client that writes from another thread, that thread's wake-up)
+    broker:       request on the wire -> answer on the wire (the broker's turnaround, and
+                  whatever keeps it from a CPU)
+    after answer: answer on the wire -> the callback (the client's wake-up, read, decode,
+                  and hand-over to the thread that runs the callback)
+
+Needs tcpdump (``apt-get install -y tcpdump``) and the right to capture (root).  Each
+record's value carries its due time (compare_latency.value), found in the captured request
+by its padding; records sent one per request (linger 0, one partition, 1,000/s or one at a
+time) are split, others left out and counted.
+
+    .venv/bin/python bench/latency_split.py [--broker kafka] [--rate 1000] [--records 3000]
+        [--rounds 2] [--clients kafkawire,confluent-kafka] [--markdown PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+import compare_latency as cl
+from report import finish
+
+_PCAP_NS = 0xA1B23C4D  # pcap with nanosecond timestamps (tcpdump --time-stamp-precision=nano)
+_CORR = struct.Struct(">I")  # a correlation id
+
+
+def packets(path: str, port: int):
+    """(kernel ns, 'req' or 'ans', client port, TCP payload) for each captured segment that
+    carries data, on a loopback (Ethernet-framed) capture of ``port``."""
+    with open(path, "rb") as fh:
+        data = fh.read()
+    magic, = struct.unpack_from("<I", data, 0)
+    if magic != _PCAP_NS:
+        raise SystemExit(f"{path}: not a nanosecond pcap (magic {magic:#x})")
+    pos = 24
+    while pos + 16 <= len(data):
+        sec, nsec, incl, _orig = struct.unpack_from("<IIII", data, pos)
+        pkt = data[pos + 16:pos + 16 + incl]
+        pos += 16 + incl
+        if len(pkt) < 14 + 20 or pkt[12:14] != b"\x08\x00":
+            continue  # not IPv4
+        ip = pkt[14:]
+        ihl = (ip[0] & 15) * 4
+        total, = struct.unpack_from(">H", ip, 2)
+        tcp = ip[ihl:total]
+        if len(tcp) < 20:
+            continue
+        src, dst = struct.unpack_from(">HH", tcp, 0)
+        payload = tcp[(tcp[12] >> 4) * 4:]
+        if not payload:
+            continue
+        if dst == port:
+            yield sec * 1_000_000_000 + nsec, "req", src, payload
+        elif src == port:
+            yield sec * 1_000_000_000 + nsec, "ans", dst, payload
+
+
+def split(pcap: str, port: int, acks: list[float], perf_to_wall_ns: int):
+    """Per record sent alone in its request: (before write, broker, after answer) in ns."""
+    pad = cl._PAD
+    sent: dict[tuple[int, int], tuple[int, float, int]] = {}  # (conn, corr) -> (t, due, seq)
+    out, skipped = [], 0
+    for t, kind, conn, payload in packets(pcap, port):
+        if kind == "req":
+            if len(payload) < 12:
+                continue
+            corr, = _CORR.unpack_from(payload, 8)  # after the size, api key and version
+            found = []
+            at = payload.find(pad)
+            while at >= cl._VALUE.size:
+                due, seq = cl._VALUE.unpack_from(payload, at - cl._VALUE.size)
+                if seq != cl._WARM_SEQ:
+                    found.append((due, seq))
+                at = payload.find(pad, at + len(pad))
+            if len(found) == 1:
+                sent[(conn, corr)] = (t, *found[0])
+            elif found:
+                skipped += len(found)
+            continue
+        if len(payload) < 8:
+            continue
+        corr, = _CORR.unpack_from(payload, 4)  # an answer's first frame: after its size
+        hit = sent.pop((conn, corr), None)
+        if hit is None:
+            continue
+        wrote, due, seq = hit
+        if seq >= len(acks) or acks[seq] != acks[seq]:  # not acknowledged (NaN)
+            skipped += 1
+            continue
+        due_ns = int(due * 1e9) + perf_to_wall_ns
+        called = due_ns + int(acks[seq] * 1e9)
+        if not due_ns <= wrote <= t <= called:
+            skipped += 1  # stamped against another clock's drift or matched wrongly
+            continue
+        out.append((wrote - due_ns, t - wrote, called - t))
+    return out, skipped
+
+
+def run_one(bootstrap: str, port: int, client: str, rate: str, n: int, topic: str):
+    with tempfile.TemporaryDirectory() as tmp:
+        pcap = os.path.join(tmp, "cap.pcap")
+        dump = subprocess.Popen(
+            ["tcpdump", "-i", "lo", "-n", "-s", "512", "--time-stamp-precision=nano", "-U",
+             "-w", pcap, f"tcp port {port}"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        try:
+            line = dump.stderr.readline()  # "listening on lo ..." once it captures
+            if "listening" not in line:
+                raise SystemExit(f"tcpdump did not start: {line.strip() or dump.wait(5)}")
+            perf_to_wall_ns = time.time_ns() - time.perf_counter_ns()
+            acks, took, cpu = cl.PRODUCERS[client](bootstrap, topic, rate, n)
+            time.sleep(0.3)  # the last answers reach the capture file
+        finally:
+            dump.terminate()
+            dump.wait(10)
+        parts, skipped = split(pcap, port, acks, perf_to_wall_ns)
+    return parts, skipped, cpu / took if took else 0.0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--broker", default="kafka", choices=("kafka", "tansu"))
+    parser.add_argument("--rate", default="1000", help="serial or records/s (1000)")
+    parser.add_argument("--records", type=int, default=3000)
+    parser.add_argument("--rounds", type=int, default=2, help="interleaved rounds (2)")
+    parser.add_argument("--clients", default="kafkawire,confluent-kafka",
+                        help=f"comma-separated from {','.join(cl.PRODUCERS)} (kafkawire,confluent-kafka)")
+    parser.add_argument("--markdown", metavar="PATH", help="also write the table to PATH")
+    args = parser.parse_args()
+    clients = [c.strip() for c in args.clients.split(",") if c.strip()]
+    bad = [c for c in clients if c not in cl.PRODUCERS]
+    if bad:
+        parser.error(f"unknown client {bad}; choose from {', '.join(cl.PRODUCERS)}")
+    if shutil.which("tcpdump") is None:
+        sys.exit("latency_split.py needs tcpdump: apt-get install -y tcpdump")
+    from kafkawire import Admin
+
+    started = time.monotonic()
+    got: dict[str, list] = {c: [] for c in clients}
+    skipped = {c: 0 for c in clients}
+    cores: dict[str, list[float]] = {c: [] for c in clients}
+    with cl.start_broker(args.broker) as broker:
+        port = int(broker.bootstrap.rsplit(":", 1)[1])
+        admin = Admin(bootstrap_servers=broker.bootstrap)
+        try:
+            for r in range(args.rounds):
+                for client in clients if r % 2 == 0 else clients[::-1]:
+                    topic = cl.new_topic(admin)
+                    try:
+                        parts, skip, busy = run_one(broker.bootstrap, port, client, args.rate,
+                                                    args.records, topic)
+                    finally:
+                        cl.drop_topic(admin, topic)
+                    got[client] += parts
+                    skipped[client] += skip
+                    cores[client].append(busy)
+                    print(f"  [r{r + 1}] {client:<22} {len(parts):,} records split, {skip} left out",
+                          file=sys.stderr, flush=True)
+        finally:
+            admin.close()
+    us = lambda xs: f"{statistics.median(xs) / 1000:.0f}"  # noqa: E731
+    lines = [f"# Where the latency goes: {args.broker}, {cl.rate_label(args.rate)}", "",
+             f"{args.rounds} interleaved rounds of {args.records:,} records per client; medians in µs, "
+             "each column's own median (they need not add up to the total's).", "",
+             "| client | records | before write | broker | after answer | total | CPU |",
+             "|---|---|---|---|---|---|---|"]
+    for client in clients:
+        parts = got[client]
+        if not parts:
+            lines.append(f"| {client} | 0 | - | - | - | - | |")
+            continue
+        lines.append(f"| {client} | {len(parts):,} | {us([p[0] for p in parts])} | {us([p[1] for p in parts])} | "
+                     f"{us([p[2] for p in parts])} | {us([sum(p) for p in parts])} | "
+                     f"{statistics.mean(cores[client]):.2f} |")
+    lines += ["", "\"before write\": due time -> request on the wire; \"broker\": request -> answer "
+              "on the wire; \"after answer\": answer on the wire -> callback.  \"CPU\": cores the "
+              "producing process kept busy while it sent (as in compare_latency.py)."]
+    finish("\n".join(lines) + "\n", started, args.markdown)
+
+
+if __name__ == "__main__":
+    main()
