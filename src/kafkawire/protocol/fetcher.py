@@ -381,10 +381,10 @@ class Fetcher:
         self.sessions: dict[int, FetchSession] = {}
         # Partitions with data buffered, in the order it came: all that drain() looks at.
         self._ready: dict[TopicPartition, None] = {}
-        #: The next fetches (due()'s next round) wait at most 1 ms at the broker, as
-        #: ones sent with records buffered do: set when poll() hands out the records of an
-        #: answer that reached the end of the log before fetching again
-        #: (ConsumerBase._fetch_round), so that the fetches it put off ask what they would have.
+        #: The next fetch waits at most 1 ms at the broker, as one sent with records
+        #: buffered does: set when poll() hands out the records of an answer that reached
+        #: the end of the log before fetching again (ConsumerBase._fetch_round), so that
+        #: the fetch it put off asks what it would have asked.
         self.prefetch_due = False
         # plan() is skipped while nothing it depends on changed (see due()).
         self._changed = True
@@ -579,12 +579,13 @@ class Fetcher:
         # handing out: while any are buffered, the broker answers (almost) at once.
         # 1 ms, not 0: Tansu answers a Fetch with max_wait_ms=0 with no partitions at all.
         req = FETCH.Request(
-            replica_id=-1, max_wait_ms=1 if buffered else cfg.fetch_max_wait_ms,
+            replica_id=-1, max_wait_ms=1 if buffered or self.prefetch_due else cfg.fetch_max_wait_ms,
             min_bytes=cfg.fetch_min_bytes, max_bytes=cfg.fetch_max_bytes,
             isolation_level=self.isolation, session_id=session_id, session_epoch=epoch,
             topics=self.fetch_topics(listed, cfg.max_partition_fetch_bytes, topics),
             forgotten_topics_data=forgotten)
         self._in_flight.update(tps)
+        self.prefetch_due = False
         return req, positions
 
     # -- the fetch loop's decisions, for both shells (``now``: the shell's clock) ---------
@@ -599,11 +600,10 @@ class Fetcher:
     def due(self, meta: Any, now: float, busy: Any) -> tuple[list[tuple[int, list[TopicPartition]]],
                                                              dict[TopicPartition, int], bool]:
         """What to fetch now, from :meth:`plan`: ([(broker, partitions)], partition ->
-        fetch offset, whether the fetches go out as prefetches: records are buffered, or
-        these are the ones poll() put off (prefetch_due), every broker's alike), leaving
-        out brokers in ``busy`` (a fetch in flight) or backing off.  ``meta`` is the
-        ClusterMetadata: a partition without a known leader asks it for a refresh, and a
-        permanent error its answer carries for an assigned topic is raised by the next poll."""
+        fetch offset, whether records are buffered), leaving out brokers in ``busy`` (a
+        fetch in flight) or backing off.  ``meta`` is the ClusterMetadata: a partition
+        without a known leader asks it for a refresh, and a permanent error its answer
+        carries for an assigned topic is raised by the next poll."""
         if (not self._changed and self._quiet and len(self.assigned) == self._plan_len
                 and all(node in busy for node in self._plan_nodes)):
             # Every fetch planned last time is still in flight and nothing it depends on
@@ -619,9 +619,6 @@ class Fetcher:
         backoff = self.backoff
         due = [(node, tps) for node, tps in by_node.items()
                if node not in busy and backoff.get(node, 0.0) <= now]
-        if due and self.prefetch_due:
-            self.prefetch_due = False
-            buffered = True
         return due, offsets, buffered
 
     def fetched(self, resp: Any, positions: dict[TopicPartition, int], meta: Any, node: int, now: float) -> None:
