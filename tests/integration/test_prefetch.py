@@ -56,15 +56,6 @@ def test_prefetch_brings_records_on_tansu(kafka_broker, monkeypatch):
     assert sum(1 for size in prefetched if size > 0) >= len(prefetched) // 2, answers
 
 
-def _first_records(c: Consumer) -> list:
-    """What poll() returns first (30 s at most)."""
-    for _ in range(30):
-        got = c.poll(1.0)
-        if got:
-            return got
-    return []
-
-
 def test_a_caught_up_consumer_hands_records_out_before_fetching_again(modern_broker, monkeypatch):
     # The answer reached the end of the log: poll() returns the record with no fetch sent
     # yet (it would only wait at the broker), and the next poll() sends it as it would have
@@ -83,12 +74,20 @@ def test_a_caught_up_consumer_hands_records_out_before_fetching_again(modern_bro
         p.send(topic, b"first", partition=0).result(30)
         with Consumer(bootstrap_servers=modern_broker.bootstrap, auto_offset_reset="earliest") as c:
             c.assign([(topic, 0)])
-            got = _first_records(c)
+            got = []
+            for _ in range(30):
+                got += c.poll(1.0)
+                if got:
+                    break
             assert [r.value for r in got] == [b"first"]
             assert c.metrics()["fetches_in_flight"] == 0
             sent = len(waits)
             p.send(topic, b"second", partition=0).result(30)
-            more = _first_records(c)
+            more = []
+            for _ in range(30):
+                more += c.poll(1.0)
+                if more:
+                    break
             assert [(r.offset, r.value) for r in more] == [(1, b"second")]
             assert waits[sent] == 1, waits
 
@@ -102,6 +101,10 @@ def test_a_consumer_behind_fetches_ahead_before_it_returns(modern_broker):
     with Consumer(bootstrap_servers=modern_broker.bootstrap, auto_offset_reset="earliest",
                   max_partition_fetch_bytes=64 * 1024, fetch_max_bytes=64 * 1024) as c:
         c.assign([(topic, 0)])
-        got = _first_records(c)
+        got = []
+        for _ in range(30):
+            got += c.poll(1.0)
+            if got:
+                break
         assert got and len(got) < len(RECORDS)
         assert c.metrics()["fetches_in_flight"] == 1
