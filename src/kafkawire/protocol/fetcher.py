@@ -381,11 +381,6 @@ class Fetcher:
         self.sessions: dict[int, FetchSession] = {}
         # Partitions with data buffered, in the order it came: all that drain() looks at.
         self._ready: dict[TopicPartition, None] = {}
-        #: The next fetch waits at most 1 ms at the broker, as one sent with records
-        #: buffered does: set when poll() hands out the records of an answer that reached
-        #: the end of the log before fetching again (ConsumerBase._fetch_round), so that
-        #: the fetch it put off asks what it would have asked.
-        self.prefetch_due = False
         # plan() is skipped while nothing it depends on changed (see due()).
         self._changed = True
         self._quiet = False  # the last plan found every partition fetchable or parked by its buffers
@@ -579,13 +574,12 @@ class Fetcher:
         # handing out: while any are buffered, the broker answers (almost) at once.
         # 1 ms, not 0: Tansu answers a Fetch with max_wait_ms=0 with no partitions at all.
         req = FETCH.Request(
-            replica_id=-1, max_wait_ms=1 if buffered or self.prefetch_due else cfg.fetch_max_wait_ms,
+            replica_id=-1, max_wait_ms=1 if buffered else cfg.fetch_max_wait_ms,
             min_bytes=cfg.fetch_min_bytes, max_bytes=cfg.fetch_max_bytes,
             isolation_level=self.isolation, session_id=session_id, session_epoch=epoch,
             topics=self.fetch_topics(listed, cfg.max_partition_fetch_bytes, topics),
             forgotten_topics_data=forgotten)
         self._in_flight.update(tps)
-        self.prefetch_due = False
         return req, positions
 
     # -- the fetch loop's decisions, for both shells (``now``: the shell's clock) ---------
@@ -777,21 +771,6 @@ class Fetcher:
         self._unsettled = unsettled
         self._settled_len = len(self.assigned)
         return todo
-
-    def caught_up(self) -> bool:
-        """Whether every partition with records buffered holds no decoded leftovers and
-        had its last answer reach the end of the log (its high watermark; under
-        read_committed its last stable offset): a fetch sent now would only wait at the
-        broker for records still to come."""
-        assigned = self.assigned
-        for tp in self._ready:
-            st = assigned.get(tp)
-            if st is None:
-                continue
-            end = st.last_stable_offset if self.isolation and st.last_stable_offset >= 0 else st.high_watermark
-            if st.buffer is not None or st.fetch_offset is None or st.fetch_offset < end:
-                return False
-        return True
 
     def drain(self, max_records: int, columnar: bool) -> list[Any]:
         """Records (or, ``columnar``, one FetchedBatch per partition) from what the
