@@ -29,3 +29,31 @@ def test_a_prefetch_waits_one_millisecond() -> None:
     assert req.max_wait_ms == 1
     (topic,) = req.topics
     assert [(p.partition, p.fetch_offset) for p in topic.partitions] == [(0, 42)]
+
+
+def test_the_fetches_poll_put_off_all_wait_one_millisecond_once() -> None:
+    # ConsumerBase._fetch_round put the round's fetches off (prefetch_due): each broker's
+    # goes out as a prefetch would have, and the round after is a long poll again.
+    from kafkawire.protocol.metadata import ClusterMetadata, PartitionMetadata, TopicMetadata
+
+    f = Fetcher(Config.consumer(bootstrap_servers="127.0.0.1:9", fetch_max_wait_ms=321))
+    tps = [TopicPartition("t", 0), TopicPartition("t", 1)]
+    f.assign(tps)
+    for tp in tps:
+        f.seek(tp, 0)
+    meta = ClusterMetadata(300000, 100)
+    meta.topics["t"] = TopicMetadata("t", 0, None, {p: PartitionMetadata(p, 1 + p, 0, 0, [], []) for p in (0, 1)})
+    meta.need_refresh = False
+
+    def waits() -> dict[int, int]:
+        due, offsets, buffered = f.due(meta, 1.0, busy={})
+        out = {node: f.request(tps_, offsets, buffered, meta.topics)[0].max_wait_ms for node, tps_ in due}
+        for tp in tps:
+            f.fetch_failed({tp: 0}, ConnectionError("dropped"), meta, 1 + tp.partition, 1.0)
+        f.backoff.clear()
+        return out
+
+    f.prefetch_due = True
+    assert waits() == {1: 1, 2: 1}
+    assert not f.prefetch_due
+    assert waits() == {1: 321, 2: 321}

@@ -114,11 +114,21 @@ class ConsumerBase:
     def _fetch_round(self, max_records: int, columnar: bool, deadline: float) -> list[Any] | None:
         """poll()'s records if any are buffered, [] once its ``deadline`` has passed, else
         None (the shell waits for news).  Fetches go out before decoding and again before
-        returning, so the broker works while kafkawire decodes and the caller processes."""
-        self._send_fetches()
-        out = self._fetcher.drain(max_records, columnar)
+        returning, so the broker works while kafkawire decodes and the caller processes;
+        but when what is buffered reaches the end of the log (Fetcher.caught_up) the broker
+        has nothing more to send yet, and the records are handed out first: the next poll
+        sends that fetch, as it would have gone (Fetcher.prefetch_due), and its cost (about
+        140 µs cold) is not on their latency."""
+        fetcher = self._fetcher
+        ahead = not fetcher.caught_up()
+        if ahead:
+            self._send_fetches()
+        out = fetcher.drain(max_records, columnar)
         self.cluster.maybe_refresh()
-        self._send_fetches()
+        if ahead or not out:
+            self._send_fetches()
+        else:
+            fetcher.prefetch_due = True
         if out or self._now() >= deadline:
             return out
         return None

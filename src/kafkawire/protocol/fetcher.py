@@ -381,6 +381,11 @@ class Fetcher:
         self.sessions: dict[int, FetchSession] = {}
         # Partitions with data buffered, in the order it came: all that drain() looks at.
         self._ready: dict[TopicPartition, None] = {}
+        #: The next fetches (due()'s next round) wait at most 1 ms at the broker, as
+        #: ones sent with records buffered do: set when poll() hands out the records of an
+        #: answer that reached the end of the log before fetching again
+        #: (ConsumerBase._fetch_round), so that the fetches it put off ask what they would have.
+        self.prefetch_due = False
         # plan() is skipped while nothing it depends on changed (see due()).
         self._changed = True
         self._quiet = False  # the last plan found every partition fetchable or parked by its buffers
@@ -594,10 +599,11 @@ class Fetcher:
     def due(self, meta: Any, now: float, busy: Any) -> tuple[list[tuple[int, list[TopicPartition]]],
                                                              dict[TopicPartition, int], bool]:
         """What to fetch now, from :meth:`plan`: ([(broker, partitions)], partition ->
-        fetch offset, whether records are buffered), leaving out brokers in ``busy`` (a
-        fetch in flight) or backing off.  ``meta`` is the ClusterMetadata: a partition
-        without a known leader asks it for a refresh, and a permanent error its answer
-        carries for an assigned topic is raised by the next poll."""
+        fetch offset, whether the fetches go out as prefetches: records are buffered, or
+        these are the ones poll() put off (prefetch_due), every broker's alike), leaving
+        out brokers in ``busy`` (a fetch in flight) or backing off.  ``meta`` is the
+        ClusterMetadata: a partition without a known leader asks it for a refresh, and a
+        permanent error its answer carries for an assigned topic is raised by the next poll."""
         if (not self._changed and self._quiet and len(self.assigned) == self._plan_len
                 and all(node in busy for node in self._plan_nodes)):
             # Every fetch planned last time is still in flight and nothing it depends on
@@ -613,6 +619,9 @@ class Fetcher:
         backoff = self.backoff
         due = [(node, tps) for node, tps in by_node.items()
                if node not in busy and backoff.get(node, 0.0) <= now]
+        if due and self.prefetch_due:
+            self.prefetch_due = False
+            buffered = True
         return due, offsets, buffered
 
     def fetched(self, resp: Any, positions: dict[TopicPartition, int], meta: Any, node: int, now: float) -> None:
@@ -771,6 +780,21 @@ class Fetcher:
         self._unsettled = unsettled
         self._settled_len = len(self.assigned)
         return todo
+
+    def caught_up(self) -> bool:
+        """Whether every partition with records buffered holds no decoded leftovers and
+        had its last answer reach the end of the log (its high watermark; under
+        read_committed its last stable offset): a fetch sent now would only wait at the
+        broker for records still to come."""
+        assigned = self.assigned
+        for tp in self._ready:
+            st = assigned.get(tp)
+            if st is None:
+                continue
+            end = st.last_stable_offset if self.isolation and st.last_stable_offset >= 0 else st.high_watermark
+            if st.buffer is not None or st.fetch_offset is None or st.fetch_offset < end:
+                return False
+        return True
 
     def drain(self, max_records: int, columnar: bool) -> list[Any]:
         """Records (or, ``columnar``, one FetchedBatch per partition) from what the
