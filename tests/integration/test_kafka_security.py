@@ -547,5 +547,8 @@ def test_reauthentication_with_traffic_flowing(strict_kafka, shell):  # noqa: F8
         assert c.reauthentications >= 3, f"{c} re-authenticated {c.reauthentications} times"
     oauth = [c for c in brokers if c.sasl_result.mechanism == "OAUTHBEARER"]
     assert len(oauth) == 2
-    # One token per re-login, and no new connection logged in meanwhile.
-    assert tokens.calls - tokens_before == sum(c.reauthentications for c in oauth)
+    # One token per re-login, and no new connection logged in meanwhile.  A connection
+    # may close in the middle of a re-login due just then: it asked for its token but
+    # never counted the re-login, so each may have taken one token more.
+    relogins = sum(c.reauthentications for c in oauth)
+    assert relogins <= tokens.calls - tokens_before <= relogins + len(oauth), (tokens.calls - tokens_before, state)
