@@ -13,18 +13,31 @@ id):
     after answer: answer on the wire -> the callback (the client's wake-up, read, decode,
                   and hand-over to the thread that runs the callback)
 
+With ``--consume`` the clients are consumers (compare_latency.py's produce -> consume, the
+consumer in a child process), all fed by one producer (``--producer``, confluent-kafka by
+default), and each record's produce -> consume latency is split at the Produce request
+and the first Fetch answer that carries it:
+
+    before write: due time -> the Produce request on the wire (the producer's part)
+    broker:       Produce request -> the Fetch answer with the record on the wire (the
+                  broker's append, and the wait for a fetch to answer with it)
+    after answer: Fetch answer on the wire -> the consumer's poll() returned it (its
+                  wake-up, read, decode and hand-out)
+
 Needs tcpdump (``apt-get install -y tcpdump``) and the right to capture (root).  Each
-record's value carries its due time (compare_latency.value), found in the captured request
-by its padding; records sent one per request (linger 0, one partition, 1,000/s or one at a
-time) are split, others left out and counted.
+record's value carries its due time (compare_latency.value), found in the captured bytes
+by its padding; for acknowledgements, records sent one per request (linger 0, one
+partition, 1,000/s or one at a time) are split, others left out and counted.
 
     .venv/bin/python bench/latency_split.py [--broker kafka] [--rate 1000] [--records 3000]
-        [--rounds 2] [--clients kafkawire,confluent-kafka] [--markdown PATH]
+        [--rounds 2] [--clients kafkawire,confluent-kafka] [--consume [--producer P]]
+        [--markdown PATH]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
 import statistics
@@ -113,24 +126,87 @@ def split(pcap: str, port: int, acks: list[float], perf_to_wall_ns: int):
     return out, skipped
 
 
+def split_consumed(pcap: str, port: int, lat: list[float], perf_to_wall_ns: int):
+    """Per record consumed: (before write, broker, after answer) in ns, split at the first
+    request (the Produce) and the first answer (a Fetch) that carry its value."""
+    pad = cl._PAD
+    wrote: dict[int, tuple[int, float]] = {}  # seq -> (t, due)
+    answered: dict[int, int] = {}  # seq -> t
+    for t, kind, _conn, payload in packets(pcap, port):
+        at = payload.find(pad)
+        while at >= cl._VALUE.size:
+            due, seq = cl._VALUE.unpack_from(payload, at - cl._VALUE.size)
+            if kind == "req":
+                wrote.setdefault(seq, (t, due))
+            else:
+                answered.setdefault(seq, t)
+            at = payload.find(pad, at + len(pad))
+    out, skipped = [], 0
+    for seq, (t_write, due) in wrote.items():
+        if seq >= len(lat):
+            continue  # the warm-up records
+        t_answer = answered.get(seq)
+        if t_answer is None or lat[seq] != lat[seq]:  # not captured, or not consumed (NaN)
+            skipped += 1
+            continue
+        due_ns = int(due * 1e9) + perf_to_wall_ns
+        seen = due_ns + int(lat[seq] * 1e9)
+        if not due_ns <= t_write <= t_answer <= seen:
+            skipped += 1  # a value cut across two segments, or matched wrongly
+            continue
+        out.append((t_write - due_ns, t_answer - t_write, seen - t_answer))
+    return out, skipped
+
+
+@contextlib.contextmanager
+def capture(port: int, snaplen: int, pcap: str):
+    """tcpdump of the broker's port on lo into ``pcap`` while the block runs."""
+    dump = subprocess.Popen(
+        ["tcpdump", "-i", "lo", "-n", "-s", str(snaplen), "--time-stamp-precision=nano", "-U",
+         "-w", pcap, f"tcp port {port}"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        line = dump.stderr.readline()  # "listening on lo ..." once it captures
+        if "listening" not in line:
+            raise SystemExit(f"tcpdump did not start: {line.strip() or dump.wait(5)}")
+        yield
+        time.sleep(0.3)  # the last answers reach the capture file
+    finally:
+        dump.terminate()
+        dump.wait(10)
+
+
 def run_one(bootstrap: str, port: int, client: str, rate: str, n: int, topic: str):
     with tempfile.TemporaryDirectory() as tmp:
         pcap = os.path.join(tmp, "cap.pcap")
-        dump = subprocess.Popen(
-            ["tcpdump", "-i", "lo", "-n", "-s", "512", "--time-stamp-precision=nano", "-U",
-             "-w", pcap, f"tcp port {port}"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        try:
-            line = dump.stderr.readline()  # "listening on lo ..." once it captures
-            if "listening" not in line:
-                raise SystemExit(f"tcpdump did not start: {line.strip() or dump.wait(5)}")
+        with capture(port, 512, pcap):
             perf_to_wall_ns = time.time_ns() - time.perf_counter_ns()
             acks, took, cpu = cl.PRODUCERS[client](bootstrap, topic, rate, n)
-            time.sleep(0.3)  # the last answers reach the capture file
-        finally:
-            dump.terminate()
-            dump.wait(10)
         parts, skipped = split(pcap, port, acks, perf_to_wall_ns)
+    return parts, skipped, cpu / took if took else 0.0
+
+
+def run_one_consumed(bootstrap: str, port: int, client: str, producer: str, rate: str, n: int, topic: str):
+    """``client``'s consumer in a child process, ``producer`` writing: the e2e split, and
+    the producing process's CPU."""
+    timeout = 60 + 3 * cl.offered_seconds(rate, n)
+    child = cl.ConsumerChild(client, bootstrap, topic, n, timeout)
+    try:
+        if not child.ready.wait(60):
+            raise SystemExit(f"{client}'s consumer did not start")
+        time.sleep(0.2)
+        with tempfile.TemporaryDirectory() as tmp:
+            pcap = os.path.join(tmp, "cap.pcap")
+            # A full segment: a Fetch answer's record sits behind its batch header.
+            with capture(port, 2048, pcap):
+                perf_to_wall_ns = time.time_ns() - time.perf_counter_ns()
+                _acks, took, cpu = cl.PRODUCERS[producer](bootstrap, topic, rate, n)
+                lat = child.result(timeout)
+            if lat is None:
+                raise SystemExit(f"{client}'s consumer failed")
+            parts, skipped = split_consumed(pcap, port, lat, perf_to_wall_ns)
+    finally:
+        child.discard()
     return parts, skipped, cpu / took if took else 0.0
 
 
@@ -141,13 +217,21 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=3000)
     parser.add_argument("--rounds", type=int, default=2, help="interleaved rounds (2)")
     parser.add_argument("--clients", default="kafkawire,confluent-kafka",
-                        help=f"comma-separated from {','.join(cl.PRODUCERS)} (kafkawire,confluent-kafka)")
+                        help=f"comma-separated from {','.join(cl.PRODUCERS)} (kafkawire,confluent-kafka); "
+                             f"with --consume, consumers from {','.join(cl.CLIENTS)}")
+    parser.add_argument("--consume", action="store_true",
+                        help="split produce -> consume, the clients being consumers")
+    parser.add_argument("--producer", default="confluent-kafka",
+                        help="with --consume: the one producer for every consumer (confluent-kafka)")
     parser.add_argument("--markdown", metavar="PATH", help="also write the table to PATH")
     args = parser.parse_args()
     clients = [c.strip() for c in args.clients.split(",") if c.strip()]
-    bad = [c for c in clients if c not in cl.PRODUCERS]
+    known = cl.CLIENTS if args.consume else tuple(cl.PRODUCERS)
+    bad = [c for c in clients if c not in known]
     if bad:
-        parser.error(f"unknown client {bad}; choose from {', '.join(cl.PRODUCERS)}")
+        parser.error(f"unknown client {bad}; choose from {', '.join(known)}")
+    if args.producer not in cl.PRODUCERS:
+        parser.error(f"unknown producer {args.producer}; choose from {', '.join(cl.PRODUCERS)}")
     if shutil.which("tcpdump") is None:
         sys.exit("latency_split.py needs tcpdump: apt-get install -y tcpdump")
     from kafkawire import Admin
@@ -164,8 +248,12 @@ def main() -> None:
                 for client in clients if r % 2 == 0 else clients[::-1]:
                     topic = cl.new_topic(admin)
                     try:
-                        parts, skip, busy = run_one(broker.bootstrap, port, client, args.rate,
-                                                    args.records, topic)
+                        if args.consume:
+                            parts, skip, busy = run_one_consumed(broker.bootstrap, port, client, args.producer,
+                                                                 args.rate, args.records, topic)
+                        else:
+                            parts, skip, busy = run_one(broker.bootstrap, port, client, args.rate,
+                                                        args.records, topic)
                     finally:
                         cl.drop_topic(admin, topic)
                     got[client] += parts
@@ -176,7 +264,8 @@ def main() -> None:
         finally:
             admin.close()
     us = lambda xs: f"{statistics.median(xs) / 1000:.0f}"  # noqa: E731
-    lines = [f"# Where the latency goes: {args.broker}, {cl.rate_label(args.rate)}", "",
+    what = f"produce -> consume, every consumer fed by {args.producer}" if args.consume else "acknowledgements"
+    lines = [f"# Where the latency goes: {args.broker}, {cl.rate_label(args.rate)}, {what}", "",
              f"{args.rounds} interleaved rounds of {args.records:,} records per client; medians in µs, "
              "each column's own median (they need not add up to the total's).", "",
              "| client | records | before write | broker | after answer | total | CPU |",
@@ -189,9 +278,15 @@ def main() -> None:
         lines.append(f"| {client} | {len(parts):,} | {us([p[0] for p in parts])} | {us([p[1] for p in parts])} | "
                      f"{us([p[2] for p in parts])} | {us([sum(p) for p in parts])} | "
                      f"{statistics.mean(cores[client]):.2f} |")
-    lines += ["", "\"before write\": due time -> request on the wire; \"broker\": request -> answer "
-              "on the wire; \"after answer\": answer on the wire -> callback.  \"CPU\": cores the "
-              "producing process kept busy while it sent (as in compare_latency.py)."]
+    if args.consume:
+        lines += ["", "\"before write\": due time -> Produce request on the wire; \"broker\": Produce "
+                  "request -> the Fetch answer carrying the record on the wire; \"after answer\": Fetch "
+                  "answer on the wire -> the consumer's poll() returned the record.  \"CPU\": cores the "
+                  "producing process kept busy while it sent (the same producer on every row)."]
+    else:
+        lines += ["", "\"before write\": due time -> request on the wire; \"broker\": request -> answer "
+                  "on the wire; \"after answer\": answer on the wire -> callback.  \"CPU\": cores the "
+                  "producing process kept busy while it sent (as in compare_latency.py)."]
     finish("\n".join(lines) + "\n", started, args.markdown)
 
 
