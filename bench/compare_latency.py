@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import math
 import os
@@ -468,21 +469,26 @@ def ack_run(bootstrap: str, topic: str, client: str, rate: str, n: int) -> dict:
     return out
 
 
-def e2e_run(admin, bootstrap: str, client: str, rate: str, n: int) -> dict:
+def e2e_run(admin, bootstrap: str, client: str, rate: str, n: int, producer: str | None = None,
+            around=contextlib.nullcontext) -> dict:
     """Produce -> consume: the client's consumer in a child process, fetching before the
-    first record is sent; the producer's acknowledgements are not reported here."""
+    first record is sent, fed by the client's own producer (or ``producer``); the
+    producer's acknowledgements are not reported here, its CPU is ("cores").  ``around()``
+    is a context entered from the first send until the consumer is done."""
     topic = new_topic(admin)
     timeout = 60 + 3 * offered_seconds(rate, n)
     child = ConsumerChild(client.removesuffix(".spin"), bootstrap, topic, n, timeout)
-    out = {"lat": [], "problem": None, "behind": False}
+    out = {"lat": [], "problem": None, "behind": False, "cores": 0.0}
     try:
         if not child.ready.wait(60):
             out["problem"] = "consumer not ready"
             return out
         time.sleep(0.2)
-        acks, took, _cpu = PRODUCERS[client](bootstrap, topic, rate, n)
+        with around():
+            acks, took, cpu = PRODUCERS[producer or client](bootstrap, topic, rate, n)
+            e2e = child.result(timeout)
         out["behind"] = is_behind(rate, n, acks, took)
-        e2e = child.result(timeout)
+        out["cores"] = cpu / took if took else 0.0
         if e2e is None:
             out["problem"] = "consumer failed"
         else:

@@ -85,9 +85,17 @@ def packets(path: str, port: int):
             yield sec * 1_000_000_000 + nsec, "ans", dst, payload
 
 
+def _values(payload: bytes):
+    """(due, seq) of each record value in a captured segment, found by its padding."""
+    pad, size = cl._PAD, cl._VALUE.size
+    at = payload.find(pad)
+    while at >= size:
+        yield cl._VALUE.unpack_from(payload, at - size)
+        at = payload.find(pad, at + len(pad))
+
+
 def split(pcap: str, port: int, acks: list[float], perf_to_wall_ns: int):
     """Per record sent alone in its request: (before write, broker, after answer) in ns."""
-    pad = cl._PAD
     sent: dict[tuple[int, int], tuple[int, float, int]] = {}  # (conn, corr) -> (t, due, seq)
     out, skipped = [], 0
     for t, kind, conn, payload in packets(pcap, port):
@@ -95,13 +103,7 @@ def split(pcap: str, port: int, acks: list[float], perf_to_wall_ns: int):
             if len(payload) < 12:
                 continue
             corr, = _CORR.unpack_from(payload, 8)  # after the size, api key and version
-            found = []
-            at = payload.find(pad)
-            while at >= cl._VALUE.size:
-                due, seq = cl._VALUE.unpack_from(payload, at - cl._VALUE.size)
-                if seq != cl._WARM_SEQ:
-                    found.append((due, seq))
-                at = payload.find(pad, at + len(pad))
+            found = [(due, seq) for due, seq in _values(payload) if seq != cl._WARM_SEQ]
             if len(found) == 1:
                 sent[(conn, corr)] = (t, *found[0])
             elif found:
@@ -129,18 +131,14 @@ def split(pcap: str, port: int, acks: list[float], perf_to_wall_ns: int):
 def split_consumed(pcap: str, port: int, lat: list[float], perf_to_wall_ns: int):
     """Per record consumed: (before write, broker, after answer) in ns, split at the first
     request (the Produce) and the first answer (a Fetch) that carry its value."""
-    pad = cl._PAD
     wrote: dict[int, tuple[int, float]] = {}  # seq -> (t, due)
     answered: dict[int, int] = {}  # seq -> t
     for t, kind, _conn, payload in packets(pcap, port):
-        at = payload.find(pad)
-        while at >= cl._VALUE.size:
-            due, seq = cl._VALUE.unpack_from(payload, at - cl._VALUE.size)
+        for due, seq in _values(payload):
             if kind == "req":
                 wrote.setdefault(seq, (t, due))
             else:
                 answered.setdefault(seq, t)
-            at = payload.find(pad, at + len(pad))
     out, skipped = [], 0
     for seq, (t_write, due) in wrote.items():
         if seq >= len(lat):
@@ -176,38 +174,33 @@ def capture(port: int, snaplen: int, pcap: str):
         dump.wait(10)
 
 
-def run_one(bootstrap: str, port: int, client: str, rate: str, n: int, topic: str):
-    with tempfile.TemporaryDirectory() as tmp:
-        pcap = os.path.join(tmp, "cap.pcap")
-        with capture(port, 512, pcap):
-            perf_to_wall_ns = time.time_ns() - time.perf_counter_ns()
-            acks, took, cpu = cl.PRODUCERS[client](bootstrap, topic, rate, n)
-        parts, skipped = split(pcap, port, acks, perf_to_wall_ns)
-    return parts, skipped, cpu / took if took else 0.0
-
-
-def run_one_consumed(bootstrap: str, port: int, client: str, producer: str, rate: str, n: int, topic: str):
-    """``client``'s consumer in a child process, ``producer`` writing: the e2e split, and
-    the producing process's CPU."""
-    timeout = 60 + 3 * cl.offered_seconds(rate, n)
-    child = cl.ConsumerChild(client, bootstrap, topic, n, timeout)
+def run_one(admin, bootstrap: str, port: int, client: str, rate: str, n: int):
+    topic = cl.new_topic(admin)
     try:
-        if not child.ready.wait(60):
-            raise SystemExit(f"{client}'s consumer did not start")
-        time.sleep(0.2)
         with tempfile.TemporaryDirectory() as tmp:
             pcap = os.path.join(tmp, "cap.pcap")
-            # A full segment: a Fetch answer's record sits behind its batch header.
-            with capture(port, 2048, pcap):
+            with capture(port, 512, pcap):
                 perf_to_wall_ns = time.time_ns() - time.perf_counter_ns()
-                _acks, took, cpu = cl.PRODUCERS[producer](bootstrap, topic, rate, n)
-                lat = child.result(timeout)
-            if lat is None:
-                raise SystemExit(f"{client}'s consumer failed")
-            parts, skipped = split_consumed(pcap, port, lat, perf_to_wall_ns)
+                acks, took, cpu = cl.PRODUCERS[client](bootstrap, topic, rate, n)
+            parts, skipped = split(pcap, port, acks, perf_to_wall_ns)
     finally:
-        child.discard()
+        cl.drop_topic(admin, topic)
     return parts, skipped, cpu / took if took else 0.0
+
+
+def run_one_consumed(admin, bootstrap: str, port: int, client: str, producer: str, rate: str, n: int):
+    """compare_latency's produce -> consume run (``client``'s consumer, ``producer``
+    writing) under capture: the e2e split, and the producing process's CPU."""
+    with tempfile.TemporaryDirectory() as tmp:
+        pcap = os.path.join(tmp, "cap.pcap")
+        perf_to_wall_ns = time.time_ns() - time.perf_counter_ns()
+        # A full segment: a Fetch answer's record sits behind its batch header.
+        out = cl.e2e_run(admin, bootstrap, client, rate, n, producer=producer,
+                         around=lambda: capture(port, 2048, pcap))
+        if out["problem"]:
+            raise SystemExit(f"{client}: {out['problem']}")
+        parts, skipped = split_consumed(pcap, port, out["lat"], perf_to_wall_ns)
+    return parts, skipped, out["cores"]
 
 
 def main() -> None:
@@ -246,16 +239,11 @@ def main() -> None:
         try:
             for r in range(args.rounds):
                 for client in clients if r % 2 == 0 else clients[::-1]:
-                    topic = cl.new_topic(admin)
-                    try:
-                        if args.consume:
-                            parts, skip, busy = run_one_consumed(broker.bootstrap, port, client, args.producer,
-                                                                 args.rate, args.records, topic)
-                        else:
-                            parts, skip, busy = run_one(broker.bootstrap, port, client, args.rate,
-                                                        args.records, topic)
-                    finally:
-                        cl.drop_topic(admin, topic)
+                    if args.consume:
+                        parts, skip, busy = run_one_consumed(admin, broker.bootstrap, port, client,
+                                                             args.producer, args.rate, args.records)
+                    else:
+                        parts, skip, busy = run_one(admin, broker.bootstrap, port, client, args.rate, args.records)
                     got[client] += parts
                     skipped[client] += skip
                     cores[client].append(busy)
