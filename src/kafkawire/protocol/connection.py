@@ -56,6 +56,7 @@ from kafkawire.codec import alloc_buffer
 from kafkawire.protocol import apis
 from kafkawire.protocol.api import Api, ApiVersionError
 from kafkawire.protocol.headers import decode_response_header, encode_request_header
+from kafkawire.protocol.fetch_response import decode_fetch_response
 from kafkawire.protocol.producer import decode_produce_response, encode_produce
 from kafkawire.protocol.schema import Struct, Writer, decode
 
@@ -552,7 +553,9 @@ class Connection:
             decoded_version = version
             if api.key == 18:
                 decoded_version = self._api_versions_layout(body, version)
-            response = decode_produce_response(body, version) if api.key == 0 else None
+            key = api.key
+            response = (decode_produce_response(body, version) if key == 0 else
+                        decode_fetch_response(body, version) if key == 1 else None)
             if response is None:
                 response = api.decode_response(body, decoded_version)
         except errors.CodecError as exc:

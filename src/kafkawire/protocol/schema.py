@@ -717,10 +717,13 @@ def _gen_new_default(cls: type[Struct]) -> Any:
 def _first_new_default(cls: type[Struct]) -> Any:
     """``cls._new_default`` until its first call, which generates it (at import, the
     175 structs' would add about 20 ms)."""
+    made: list[Any] = []
+
     def first() -> Any:
-        fn = _gen_new_default(cls)
-        cls._new_default = staticmethod(fn)  # type: ignore[attr-defined]
-        return fn()
+        if not made:  # a caller may hold on to this function: generate once
+            made.append(_gen_new_default(cls))
+            cls._new_default = staticmethod(made[0])  # type: ignore[attr-defined]
+        return made[0]()
 
     return first
 
