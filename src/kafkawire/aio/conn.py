@@ -402,14 +402,16 @@ class AsyncBrokerConnection:
         return await self._exchange(frame, self.request_timeout if timeout is None else timeout)
 
     def send_nowait(self, api: Any, request: Any, version: int | None = None, *,
-                    expects_response: bool = True, on_answer: Callable[..., Any], args: tuple = ()) -> bool:
+                    expects_response: bool = True, on_answer: Callable[..., Any], args: tuple = (),
+                    timeout: float | None = None) -> bool:
         """Write ``request`` now, without awaiting anything; ``on_answer(*args, response,
         None)`` or ``on_answer(*args, None, error)`` is called as soon as the answer is
         read, from the transport's read callback (no future, no turn of the event loop
         in between; soon, with None, when ``expects_response`` is False).  False, and
         nothing written, when it has to take :meth:`request` (not connected, or a
-        KIP-368 re-login due).  The answer is due within request_timeout; a late one
-        closes the connection, as in :meth:`request`.  The producer's per-request path."""
+        KIP-368 re-login due).  The answer is due within ``timeout`` (default
+        request_timeout); a late one closes the connection, as in :meth:`request`.  The
+        producer's per-request path, and the consumer's fetches."""
         loop = self._loop
         if not self.ready or loop is None:
             return False
@@ -429,7 +431,9 @@ class AsyncBrokerConnection:
         # Written first, the bookkeeping after: the answer cannot be read before this
         # returns to the loop, and the broker is at work meanwhile.
         self._transport.writelines(chunks)  # buffered whole by the transport: never half-sent
-        self._await(_Answer(on_answer, args, (now + self.request_timeout, self.request_timeout)))
+        if timeout is None:
+            timeout = self.request_timeout
+        self._await(_Answer(on_answer, args, (now + timeout, timeout)))
         return True
 
     def _await(self, slot: _Answer) -> None:

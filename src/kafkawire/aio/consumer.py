@@ -51,10 +51,14 @@ class AsyncConsumer(ConsumerBase):
     def __init__(self, **config: Any):
         self.config = c = Config.consumer(**config)
         self._group: AsyncConsumerGroup | None = None
-        self._woken: asyncio.Event | None = None
+        # What a poll() with nothing to return waits on: done by _wake() (a fetch's
+        # answer applied, or the group has news) or its timer.
+        self._waiter: asyncio.Future | None = None
         self.cluster = AsyncCluster(c)
         self._fetcher = Fetcher(c)
-        self._inflight: dict[int, asyncio.Task] = {}  # broker id -> its Fetch's task
+        # broker id -> done once its Fetch's answer (or failure) is applied: a task while
+        # the connection is set up, else a future the answer's callback resolves.
+        self._inflight: dict[int, asyncio.Future] = {}
         self._started = False
         self._closed = False
 
@@ -65,9 +69,8 @@ class AsyncConsumer(ConsumerBase):
         self._check_open()
         if not self._started:
             await self.cluster.bootstrap(self._timeout(timeout))
-            self._woken = asyncio.Event()
             if self.config.group_id is not None:
-                self._group = AsyncConsumerGroup(self, self._woken.set)
+                self._group = AsyncConsumerGroup(self, self._wake)
             self._started = True
 
     async def close(self, timeout: float | None = None) -> None:
@@ -161,27 +164,63 @@ class AsyncConsumer(ConsumerBase):
     def _send_fetches(self) -> None:
         f = self._fetcher
         due, offsets, buffered = f.due(self.cluster.meta, self._now(), self._inflight)
+        # A long poll: allowed fetch_max_wait_ms on top of the request timeout.
+        timeout = (self.config.request_timeout_ms + self.config.fetch_max_wait_ms) / 1000
         for node, tps in due:
             req, positions = f.request(tps, offsets, buffered, self.cluster.topics)
-            self._inflight[node] = asyncio.ensure_future(self._fetch(node, req, positions))
+            conn = self.cluster.ready_connection(node)
+            if conn is not None:
+                # Written now; the answer is applied in the transport's read callback
+                # and wakes the poll: no task, no turn of the loop in between.
+                done = asyncio.get_running_loop().create_future()
+                try:
+                    sent = conn.send_nowait(FETCH, req, conn.version_for(FETCH), on_answer=self._on_fetch,
+                                            args=(node, positions, done), timeout=timeout)
+                except Exception as exc:  # noqa: BLE001 - the fetcher says what it means
+                    f.fetch_failed(positions, exc, self.cluster.meta, node, self._now())
+                    continue
+                if sent:
+                    self._inflight[node] = done
+                    continue
+            self._inflight[node] = asyncio.ensure_future(self._fetch(node, req, positions, timeout))
 
-    async def _fetch(self, node: int, req: Any, positions: dict[TopicPartition, int]) -> None:
+    def _on_fetch(self, node: int, positions: dict[TopicPartition, int], done: asyncio.Future,
+                  resp: Any, exc: BaseException | None) -> None:
+        if self._inflight.get(node) is done:
+            del self._inflight[node]
+        if not done.done():  # cancelled by close(): nothing to apply
+            if exc is None:
+                self._fetcher.fetched(resp, positions, self.cluster.meta, node, self._now())
+            else:
+                self._fetcher.fetch_failed(positions, exc, self.cluster.meta, node, self._now())
+            done.set_result(None)
+        self._wake()
+
+    async def _fetch(self, node: int, req: Any, positions: dict[TopicPartition, int], timeout: float) -> None:
+        """A fetch to a broker whose connection is not ready yet (or holds requests for a
+        re-login): set up, sent and its answer applied in a task."""
         f = self._fetcher
         try:
             conn = await self.cluster.connection(node, self._now() + self.config.request_timeout_ms / 1000)
-            # A long poll: allowed fetch_max_wait_ms on top of the request timeout.
-            resp = await conn.request(FETCH, req, timeout=self.config.request_timeout_ms / 1000
-                                      + self.config.fetch_max_wait_ms / 1000)
+            resp = await conn.request(FETCH, req, timeout=timeout)
         except asyncio.CancelledError:
             f.on_failure(positions)
             raise
         except Exception as exc:  # noqa: BLE001 - the fetcher says what it means
             # Never left to fail the task unseen: retried, or raised by the next poll().
             f.fetch_failed(positions, exc, self.cluster.meta, node, self._now())
+            self._wake()
             return
         finally:
             self._inflight.pop(node, None)
         f.fetched(resp, positions, self.cluster.meta, node, self._now())
+        self._wake()
+
+    def _wake(self) -> None:
+        """End the wait of a poll() with nothing to return (a fetch's answer, the group's news)."""
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
 
     async def _poll(self, timeout: float, max_records: int, columnar: bool) -> list[Any]:
         self._check_poll()
@@ -195,16 +234,16 @@ class AsyncConsumer(ConsumerBase):
             out = self._fetch_round(max_records, columnar, deadline)
             if out is not None:
                 return out
-            waits: list[Any] = list(self._inflight.values())
             # Connection setups and refreshes do not wake this wait: no connect delay.
-            wait = self._idle_wait(deadline - self._now(), bool(waits))
-            assert self._woken is not None
-            self._woken.clear()
-            woken = asyncio.ensure_future(self._woken.wait())  # the group has news
+            wait = self._idle_wait(deadline - self._now(), bool(self._inflight))
+            loop = asyncio.get_running_loop()
+            waiter = self._waiter = loop.create_future()
+            timer = loop.call_later(wait, self._wake)
             try:
-                await asyncio.wait([*waits, woken], timeout=wait, return_when=asyncio.FIRST_COMPLETED)
+                await waiter
             finally:
-                woken.cancel()
+                timer.cancel()
+                self._waiter = None
 
     async def poll(self, timeout: float = 1.0, max_records: int | None = None) -> list[ConsumerRecord]:
         """Records from the assigned partitions, waiting up to ``timeout`` seconds for
