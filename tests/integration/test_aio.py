@@ -228,29 +228,3 @@ def test_bootstrap_walks_its_addresses_as_the_sync_shell_does(kafka_broker):
     finally:
         silent.close()
 
-
-def test_a_long_poll_past_request_timeout_keeps_its_connection(kafka_broker):
-    # A fetch's answer is due within request_timeout_ms + fetch_max_wait_ms: Kafka holds
-    # a fetch at the end of the log for fetch_max_wait_ms, longer than request_timeout_ms
-    # here, and that answer is not late.
-    topic = _fill(kafka_broker.bootstrap, 1)
-
-    async def main():
-        c = AsyncConsumer(bootstrap_servers=kafka_broker.bootstrap, request_timeout_ms=1000,
-                          fetch_max_wait_ms=1800)
-        await c.start()
-        try:
-            c.assign([(topic, 0)])
-            c.seek((topic, 0), 1)
-            await c.poll(0.2)  # connected, a fetch in flight
-            conns = list(c.cluster._conns.values())
-            t0 = time.monotonic()
-            for _ in range(3):
-                assert await c.poll(1.5) == []
-            assert time.monotonic() - t0 >= 4
-            assert all(conn.ready and conn.setups == 1 for conn in conns)
-            assert list(c.cluster._conns.values()) == conns
-        finally:
-            await c.close()
-
-    asyncio.run(asyncio.wait_for(main(), 30))

@@ -10,6 +10,7 @@ import time
 import uuid
 
 import pytest
+from shells import shell  # noqa: F401 - the fixture
 
 from kafkawire.aio.conn import AsyncBrokerConnection
 from kafkawire.client.admin import Admin, NewTopic
@@ -82,3 +83,21 @@ def test_asyncio_a_later_shorter_request_is_due_by_its_own_timeout(empty_topic):
             await conn.aclose()
 
     assert asyncio.run(main()) < 2.5
+
+
+def test_a_consumers_long_poll_is_due_after_request_timeout_plus_its_wait(empty_topic, shell):
+    # Kafka holds the consumer's fetch at the end of the log for fetch_max_wait_ms, here
+    # longer than request_timeout_ms: its answer is due within their sum, not late.
+    broker, topic = empty_topic
+    with shell.Consumer(bootstrap_servers=broker.bootstrap, request_timeout_ms=1000,
+                        fetch_max_wait_ms=1800) as c:
+        c.assign([(topic, 0)])
+        c.seek((topic, 0), 0)
+        c.poll(0.2)  # connected, a fetch in flight
+        conns = list(c.cluster._conns.values())
+        start = time.monotonic()
+        for _ in range(3):
+            assert c.poll(1.5) == []
+        assert time.monotonic() - start >= 4
+        assert all(conn.ready and conn.setups == 1 for conn in conns)
+        assert list(c.cluster._conns.values()) == conns

@@ -196,9 +196,9 @@ class Poller:
 
 
 class _Answer:
-    """Where a Produce answer goes on the producer's path (BrokerConnection.send_produce):
-    what the connection does with a request's Future (set_result, set_exception), as one
-    call of ``on_answer(response, error)``."""
+    """Where an answer goes on the per-request paths (BrokerConnection.send_nowait and
+    send_produce): what the connection does with a request's Future (set_result,
+    set_exception), as one call of ``on_answer(response, error)``."""
 
     __slots__ = ("_on_answer",)
 
@@ -616,19 +616,34 @@ class BrokerConnection:
     def send_produce(self, request: Any, version: int,
                      on_answer: Callable[[Any, BaseException | None], Any]) -> None:
         """Send a producer's Produce ``request`` that gets an answer (acks 1 or all) at a
-        version :meth:`version_for` chose; ``on_answer(response, None)``, or
-        ``on_answer(None, error)`` if none comes, runs once, in the thread that reads it
-        or fails the connection.  The producer's per-request path: no Future, no
-        callback list, no per-call checks of the API and version (issue 23)."""
+        version :meth:`version_for` chose, as :meth:`send_nowait` does.  The producer's
+        per-request path: no per-call checks of the API and version either (issue 23)."""
+        self._send_answered(_PRODUCE, request, version, on_answer, None, True)
+
+    def send_nowait(self, api: Api, request: Any, version: int,
+                    on_answer: Callable[[Any, BaseException | None], Any], timeout: float | None = None) -> None:
+        """Send ``request`` (one that gets an answer) at ``version``; ``on_answer(response,
+        None)``, or ``on_answer(None, error)`` if none comes within ``timeout`` seconds
+        (default request_timeout_ms), runs once, in the thread that reads it or fails the
+        connection: maybe before this returns.  No Future, no callback list: the
+        consumer's fetches (issue 23)."""
+        self._send_answered(api, request, version, on_answer, timeout, False)
+
+    def _send_answered(self, api: Api, request: Any, version: int,
+                       on_answer: Callable[[Any, BaseException | None], Any], timeout: float | None,
+                       produce: bool) -> None:
         now = time.monotonic()
         proto = self.protocol
+        if timeout is None:
+            timeout = self.request_timeout
         if self.state != READY or proto is None or relogin_holds(self._reauth, self._reauth_at, now):
-            fut = self.send(_PRODUCE, request, version)
+            fut = self.send(api, request, version, timeout=timeout)
             fut.add_done_callback(lambda f: on_answer(None, f.exception()) if f.failed()
                                   else on_answer(f.result(), None))
             return
-        self._send_raw(lambda: (0, proto.send_produce(request, version)),
-                       (now + self.request_timeout, self.request_timeout), True, _Answer(on_answer))
+        make = (lambda: (0, proto.send_produce(request, version))) if produce else \
+            (lambda: proto.send(api, request, version))
+        self._send_raw(make, (now + timeout, timeout), True, _Answer(on_answer))
 
     def _send_raw(self, make: Any, due: tuple[float, float], expects_response: bool = True,
                   fut: Any = None) -> Future:

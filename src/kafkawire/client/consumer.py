@@ -34,7 +34,6 @@ from kafkawire.core.fork import ForkedClientError
 from kafkawire.client.cluster import Cluster
 from kafkawire.core.config import Config
 from kafkawire.errors import ClientClosedError, KafkaTimeoutError
-from kafkawire.core.future import Future
 from kafkawire.client.group import ConsumerGroup, ConsumerRebalanceListener
 from kafkawire.protocol import apis
 from kafkawire.protocol.fetcher import (
@@ -80,7 +79,7 @@ class Consumer(ConsumerBase):
             self.cluster.close()
             raise
         self._fetcher = Fetcher(c)
-        self._inflight: dict[int, Future] = {}  # broker id -> its Fetch's answer
+        self._inflight: dict[int, object] = {}  # broker id -> a token for its Fetch in flight
         self._closed = False
         self._group = ConsumerGroup(self) if c.group_id is not None else None
 
@@ -145,6 +144,8 @@ class Consumer(ConsumerBase):
         f = self._fetcher
         now = time.monotonic()
         due, offsets, buffered = f.due(self.cluster.meta, now, self._inflight)
+        # A long poll: allowed fetch_max_wait_ms on top of the request timeout.
+        timeout = (self.config.request_timeout_ms + self.config.fetch_max_wait_ms) / 1000
         for node, tps in due:
             # Never waits: a connection being set up finishes inside the polls that
             # follow, and the partitions are fetched once it is ready.
@@ -152,22 +153,24 @@ class Consumer(ConsumerBase):
             if conn is None:
                 continue
             req, positions = f.request(tps, offsets, buffered, self.cluster.topics)
+            # In flight from here: the answer (or a failure) may come before send_nowait returns.
+            token = self._inflight[node] = object()
             try:
-                fut = conn.send(FETCH, req, conn.version_for(FETCH))
+                conn.send_nowait(FETCH, req, conn.version_for(FETCH), timeout=timeout,
+                                 on_answer=lambda resp, exc, node=node, positions=positions, token=token:
+                                 self._on_fetch(node, positions, token, resp, exc))
             except Exception as exc:  # noqa: BLE001 - the fetcher says what it means
+                del self._inflight[node]
                 f.fetch_failed(positions, exc, self.cluster.meta, node, now)
-                continue
-            self._inflight[node] = fut
-            fut.add_done_callback(lambda fut, node=node, positions=positions: self._on_fetch(fut, node, positions))
 
-    def _on_fetch(self, fut: Future, node: int, positions: dict[TopicPartition, int]) -> None:
-        if self._inflight.get(node) is fut:
+    def _on_fetch(self, node: int, positions: dict[TopicPartition, int], token: object,
+                  resp: Any, exc: BaseException | None) -> None:
+        if self._inflight.get(node) is token:
             del self._inflight[node]
-        exc = fut.exception()
         if exc is not None:
             self._fetcher.fetch_failed(positions, exc, self.cluster.meta, node, time.monotonic())
         else:
-            self._fetcher.fetched(fut.result(), positions, self.cluster.meta, node, time.monotonic())
+            self._fetcher.fetched(resp, positions, self.cluster.meta, node, time.monotonic())
 
     def high_watermarks(self, partitions: Iterable[Any], timeout: float | None = None) -> dict[TopicPartition, int]:
         """The offset after each partition's last readable record, as a Fetch response
