@@ -76,3 +76,20 @@ def test_topic_ids_decode_to_equal_uuids_and_the_cache_stays_bounded() -> None:
         value, pos = schema._read_uuid(memoryview(i.to_bytes(16, "big")), 0, 16)
         assert value == uuid.UUID(int=i) and pos == 16
     assert len(schema._UUIDS) <= schema._UUIDS_KEPT
+
+
+@pytest.mark.parametrize("cls", ALL_STRUCTS, ids=lambda c: c.__qualname__)
+def test_generated_init_equals_the_generic_one(cls: type[Struct]) -> None:
+    # Every field given, or none: the generated __init__ sets what Struct.__init__ sets.
+    given = {f.name: getattr(cls, "_default_" + f.name)() for f in cls._fields}
+    for kwargs in ({}, given):
+        made = cls(**kwargs)
+        generic = cls.__new__(cls)
+        Struct.__init__(generic, **kwargs)
+        assert made == generic
+    if cls._fields:
+        first = cls._fields[0].name
+        assert getattr(cls(**{first: "x"}), first) == "x"  # kept as given, unchecked
+        assert getattr(cls(**{first: None}), first) is None
+    with pytest.raises(TypeError, match=f"{cls.__name__} has no field\\(s\\) nope, zz"):
+        cls(zz=1, nope=2)

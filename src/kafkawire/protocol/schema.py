@@ -23,6 +23,7 @@ This module does no I/O.
 
 from __future__ import annotations
 
+import keyword
 import struct
 import uuid as _uuid
 from collections.abc import Sequence
@@ -684,12 +685,57 @@ def build_struct(name: str, fields: Sequence[Field], flexible_from: int | None, 
             setattr(cls, "_sub_" + f.name, sub)
         setattr(cls, "_default_" + f.name, staticmethod(_default_factory(f, cls)))
     cls._new_default = staticmethod(_first_new_default(cls))  # type: ignore[attr-defined]
+    cls.__init__ = _first_init(cls)  # type: ignore[method-assign]
     cls._decoder = classmethod(_cached(_gen_decoder, "_decoders"))  # type: ignore[attr-defined]
     cls._encoder = classmethod(_cached(_gen_encoder, "_encoders"))  # type: ignore[attr-defined]
     return cls
 
 
 _IMMUTABLE = (int, float, str, bytes, bool, type(None), _uuid.UUID)
+
+
+def _default_expr(cls: type[Struct], f: Field, g: _Gen, consts: dict[str, Any]) -> str:
+    """An expression for field ``f``'s default in generated code (a constant when the
+    default is immutable)."""
+    value = getattr(cls, "_default_" + f.name)()
+    if f.array and f.default is _UNSET:
+        return "[]"
+    if type(value) in _IMMUTABLE:
+        name = g.var("_c")
+        consts[name] = value
+        return name
+    return f"cls._default_{f.name}()"
+
+
+def _gen_init(cls: type[Struct]) -> Any:
+    """``cls.__init__`` as Struct.__init__ behaves (keyword arguments, the others at their
+    defaults), without its loop over the fields: a request is built on every call."""
+    g = _Gen()
+    consts: dict[str, Any] = {"_MISSING": _UNSET}
+    names = [f.name for f in cls._fields]
+    g.emit(0, "def __init__(self, *, " + "".join(f"{n}=_MISSING, " for n in names) + "**_extra):")
+    g.emit(1, "if _extra:")
+    g.emit(2, "raise TypeError(f\"{type(self).__name__} has no field(s) {', '.join(sorted(_extra))}\")")
+    for f in cls._fields:
+        g.emit(1, f"self.{f.name} = {_default_expr(cls, f, g, consts)} if {f.name} is _MISSING else {f.name}")
+    if not names:
+        g.emit(1, "pass")
+    return _compile(g, cls, "__init__", consts)
+
+
+def _first_init(cls: type[Struct]) -> Any:
+    """``cls.__init__`` until the first instance, which generates it (see _first_new_default);
+    Struct.__init__ itself where a field's name is a Python keyword."""
+    if any(keyword.iskeyword(f.name) or f.name == "self" for f in cls._fields):
+        return Struct.__init__
+
+    def first(self: Any, **kwargs: Any) -> None:
+        init = _gen_init(cls)
+        if cls.__dict__.get("__init__") is first:
+            cls.__init__ = init  # type: ignore[method-assign]
+        init(self, **kwargs)
+
+    return first
 
 
 def _gen_new_default(cls: type[Struct]) -> Any:
@@ -701,15 +747,7 @@ def _gen_new_default(cls: type[Struct]) -> Any:
     g.emit(0, "def new():")
     g.emit(1, "o = cls.__new__(cls)")
     for f in cls._fields:
-        value = getattr(cls, "_default_" + f.name)()
-        if f.array and f.default is _UNSET:
-            g.emit(1, f"o.{f.name} = []")
-        elif type(value) in _IMMUTABLE:
-            name = g.var("_c")
-            consts[name] = value
-            g.emit(1, f"o.{f.name} = {name}")
-        else:
-            g.emit(1, f"o.{f.name} = cls._default_{f.name}()")
+        g.emit(1, f"o.{f.name} = {_default_expr(cls, f, g, consts)}")
     g.emit(1, "return o")
     return _compile(g, cls, "new", consts)
 
