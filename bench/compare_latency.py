@@ -392,12 +392,15 @@ def consume(client: str, bootstrap: str, topic: str, n: int, deadline: float) ->
 class ConsumerChild:
     """``python compare_latency.py --consume ...`` in its own process."""
 
-    def __init__(self, client: str, bootstrap: str, topic: str, n: int, timeout: float):
+    def __init__(self, client: str, bootstrap: str, topic: str, n: int, timeout: float,
+                 src: str | None = None):
         self.out = tempfile.NamedTemporaryFile(prefix="latency-", suffix=".json", delete=False)
         self.out.close()
         cmd = [sys.executable, os.path.abspath(__file__), "--consume", client, bootstrap, topic,
                str(n), str(timeout), self.out.name]
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+        # ``src``: import kafkawire from that tree instead (another version, same run).
+        env = None if src is None else dict(os.environ, PYTHONPATH=src)
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env)
         self.ready = threading.Event()
         threading.Thread(target=self._watch, daemon=True).start()
 
@@ -470,14 +473,15 @@ def ack_run(bootstrap: str, topic: str, client: str, rate: str, n: int) -> dict:
 
 
 def e2e_run(admin, bootstrap: str, client: str, rate: str, n: int, producer: str | None = None,
-            around=contextlib.nullcontext) -> dict:
+            around=contextlib.nullcontext, src: str | None = None) -> dict:
     """Produce -> consume: the client's consumer in a child process, fetching before the
     first record is sent, fed by the client's own producer (or ``producer``); the
     producer's acknowledgements are not reported here, its CPU is ("cores").  ``around()``
-    is a context entered from the first send until the consumer is done."""
+    is a context entered from the first send until the consumer is done; ``src``: the
+    consumer imports kafkawire from that source tree."""
     topic = new_topic(admin)
     timeout = 60 + 3 * offered_seconds(rate, n)
-    child = ConsumerChild(client.removesuffix(".spin"), bootstrap, topic, n, timeout)
+    child = ConsumerChild(client.removesuffix(".spin"), bootstrap, topic, n, timeout, src)
     out = {"lat": [], "problem": None, "behind": False, "cores": 0.0}
     try:
         if not child.ready.wait(60):

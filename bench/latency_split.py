@@ -30,8 +30,8 @@ by its padding; for acknowledgements, records sent one per request (linger 0, on
 partition, 1,000/s or one at a time) are split, others left out and counted.
 
     .venv/bin/python bench/latency_split.py [--broker kafka] [--rate 1000] [--records 3000]
-        [--rounds 2] [--clients kafkawire,confluent-kafka] [--consume [--producer P]]
-        [--markdown PATH]
+        [--rounds 2] [--clients kafkawire,confluent-kafka] [--consume [--producer P]
+        [--variant NAME=CLIENT@SRC ...]] [--markdown PATH]
 """
 
 from __future__ import annotations
@@ -188,15 +188,17 @@ def run_one(admin, bootstrap: str, port: int, client: str, rate: str, n: int):
     return parts, skipped, cpu / took if took else 0.0
 
 
-def run_one_consumed(admin, bootstrap: str, port: int, client: str, producer: str, rate: str, n: int):
-    """compare_latency's produce -> consume run (``client``'s consumer, ``producer``
-    writing) under capture: the e2e split, and the producing process's CPU."""
+def run_one_consumed(admin, bootstrap: str, port: int, client: str, producer: str, rate: str, n: int,
+                     src: str | None = None):
+    """compare_latency's produce -> consume run (``client``'s consumer, from the kafkawire
+    in ``src`` if given; ``producer`` writing) under capture: the e2e split, and the
+    producing process's CPU."""
     with tempfile.TemporaryDirectory() as tmp:
         pcap = os.path.join(tmp, "cap.pcap")
         perf_to_wall_ns = time.time_ns() - time.perf_counter_ns()
         # A full segment: a Fetch answer's record sits behind its batch header.
         out = cl.e2e_run(admin, bootstrap, client, rate, n, producer=producer,
-                         around=lambda: capture(port, 2048, pcap))
+                         around=lambda: capture(port, 2048, pcap), src=src)
         if out["problem"]:
             raise SystemExit(f"{client}: {out['problem']}")
         parts, skipped = split_consumed(pcap, port, out["lat"], perf_to_wall_ns)
@@ -216,6 +218,10 @@ def main() -> None:
                         help="split produce -> consume, the clients being consumers")
     parser.add_argument("--producer", default="confluent-kafka",
                         help="with --consume: the one producer for every consumer (confluent-kafka)")
+    parser.add_argument("--variant", action="append", default=[], metavar="NAME=CLIENT@SRC",
+                        help="with --consume: one more row, NAME, the consumer CLIENT importing "
+                             "kafkawire from the source tree SRC (another commit's src/, built), "
+                             "interleaved with the others")
     parser.add_argument("--markdown", metavar="PATH", help="also write the table to PATH")
     args = parser.parse_args()
     clients = [c.strip() for c in args.clients.split(",") if c.strip()]
@@ -223,6 +229,15 @@ def main() -> None:
     bad = [c for c in clients if c not in known]
     if bad:
         parser.error(f"unknown client {bad}; choose from {', '.join(known)}")
+    variants: dict[str, tuple[str, str]] = {}  # row name -> (consumer client, src tree)
+    for spec in args.variant:
+        name, _, rest = spec.partition("=")
+        client, _, src = rest.partition("@")
+        if not args.consume or not name or client not in cl.CLIENTS or not os.path.isdir(src):
+            parser.error(f"--variant {spec!r}: give NAME=CLIENT@SRC with --consume, CLIENT from "
+                         f"{', '.join(cl.CLIENTS)} and SRC a directory")
+        variants[name] = (client, os.path.abspath(src))
+        clients.append(name)
     if args.producer not in cl.PRODUCERS:
         parser.error(f"unknown producer {args.producer}; choose from {', '.join(cl.PRODUCERS)}")
     if shutil.which("tcpdump") is None:
@@ -240,8 +255,9 @@ def main() -> None:
             for r in range(args.rounds):
                 for client in clients if r % 2 == 0 else clients[::-1]:
                     if args.consume:
-                        parts, skip, busy = run_one_consumed(admin, broker.bootstrap, port, client,
-                                                             args.producer, args.rate, args.records)
+                        consumer, src = variants.get(client, (client, None))
+                        parts, skip, busy = run_one_consumed(admin, broker.bootstrap, port, consumer,
+                                                             args.producer, args.rate, args.records, src)
                     else:
                         parts, skip, busy = run_one(admin, broker.bootstrap, port, client, args.rate, args.records)
                     got[client] += parts
