@@ -160,7 +160,8 @@ class Consumer(ConsumerBase):
                                  on_answer=lambda resp, exc, node=node, positions=positions, token=token:
                                  self._on_fetch(node, positions, token, resp, exc))
             except Exception as exc:  # noqa: BLE001 - the fetcher says what it means
-                del self._inflight[node]
+                if self._inflight.get(node) is token:
+                    del self._inflight[node]
                 f.fetch_failed(positions, exc, self.cluster.meta, node, now)
 
     def _on_fetch(self, node: int, positions: dict[TopicPartition, int], token: object,

@@ -725,8 +725,10 @@ def _gen_init(cls: type[Struct]) -> Any:
 
 def _first_init(cls: type[Struct]) -> Any:
     """``cls.__init__`` until the first instance, which generates it (see _first_new_default);
-    Struct.__init__ itself where a field's name is a Python keyword."""
-    if any(keyword.iskeyword(f.name) or f.name == "self" for f in cls._fields):
+    Struct.__init__ itself where a field's name is a Python keyword or one the generated
+    code uses."""
+    if any(keyword.iskeyword(f.name) or f.name in ("self", "cls", "_extra", "_MISSING") or f.name.startswith("_c")
+           for f in cls._fields):
         return Struct.__init__
 
     def first(self: Any, **kwargs: Any) -> None:
