@@ -20,7 +20,7 @@ A, B, C = TopicPartition("t", 0), TopicPartition("t", 1), TopicPartition("u", 0)
 
 def setup(leaders: dict[TopicPartition, int]) -> tuple[Fetcher, ClusterMetadata]:
     cfg = SimpleNamespace(isolation_level="read_uncommitted", key_deserializer=None, value_deserializer=None,
-                          retry_backoff_ms=100, fetch_max_wait_ms=500, fetch_min_bytes=1,
+                          retry_backoff_ms=100, request_timeout_ms=30000, fetch_max_wait_ms=500, fetch_min_bytes=1,
                           fetch_max_bytes=1 << 20, max_partition_fetch_bytes=1 << 16, check_crcs=True)
     f = Fetcher(cfg)
     f.assign(list(leaders))

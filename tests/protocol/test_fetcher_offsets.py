@@ -144,7 +144,8 @@ def test_retriable_failures_wait_and_end_at_the_deadline_with_the_last_error():
 
 def test_reset_steps_follow_auto_offset_reset():
     cfg = SimpleNamespace(isolation_level="read_uncommitted", key_deserializer=None, value_deserializer=None,
-                          retry_backoff_ms=100, auto_offset_reset="earliest")
+                          retry_backoff_ms=100, auto_offset_reset="earliest",
+                          request_timeout_ms=30000, fetch_max_wait_ms=500)
     f = Fetcher(cfg)
     f.assign([TP0])
     f.assigned[TP0].reset_to = -1

@@ -23,7 +23,7 @@ TPS = [TopicPartition("t", p) for p in range(N)]
 
 def setup(n: int = N) -> tuple[Fetcher, ClusterMetadata]:
     cfg = SimpleNamespace(isolation_level="read_uncommitted", key_deserializer=None, value_deserializer=None,
-                          retry_backoff_ms=100, fetch_max_wait_ms=500, fetch_min_bytes=1,
+                          retry_backoff_ms=100, request_timeout_ms=30000, fetch_max_wait_ms=500, fetch_min_bytes=1,
                           fetch_max_bytes=1 << 20, max_partition_fetch_bytes=1 << 16, check_crcs=True)
     f = Fetcher(cfg)
     f.assign(TPS[:n])

@@ -57,3 +57,10 @@ def test_the_fetches_poll_put_off_all_wait_one_millisecond_once() -> None:
     assert waits() == {1: 1, 2: 1}
     assert not f.prefetch_due
     assert waits() == {1: 321, 2: 321}
+
+
+def test_a_fetchs_answer_is_due_within_the_request_timeout_plus_its_wait() -> None:
+    # Both shells send each Fetch with this deadline; the request timeout alone would
+    # fail every long poll whose wait is longer than it.
+    f = Fetcher(Config.consumer(bootstrap_servers="127.0.0.1:9", request_timeout_ms=2000, fetch_max_wait_ms=5000))
+    assert f.answer_timeout == 7.0

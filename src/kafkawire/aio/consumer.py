@@ -164,8 +164,7 @@ class AsyncConsumer(ConsumerBase):
     def _send_fetches(self) -> None:
         f = self._fetcher
         due, offsets, buffered = f.due(self.cluster.meta, self._now(), self._inflight)
-        # A long poll: allowed fetch_max_wait_ms on top of the request timeout.
-        timeout = (self.config.request_timeout_ms + self.config.fetch_max_wait_ms) / 1000
+        timeout = f.answer_timeout
         for node, tps in due:
             req, positions = f.request(tps, offsets, buffered, self.cluster.topics)
             conn = self.cluster.ready_connection(node)

@@ -144,8 +144,7 @@ class Consumer(ConsumerBase):
         f = self._fetcher
         now = time.monotonic()
         due, offsets, buffered = f.due(self.cluster.meta, now, self._inflight)
-        # A long poll: allowed fetch_max_wait_ms on top of the request timeout.
-        timeout = (self.config.request_timeout_ms + self.config.fetch_max_wait_ms) / 1000
+        timeout = f.answer_timeout
         for node, tps in due:
             # Never waits: a connection being set up finishes inside the polls that
             # follow, and the partitions are fetched once it is ready.

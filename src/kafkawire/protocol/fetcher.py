@@ -373,6 +373,9 @@ class Fetcher:
         self.kdes = config.key_deserializer
         self.vdes = config.value_deserializer
         self.retry_backoff = config.retry_backoff_ms / 1000
+        #: Seconds within which a fetch's answer is due: a long poll is allowed
+        #: fetch_max_wait_ms at the broker on top of the request timeout.
+        self.answer_timeout = (config.request_timeout_ms + config.fetch_max_wait_ms) / 1000
         #: Broker id -> the time (the shell's clock) before which it is not fetched from
         #: again: after a failed fetch (a connection error, or a retriable error for the
         #: whole response), so that a failing broker costs little.
