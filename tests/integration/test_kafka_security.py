@@ -486,6 +486,8 @@ def test_disabled_mechanism_is_refused_with_the_listeners_list(strict_kafka, she
             f"(UNSUPPORTED_SASL_MECHANISM, 33)") == str(info.value)
 
 
+# Alone: the re-logins must land inside 2 s sessions while the test's own loop drives them.
+@pytest.mark.alone
 def test_reauthentication_with_traffic_flowing(strict_kafka, shell):  # noqa: F811
     """Two producer/consumer pairs, SCRAM-SHA-512 over SASL_SSL and OAUTHBEARER over
     SASL_PLAINTEXT, produce and consume without pause for 3.5 session lifetimes: every
