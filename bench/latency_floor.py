@@ -42,6 +42,7 @@ from report import finish
 
 _VALUE = b"x" * cl.VALUE_SIZE
 _CORRELATION = struct.Struct(">i")  # at byte 8 of a request frame (after size, key, version)
+_ANSWER_WITHIN = 30.0  # seconds: a broker that does not answer ends the run
 
 
 def _connect(bootstrap: str):
@@ -104,26 +105,29 @@ class FloorProducer:
         self.cid = cid = (self.cid + 1) & 0x7FFFFFFF
         _CORRELATION.pack_into(self.head, 8, cid)
         self.sock.sendmsg([self.head, batch, self.tail])
-        got = b""
-        while len(got) < 8:
-            self.epoll.poll(10.0)
-            try:
-                got += self.sock.recv(65536)
-            except BlockingIOError:
-                continue
+        deadline = time.monotonic() + _ANSWER_WITHIN
+        got = self._read(b"", 8, deadline)
         size, answered = struct.unpack_from(">ii", got)
         if answered != cid:
             raise AssertionError(f"answer to correlation id {answered}, expected {cid}")
-        while len(got) < 4 + size:  # the rest of a split answer
-            self.epoll.poll(10.0)
-            try:
-                got += self.sock.recv(65536)
-            except BlockingIOError:
-                continue
+        got = self._read(got, 4 + size, deadline)  # the rest of a split answer
         resp = self.decode(memoryview(got)[self.body_at:4 + size], self.version)
         code = resp.responses[0].partition_responses[0].error_code if resp is not None else None
         if code != 0:
             raise AssertionError(f"the broker refused the floor's record: error code {code}")
+
+    def _read(self, got: bytes, want: int, deadline: float) -> bytes:
+        """``got`` and what the socket has next, until ``want`` bytes."""
+        while len(got) < want:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(f"no answer from the broker within {_ANSWER_WITHIN} s")
+            self.epoll.poll(left)
+            try:
+                got += self.sock.recv(65536)
+            except BlockingIOError:
+                continue
+        return got
 
     def close(self) -> None:
         self.epoll.close()
@@ -142,8 +146,12 @@ class SansIOProducer(FloorProducer):
     def send_and_wait(self) -> None:
         req = self.produce_request(None, 1, 30000, {self.topic: [(0, self._batch())]})
         self.sock.sendmsg(self.proto.send_produce(req, self.version))
+        deadline = time.monotonic() + _ANSWER_WITHIN
         while True:
-            self.epoll.poll(10.0)
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(f"no answer from the broker within {_ANSWER_WITHIN} s")
+            self.epoll.poll(left)
             try:
                 events = self.proto.receive_data(self.sock.recv(65536))
             except BlockingIOError:
@@ -182,10 +190,11 @@ class ConnectionProducer(FloorProducer):
     def send_and_wait(self) -> None:
         req = self.produce_request(None, 1, 30000, {self.topic: [(0, self._batch())]})
         box: list = []
+        # The connection fails the request after its request_timeout_ms: the wait ends.
         self.conn.send_produce(req, self.version, lambda resp, exc: box.append((resp, exc)))
         poll = self.cluster.poller.poll
         while not box:
-            poll(10.0)
+            poll(1.0)
         resp, exc = box[0]
         if exc is not None:
             raise exc
