@@ -109,6 +109,38 @@ def test_three_nodes_kill_and_restart_one(kafka_cluster_factory):
         assert sorted(admin.describe_cluster(timeout=30).brokers) == [1, 2, 3]
 
 
+@pytest.mark.broker
+def test_a_port_taken_before_its_node_binds_it_is_chosen_again(monkeypatch):
+    # Another process (a parallel test run, or a client connection's own port) may take a
+    # chosen port before the JVM binds it: the cluster starts again on new ones.
+    import socket
+
+    from kafkawire.testing import kafka as kafka_module
+
+    holder = socket.socket()
+    holder.bind(("127.0.0.1", 0))
+    holder.listen()
+    taken = holder.getsockname()[1]
+    real, chosen = kafka_module.free_ports, []
+
+    def first_one_taken(count, host="127.0.0.1"):
+        ports = real(count, host)
+        if not chosen:
+            ports[0] = taken  # the PLAINTEXT port
+        chosen.append(ports)
+        return ports
+
+    monkeypatch.setattr(kafka_module, "free_ports", first_one_taken)
+    try:
+        with KafkaCluster(1) as cluster:
+            assert len(chosen) == 2 and taken not in chosen[1]
+            assert all(n.running for n in cluster.nodes)
+            with Admin(bootstrap_servers=cluster.bootstrap) as admin:
+                assert list(admin.describe_cluster(timeout=30).brokers) == [1]
+    finally:
+        holder.close()
+
+
 def test_cluster_ids_never_look_like_an_option(monkeypatch):
     from kafkawire.testing import kafka
 

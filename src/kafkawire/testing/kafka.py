@@ -41,7 +41,7 @@ import time
 from typing import Any, Iterable, Mapping
 
 from kafkawire.testing._maven import cache_dir, cached_dependencies, is_cached
-from kafkawire.testing._process import LOOPBACK, ChildProcess, Lifecycle, free_ports, port_accepts
+from kafkawire.testing._process import LOOPBACK, ChildProcess, Lifecycle, PortTaken, free_ports, port_accepts
 from kafkawire.testing.brokers import BrokerStartError
 
 __all__ = [
@@ -275,8 +275,17 @@ class KafkaNode(ChildProcess):
         """Send ``sig`` (SIGKILL: a crash) by pid and wait for the exit; ports and data kept."""
         return self._end(sig)
 
+    def start_on_chosen_ports(self) -> None:
+        """The first start: :class:`PortTaken` if a port of the cluster's choice was taken
+        meanwhile (the cluster then chooses all of them again), other failures as start()."""
+        if self.running:
+            raise self.error(f"{self!r} is already running")
+        self._start_once()
+
 
 # -- the cluster -----------------------------------------------------------------------
+
+_PORT_ATTEMPTS = 3  # cluster starts on new ports when one was taken before its node bound it
 
 
 class KafkaCluster(Lifecycle):
@@ -554,23 +563,48 @@ class KafkaCluster(Lifecycle):
                 f.write(_LOG4J2)
             if any("SSL" in x for x in self.listeners):
                 self._prepare_tls()
-            names = [*self.listeners, "CONTROLLER"]
-            chosen = iter(free_ports(len(names) * self.size))
-            for i in range(self.size):
-                ports = {x: next(chosen) for x in names}
-                if i == 0 and self.plaintext_port:
-                    ports["PLAINTEXT"] = self.plaintext_port
-                self.nodes.append(KafkaNode(self, i + 1, ports, os.path.join(self.directory, f"node-{i + 1}")))
-            for node in self.nodes:
-                self._write_node(node)
-            # Each node waits for a quorum of the others before it serves: format and start
-            # them side by side.
-            self._each(self._format, self.nodes)
-            self._each(lambda n: n.start(), self.nodes)
+            attempt = 1
+            while not self._start_nodes(os.path.join(self.directory, f"try-{attempt}") if attempt > 1
+                                        else self.directory):
+                # A port was taken between free_ports() and a node's bind (another process
+                # bound it, or a client's connection got it as its own): all afresh.
+                if self.plaintext_port or attempt >= _PORT_ATTEMPTS:
+                    raise BrokerStartError(
+                        f"{self!r}: a port the cluster chose was taken before its node bound it, "
+                        f"{attempt} time(s)" + (f" (plaintext_port={self.plaintext_port} is fixed)"
+                                                if self.plaintext_port else ""))
+                attempt += 1
         except BaseException:
             self.close()
             raise
         return self
+
+    def _start_nodes(self, base: str) -> bool:
+        """Make, format and start the nodes on newly chosen ports, under ``base``; False
+        (every node stopped and forgotten) when one found its port taken."""
+        names = [*self.listeners, "CONTROLLER"]
+        chosen = iter(free_ports(len(names) * self.size))
+        for i in range(self.size):
+            ports = {x: next(chosen) for x in names}
+            if i == 0 and self.plaintext_port:
+                ports["PLAINTEXT"] = self.plaintext_port
+            self.nodes.append(KafkaNode(self, i + 1, ports, os.path.join(base, f"node-{i + 1}")))
+        for node in self.nodes:
+            self._write_node(node)
+        # Each node waits for a quorum of the others before it serves: format and start
+        # them side by side.
+        self._each(self._format, self.nodes)
+        with concurrent.futures.ThreadPoolExecutor(self.size) as pool:
+            futures = [pool.submit(n.start_on_chosen_ports) for n in self.nodes]
+        if any(isinstance(f.exception(), PortTaken) for f in futures):
+            nodes, self.nodes = self.nodes, []
+            for node in nodes:  # SIGKILL: a node left without its quorum would not stop soon
+                node.kill()
+                node.close()
+            return False
+        for f in futures:
+            f.result()
+        return True
 
     @staticmethod
     def _each(action: Any, nodes: list[KafkaNode]) -> None:
