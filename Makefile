@@ -59,10 +59,10 @@ kafka: $(STAMP)
 test: test-cython test-python
 
 # Two pytest workers (pytest-xdist, a test file at a time on each): most tests wait on
-# brokers and JVMs more than they compute, so two at once finish the suite in about 70%
-# of the time on 2 cores.  The suites whose timing is the point (deadlines, failover,
-# groups, and tests marked alone) then run by themselves, as a user's machine would run
-# them: a neighbour's load would make their brokers late, not the client.
+# brokers and JVMs more than they compute (on 2 cores, 2026-11-27: the compiled run took
+# 21:41 so, 25:49 one test at a time).  The suites whose timing is the point (deadlines,
+# failover, groups, and tests marked alone) then run by themselves, as a user's machine
+# would run them: a neighbour's load would make their brokers late, not the client.
 ALONE = deadlines or failover or groups or alone
 test-cython: build stunnel kafka
 	KAFKAWIRE_EXPECT_IMPLEMENTATION=cython $(PY) -m pytest -q -p no:cacheprovider -n 2 --dist loadfile --durations=30 -m "not five_nodes and not ($(ALONE))" tests
