@@ -214,7 +214,10 @@ class KafkaNode(ChildProcess):
     error = BrokerStartError
     waits_for = "log 'Kafka Server started'"
     poll_interval = 0.1
-    start_attempts = 1  # the ports are the cluster's: a taken one fails the start
+    # The ports are the cluster's (the quorum names them): a node cannot choose new ones
+    # alone, so a taken one fails start() (restart()); KafkaCluster.start chooses them all
+    # again (start_on_chosen_ports).
+    start_attempts = 1
 
     def __init__(self, cluster: KafkaCluster, node_id: int, ports: dict[str, int], directory: str):
         super().__init__(start_timeout=cluster.start_timeout, stop_timeout=cluster.stop_timeout)
