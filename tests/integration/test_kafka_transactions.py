@@ -131,18 +131,23 @@ def fetch_raw(bootstrap: str, topic: str, partition: int, isolation: int = 0, of
     return pd
 
 
-def log_of(bootstrap: str, topic: str, partition: int) -> list[tuple]:
-    """(base offset, producer id, epoch, transactional, marker type or values) of every
-    batch, once every transaction in the partition has its marker: Kafka writes the markers
-    after it answers EndTxn, so right after commit_transaction() the last may still be due
-    (the last stable offset then trails the high watermark)."""
+def fetch_settled(bootstrap: str, topic: str, partition: int) -> Any:
+    """:func:`fetch_raw` once every transaction in the partition has its marker: Kafka
+    writes the markers after it answers EndTxn, so right after commit_transaction() the
+    last may still be due (the last stable offset then trails the high watermark)."""
     deadline = time.monotonic() + 15
     pd = fetch_raw(bootstrap, topic, partition)
     while pd.last_stable_offset < pd.high_watermark and time.monotonic() < deadline:
         time.sleep(0.05)
         pd = fetch_raw(bootstrap, topic, partition)
+    return pd
+
+
+def log_of(bootstrap: str, topic: str, partition: int) -> list[tuple]:
+    """(base offset, producer id, epoch, transactional, marker type or values) of every
+    batch, once every transaction in the partition has its marker (:func:`fetch_settled`)."""
     out = []
-    for b in codec.decode_batches(pd.records):
+    for b in codec.decode_batches(fetch_settled(bootstrap, topic, partition).records):
         # A control record's key is version (int16) and type (int16): 0 ABORT, 1 COMMIT.
         what = ({0: ABORT, 1: COMMIT}[int.from_bytes(b.records[0].key[2:4], "big")] if b.is_control
                 else [r.value for r in b.records])
@@ -632,14 +637,17 @@ def test_batches_pipelined_five_deep_are_acknowledged_in_order_and_written_once(
             p.begin_transaction()
         p.send(topic, b"warm", partition=0).result(20)
         relay.peak.clear()
-        futs = [p.send(topic, b"%05d" % i, partition=0) for i in range(n)]
+        with relay.holding_answers(PRODUCE):  # a slow broker: the batches pile up at any load
+            futs = [p.send(topic, b"%05d" % i, partition=0) for i in range(n)]
+            relay.await_in_flight(PRODUCE, 5, 10)
+            time.sleep(0.2)  # room for a request beyond the limit to show
         if transactional:
             p.commit_transaction(30)
         p.flush(30)
         assert [f.result(0).offset for f in futs] == list(range(1, n + 1))
         pid = p.metrics()["producer_id"]
-    assert 1 < relay.peak[PRODUCE] <= 5, relay.peak
-    batches = codec.decode_batches(fetch_raw(broker.bootstrap, topic, 0).records)
+    assert relay.peak[PRODUCE] == 5, relay.peak
+    batches = codec.decode_batches(fetch_settled(broker.bootstrap, topic, 0).records)
     if transactional:
         assert batches[-1].is_control and not any(b.is_control for b in batches[:-1])
         batches = batches[:-1]

@@ -10,6 +10,9 @@ key, correlation id), except where a fault is asked for:
   with an error for each of its partitions, in its turn among the connection's answers
   and only once ``hold`` more Produce requests followed it: a batch that was not written,
   with the batches sent after it reaching the broker.
+- :meth:`FaultProxy.holding_answers` keeps the broker's answers to one API from the
+  clients within a block: a slow broker, so a client's requests pile up in flight as far
+  as it lets them, whatever the machine's load.
 
 :attr:`FaultProxy.peak` shows how many requests of an API a client had in flight at once
 on one connection, :attr:`FaultProxy.produce_errors` the error codes in the broker's
@@ -20,9 +23,12 @@ Produce answers.  The broker must advertise the relay's address (see
 from __future__ import annotations
 
 import collections
+import contextlib
 import socket
 import struct
 import threading
+import time
+from typing import Iterator
 
 from kafkawire.protocol import apis
 from kafkawire.protocol.headers import (
@@ -60,9 +66,13 @@ class _Link:
         self.awaited: collections.deque[_Awaited] = collections.deque()
         self.doomed: set[int] = set()  # correlation ids whose answers are to be lost
 
-    def flush(self) -> None:
-        """Send the answers that are next in turn and ready (the lock is held)."""
-        while self.awaited and self.awaited[0].frame is not None and self.awaited[0].hold <= 0:
+    def flush(self, held_api: int | None) -> None:
+        """Send the answers that are next in turn and ready (the lock is held).  An
+        answer to ``held_api`` stops the flow: the answers after it keep their turn."""
+        while self.awaited:
+            a = self.awaited[0]
+            if a.frame is None or a.hold > 0 or a.api_key == held_api:
+                return
             self.client.sendall(self.awaited.popleft().frame)
 
 
@@ -76,6 +86,8 @@ class FaultProxy:
         self._lose_api: int | None = None
         self._refuse_code: int | None = None
         self._refuse_hold = 0
+        self._held_api: int | None = None
+        self._links: list[_Link] = []
         self.lost = 0  # answers dropped so far
         self.refused = 0  # Produce requests answered with an error instead of relayed
         self.produce_errors: collections.Counter[int] = collections.Counter()  # in the broker's answers
@@ -106,6 +118,34 @@ class FaultProxy:
             self._refuse_code = error_code
             self._refuse_hold = hold
 
+    @contextlib.contextmanager
+    def holding_answers(self, api_key: int) -> Iterator[None]:
+        """Within the block, keep the broker's answers to ``api_key`` requests, and every
+        answer after one on its connection, from the clients; on leaving it, let them go
+        in order."""
+        with self._lock:
+            self._held_api = api_key
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._held_api = None
+                links = list(self._links)
+            for link in links:
+                with link.lock:
+                    try:
+                        link.flush(None)
+                    except OSError:
+                        pass  # that client is gone; its relay threads end on their own
+
+    def await_in_flight(self, api_key: int, count: int, timeout: float) -> int:
+        """Wait until ``count`` requests of ``api_key`` await answers on one connection
+        at once, or ``timeout`` seconds passed; the most seen so far (:attr:`peak`)."""
+        deadline = time.monotonic() + timeout
+        while self.peak.get(api_key, 0) < count and time.monotonic() < deadline:
+            time.sleep(0.005)
+        return self.peak.get(api_key, 0)
+
     def close(self) -> None:
         self._closed = True
         for s in [self._server, *self._socks]:
@@ -134,6 +174,8 @@ class FaultProxy:
             broker.settimeout(None)
             self._socks += [client, broker]
             link = _Link(client, broker)
+            with self._lock:
+                self._links.append(link)
             threading.Thread(target=self._requests, args=(link,), daemon=True).start()
             threading.Thread(target=self._answers, args=(link,), daemon=True).start()
 
@@ -170,6 +212,7 @@ class FaultProxy:
                         if answered:
                             n = 1 + sum(1 for a in link.awaited if a.api_key == api_key)
                             self.peak[api_key] = max(self.peak.get(api_key, 0), n)
+                        held = self._held_api
                     for a in link.awaited:
                         if a.own is not None and a.api_key == api_key:
                             a.hold -= 1
@@ -177,7 +220,7 @@ class FaultProxy:
                         link.awaited.append(_Awaited(correlation, api_key, version, own, hold))
                     if own is None:
                         link.broker.sendall(frame)
-                    link.flush()
+                    link.flush(held)
             except OSError:
                 break
         self._shut(link.client, link.broker)
@@ -222,7 +265,7 @@ class FaultProxy:
                             if a.api_key == _PRODUCE.key:
                                 self._count_errors(frame, a.version)
                             break
-                    link.flush()
+                    link.flush(self._held_api)
             except OSError:
                 break
         self._shut(link.client, link.broker)
