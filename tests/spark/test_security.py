@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 
 import pytest
 from sparkkafka import new_topic, produce, records
@@ -177,3 +179,16 @@ def test_a_bad_jaas_config_fails_at_load(spark, secure, tmp_path):
     with pytest.raises(Exception) as info:  # noqa: PT011
         spark.read.format("kafkawire").options(**options).option("subscribe", topic).load()
     assert "option 'kafka.sasl.jaas.config' must be one login module" in str(info.value)
+
+
+def test_a_keystore_made_into_pem_leaves_nothing_behind_an_abrupt_exit(tmp_path):
+    # Spark's Python workers end by os._exit, which skips atexit: the PEM a keystore becomes
+    # must be readable while the process lives and leave nothing on disk after it.
+    code = ("import os, sys\n"
+            "from kafkawire.spark._security import translate\n"
+            "path = translate({'ssl_truststore_certificates': 'PEM BODY'})['ssl_cafile']\n"
+            "sys.stdout.write(open(path).read()); sys.stdout.flush(); os._exit(0)\n")
+    done = subprocess.run([sys.executable, "-c", code], env={**os.environ, "TMPDIR": str(tmp_path)},
+                          capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout) == (0, "PEM BODY"), done.stderr
+    assert list(tmp_path.iterdir()) == []

@@ -5,7 +5,7 @@ A Spark job written for ``format("kafka")`` carries Java client settings: the lo
 them into kafkawire's names (``sasl_plain_username``, ``ssl_cafile``, ...), so the same
 options serve ``format("kafkawire")``.  It runs where a client is made (the driver and every
 executor), as the Java client reads its keystores in each task: paths name files on that
-machine, and a PKCS#12 store is turned into PEM files in a private per-process directory.
+machine, and a PKCS#12 store is turned into PEM files private to the process (in memory on Linux).
 """
 
 from __future__ import annotations
@@ -119,23 +119,51 @@ def _import_provider(spec: str) -> Callable[..., Any]:
 
 _lock = threading.Lock()
 _private_dir: str | None = None
+_private_paths: dict[str, str] = {}  # content hash and name -> the file holding them
 
 
 def _private_file(name: str, data: bytes) -> str:
-    """``data`` in a file only this user can read, named by its content (made once per
+    """``data`` in a file only this process can read, named by its content (made once per
     process, however many tasks ask)."""
-    global _private_dir
+    key = f"{hashlib.sha256(data).hexdigest()[:24]}-{name}"
     with _lock:
-        if _private_dir is None:
-            _private_dir = tempfile.mkdtemp(prefix="kafkawire-spark-tls-")
-            atexit.register(shutil.rmtree, _private_dir, True)
-        path = os.path.join(_private_dir, f"{hashlib.sha256(data).hexdigest()[:24]}-{name}")
-        if not os.path.exists(path):
-            fd = os.open(path + ".tmp", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "wb") as out:
-                out.write(data)
-            os.replace(path + ".tmp", path)
+        path = _private_paths.get(key)
+        if path is None or not os.path.exists(path):
+            path = _private_paths[key] = _in_memory_file(name, data) or _in_private_dir(key, data)
         return path
+
+
+def _in_memory_file(name: str, data: bytes) -> str | None:
+    """``data`` in an anonymous in-memory file (Linux), or None where there is none.  A
+    key written there never reaches a disk and goes with the process however it ends:
+    Spark's Python workers leave by ``os._exit``, which skips ``atexit``."""
+    if not hasattr(os, "memfd_create"):
+        return None
+    try:
+        fd = os.memfd_create(name, os.MFD_CLOEXEC)
+    except OSError:
+        return None
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+    path = f"/proc/self/fd/{fd}"  # open while the process lives; forked children inherit it
+    if os.path.exists(path):
+        return path
+    os.close(fd)  # no /proc to name it by
+    return None
+
+
+def _in_private_dir(key: str, data: bytes) -> str:
+    global _private_dir
+    if _private_dir is None:
+        _private_dir = tempfile.mkdtemp(prefix="kafkawire-spark-tls-")
+        atexit.register(shutil.rmtree, _private_dir, True)
+    path = os.path.join(_private_dir, key)
+    fd = os.open(path + ".tmp", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as out:
+        out.write(data)
+    os.replace(path + ".tmp", path)
+    return path
 
 
 def _store_kind(option: str, path: str, declared: str | None) -> tuple[str, bytes]:
