@@ -45,9 +45,19 @@ def test_one_record_at_a_time_goes_without_the_sender_thread(modern_broker):
             return run_once()
 
         p._run_once = counted
+        collects = [0]
+        collect = p._acc.collect
+
+        def counted_collect(*args, **kwargs):
+            collects[0] += 1
+            return collect(*args, **kwargs)
+
+        p._acc.collect = counted_collect
         metas = [p.send(topic, b"v%d" % i, partition=0).result(10) for i in range(n)]
-        # The sender looks in on its park timer only (0.1 s), not once per record.
+        # The sender looks in on its park timer only (0.1 s), not once per record; and
+        # the caller sends its lone batch without a look at every partition (due_alone).
         assert passes[0] < n / 2, passes[0]
+        assert collects[0] < n / 2, collects[0]
         assert p.metrics()["incomplete_batches"] == 0
     assert [m.offset for m in metas] == list(range(1, n + 1))
     got = _offsets(modern_broker.bootstrap, topic, n + 1)

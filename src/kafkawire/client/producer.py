@@ -342,7 +342,7 @@ class Producer:
                     self._sticky.batch_done(topic, partition, n)
             if self._parked and self._io.acquire(False):
                 try:
-                    self._dispatch_direct()
+                    self._dispatch_direct(batch)
                 finally:
                     self._io.release()
             else:
@@ -738,10 +738,7 @@ class Producer:
         with self._lock:
             by_node, expired, wait, leaderless = self._acc.collect(
                 now, cluster.leader_for, self._flushing > 0 or self._closing)
-            if self._acc.freed:
-                self._acc.freed = False
-                if self._room_waiters:
-                    self._space.notify_all()  # the batches collect() closed gave back memory
+            self._space_freed()
             if txn_wait is not None:
                 # Batches made from here on compare their linger deadline with this; the
                 # waits below only shorten the poll.
@@ -765,6 +762,14 @@ class Producer:
             while batches and conn.can_send():
                 batches = self._send_produce(conn, batches)
         return wait
+
+    def _space_freed(self) -> None:
+        # With self._lock held: wake the send() calls waiting for room if closing
+        # batches for sending gave memory back.
+        if self._acc.freed:
+            self._acc.freed = False
+            if self._room_waiters:
+                self._space.notify_all()
 
     def _idle(self) -> bool:
         """Nothing for the sender to watch (self._lock held): no batch incomplete, no
@@ -797,12 +802,14 @@ class Producer:
     def _batch_future(self) -> Future:
         return _BatchFuture(self)
 
-    def _dispatch_direct(self) -> None:
+    def _dispatch_direct(self, batch: Batch | None = None) -> None:
         """A new batch is due and the sender is parked (_io held): write its Produce
         request from the caller's thread, sparing the sender's wake-up; what this pass
-        cannot send is left to the sender, woken."""
+        cannot send is left to the sender, woken.  ``batch``: the one due, if known."""
         if not self._parked:
             return  # woken meanwhile: it waits for _io and sends the batch
+        if batch is not None and self._send_alone(batch):
+            return
         self._dispatch(_monotonic(), None)
         with self._lock:
             # Not sent (lingering, backing off, no leader or connection, a producer id
@@ -810,6 +817,22 @@ class Producer:
             left = any(not b.in_flight for b in self._incomplete)
         if left:
             self._wake_sender()
+
+    def _send_alone(self, b: Batch) -> bool:
+        """Send ``b``, the only batch not done, by itself if it is due and its leader's
+        connection is ready (_io held); whether it went."""
+        with self._lock:
+            leader = self._acc.due_alone(b, _monotonic(), self.cluster.leader_for)
+        if leader is None:
+            return False
+        conn = self.cluster.ready_connection(leader)
+        if conn is None or not conn.can_send():
+            return False
+        with self._lock:
+            self._acc.close_open(b)
+            self._space_freed()
+        self._send_produce(conn, [b])
+        return True
 
     def _drive(self, fut: Future, timeout: float | None) -> bool:
         """Read the answers in the calling thread until ``fut`` is done, as long as the

@@ -405,6 +405,22 @@ class Accumulator:
             del self.batches[tp]
         return by_node, expired, wait, leaderless
 
+    def due_alone(self, b: Batch, now: float, leader_for: Callable[[str, int], int | None]) -> int | None:
+        """The leader to send ``b`` to at once, by itself, when it is the only batch not
+        done and :meth:`collect` would send it now (due, allowed, not expired); else
+        None, and collect() decides.  A record sent one at a time takes this way: the
+        caller's pass skips the look at every partition."""
+        if len(self.incomplete) != 1 or b.in_flight or b.retry_at > now or now >= b.deadline:
+            return None
+        ident = self.identity
+        if ident is not None and not ident.may_send(b):
+            return None  # no producer id yet, or a fatal error: collect() handles both
+        if self.txn is not None and not self.txn.may_send((b.topic, b.partition)):
+            return None
+        if not (b.full or now - b.created >= self.linger):
+            return None
+        return leader_for(b.topic, b.partition)
+
     def init_wanted(self, now: float) -> bool:
         """Whether the shell should send ``identity.init_request`` now: no producer id
         yet, or an epoch bump that no batch in flight or of unknown outcome holds back."""
