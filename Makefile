@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 export KAFKAWIRE_REQUIRE_EXTENSION := 1
 
-.PHONY: all venv build stunnel kafka test test-cython test-python bench bench-check soak soak-kafka demo fuzz dist clean
+.PHONY: all venv build stunnel kafka test test-cython test-cython-shared test-cython-alone test-python bench bench-check soak soak-kafka demo fuzz dist clean
 
 all: test
 
@@ -56,22 +56,30 @@ kafka: $(STAMP)
 	$(PY) -c "from kafkawire.testing.kafka import kafka_jars, KAFKA_MATRIX_VERSION as v; print('kafka', v, kafka_jars(v))"
 	$(PY) -c "from kafkawire.testing.spark import kafka_connector_jars as j, SPARK_CONNECTOR_VERSION as v; print('spark-sql-kafka', v, j(v))"
 
-test: test-cython test-python
+# The compiled run's shared part and the pure-Python twin's run at once (their output
+# printed as each ends), then the compiled run's suites that must run alone.
+test: build stunnel kafka
+	$(MAKE) --no-print-directory -j2 --output-sync=target test-cython-shared test-python
+	$(MAKE) --no-print-directory test-cython-alone
 
 # Two pytest workers (pytest-xdist, a test file at a time on each): most tests wait on
 # brokers and JVMs more than they compute (on 2 cores, 2026-11-27: the compiled run took
-# 21:41 so, 25:49 one test at a time).  The suites whose timing is the point (deadlines,
-# failover, groups, and tests marked alone) then run by themselves, as a user's machine
-# would run them: a neighbour's load would make their brokers late, not the client.
-ALONE = deadlines or failover or groups or alone
-test-cython: build stunnel kafka
+# 21:41 so, 25:49 one test at a time, and the machine was still idle half the time, which
+# the twin's run now takes).  The suites whose timing is the point (deadlines, failover,
+# and tests marked alone) then run by themselves, as a user's machine would run them: a
+# neighbour's load would make their brokers late, not the client.
+ALONE = deadlines or failover or alone
+test-cython: test-cython-shared test-cython-alone
+test-cython-shared: build stunnel kafka
 	KAFKAWIRE_EXPECT_IMPLEMENTATION=cython $(PY) -m pytest -q -p no:cacheprovider -n 2 --dist loadfile --durations=30 -m "not five_nodes and not ($(ALONE))" tests
+test-cython-alone: build stunnel kafka
 	KAFKAWIRE_EXPECT_IMPLEMENTATION=cython $(PY) -m pytest -q -p no:cacheprovider --durations=20 -m "not five_nodes and ($(ALONE))" tests
 
 # The Apache Kafka, Spark, group, failover, deadline and alone suites run once, above: they
-# test the client and the brokers, not the codec beneath them.
+# test the client and the brokers, not the codec beneath them.  One process: it runs
+# beside the compiled run's two workers.
 test-python: build stunnel
-	KAFKAWIRE_PUREPYTHON=1 KAFKAWIRE_EXPECT_IMPLEMENTATION=python $(PY) -m pytest -q -p no:cacheprovider -n 2 --dist loadfile -m "not kafka and not spark and not groups and not failover and not deadlines and not five_nodes and not alone" tests
+	KAFKAWIRE_PUREPYTHON=1 KAFKAWIRE_EXPECT_IMPLEMENTATION=python $(PY) -m pytest -q -p no:cacheprovider --durations=10 -m "not kafka and not spark and not groups and not failover and not deadlines and not five_nodes and not alone" tests
 
 # Side-by-side benchmarks (kafkawire and its peers interleaved in one process); the
 # tables in bench/README.md are their output. BENCH_ARGS=--quick for a shorter run.
