@@ -13,6 +13,22 @@ pytest_plugins = ["kafkawire.testing.plugin"]
 collect_ignore_glob = ["fuzz/*"]
 
 
+# The longest suites first: pytest-xdist's workers take test files in collection order
+# (make test: --dist loadfile), so a long file collected last would run with the other
+# worker idle.  The order within each suite stays as written.
+_LONGEST_FIRST = ("tests/spark/", "tests/testing/", "tests/integration/")
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    def rank(item: pytest.Item) -> int:
+        for i, prefix in enumerate(_LONGEST_FIRST):
+            if item.nodeid.startswith(prefix):
+                return i
+        return len(_LONGEST_FIRST)
+
+    items.sort(key=rank)
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
     # CI sets KAFKAWIRE_EXPECT_IMPLEMENTATION so that a missing or broken extension fails the
     # run instead of silently testing the pure-Python twin twice.
