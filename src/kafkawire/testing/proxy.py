@@ -17,7 +17,8 @@ key, correlation id), except where a fault is asked for:
 :attr:`FaultProxy.peak` shows how many requests of an API a client had in flight at once
 on one connection, :attr:`FaultProxy.produce_errors` the error codes in the broker's
 Produce answers.  The broker must advertise the relay's address (see
-:meth:`FaultProxy.port`, chosen before the broker starts) so every connection passes it.
+:attr:`FaultProxy.port`, bound as the relay is made, before the broker starts) so every
+connection passes it.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from kafkawire.protocol.headers import (
     decode_response_header,
     encode_response_header,
 )
-from kafkawire.testing.brokers import LOOPBACK, free_port
+from kafkawire.testing.brokers import LOOPBACK
 
 __all__ = ["FaultProxy"]
 
@@ -80,7 +81,10 @@ class FaultProxy:
     """Relay ``127.0.0.1:port`` to ``target_port``; a context manager."""
 
     def __init__(self, target_port: int | None = None):
-        self.port = free_port(LOOPBACK)
+        # Bound now, not at start(): the broker behind it starts first (it advertises this
+        # port), and a port only chosen could be taken meanwhile by another process.
+        self._server: socket.socket = socket.create_server((LOOPBACK, 0))
+        self.port: int = self._server.getsockname()[1]
         self.target_port = target_port
         self._lock = threading.Lock()
         self._lose_api: int | None = None
@@ -93,14 +97,12 @@ class FaultProxy:
         self.produce_errors: collections.Counter[int] = collections.Counter()  # in the broker's answers
         # api key -> the most of its requests awaiting answers on one connection at once
         self.peak: dict[int, int] = {}
-        self._server: socket.socket | None = None
         self._socks: list[socket.socket] = []
         self._closed = False
 
     def start(self, target_port: int | None = None) -> FaultProxy:
         if target_port is not None:
             self.target_port = target_port
-        self._server = socket.create_server((LOOPBACK, self.port))
         threading.Thread(target=self._accept, daemon=True, name="fault-proxy").start()
         return self
 
@@ -164,7 +166,6 @@ class FaultProxy:
     # -- relaying -------------------------------------------------------------------------
 
     def _accept(self) -> None:
-        assert self._server is not None
         while not self._closed:
             try:
                 client, _ = self._server.accept()
