@@ -13,8 +13,11 @@ from kafkawire.aio import AsyncConsumer
 from kafkawire.errors import KafkaTimeoutError
 from kafkawire.client.producer import Producer
 from kafkawire.protocol import apis
+from kafkawire.testing.proxy import FaultProxy
 
 pytestmark = pytest.mark.broker
+
+LIST_OFFSETS = apis.get("ListOffsets")
 
 
 def _fill(bootstrap: str, n: int) -> str:
@@ -136,33 +139,37 @@ def test_async_producer_keys_callbacks_and_send_and_wait(kafka_broker):
     assert sorted(seen) == sorted((m.partition, None) for m in metas)
 
 
-def test_a_short_offsets_call_abandons_its_answer_and_keeps_the_connection(kafka_broker):
+def test_a_short_offsets_call_abandons_its_answer_and_keeps_the_connection(kafka_cluster_factory):
     # ListOffsets keeps its own request timeout: a caller's deadline that passes while it is in
     # flight ends the wait only. (It used to time the request out, which closes the
     # connection with everything in flight on it: short polls reconnected again and again.)
-    topic = _fill(kafka_broker.bootstrap, 10)
-    tp = (topic, 0)
+    # The node advertises a relay, which holds the answers while the deadlines pass.
+    with FaultProxy() as relay:
+        cluster = kafka_cluster_factory(1, broker_config={
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{relay.port}"})
+        relay.start(cluster[0].ports["PLAINTEXT"])
+        bootstrap = f"127.0.0.1:{relay.port}"
+        topic = _fill(bootstrap, 10)
+        tp = (topic, 0)
 
-    async def main():
-        c = AsyncConsumer(bootstrap_servers=kafka_broker.bootstrap)
-        await c.start()
-        try:
-            assert (await c.end_offsets([tp], timeout=10))[tp] == 10
-            conns = dict(c.cluster._conns)
-            timed_out = 0
-            for _ in range(30):
-                try:
-                    await c.end_offsets([tp], timeout=0.0002)
-                except KafkaTimeoutError:
-                    timed_out += 1
-            assert (await c.end_offsets([tp], timeout=10))[tp] == 10
-            assert timed_out > 0  # the deadline did pass with requests in flight
-            for key, conn in conns.items():
-                assert c.cluster._conns.get(key) is conn and conn.setups == 1, key
-        finally:
-            await c.close()
+        async def main():
+            c = AsyncConsumer(bootstrap_servers=bootstrap)
+            await c.start()
+            try:
+                assert (await c.end_offsets([tp], timeout=10))[tp] == 10
+                conns = dict(c.cluster._conns)
+                with relay.holding_answers(LIST_OFFSETS.key):
+                    for _ in range(3):
+                        with pytest.raises(KafkaTimeoutError):
+                            await c.end_offsets([tp], timeout=0.05)
+                assert relay.peak[LIST_OFFSETS.key] >= 3  # abandoned, all in flight on one connection
+                assert (await c.end_offsets([tp], timeout=10))[tp] == 10
+                for key, conn in conns.items():
+                    assert c.cluster._conns.get(key) is conn and conn.setups == 1, key
+            finally:
+                await c.close()
 
-    asyncio.run(main())
+        asyncio.run(main())
 
 
 def test_a_request_waited_for_briefly_keeps_its_connection(kafka_broker):
