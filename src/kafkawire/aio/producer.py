@@ -282,7 +282,7 @@ class AsyncProducer:
                 self._sticky.batch_done(topic, partition, await self._num_partitions(topic))
             # Written here and now, not on the sender task's next turn (issue 23): what
             # this pass cannot send is the sender's.
-            if self._dispatch(now)[1]:
+            if not self._send_alone(batch, now) and self._dispatch(now)[1]:
                 self._kick()
         elif made:
             self._kick()  # the sender's wait may end after this batch's linger
@@ -434,10 +434,7 @@ class AsyncProducer:
         cluster = self.cluster
         by_node, expired, wait, leaderless = acc.collect(
             now, cluster.leader_for, self._flushing > 0 or self._closing)
-        if acc.freed:
-            acc.freed = False
-            if self._space is not None:
-                self._space.set()  # the batches collect() closed gave back memory
+        self._space_freed()
         if leaderless:
             cluster.meta.interest.update(leaderless)
             cluster.meta.need_refresh = True
@@ -455,6 +452,28 @@ class AsyncProducer:
                 batches = self._send_produce(node, conn, batches, now)
             left = left or bool(batches)
         return wait, left
+
+    def _send_alone(self, b: Batch, now: float) -> bool:
+        """Send ``b``, the only batch not done, by itself if it is due and its leader's
+        connection is ready (Accumulator.due_alone); whether it went."""
+        node = self._acc.due_alone(b, now, self.cluster.leader_for)
+        if node is None:
+            return False
+        conn = self.cluster.ready_connection(node)
+        if conn is None or self._in_flight.get(node, 0) >= self._max_in_flight:
+            return False
+        self._acc.close_open(b)
+        self._space_freed()
+        self._send_produce(node, conn, [b], now)
+        return True
+
+    def _space_freed(self) -> None:
+        # Wake the send() calls waiting for room if closing batches for sending gave
+        # memory back.
+        if self._acc.freed:
+            self._acc.freed = False
+            if self._space is not None:
+                self._space.set()
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.ensure_future(coro)
