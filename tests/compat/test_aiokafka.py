@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import gzip
 import os
-import re
 import struct
 import subprocess
 import sys
@@ -31,6 +30,7 @@ import aiokafka.record.legacy_records as aio_legacy
 import aiokafka.record.memory_records as aio_memory
 import pytest
 from aiokafka.structs import TopicPartition
+from param_ids import stable_id
 
 from kafkawire import codec
 from kafkawire.compat import aiokafka as kc
@@ -598,12 +598,6 @@ def test_estimate_size_like_aiokafka(key, value, headers):
         lambda: ORIG_DEFAULT_BUILDER.estimate_size_in_bytes(key, value, headers))
     assert kc.DefaultRecordBatchBuilder.size_of(b"k", b"v", []) == ORIG_DEFAULT_BUILDER.size_of(
         b"k", b"v", [])
-
-
-def stable_id(value: object) -> str:
-    """A parameter's repr without object addresses (a memoryview's): every pytest process
-    (pytest-xdist's workers too) collects the same test ids."""
-    return re.sub(r" at 0x[0-9a-f]+", "", repr(value))
 
 
 @pytest.mark.parametrize("bad", BAD_APPENDS, ids=stable_id)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import gzip
 import os
-import re
 import struct
 import subprocess
 import sys
@@ -32,6 +31,7 @@ import kafka.record.memory_records as k_memory
 import pytest
 from kafka.consumer.fetcher import Fetcher
 from kafka.structs import TopicPartition
+from param_ids import stable_id
 
 import kafkawire.compat.kafka_python as kwkp
 from kafkawire import codec
@@ -542,12 +542,6 @@ BAD_APPENDS = [
     (0, 5, bytearray(b"k"), memoryview(b"v"), []), (0, 1 << 64, b"k", b"v", []),
     (0, -(1 << 63), b"k", b"v", []), (-1, 5, b"k", b"v", []),
 ]
-
-
-def stable_id(value: object) -> str:
-    """A parameter's repr without object addresses (a memoryview's): every pytest process
-    (pytest-xdist's workers too) collects the same test ids."""
-    return re.sub(r" at 0x[0-9a-f]+", "", repr(value))
 
 
 @pytest.mark.parametrize("bad", BAD_APPENDS, ids=stable_id)
