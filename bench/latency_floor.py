@@ -119,15 +119,19 @@ class FloorProducer:
     def _read(self, got: bytes, want: int, deadline: float) -> bytes:
         """``got`` and what the socket has next, until ``want`` bytes."""
         while len(got) < want:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise TimeoutError(f"no answer from the broker within {_ANSWER_WITHIN} s")
-            self.epoll.poll(left)
+            self._wait_readable(deadline)
             try:
                 got += self.sock.recv(65536)
             except BlockingIOError:
                 continue
         return got
+
+    def _wait_readable(self, deadline: float) -> None:
+        """Until the socket may have bytes; TimeoutError once ``deadline`` has passed."""
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError(f"no answer from the broker within {_ANSWER_WITHIN} s")
+        self.epoll.poll(left)
 
     def close(self) -> None:
         self.epoll.close()
@@ -148,10 +152,7 @@ class SansIOProducer(FloorProducer):
         self.sock.sendmsg(self.proto.send_produce(req, self.version))
         deadline = time.monotonic() + _ANSWER_WITHIN
         while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise TimeoutError(f"no answer from the broker within {_ANSWER_WITHIN} s")
-            self.epoll.poll(left)
+            self._wait_readable(deadline)
             try:
                 events = self.proto.receive_data(self.sock.recv(65536))
             except BlockingIOError:
