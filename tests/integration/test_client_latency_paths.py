@@ -31,28 +31,27 @@ def _offsets(bootstrap, topic, n, partitions=(0,)):
         return out
 
 
+def _count_calls(obj, name):
+    """Replace obj.name with a wrapper that counts its calls; return the one-item counter."""
+    count = [0]
+    inner = getattr(obj, name)
+
+    def counted(*args, **kwargs):
+        count[0] += 1
+        return inner(*args, **kwargs)
+
+    setattr(obj, name, counted)
+    return count
+
+
 @pytest.mark.broker
 def test_one_record_at_a_time_goes_without_the_sender_thread(modern_broker):
     topic = create_topic(modern_broker.bootstrap, "serial")
     n = 200
     with Producer(bootstrap_servers=modern_broker.bootstrap, linger_ms=0) as p:
         p.send(topic, b"warm", partition=0).result(30)
-        passes = [0]
-        run_once = p._run_once
-
-        def counted():
-            passes[0] += 1
-            return run_once()
-
-        p._run_once = counted
-        collects = [0]
-        collect = p._acc.collect
-
-        def counted_collect(*args, **kwargs):
-            collects[0] += 1
-            return collect(*args, **kwargs)
-
-        p._acc.collect = counted_collect
+        passes = _count_calls(p, "_run_once")
+        collects = _count_calls(p._acc, "collect")
         metas = [p.send(topic, b"v%d" % i, partition=0).result(10) for i in range(n)]
         # The sender looks in on its park timer only (0.1 s), not once per record; and
         # the caller sends its lone batch without a look at every partition (due_alone).
@@ -139,14 +138,7 @@ def test_asyncio_one_record_at_a_time_and_with_callbacks(modern_broker):
     async def run():
         async with AsyncProducer(bootstrap_servers=modern_broker.bootstrap, linger_ms=0) as p:
             await (await p.send(topic, b"warm", partition=0))
-            collects = [0]
-            collect = p._acc.collect
-
-            def counted_collect(*args, **kwargs):
-                collects[0] += 1
-                return collect(*args, **kwargs)
-
-            p._acc.collect = counted_collect
+            collects = _count_calls(p._acc, "collect")
             metas = [await (await p.send(topic, b"a%d" % i, partition=0)) for i in range(100)]
             # A lone batch goes without a look at every partition (due_alone), as in the
             # sync producer; the sender task's own passes still collect.
