@@ -12,6 +12,11 @@ is full, memory, linger, producer id stamping) stay in kafkawire.protocol.accumu
 its pure-Python twin is kafkawire.protocol._accumulate_py, with the same names and results.
 No I/O: the wall clock for records without a timestamp is the ``clock_ns`` the shell
 gives (``time.time_ns`` itself is read in C, the same clock without a Python call).
+
+A lone batch's Produce request is framed, and its answer read, in one call each
+(``produce_frame``, ``produce_answer``; protocol.connection uses them): a producer sending
+one record at a time pays the framing and decoding on every record, with its caches cold
+after waiting for the broker, so each is a few C steps rather than a dozen Python calls.
 """
 
 from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING, PyBytes_GET_SIZE, PyBytes_CheckExact
@@ -589,3 +594,204 @@ cdef class Appender:
         Py_INCREF(timestamp)
         PyTuple_SET_ITEM_RAW(<PyObject*>fut, 2, <PyObject*>timestamp)
         return fut
+
+
+# -- the Produce answer --------------------------------------------------------------------
+
+cdef inline uint32_t _get32(const unsigned char* p) noexcept nogil:
+    return (<uint32_t>p[0] << 24) | (<uint32_t>p[1] << 16) | (<uint32_t>p[2] << 8) | p[3]
+
+
+cdef inline int64_t _get64(const unsigned char* p) noexcept nogil:
+    return <int64_t>((<uint64_t>_get32(p) << 32) | _get32(p + 4))
+
+
+cdef object _Response = None  # Produce's response structs, looked up on first use
+cdef object _TopicResponse, _PartitionResponse, _LeaderIdAndEpoch
+
+
+def produce_answer(data, int64_t correlation_id, int version):
+    """A whole Produce answer frame (``data``: size prefix included, nothing after it) to
+    the request with ``correlation_id`` at ``version``, decoded into the objects the schema
+    decoder makes, when it is the common answer for one partition of one topic (v3-v11,
+    no per-record errors, no error message, no tagged fields); None for anything else,
+    which the general reader then takes.  ``protocol.producer._decode_one`` in C, with
+    the frame and header checks around it: a lone record's answer in one call."""
+    global _Response, _TopicResponse, _PartitionResponse, _LeaderIdAndEpoch
+    cdef const unsigned char* d
+    cdef Py_ssize_t n, pos, name_at, name_len, tail, q
+    cdef bint flexible = version >= 9
+    cdef int64_t log_start = -1
+    if not PyBytes_CheckExact(data) or version < 3 or version > 11:
+        return None
+    d = <const unsigned char*>PyBytes_AS_STRING(data)
+    n = PyBytes_GET_SIZE(data)
+    if n < 8 or _get32(d) != <uint64_t>(n - 4) or <int32_t>_get32(d + 4) != correlation_id:
+        return None
+    pos = 8
+    if flexible:  # header tags (none), one topic, a name of 0-126 bytes, one partition
+        if n < 11 or d[8] != 0 or d[9] != 2 or not 1 <= d[10] <= 127:
+            return None
+        name_len = d[10] - 1
+        name_at = 11
+        pos = name_at + name_len
+        if pos >= n or d[pos] != 2:
+            return None
+        pos += 1
+    else:
+        if n < 14 or _get32(d + 8) != 1:
+            return None
+        name_len = <int16_t>((d[12] << 8) | d[13])
+        if name_len < 0:
+            return None
+        name_at = 14
+        pos = name_at + name_len
+        if pos + 4 > n or _get32(d + pos) != 1:
+            return None
+        pos += 4
+    # index, error_code, base_offset, log_append_time_ms[, log_start_offset (v5+)][, the
+    # empty record_errors and null error_message (v8+; v9+ with the partition's and topic's
+    # empty tags)], throttle_time_ms[, the response's empty tags (v9+)]
+    tail = 22 + (8 if version >= 5 else 0) + (6 if version == 8 else 0) + (5 if flexible else 0) + 4
+    if n - pos != tail:
+        return None
+    q = pos + 22
+    if version >= 5:
+        log_start = _get64(d + q)
+        q += 8
+    if version == 8:
+        if _get32(d + q) != 0 or d[q + 4] != 0xFF or d[q + 5] != 0xFF:
+            return None
+        q += 6
+    if flexible:
+        if d[q] != 1 or d[q + 1] != 0 or d[q + 2] != 0 or d[q + 3] != 0 or d[n - 1] != 0:
+            return None
+        q += 4
+    try:
+        name = (<bytes>data)[name_at:name_at + name_len].decode("utf-8")
+    except UnicodeDecodeError:
+        return None  # the general reader says what is wrong
+    if _Response is None:
+        from kafkawire.protocol import producer as _p
+        _TopicResponse, _PartitionResponse, _LeaderIdAndEpoch = (
+            _p._TopicResponse, _p._PartitionResponse, _p._LeaderIdAndEpoch)
+        _Response = _p._Response
+    p = _PartitionResponse.__new__(_PartitionResponse)
+    p.index = <int32_t>_get32(d + pos)
+    p.error_code = <int16_t>((d[pos + 4] << 8) | d[pos + 5])
+    p.base_offset = _get64(d + pos + 6)
+    p.log_append_time_ms = _get64(d + pos + 14)
+    p.log_start_offset = log_start
+    p.record_errors = []
+    p.error_message = None
+    p.current_leader = leader = _LeaderIdAndEpoch.__new__(_LeaderIdAndEpoch)
+    leader.leader_id = leader.leader_epoch = -1
+    t = _TopicResponse.__new__(_TopicResponse)
+    t.name = name
+    t.partition_responses = [p]
+    r = _Response.__new__(_Response)
+    r.responses = [t]
+    r.throttle_time_ms = <int32_t>_get32(d + q)
+    r.node_endpoints = []
+    return r
+
+
+# -- the Produce request -------------------------------------------------------------------
+
+def produce_frame(request, int version, int32_t correlation_id, bytes header_tail):
+    """The framed Produce ``request`` at ``version`` (v3-v11) with ``correlation_id``,
+    ``header_tail`` being the request header after the correlation id (client id, and
+    tags from v9), as chunks to write in order: the bytes up to the records, the records
+    object itself (not copied), and from v9 the three empty tag sections.  Only for one
+    partition of one topic with records as non-empty bytes; None for anything else, which
+    ``Connection.send_produce``'s general writer then takes (and judges).  Byte for byte
+    what ``protocol.producer.encode_produce`` and the Connection's framing write."""
+    cdef bint flexible = version >= 9
+    cdef Py_ssize_t tx_len = -1, name_len, rec_len, size, head_len
+    cdef unsigned char* o
+    cdef bytes head
+    if version < 3 or version > 11:
+        return None
+    topics = request.topic_data
+    if type(topics) is not list or len(<list>topics) != 1:
+        return None
+    topic = (<list>topics)[0]
+    parts = topic.partition_data
+    if type(parts) is not list or len(<list>parts) != 1:
+        return None
+    part = (<list>parts)[0]
+    records = part.records
+    name = topic.name
+    tx = request.transactional_id
+    index, acks, timeout_ms = part.index, request.acks, request.timeout_ms
+    if (not PyBytes_CheckExact(records) or PyBytes_GET_SIZE(records) == 0 or type(name) is not str
+            or (tx is not None and type(tx) is not str) or type(index) is not int
+            or type(acks) is not int or type(timeout_ms) is not int
+            or not -0x8000 <= acks <= 0x7FFF or not -0x80000000 <= timeout_ms <= 0x7FFFFFFF
+            or not -0x80000000 <= index <= 0x7FFFFFFF):
+        return None  # the general writer judges the values
+    try:
+        name_b = (<str>name).encode("utf-8")
+        tx_b = None if tx is None else (<str>tx).encode("utf-8")
+    except UnicodeEncodeError:
+        return None
+    name_len = PyBytes_GET_SIZE(name_b)
+    if tx_b is not None:
+        tx_len = PyBytes_GET_SIZE(tx_b)
+    rec_len = PyBytes_GET_SIZE(records)
+    if not flexible and (name_len > 0x7FFF or tx_len > 0x7FFF or rec_len > 0x7FFFFFFF):
+        return None
+    # header, then transactional_id, acks, timeout_ms, topic count, name, partition
+    # count, index, the records' length
+    head_len = 8 + PyBytes_GET_SIZE(header_tail) + 6 + 4
+    if flexible:
+        head_len += (_uvarint_size(<uint64_t>(tx_len + 1)) + (tx_len if tx_len > 0 else 0) + 1
+                     + _uvarint_size(<uint64_t>(name_len + 1)) + name_len + 1
+                     + _uvarint_size(<uint64_t>(rec_len + 1)))
+    else:
+        head_len += 2 + (tx_len if tx_len > 0 else 0) + 4 + 2 + name_len + 4 + 4
+    size = head_len + rec_len + (3 if flexible else 0)
+    if size > 0x7FFFFFFF:
+        return None  # the general writer refuses it, saying why
+    head = PyBytes_FromStringAndSize(NULL, head_len + 4)
+    o = <unsigned char*>PyBytes_AS_STRING(head)
+    _put32(o, <uint32_t>(size))
+    _put16(o + 4, 0)  # Produce
+    _put16(o + 6, <uint16_t>version)
+    _put32(o + 8, <uint32_t>correlation_id)
+    o += 12
+    memcpy(o, PyBytes_AS_STRING(header_tail), PyBytes_GET_SIZE(header_tail))
+    o += PyBytes_GET_SIZE(header_tail)
+    if flexible:
+        o = _put_uvarint(o, <uint64_t>(tx_len + 1))  # 0: null
+    else:
+        _put16(o, <uint16_t>tx_len)  # -1: null
+        o += 2
+    if tx_len > 0:
+        memcpy(o, PyBytes_AS_STRING(tx_b), tx_len)
+        o += tx_len
+    _put16(o, <uint16_t>(<int>acks))
+    _put32(o + 2, <uint32_t>(<int64_t>timeout_ms))
+    o += 6
+    if flexible:
+        o[0] = 2  # one topic
+        o = _put_uvarint(o + 1, <uint64_t>(name_len + 1))
+    else:
+        _put32(o, 1)
+        _put16(o + 4, <uint16_t>name_len)
+        o += 6
+    memcpy(o, PyBytes_AS_STRING(name_b), name_len)
+    o += name_len
+    if flexible:
+        o[0] = 2  # one partition
+        o += 1
+    else:
+        _put32(o, 1)
+        o += 4
+    _put32(o, <uint32_t>(<int64_t>index))
+    o += 4
+    if flexible:
+        _put_uvarint(o, <uint64_t>(rec_len + 1))
+        return [head, records, b"\0\0\0"]  # the partition's, topic's and request's tags
+    _put32(o, <uint32_t>rec_len)
+    return [head, records]

@@ -7,7 +7,7 @@ import pytest
 
 from kafkawire import codec, errors
 from kafkawire.protocol import apis
-from kafkawire.protocol.connection import Connection
+from kafkawire.protocol.connection import Connection, CorrelationIdError
 from kafkawire.protocol.headers import encode_request_header, encode_response_header
 from kafkawire.protocol.producer import FIRST_VERSION, decode_produce_response, encode_produce, produce_request
 from kafkawire.protocol.schema import Writer
@@ -171,3 +171,151 @@ def test_one_partition_answers_are_read_in_one_step(version):
         assert decode_produce_response(memoryview(body), version) is None
     bad_name = encoded(common, version).replace(b"t", b"\xff", 1)
     assert decode_produce_response(memoryview(bad_name), version) is None  # the schema says why
+
+
+# -- a lone batch's request and answer, each in one call (kafkawire._accumulate and its twin)
+
+from kafkawire.protocol import _accumulate_py  # noqa: E402
+
+try:
+    from kafkawire import _accumulate as _compiled
+except ImportError:  # no compiler here: the twin alone is tested (CI expects the extension)
+    _compiled = None
+
+IMPLS = [pytest.param(_accumulate_py, id="python")]
+if _compiled is not None:
+    IMPLS.append(pytest.param(_compiled, id="cython"))
+
+
+def general_frame(request, version, cid, client_id="kafkawire-test"):
+    """The frame Connection.send writes through the schema."""
+    body = encode_request_header(0, version, cid, client_id, PRODUCE.request_header_version(version)) \
+        + schema_body(request, version)
+    return len(body).to_bytes(4, "big") + body
+
+
+def header_tail(version, client_id="kafkawire-test"):
+    return encode_request_header(0, version, 0, client_id, PRODUCE.request_header_version(version))[8:]
+
+
+def one(txn=None, name="t", index=0, records=BATCH, acks=1, timeout_ms=30000):
+    return PRODUCE.Request(transactional_id=txn, acks=acks, timeout_ms=timeout_ms,
+                           topic_data=[_TD(name=name, partition_data=[_PD(index=index, records=records)])])
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_lone_batchs_request_framed_in_one_call_is_the_schemas_frame(impl, version):
+    # Lengths around a compact length's second byte (127/128, 16383/16384), names and
+    # transactional ids null, empty, non-ASCII; acks, timeout and index at their bounds.
+    cases = [one(), one(txn=""), one(txn="txn-ü" * 30), one(name="ü" * 70), one(name="x" * 300),
+             one(index=2**31 - 1, acks=-1, timeout_ms=2**31 - 1), one(index=-1, acks=-32768, timeout_ms=-2**31)]
+    cases += [one(records=b"r" * n) for n in (1, 126, 127, 128, 16382, 16383, 16384, 300_000)]
+    for i, request in enumerate(cases):
+        cid = [0, 1, 2**31 - 1][i % 3]
+        chunks = impl.produce_frame(request, version, cid, header_tail(version))
+        assert chunks is not None, i
+        assert b"".join(chunks) == general_frame(request, version, cid), i
+        records = request.topic_data[0].partition_data[0].records
+        assert any(c is records for c in chunks)  # never copied
+    tail = header_tail(version, client_id=None)
+    assert b"".join(impl.produce_frame(one(), version, 7, tail)) == general_frame(one(), version, 7, None)
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_anything_but_a_lone_batch_is_left_to_the_general_writer(impl):
+    two = PRODUCE.Request(transactional_id=None, acks=1, timeout_ms=1, topic_data=[
+        _TD(name="t", partition_data=[_PD(index=0, records=BATCH), _PD(index=1, records=BATCH)])])
+    left = [(two, 9), (list(requests())[1], 9), (one(records=memoryview(BATCH)), 9), (one(records=b""), 9),
+            (one(records=None), 9), (one(name="\ud800"), 9), (one(txn="\udfff"), 3), (one(name=b"t"), 9),
+            (one(index=1 << 31), 9), (one(acks=1 << 15), 9), (one(timeout_ms=1 << 31), 5),
+            (one(name="x" * 40000), 8), (one(txn="y" * 40000), 3), (one(), 2), (one(), 12)]
+    for request, version in left:
+        assert impl.produce_frame(request, version, 1, header_tail(min(version, 11))) is None
+
+
+def answer_frame(response, version, cid):
+    frame = encode_response_header(cid, PRODUCE.response_header_version(version)) + encoded(response, version)
+    return len(frame).to_bytes(4, "big") + frame
+
+
+def lone_answer(name="t", error_code=0, base_offset=12345, log_append_time_ms=-1, throttle=0):
+    return PRODUCE.Response(responses=[_TR(name=name, partition_responses=[
+        _PR(index=4, error_code=error_code, base_offset=base_offset, log_append_time_ms=log_append_time_ms,
+            log_start_offset=3)])], throttle_time_ms=throttle)
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_lone_answer_read_in_one_call_is_the_schemas_object(impl, version):
+    for response in [lone_answer(), lone_answer(name="ü" * 40, error_code=6, base_offset=-1, throttle=2**31 - 1),
+                     lone_answer(name="", base_offset=2**63 - 1, log_append_time_ms=-2**63)]:
+        frame = answer_frame(response, version, 77)
+        got = impl.produce_answer(frame, 77, version)
+        assert got == PRODUCE.decode_response(memoryview(frame)[len(frame) - len(encoded(response, version)):],
+                                              version)
+    frame = answer_frame(lone_answer(), version, 77)
+    # Not this request's, not whole, more than one frame, not bytes: the general reader's.
+    assert impl.produce_answer(frame, 78, version) is None
+    assert impl.produce_answer(frame[:-1], 77, version) is None
+    assert impl.produce_answer(frame + frame, 77, version) is None
+    assert impl.produce_answer(bytearray(frame), 77, version) is None
+    assert impl.produce_answer(frame, 77, 2) is None
+    longer = answer_frame(lone_answer(name="n" * 130), version, 77)
+    assert (impl.produce_answer(longer, 77, version) is None) == (version >= 9)
+    others = [answer_frame(lone_answer(), version, 77).replace(b"t", b"\xff", 1)]  # not UTF-8
+    if version >= 8:
+        others.append(answer_frame(PRODUCE.Response(responses=[_TR(name="t", partition_responses=[
+            _PR(index=0, error_code=6, base_offset=-1, error_message="not the leader")])], throttle_time_ms=0),
+            version, 77))
+    if version >= 10:
+        others.append(answer_frame(PRODUCE.Response(responses=[_TR(name="t", partition_responses=[
+            _PR(index=0, error_code=6, base_offset=-1,
+                current_leader=_PR.LeaderIdAndEpoch(leader_id=2, leader_epoch=9))])], throttle_time_ms=0),
+            version, 77))
+    for frame in others:
+        assert impl.produce_answer(frame, 77, version) is None
+
+
+@pytest.mark.skipif(_compiled is None, reason="kafkawire._accumulate is not built")
+@pytest.mark.parametrize("version", VERSIONS)
+def test_the_compiled_lone_answer_reader_agrees_with_its_twin_on_damaged_frames(version):
+    # Every truncation and single-byte change of a good frame: no crash, and the same
+    # object or the same refusal from both.
+    import random
+
+    rng = random.Random(version)
+    frame = answer_frame(lone_answer(name="topic"), version, 5)
+    damaged = [frame[:n] for n in range(len(frame))]
+    for at in range(len(frame)):
+        for value in {0, 1, 2, 0x7F, 0x80, 0xFF, rng.randrange(256)}:
+            damaged.append(frame[:at] + bytes([value]) + frame[at + 1:])
+    for data in damaged:
+        assert _compiled.produce_answer(data, 5, version) == _accumulate_py.produce_answer(data, 5, version)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_connection_reads_lone_answers_and_the_rest_alike(version, monkeypatch):
+    from kafkawire.protocol import connection
+
+    read = []
+    original = connection.produce_answer
+    monkeypatch.setattr(connection, "produce_answer", lambda *a: read.append(original(*a)) or read[-1])
+    conn = Connection("kafkawire-test")
+    conn.broker_versions = {0: (0, PRODUCE.max_version)}
+    cids = [conn.send(PRODUCE, one(), version)[0] for _ in range(2)]
+    cids.append(conn._next_id)
+    assert b"".join(conn.send_produce(one(), version)) == general_frame(one(), version, cids[2])
+    [first] = conn.receive_data(answer_frame(lone_answer(), version, cids[0]))
+    assert len(read) == 1 and read[0] is not None  # in one call
+    # two answers in one read, then one split in two reads: the general reader's
+    both = answer_frame(lone_answer(error_code=6), version, cids[1]) + answer_frame(lone_answer(), version, cids[2])
+    events = conn.receive_data(both[:-5]) + conn.receive_data(both[-5:])
+    schema = PRODUCE.decode_response(memoryview(encoded(lone_answer(), version)), version)
+    assert first.response == schema and events[1].response == schema
+    assert [e.correlation_id for e in [first, *events]] == cids
+    assert events[0].response.responses[0].partition_responses[0].error_code == 6
+    # an answer for another correlation id than the oldest in flight is still refused
+    cid = conn.send(PRODUCE, one(), version)[0]
+    with pytest.raises(CorrelationIdError):
+        conn.receive_data(answer_frame(lone_answer(), version, cid + 1))

@@ -55,6 +55,9 @@ IMPLEMENTATION: str = _impl.IMPLEMENTATION
 Batch = _impl.Batch
 Appender = _impl.Appender
 murmur2 = _impl.murmur2  # kafkawire.core.partitioner.murmur2
+# kafkawire.protocol.connection's framing of a lone Produce request and read of its answer
+produce_frame = _impl.produce_frame
+produce_answer = _impl.produce_answer
 
 __all__ = ["Accumulator", "Appender", "Batch", "IMPLEMENTATION", "RECORD_OVERHEAD", "BATCH_OVERHEAD",
            "murmur2", "prepare_record"]

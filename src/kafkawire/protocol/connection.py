@@ -54,6 +54,7 @@ from typing import Any, Union
 from kafkawire import errors
 from kafkawire.codec import alloc_buffer
 from kafkawire.protocol import apis
+from kafkawire.protocol.accumulator import produce_answer, produce_frame
 from kafkawire.protocol.api import Api, ApiVersionError
 from kafkawire.protocol.headers import decode_response_header, encode_request_header
 from kafkawire.protocol.fetch_response import decode_fetch_response
@@ -381,20 +382,30 @@ class Connection:
         gets an answer (acks 1 or -1) at a version :meth:`version_for` chose: the same
         chunks, without the checks a caller's arbitrary request needs."""
         self._check_usable()
-        body = encode_produce(request, version)
-        if body is None:
-            return self.send(_PRODUCE_API, request, version)[1]
         correlation_id = self._next_id
+        tail = self._header_tails.get(version) or self._header_tail(version)
+        # One batch (a producer sending one at a time): framed in one compiled call.
+        chunks = produce_frame(request, version, correlation_id, tail)
+        if chunks is None:
+            body = encode_produce(request, version)
+            if body is None:
+                return self.send(_PRODUCE_API, request, version)[1]
+            chunks = self._frame_produce(correlation_id, version, body, True)
+        else:
+            self._pending.append((correlation_id, _PRODUCE_API, version))
         self._next_id = 0 if correlation_id == _MAX_CORRELATION_ID else correlation_id + 1
-        return self._frame_produce(correlation_id, version, body, True)
+        return chunks
+
+    def _header_tail(self, version: int) -> bytes:
+        """A Produce request's header after the correlation id: client_id (and tags)."""
+        tail = self._header_tails[version] = encode_request_header(
+            0, version, 0, self.client_id, _PRODUCE_API.request_header_version(version))[8:]
+        return tail
 
     def _frame_produce(self, correlation_id: int, version: int, body: list[Any],
                        expects_response: bool) -> list[Any]:
         # Produce, the producer's per-request path: written directly (protocol/producer.py).
-        tail = self._header_tails.get(version)
-        if tail is None:  # the header after the correlation id: client_id (and tags)
-            tail = self._header_tails[version] = encode_request_header(
-                0, version, 0, self.client_id, _PRODUCE_API.request_header_version(version))[8:]
+        tail = self._header_tails.get(version) or self._header_tail(version)
         size = 8 + len(tail) + sum(len(c) if type(c) is bytes else memoryview(c).nbytes for c in body)
         if size > _MAX_CORRELATION_ID:
             raise errors.encode_error(f"{_PRODUCE_API.name} request of {size} bytes is too large to frame")
@@ -417,6 +428,16 @@ class Connection:
         """
         self._check_usable()
         self._lent = -1
+        if type(data) is bytes and self._pending and self._frame is None and not self._prefix \
+                and not self._unanswered and len(data) - 4 <= self.max_frame_size:
+            # One whole answer to the Produce request in flight first (a producer sending
+            # one batch at a time): read in one compiled call, or by the general path.
+            expected, api, version = self._pending[0]
+            if api is _PRODUCE_API:
+                resp = produce_answer(data, expected, version)
+                if resp is not None:
+                    self._pending.popleft()
+                    return [Response(expected, api, version, resp)]
         events: list[Response] = []
         view = memoryview(data).cast("B")
         pos = 0
