@@ -618,7 +618,7 @@ class BrokerConnection:
         """Send a producer's Produce ``request`` that gets an answer (acks 1 or all) at a
         version :meth:`version_for` chose, as :meth:`send_nowait` does.  The producer's
         per-request path: no per-call checks of the API and version either (issue 23)."""
-        self._send_answered(_PRODUCE, request, version, on_answer, None, True)
+        self._send_answered(_PRODUCE, request, version, on_answer, None)
 
     def send_nowait(self, api: Api, request: Any, version: int,
                     on_answer: Callable[[Any, BaseException | None], Any], timeout: float | None = None) -> None:
@@ -627,11 +627,10 @@ class BrokerConnection:
         (default request_timeout_ms), runs once, in the thread that reads it or fails the
         connection: maybe before this returns.  No Future, no callback list: the
         consumer's fetches (issue 23)."""
-        self._send_answered(api, request, version, on_answer, timeout, False)
+        self._send_answered(api, request, version, on_answer, timeout)
 
     def _send_answered(self, api: Api, request: Any, version: int,
-                       on_answer: Callable[[Any, BaseException | None], Any], timeout: float | None,
-                       produce: bool) -> None:
+                       on_answer: Callable[[Any, BaseException | None], Any], timeout: float | None) -> None:
         now = time.monotonic()
         proto = self.protocol
         if timeout is None:
@@ -641,9 +640,12 @@ class BrokerConnection:
             fut.add_done_callback(lambda f: on_answer(None, f.exception()) if f.failed()
                                   else on_answer(f.result(), None))
             return
-        make = (lambda: (0, proto.send_produce(request, version))) if produce else \
-            (lambda: proto.send(api, request, version))
-        self._send_raw(make, (now + timeout, timeout), True, _Answer(on_answer))
+        chunks = proto.send_produce(request, version) if api is _PRODUCE else proto.send(api, request, version)[1]
+        # Listed first: a failed write fails it with the connection.  (send()'s way, without
+        # its Future and the closure that frames the request.)
+        self._futures.append(_Answer(on_answer))
+        self._deadlines.append((now + timeout, timeout))
+        self._write(chunks)
 
     def _send_raw(self, make: Any, due: tuple[float, float], expects_response: bool = True,
                   fut: Any = None) -> Future:

@@ -585,7 +585,8 @@ class Accumulator:
             # deadline is of no use, and a broker asked to answer by then lets the batch
             # fail by its deadline with the broker's REQUEST_TIMED_OUT, instead of later
             # by the connection's request timeout (replicas down, no quorum to shrink the ISR).
-            left_ms = int((min(b.deadline for b in sent) - now) * 1000)
+            first = sent[0].deadline if len(sent) == 1 else min(b.deadline for b in sent)
+            left_ms = int((first - now) * 1000)
             timeout_ms = max(1, min(timeout_ms, left_ms))
         request = produce_request(ident.transactional_id if stamping else None, self.acks, timeout_ms, topics)
         for b in sent:
