@@ -177,6 +177,7 @@ dist: $(STAMP)
 	$(PY) -m zipfile -l dist/*-manylinux*.whl | grep -q '_codec.*\.so' || { echo "dist: no codec extension in the manylinux wheel" >&2; exit 1; }
 	$(PY) -m zipfile -l dist/*-manylinux*.whl | grep -q '_accumulate.*\.so' || { echo "dist: no accumulator extension in the manylinux wheel" >&2; exit 1; }
 	$(PY) -m zipfile -l dist/*-manylinux*.whl | grep -q '_compat.*\.so' || { echo "dist: no drop-in record factory extension in the manylinux wheel" >&2; exit 1; }
+	$(PY) -m zipfile -l dist/*-manylinux*.whl | grep -q '_frames.*\.so' || { echo "dist: no frames extension in the manylinux wheel" >&2; exit 1; }
 	! $(PY) -m zipfile -l dist/*-py3-none-any.whl | grep -E '\.(so|pyd|c) ' || { echo "dist: compiled files in the pure wheel" >&2; exit 1; }
 	@echo "== proof: the manylinux wheel, Cython codec"
 	$(call dist_prove,dist/*-manylinux*.whl,cython,$(DIST_WORK)/cython)
@@ -185,4 +186,4 @@ dist: $(STAMP)
 	@ls -l dist
 
 clean:
-	rm -rf build dist src/kafkawire/_codec.c src/kafkawire/_accumulate.c src/kafkawire/_compat.c src/kafkawire/*.so
+	rm -rf build dist src/kafkawire/_codec.c src/kafkawire/_accumulate.c src/kafkawire/_compat.c src/kafkawire/_frames.c src/kafkawire/*.so

@@ -116,3 +116,105 @@ def test_versions_before_4_are_left_to_the_schema():
     resp = FETCH.Response(responses=[topic("t", uuid.uuid4(), [_P(partition_index=0, records=BATCH)])])
     for version in range(FIRST_VERSION):
         assert decode_fetch_response(wire(resp, version), version) is None
+
+
+# -- a whole answer frame read in one call (kafkawire._frames and its twin) ----------------
+
+from frames_impls import IMPLS, _compiled  # noqa: E402
+
+from kafkawire.protocol import _frames_py  # noqa: E402
+
+
+def frame(resp, version: int, cid: int) -> bytes:
+    out = encode_response_header(cid, FETCH.response_header_version(version)) + bytes(wire(resp, version))
+    return len(out).to_bytes(4, "big") + out
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_whole_answer_frame_reads_in_one_call_as_the_schema_reads_it(impl, version):
+    for resp in answers(version):
+        data = frame(resp, version, 41)
+        got = impl.fetch_answer(data, 41, version)
+        assert got is not None
+        assert plain(got) == plain(FETCH.decode_response(wire(resp, version), version))
+        for t in got.responses:
+            for p in t.partitions:
+                if p.records is not None:  # views of the frame, never copies
+                    assert isinstance(p.records, memoryview) and p.records.obj is data and p.records.readonly
+        # not this request's, not whole, more than one frame, not bytes, an older version
+        assert impl.fetch_answer(data, 42, version) is None
+        assert impl.fetch_answer(data[:-1], 41, version) is None
+        assert impl.fetch_answer(data + data, 41, version) is None
+        assert impl.fetch_answer(bytearray(data), 41, version) is None
+    assert impl.fetch_answer(frame(FETCH.Response(responses=[]), 3, 41), 41, 3) is None
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), version=st.sampled_from(VERSIONS))
+def test_any_answer_frame_reads_alike_in_both_forms(data, version):
+    resp = data.draw(responses(FETCH, version))
+    whole = frame(resp, version, 7)
+    got = [impl.fetch_answer(whole, 7, version) for impl in (_frames_py, _compiled) if impl is not None]
+    got = [None if g is None else plain(g) for g in got]
+    assert got[0] == got[-1]
+    if got[0] is not None:
+        assert got[0] == plain(FETCH.decode_response(wire(resp, version), version))
+
+
+@pytest.mark.skipif(_compiled is None, reason="kafkawire._frames is not built")
+@pytest.mark.parametrize("version", VERSIONS)
+def test_the_compiled_reader_agrees_with_its_twin_on_damaged_frames(version):
+    # Every truncation and single-byte change of a good frame: no crash, and the same
+    # objects or the same refusal from both.
+    import random
+
+    rng = random.Random(version)
+    good = frame(list(answers(version))[2], version, 5)
+    damaged = [good[:n] for n in range(len(good))]
+    for at in list(range(min(len(good), 120))) + rng.sample(range(len(good)), 60):
+        for value in {0, 1, 2, 0x7F, 0x80, 0xFF, rng.randrange(256)}:
+            damaged.append(good[:at] + bytes([value]) + good[at + 1:])
+    for data in damaged:
+        got = [impl.fetch_answer(data, 5, version) for impl in (_compiled, _frames_py)]
+        assert [None if g is None else plain(g) for g in got] == [None if g is None else plain(g) for g in got[::-1]]
+
+
+@pytest.mark.skipif(_compiled is None, reason="kafkawire._frames is not built")
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), version=st.sampled_from(VERSIONS))
+def test_a_body_read_in_c_is_what_the_direct_reader_makes(data, version):
+    # fetch_body: an answer that came in several reads (a broker writes the records apart).
+    resp = data.draw(responses(FETCH, version))
+    body = wire(resp, version)
+    got, expected = _compiled.fetch_body(body, version), decode_fetch_response(body, version)
+    assert (got is None) == (expected is None)
+    if got is not None:
+        assert plain(got) == plain(expected)
+        assert all(p.records is None or p.records.obj is body.obj for t in got.responses for p in t.partitions)
+    cut = bytes(body)[:data.draw(st.integers(0, len(body)))]
+    got, expected = _compiled.fetch_body(memoryview(cut), version), decode_fetch_response(memoryview(cut), version)
+    assert (None if got is None else plain(got)) == (None if expected is None else plain(expected))
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_connection_reads_a_fetch_answer_in_one_call(version, monkeypatch):
+    from kafkawire.protocol import connection
+
+    read = []
+    original = connection.fetch_answer
+    monkeypatch.setattr(connection, "fetch_answer", lambda *a: read.append(original(*a)) or read[-1])
+    conn = Connection("kafkawire-test")
+    conn.broker_versions = {1: (0, FETCH.max_version)}
+    cid, _chunks = conn.send(FETCH, FETCH.Request(max_wait_ms=0, min_bytes=1, topics=[]), version)
+    resp = list(answers(version))[1]
+    (event,) = conn.receive_data(frame(resp, version, cid))
+    assert len(read) == 1 and read[0] is not None
+    assert event.correlation_id == cid and plain(event.response) == plain(FETCH.decode_response(wire(resp, version),
+                                                                                                 version))
+    # The same answer in two reads (a broker writes the records apart): the whole frame's reader.
+    cid, _chunks = conn.send(FETCH, FETCH.Request(max_wait_ms=0, min_bytes=1, topics=[]), version)
+    data = frame(resp, version, cid)
+    assert conn.receive_data(data[:20]) == []
+    (event,) = conn.receive_data(data[20:])
+    assert len(read) == 2 and plain(event.response) == plain(FETCH.decode_response(wire(resp, version), version))

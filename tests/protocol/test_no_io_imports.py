@@ -95,7 +95,7 @@ def test_source_has_no_io_imports() -> None:
     assert not offenders, f"sans-IO modules importing I/O modules: {offenders}"
 
 
-@pytest.mark.parametrize("name", ["_codec.pyx", "_accumulate.pyx"])
+@pytest.mark.parametrize("name", ["_codec.pyx", "_accumulate.pyx", "_frames.pyx"])
 def test_cython_source_has_no_io_imports(name: str) -> None:
     pyx = PACKAGE_DIR / name
     assert pyx.exists(), f"the Cython source {name} is missing"

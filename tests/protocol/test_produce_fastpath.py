@@ -173,18 +173,11 @@ def test_one_partition_answers_are_read_in_one_step(version):
     assert decode_produce_response(memoryview(bad_name), version) is None  # the schema says why
 
 
-# -- a lone batch's request and answer, each in one call (kafkawire._accumulate and its twin)
+# -- a lone batch's request and answer, each in one call (kafkawire._frames and its twin)
 
-from kafkawire.protocol import _accumulate_py  # noqa: E402
+from frames_impls import IMPLS, _compiled  # noqa: E402
 
-try:
-    from kafkawire import _accumulate as _compiled
-except ImportError:  # no compiler here: the twin alone is tested (CI expects the extension)
-    _compiled = None
-
-IMPLS = [pytest.param(_accumulate_py, id="python")]
-if _compiled is not None:
-    IMPLS.append(pytest.param(_compiled, id="cython"))
+from kafkawire.protocol import _frames_py  # noqa: E402
 
 
 def general_frame(request, version, cid, client_id="kafkawire-test"):
@@ -277,7 +270,7 @@ def test_a_lone_answer_read_in_one_call_is_the_schemas_object(impl, version):
         assert impl.produce_answer(frame, 77, version) is None
 
 
-@pytest.mark.skipif(_compiled is None, reason="kafkawire._accumulate is not built")
+@pytest.mark.skipif(_compiled is None, reason="kafkawire._frames is not built")
 @pytest.mark.parametrize("version", VERSIONS)
 def test_the_compiled_lone_answer_reader_agrees_with_its_twin_on_damaged_frames(version):
     # Every truncation and single-byte change of a good frame: no crash, and the same
@@ -291,7 +284,7 @@ def test_the_compiled_lone_answer_reader_agrees_with_its_twin_on_damaged_frames(
         for value in {0, 1, 2, 0x7F, 0x80, 0xFF, rng.randrange(256)}:
             damaged.append(frame[:at] + bytes([value]) + frame[at + 1:])
     for data in damaged:
-        assert _compiled.produce_answer(data, 5, version) == _accumulate_py.produce_answer(data, 5, version)
+        assert _compiled.produce_answer(data, 5, version) == _frames_py.produce_answer(data, 5, version)
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -319,3 +312,16 @@ def test_a_connection_reads_lone_answers_and_the_rest_alike(version, monkeypatch
     cid = conn.send(PRODUCE, one(), version)[0]
     with pytest.raises(CorrelationIdError):
         conn.receive_data(answer_frame(lone_answer(), version, cid + 1))
+
+
+def test_the_frames_implementation_follows_the_codec():
+    # KAFKAWIRE_PUREPYTHON picks every twin; CI's expectation covers this one too, so a
+    # missing _frames extension fails the compiled run instead of passing as Python.
+    import os
+
+    from kafkawire.protocol import connection
+
+    assert connection._frames.IMPLEMENTATION == codec.IMPLEMENTATION
+    expected = os.environ.get("KAFKAWIRE_EXPECT_IMPLEMENTATION")
+    if expected:
+        assert connection._frames.IMPLEMENTATION == expected

@@ -1,6 +1,5 @@
 """The pure-Python twin of kafkawire._accumulate: the same names, the same bytes, the same
-decisions and errors (tests/protocol/test_accumulate_parity.py holds them to it; the lone
-Produce request and answer, tests/protocol/test_produce_fastpath.py).
+decisions and errors (tests/protocol/test_accumulate_parity.py holds them to it).
 
 A batch encodes each record (RecordBatch v2 framing) as it is appended; sending it costs
 its header and CRC32C (and compression).  See kafkawire._accumulate for the contract.
@@ -271,51 +270,3 @@ class Appender:
                 lock.release()
         return self.future((b, index, timestamp))
 
-
-_FRAME_HEAD = struct.Struct(">ii")  # size, correlation id
-
-
-def produce_answer(data: Any, correlation_id: int, version: int) -> Any:
-    """A whole Produce answer frame to the request with ``correlation_id`` at ``version``,
-    decoded, when it is the common one-partition answer; None for anything else (the
-    general reader's).  See kafkawire._accumulate.produce_answer."""
-    from kafkawire.protocol.producer import _decode_one
-
-    if type(data) is not bytes or not 3 <= version <= 11 or len(data) < 8:
-        return None
-    size, got = _FRAME_HEAD.unpack_from(data, 0)
-    if size != len(data) - 4 or got != correlation_id:
-        return None
-    pos = 8
-    if version >= 9:  # the response header's tags: none
-        if len(data) < 9 or data[8] != 0:
-            return None
-        pos = 9
-    try:
-        return _decode_one(memoryview(data)[pos:], version)
-    except (IndexError, struct.error, UnicodeDecodeError):
-        return None
-
-
-_PRODUCE_HEAD = struct.Struct(">ihhi")  # frame size, api key (Produce: 0), version, correlation id
-
-
-def produce_frame(request: Any, version: int, correlation_id: int, header_tail: bytes) -> list[Any] | None:
-    """The framed Produce ``request`` for one partition of one topic; None for anything
-    else (the general writer's).  See kafkawire._accumulate.produce_frame."""
-    from kafkawire.protocol.producer import _encode_one
-
-    topics = request.topic_data
-    if not 3 <= version <= 11 or type(topics) is not list or len(topics) != 1 \
-            or type(topics[0].partition_data) is not list or len(topics[0].partition_data) != 1:
-        return None
-    try:
-        body = _encode_one(request, topics[0], version >= 9)
-    except (errors.EncodeError, struct.error, UnicodeEncodeError):
-        return None  # the general writer says what is wrong
-    if body is None:
-        return None
-    size = 8 + len(header_tail) + sum(len(c) for c in body)
-    if size > 0x7FFFFFFF:
-        return None
-    return [_PRODUCE_HEAD.pack(size, 0, version, correlation_id) + header_tail + body[0], *body[1:]]

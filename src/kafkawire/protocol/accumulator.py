@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Any, Callable
 
-from kafkawire import codec, errors
+from kafkawire import _twins, codec, errors
 from kafkawire.errors import (
     REFRESH_METADATA_CODES,
     BufferExhaustedError,
@@ -42,22 +42,12 @@ from kafkawire.protocol.idempotence import (
 )
 from kafkawire.protocol.producer import produce_request
 
-# The twin goes with the codec: KAFKAWIRE_PUREPYTHON=1 (or no compiled codec) picks both.
-if codec.IMPLEMENTATION == "python":
-    from kafkawire.protocol import _accumulate_py as _impl
-else:
-    try:
-        from kafkawire import _accumulate as _impl  # type: ignore[no-redef]
-    except ImportError:  # built before the extension existed: the twin is complete, only slower
-        from kafkawire.protocol import _accumulate_py as _impl  # type: ignore[no-redef]
+_impl = _twins.load("kafkawire._accumulate", "kafkawire.protocol._accumulate_py")
 
 IMPLEMENTATION: str = _impl.IMPLEMENTATION
 Batch = _impl.Batch
 Appender = _impl.Appender
 murmur2 = _impl.murmur2  # kafkawire.core.partitioner.murmur2
-# kafkawire.protocol.connection's framing of a lone Produce request and read of its answer
-produce_frame = _impl.produce_frame
-produce_answer = _impl.produce_answer
 
 __all__ = ["Accumulator", "Appender", "Batch", "IMPLEMENTATION", "RECORD_OVERHEAD", "BATCH_OVERHEAD",
            "murmur2", "prepare_record"]

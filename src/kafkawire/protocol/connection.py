@@ -51,13 +51,11 @@ import struct
 from collections import deque
 from typing import Any, Union
 
-from kafkawire import errors
+from kafkawire import _twins, errors
 from kafkawire.codec import alloc_buffer
 from kafkawire.protocol import apis
-from kafkawire.protocol.accumulator import produce_answer, produce_frame
 from kafkawire.protocol.api import Api, ApiVersionError
 from kafkawire.protocol.headers import decode_response_header, encode_request_header
-from kafkawire.protocol.fetch_response import decode_fetch_response
 from kafkawire.protocol.producer import decode_produce_response, encode_produce
 from kafkawire.protocol.schema import Struct, Writer, decode
 
@@ -80,6 +78,11 @@ _I32 = struct.Struct(">i")
 _I16 = struct.Struct(">h")
 _PRODUCE_HEAD = struct.Struct(">ihhi")  # frame size, api key, version, correlation id
 _PRODUCE_API = apis.get("Produce")
+_FETCH_API = apis.get("Fetch")
+# A lone Produce request framed, and Produce and Fetch answers read, in one call each.
+_frames = _twins.load("kafkawire._frames", "kafkawire.protocol._frames_py")
+produce_frame, produce_answer = _frames.produce_frame, _frames.produce_answer
+fetch_answer, fetch_body = _frames.fetch_answer, _frames.fetch_body
 _MAX_CORRELATION_ID = 2**31 - 1
 
 ApiRef = Union[Api, int, str]
@@ -430,14 +433,14 @@ class Connection:
         self._lent = -1
         if type(data) is bytes and self._pending and self._frame is None and not self._prefix \
                 and not self._unanswered and len(data) - 4 <= self.max_frame_size:
-            # One whole answer to the Produce request in flight first (a producer sending
-            # one batch at a time): read in one compiled call, or by the general path.
+            # One whole answer to the Produce or Fetch request in flight first (a record
+            # at a time): read in one compiled call, or by the general path.
             expected, api, version = self._pending[0]
-            if api is _PRODUCE_API:
-                resp = produce_answer(data, expected, version)
-                if resp is not None:
-                    self._pending.popleft()
-                    return [Response(expected, api, version, resp)]
+            resp = produce_answer(data, expected, version) if api is _PRODUCE_API else \
+                fetch_answer(data, expected, version) if api is _FETCH_API else None
+            if resp is not None:
+                self._pending.popleft()
+                return [Response(expected, api, version, resp)]
         events: list[Response] = []
         view = memoryview(data).cast("B")
         pos = 0
@@ -576,7 +579,7 @@ class Connection:
                 decoded_version = self._api_versions_layout(body, version)
             key = api.key
             response = (decode_produce_response(body, version) if key == 0 else
-                        decode_fetch_response(body, version) if key == 1 else None)
+                        fetch_body(body, version) if key == 1 else None)
             if response is None:
                 response = api.decode_response(body, decoded_version)
         except errors.CodecError as exc:
