@@ -245,15 +245,17 @@ def _count_full_path(p):
             return full(*args)
 
         app.full = counted
-    else:  # the asyncio shell: its AsyncProducer
+    else:  # the asyncio shell: its AsyncProducer's send() goes on past a None from its offer
         client = p._client
-        slow = client._send
+        offer = client._offer
 
-        async def counted_async(*args):
-            calls.append(args[0])
-            return await slow(*args)
+        def counted_offer(*args):
+            fut = offer(*args)
+            if fut is None:
+                calls.append(args[0])
+            return fut
 
-        client._send = counted_async
+        client._offer = counted_offer
     return calls
 
 

@@ -120,7 +120,7 @@ def test_versions_before_4_are_left_to_the_schema():
 
 # -- a whole answer frame read in one call (kafkawire._frames and its twin) ----------------
 
-from frames_impls import IMPLS, _compiled  # noqa: E402
+from frames_impls import IMPLS, _compiled, record_reads  # noqa: E402
 
 from kafkawire.protocol import _frames_py  # noqa: E402
 
@@ -199,11 +199,7 @@ def test_a_body_read_in_c_is_what_the_direct_reader_makes(data, version):
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_a_connection_reads_a_fetch_answer_in_one_call(version, monkeypatch):
-    from kafkawire.protocol import connection
-
-    read = []
-    original = connection.fetch_answer
-    monkeypatch.setattr(connection, "fetch_answer", lambda *a: read.append(original(*a)) or read[-1])
+    read = record_reads(monkeypatch, "fetch_answer")
     conn = Connection("kafkawire-test")
     conn.broker_versions = {1: (0, FETCH.max_version)}
     cid, _chunks = conn.send(FETCH, FETCH.Request(max_wait_ms=0, min_bytes=1, topics=[]), version)

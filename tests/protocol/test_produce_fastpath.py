@@ -175,7 +175,7 @@ def test_one_partition_answers_are_read_in_one_step(version):
 
 # -- a lone batch's request and answer, each in one call (kafkawire._frames and its twin)
 
-from frames_impls import IMPLS, _compiled  # noqa: E402
+from frames_impls import IMPLS, _compiled, record_reads  # noqa: E402
 
 from kafkawire.protocol import _frames_py  # noqa: E402
 
@@ -289,11 +289,7 @@ def test_the_compiled_lone_answer_reader_agrees_with_its_twin_on_damaged_frames(
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_a_connection_reads_lone_answers_and_the_rest_alike(version, monkeypatch):
-    from kafkawire.protocol import connection
-
-    read = []
-    original = connection.produce_answer
-    monkeypatch.setattr(connection, "produce_answer", lambda *a: read.append(original(*a)) or read[-1])
+    read = record_reads(monkeypatch, "produce_answer")
     conn = Connection("kafkawire-test")
     conn.broker_versions = {0: (0, PRODUCE.max_version)}
     cids = [conn.send(PRODUCE, one(), version)[0] for _ in range(2)]

@@ -104,7 +104,7 @@ class AsyncProducer:
         # place): the Appender's sticky and murmur2 partitions for records sent without one.
         self._counts = self.cluster.meta.partition_counts
         # send()'s one call (Appender.offer); no lock: one event loop thread.  A user's
-        # partitioner runs only in _send().
+        # partitioner runs only on send()'s full path.
         default = c.partitioner is None
         self._offer = Appender(self._acc.open, self._batch_size, None, AsyncRecordFuture, time.time_ns, None,
                                self._sticky_partition if default else None,
@@ -132,7 +132,7 @@ class AsyncProducer:
 
     def _after_fork_in_child(self) -> None:
         # The child's copy cannot run the parent's event loop tasks: send() must take
-        # _send(), which raises ForkedClientError (aio/cluster.py).
+        # its full path, which raises ForkedClientError (aio/cluster.py).
         self._fast = False
 
     @staticmethod
@@ -235,20 +235,12 @@ class AsyncProducer:
         the broker acknowledges it (per ``acks``)."""
         # The hot path, as the sync producer's (one call into the accumulator): bytes, no
         # headers, a partition (explicit, sticky or the key's) whose open batch has room,
-        # no serializers.  Everything else takes _send().
+        # no serializers.  Everything else takes the rest of this coroutine (not another:
+        # a record sent one at a time makes a new batch, every time).
         if self._fast:
             fut = self._offer(topic, value, key, partition, timestamp, headers)
             if fut is not None:
                 return fut
-        return await self._send(topic, value, key, partition, timestamp, headers)
-
-    def _sticky_partition(self, topic: str) -> int | None:
-        # An unkeyed record's partition on the hot path (KIP-480), once the count is known.
-        n = self._counts.get(topic)
-        return self._sticky.partition(topic, n) if n else None
-
-    async def _send(self, topic: str, value: Any, key: Any, partition: int | None, timestamp: int | None,
-                    headers: Any) -> AsyncRecordFuture:
         if self._closing:
             raise ClientClosedError("send() after close(): the producer is closed")
         cluster = self.cluster
@@ -287,6 +279,11 @@ class AsyncProducer:
         elif made:
             self._kick()  # the sender's wait may end after this batch's linger
         return AsyncRecordFuture((batch, index, timestamp))
+
+    def _sticky_partition(self, topic: str) -> int | None:
+        # An unkeyed record's partition on the hot path (KIP-480), once the count is known.
+        n = self._counts.get(topic)
+        return self._sticky.partition(topic, n) if n else None
 
     async def send_and_wait(self, *args: Any, **kwargs: Any) -> RecordMetadata:
         """send(), then wait for the acknowledgement."""

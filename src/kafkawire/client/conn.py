@@ -680,7 +680,7 @@ class BrokerConnection:
                 if isinstance(sock, ssl.SSLSocket):
                     sent = sock.send(out[0])
                 else:
-                    sent = sock.sendmsg(islice(out, _MAX_IOV) if len(out) > 1 else (out[0],))
+                    sent = sock.sendmsg(out if len(out) <= _MAX_IOV else islice(out, _MAX_IOV))
                 while sent:
                     head = out[0]
                     if sent >= len(head):
