@@ -2,9 +2,10 @@
 # freethreading_compatible=False, as the other extensions: one build configuration.
 """Requests and answers on the per-record paths, framed and read in one call each: a
 producer's lone Produce request (``produce_frame``) and its answer (``produce_answer``),
-and a consumer's Fetch answer (``fetch_answer``; ``fetch_body`` when it came in parts).  A client sending or receiving one
-record at a time pays this on every record, with its caches cold after waiting for the
-broker, so each is a few C steps instead of a dozen Python calls (issue 23).
+and a consumer's Fetch answer (``fetch_answer``; ``fetch_body`` when it came in parts).
+A client sending or receiving one record at a time pays this on every record, with its
+caches cold after waiting for the broker, so each is a few C steps instead of a dozen
+Python calls (issue 23).
 
 Each takes only the common shape and returns None for anything else, which
 kafkawire.protocol.connection's general writer or reader then takes (and judges, with
@@ -22,6 +23,8 @@ from libc.string cimport memcpy
 include "_wire.pxi"
 
 IMPLEMENTATION = "cython"
+
+
 # -- the Produce request -------------------------------------------------------------------
 
 def produce_frame(request, int version, int32_t correlation_id, bytes header_tail):

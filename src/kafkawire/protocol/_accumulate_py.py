@@ -269,4 +269,3 @@ class Appender:
             if lock is not None:
                 lock.release()
         return self.future((b, index, timestamp))
-
