@@ -115,6 +115,17 @@ def _coordinator(rc: RawConnection, key: str, key_type: int) -> int:
     return resp.port
 
 
+INVALID_PRODUCER_ID_MAPPING = 49
+
+
+def _add_partitions_errors(resp: Any) -> set[int]:
+    """Every error code in an AddPartitionsToTxn answer (any version)."""
+    topics = list(resp.results_by_topic_v3_and_below or [])
+    for r in resp.results_by_transaction or []:
+        topics += r.topic_results
+    return {resp.error_code} | {p.partition_error_code for t in topics for p in t.results_by_partition}
+
+
 def raw_transaction(port: int, topic: str, versions: dict[str, int], commit: bool = True) -> dict[str, Any]:
     """Run one transaction with raw requests: InitProducerId, AddPartitionsToTxn, Produce,
     AddOffsetsToTxn, TxnOffsetCommit, EndTxn; each API at ``versions`` or the highest
@@ -137,23 +148,29 @@ def raw_transaction(port: int, topic: str, versions: dict[str, int], commit: boo
                 _connect(_coordinator(boot, group, 0)) as gc:
             ip = apis.get("InitProducerId")
             init_request = ip.Request(transactional_id=txn, transaction_timeout_ms=60000)
-            init = coordinator_retry(lambda: tc.request(ip, init_request, version("InitProducerId")).response,
-                                     "InitProducerId")
-            assert init.error_code == 0, init
-            pid, epoch = init.producer_id, init.producer_epoch
-            out["producer"] = (pid, epoch)
-
             apt = apis.get("AddPartitionsToTxn")
             v = version("AddPartitionsToTxn")
-            if v <= 3:
-                req = apt.Request(v3_and_below_transactional_id=txn, v3_and_below_producer_id=pid,
-                                  v3_and_below_producer_epoch=epoch,
-                                  v3_and_below_topics=[apt.Request.AddPartitionsToTxnTopic(name=topic, partitions=[0])])
-            else:
-                tx = apt.Request.AddPartitionsToTxnTransaction
-                req = apt.Request(transactions=[tx(transactional_id=txn, producer_id=pid, producer_epoch=epoch,
-                                                   topics=[tx.AddPartitionsToTxnTopic(name=topic, partitions=[0])])])
-            out["AddPartitionsToTxn"] = tc.request(apt, req, v).response
+            for _attempt in range(3):
+                init = coordinator_retry(lambda: tc.request(ip, init_request, version("InitProducerId")).response,
+                                         "InitProducerId")
+                assert init.error_code == 0, init
+                pid, epoch = init.producer_id, init.producer_epoch
+                out["producer"] = (pid, epoch)
+                if v <= 3:
+                    req = apt.Request(v3_and_below_transactional_id=txn, v3_and_below_producer_id=pid,
+                                      v3_and_below_producer_epoch=epoch,
+                                      v3_and_below_topics=[apt.Request.AddPartitionsToTxnTopic(name=topic,
+                                                                                              partitions=[0])])
+                else:
+                    tx = apt.Request.AddPartitionsToTxnTransaction
+                    req = apt.Request(transactions=[tx(transactional_id=txn, producer_id=pid, producer_epoch=epoch,
+                                                       topics=[tx.AddPartitionsToTxnTopic(name=topic,
+                                                                                          partitions=[0])])])
+                out["AddPartitionsToTxn"] = tc.request(apt, req, v).response
+                # Mock quirk: its producer ids are random (rdkafka_mock.c: rd_jitter(1, 900000) *
+                # 1000) and one handed out twice maps to its first transactional id: a fresh one.
+                if INVALID_PRODUCER_ID_MAPPING not in _add_partitions_errors(out["AddPartitionsToTxn"]):
+                    break
 
             pr = apis.get("Produce")
             data = codec.encode_record_batch([(None, b"raw-txn-0"), (None, b"raw-txn-1")], producer_id=pid,
