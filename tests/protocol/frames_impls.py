@@ -1,18 +1,11 @@
 """Both forms of kafkawire._frames for the tests that hold them to each other: the
 compiled one (when built) and its pure-Python twin."""
 
-import pytest
+from twins import both_forms
 
 from kafkawire.protocol import _frames_py
 
-try:
-    from kafkawire import _frames as _compiled
-except ImportError:  # no compiler here: the twin alone is tested (CI expects the extension)
-    _compiled = None
-
-IMPLS = [pytest.param(_frames_py, id="python")]
-if _compiled is not None:
-    IMPLS.append(pytest.param(_compiled, id="cython"))
+IMPLS, _compiled = both_forms("kafkawire._frames", _frames_py)
 
 
 def record_reads(monkeypatch, name: str) -> list:

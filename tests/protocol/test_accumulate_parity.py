@@ -14,6 +14,7 @@ from collections import deque
 from typing import Any
 
 import pytest
+from twins import both_forms
 
 from kafkawire import codec, errors
 from kafkawire.client.config import Config
@@ -22,14 +23,7 @@ from kafkawire.client.producer import RecordFuture
 from kafkawire.protocol import _accumulate_py, accumulator
 from kafkawire.protocol.accumulator import RECORD_OVERHEAD, Accumulator
 
-try:
-    from kafkawire import _accumulate as _compiled
-except ImportError:  # no compiler here: the twin alone is tested (CI expects the extension)
-    _compiled = None
-
-IMPLS = [pytest.param(_accumulate_py, id="python")]
-if _compiled is not None:
-    IMPLS.append(pytest.param(_compiled, id="cython"))
+IMPLS, _compiled = both_forms("kafkawire._accumulate", _accumulate_py)
 needs_compiled = pytest.mark.skipif(_compiled is None, reason="kafkawire._accumulate is not built")
 
 NAMES = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}

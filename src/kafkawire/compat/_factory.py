@@ -13,17 +13,11 @@ made (they cannot form cycles before the host hands them out).
 
 import gc as _gc
 
+from kafkawire import _twins
 from kafkawire import codec as _codec
 
-if _codec.IMPLEMENTATION == "cython":
-    from kafkawire import _codec as codec_impl
-    try:
-        from kafkawire import _compat as _impl
-    except ImportError:  # built before kafkawire._compat existed
-        from kafkawire.compat import _factory_py as _impl
-else:
-    from kafkawire import _pycodec as codec_impl  # type: ignore[no-redef]
-    from kafkawire.compat import _factory_py as _impl
+codec_impl = _codec._impl  # kafkawire._codec or kafkawire._pycodec, whichever the codec loaded
+_impl = _twins.load("kafkawire._compat", "kafkawire.compat._factory_py")
 
 IMPLEMENTATION = "cython" if _impl.__name__ == "kafkawire._compat" else "python"
 
