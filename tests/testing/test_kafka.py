@@ -110,6 +110,21 @@ def test_three_nodes_kill_and_restart_one(kafka_cluster_factory):
 
 
 @pytest.mark.broker
+def test_the_jvm_unpacks_native_libraries_inside_the_cluster_directory(kafka_broker):
+    # lz4-java unpacks its native library into java.io.tmpdir and deletes it only when the
+    # JVM exits cleanly; close() kills the nodes, so outside the cluster's directory
+    # (deleted by close()) every killed node would leave one behind in /tmp.
+    from kafkawire import Producer
+
+    topic = f"fixture-lz4-{uuid.uuid4().hex[:8]}"
+    with Producer(bootstrap_servers=kafka_broker.bootstrap, compression_type="lz4") as p:
+        p.send(topic, b"x" * 1000).result(timeout=30)  # the broker decompresses it to validate
+    node_tmp = os.path.join(kafka_broker.nodes[0].directory, "tmp")
+    assert any(name.startswith("liblz4-java") for name in os.listdir(node_tmp)), os.listdir(node_tmp)
+    assert os.path.commonpath([node_tmp, kafka_broker.directory]) == kafka_broker.directory
+
+
+@pytest.mark.broker
 def test_a_port_taken_before_its_node_binds_it_is_chosen_again(monkeypatch):
     # Another process (a parallel test run, or a client connection's own port) may take a
     # chosen port before the JVM binds it: the cluster starts again on new ones.

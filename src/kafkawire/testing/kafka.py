@@ -244,7 +244,10 @@ class KafkaNode(ChildProcess):
 
     def command(self) -> list[str]:
         c = self.cluster
-        return [java_binary(), *c.jvm_options,
+        # java.io.tmpdir inside the node's directory: lz4-java unpacks its native library
+        # there and deletes it only at a clean JVM exit, so a killed node would leave one
+        # in /tmp each time; close() deletes this directory.  jvm_options can override it.
+        return [java_binary(), f"-Djava.io.tmpdir={os.path.join(self.directory, 'tmp')}", *c.jvm_options,
                 f"-Dlog4j2.configurationFile={c.log4j_file}",
                 f"-Dkafka.logs.dir={os.path.join(self.directory, 'logs')}",
                 "-cp", os.path.join(c.libs, "*"), "kafka.Kafka", self.properties_file]
@@ -500,7 +503,8 @@ class KafkaCluster(Lifecycle):
         return props
 
     def _write_node(self, node: KafkaNode) -> None:
-        os.makedirs(os.path.join(node.directory, "logs"), exist_ok=True)
+        for sub in ("logs", "tmp"):
+            os.makedirs(os.path.join(node.directory, sub), exist_ok=True)
         with open(node.properties_file, "w", encoding="ascii") as f:
             for key, value in self._server_properties(node).items():
                 f.write(f"{key}={_java_property(value)}\n")
