@@ -73,6 +73,7 @@ def test_a_cancelled_poll_leaves_the_consumer_working_and_no_task_behind(kafka_b
     assert left == []
 
 
+@pytest.mark.deadlines
 def test_every_await_keeps_its_deadline_with_the_broker_gone(tansu_broker_factory):
     broker = tansu_broker_factory()
     topic = _fill(broker.bootstrap, 5)

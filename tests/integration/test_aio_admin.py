@@ -199,6 +199,7 @@ def test_every_call_has_a_deadline(kafka_broker):
         silent.close()
 
 
+@pytest.mark.deadlines
 def test_every_call_ends_at_its_deadline_with_every_broker_stopped(tansu_broker_factory):
     broker = tansu_broker_factory()
     topic, group = unique_name("aio-down"), unique_name("g-aio-down")

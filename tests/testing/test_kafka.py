@@ -125,6 +125,7 @@ def test_the_jvm_unpacks_native_libraries_inside_the_cluster_directory(kafka_bro
 
 
 @pytest.mark.broker
+@pytest.mark.kafka  # a KafkaCluster of its own, not a fixture's: the fixtures' marker by hand
 def test_a_port_taken_before_its_node_binds_it_is_chosen_again(monkeypatch):
     # Another process (a parallel test run, or a client connection's own port) may take a
     # chosen port before the JVM binds it: the cluster starts again on new ones.
