@@ -14,7 +14,9 @@ $(STAMP): pyproject.toml setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip setuptools wheel
 	$(PY) -m pip install --quiet Cython
-	$(PY) -m pip install --quiet --no-build-isolation -e '.[test,bench,arrow,broker,spark]'
+	# No extensions here: `build` compiles them in place next (an editable install's own
+	# build lands where build_ext does not look, so it compiled everything twice).
+	KAFKAWIRE_NO_EXTENSION=1 $(PY) -m pip install --quiet --no-build-isolation -e '.[test,bench,arrow,broker,spark]'
 	touch $(STAMP)
 
 venv: $(STAMP)
