@@ -156,13 +156,14 @@ def log_of(bootstrap: str, topic: str, partition: int) -> list[tuple]:
 
 
 def runs_of(log: list[tuple]) -> list[tuple]:
-    """``log`` with neighbouring data batches of one producer epoch merged (how records
-    were split into batches is the producer's business, not what the test checks)."""
+    """``log`` (base offset, then what describes the batch, then its values or marker
+    last) with neighbouring data batches alike in all but offset merged: how records were
+    split into batches is the producer's business (and its timing's), not what a test checks."""
     out: list[tuple] = []
     for entry in log:
         prev = out[-1] if out else None
-        if prev and isinstance(entry[4], list) and isinstance(prev[4], list) and prev[1:4] == entry[1:4]:
-            out[-1] = (*prev[:4], prev[4] + entry[4])
+        if prev and isinstance(entry[-1], list) and isinstance(prev[-1], list) and prev[1:-1] == entry[1:-1]:
+            out[-1] = (*prev[:-1], prev[-1] + entry[-1])
         else:
             out.append(entry)
     return out
