@@ -10,12 +10,12 @@ export KAFKAWIRE_REQUIRE_EXTENSION := 1
 
 all: test
 
+# The editable install builds no extension: `build` compiles them in place next (the
+# install's own build lands where build_ext does not look, so both compiled everything).
 $(STAMP): pyproject.toml setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip setuptools wheel
 	$(PY) -m pip install --quiet Cython
-	# No extensions here: `build` compiles them in place next (an editable install's own
-	# build lands where build_ext does not look, so it compiled everything twice).
 	KAFKAWIRE_NO_EXTENSION=1 $(PY) -m pip install --quiet --no-build-isolation -e '.[test,bench,arrow,broker,spark]'
 	touch $(STAMP)
 
