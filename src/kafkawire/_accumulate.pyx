@@ -84,7 +84,7 @@ cdef inline unsigned char* _put_span(unsigned char* o, const unsigned char* p,
     if n < 0:
         o[0] = 1  # zigzag(-1)
         return o + 1
-    o = _put_uvarint(o, <uint64_t>n << 1)
+    o = _put_uvar(o, <uint64_t>n << 1)
     memcpy(o, p, n)
     return o + n
 
@@ -242,20 +242,20 @@ cdef class Batch:
         elif kw_sub_overflow(ts, self.base_ts, &delta):
             raise _errors.encode_error(
                 f"record {self.n}: timestampDelta {ts - self.base_ts} out of range for varlong")
-        body = 1 + _uvarint_size(_zz64(delta)) + _uvarint_size(<uint64_t>self.n << 1)
-        body += 1 if kn < 0 else _uvarint_size(<uint64_t>kn << 1) + kn
-        body += 1 if vn < 0 else _uvarint_size(<uint64_t>vn << 1) + vn
+        body = 1 + _size_uvar(_zz64(delta)) + _size_uvar(<uint64_t>self.n << 1)
+        body += 1 if kn < 0 else _size_uvar(<uint64_t>kn << 1) + kn
+        body += 1 if vn < 0 else _size_uvar(<uint64_t>vn << 1) + vn
         if headers is not None:
             nh = len(headers)
             for h in headers:
                 hk = len(h[0])
-                body += _uvarint_size(<uint64_t>hk << 1) + hk
+                body += _size_uvar(<uint64_t>hk << 1) + hk
                 if h[1] is None:
                     body += 1
                 else:
                     hv = len(h[1])
-                    body += _uvarint_size(<uint64_t>hv << 1) + hv
-        body += _uvarint_size(<uint64_t>nh << 1)
+                    body += _size_uvar(<uint64_t>hv << 1) + hv
+        body += _size_uvar(<uint64_t>nh << 1)
         if body > 2147483647:
             raise _errors.encode_error(f"record {self.n}: {body} bytes is larger than a record can be")
         need = self.used + body + 5
@@ -267,13 +267,13 @@ cdef class Batch:
             self.buf = grown
             self.cap = need
         o = self.buf + self.used
-        o = _put_uvarint(o, <uint64_t>body << 1)
+        o = _put_uvar(o, <uint64_t>body << 1)
         o[0] = 0  # record attributes: unused, always 0
-        o = _put_uvarint(o + 1, _zz64(delta))
-        o = _put_uvarint(o, <uint64_t>self.n << 1)
+        o = _put_uvar(o + 1, _zz64(delta))
+        o = _put_uvar(o, <uint64_t>self.n << 1)
         o = _put_span(o, k, kn)
         o = _put_span(o, v, vn)
-        o = _put_uvarint(o, <uint64_t>nh << 1)
+        o = _put_uvar(o, <uint64_t>nh << 1)
         if nh:
             for h in headers:
                 o = _put_object(o, h[0])

@@ -12,31 +12,10 @@ def alloc_buffer(Py_ssize_t size):
 
 
 # ---------------------------------------------------------------------------------------
-# big-endian loads/stores and varints (no bounds checks: callers check first)
+# big-endian loads/stores and varints (_wire.pxi; no bounds checks: callers check first)
 # ---------------------------------------------------------------------------------------
 
-cdef inline uint16_t _be16(cptr p) noexcept nogil:
-    return <uint16_t>((<uint16_t>p[0] << 8) | p[1])
-
-cdef inline uint32_t _be32(cptr p) noexcept nogil:
-    return (<uint32_t>p[0] << 24) | (<uint32_t>p[1] << 16) | (<uint32_t>p[2] << 8) | <uint32_t>p[3]
-
-cdef inline uint64_t _be64(cptr p) noexcept nogil:
-    return (<uint64_t>_be32(p) << 32) | <uint64_t>_be32(p + 4)
-
-cdef inline void _put16(unsigned char* p, uint16_t v) noexcept nogil:
-    p[0] = <unsigned char>(v >> 8)
-    p[1] = <unsigned char>v
-
-cdef inline void _put32(unsigned char* p, uint32_t v) noexcept nogil:
-    p[0] = <unsigned char>(v >> 24)
-    p[1] = <unsigned char>(v >> 16)
-    p[2] = <unsigned char>(v >> 8)
-    p[3] = <unsigned char>v
-
-cdef inline void _put64(unsigned char* p, uint64_t v) noexcept nogil:
-    _put32(p, <uint32_t>(v >> 32))
-    _put32(p + 4, <uint32_t>v)
+include "_wire.pxi"
 
 # Varint readers return 0 when fine, 1 when the buffer ends first, 2 when too long.
 DEF VAR_OK = 0
@@ -55,23 +34,8 @@ cdef inline int64_t _zz64(uint64_t u) noexcept nogil:
     return <int64_t>((u >> 1) ^ (0 - (u & 1)))
 
 
-cdef inline int _size_uvar(uint64_t v) noexcept nogil:
-    cdef int n = 1
-    while v >= 0x80:
-        v >>= 7
-        n += 1
-    return n
-
 cdef inline int _size_var(int64_t v) noexcept nogil:
     return _size_uvar((<uint64_t>v << 1) ^ <uint64_t>(v >> 63))
-
-cdef inline unsigned char* _put_uvar(unsigned char* p, uint64_t v) noexcept nogil:
-    while v >= 0x80:
-        p[0] = <unsigned char>(v | 0x80)
-        p += 1
-        v >>= 7
-    p[0] = <unsigned char>v
-    return p + 1
 
 cdef inline unsigned char* _put_var(unsigned char* p, int64_t v) noexcept nogil:
     return _put_uvar(p, (<uint64_t>v << 1) ^ <uint64_t>(v >> 63))

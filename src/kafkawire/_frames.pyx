@@ -74,9 +74,9 @@ def produce_frame(request, int version, int32_t correlation_id, bytes header_tai
     # count, index, the records' length
     head_len = 8 + PyBytes_GET_SIZE(header_tail) + 6 + 4
     if flexible:
-        head_len += (_uvarint_size(<uint64_t>(tx_len + 1)) + (tx_len if tx_len > 0 else 0) + 1
-                     + _uvarint_size(<uint64_t>(name_len + 1)) + name_len + 1
-                     + _uvarint_size(<uint64_t>(rec_len + 1)))
+        head_len += (_size_uvar(<uint64_t>(tx_len + 1)) + (tx_len if tx_len > 0 else 0) + 1
+                     + _size_uvar(<uint64_t>(name_len + 1)) + name_len + 1
+                     + _size_uvar(<uint64_t>(rec_len + 1)))
     else:
         head_len += 2 + (tx_len if tx_len > 0 else 0) + 4 + 2 + name_len + 4 + 4
     size = head_len + rec_len + (3 if flexible else 0)
@@ -92,7 +92,7 @@ def produce_frame(request, int version, int32_t correlation_id, bytes header_tai
     memcpy(o, PyBytes_AS_STRING(header_tail), PyBytes_GET_SIZE(header_tail))
     o += PyBytes_GET_SIZE(header_tail)
     if flexible:
-        o = _put_uvarint(o, <uint64_t>(tx_len + 1))  # 0: null
+        o = _put_uvar(o, <uint64_t>(tx_len + 1))  # 0: null
     else:
         _put16(o, <uint16_t>tx_len)  # -1: null
         o += 2
@@ -104,7 +104,7 @@ def produce_frame(request, int version, int32_t correlation_id, bytes header_tai
     o += 6
     if flexible:
         o[0] = 2  # one topic
-        o = _put_uvarint(o + 1, <uint64_t>(name_len + 1))
+        o = _put_uvar(o + 1, <uint64_t>(name_len + 1))
     else:
         _put32(o, 1)
         _put16(o + 4, <uint16_t>name_len)
@@ -120,7 +120,7 @@ def produce_frame(request, int version, int32_t correlation_id, bytes header_tai
     _put32(o, <uint32_t>(<int64_t>index))
     o += 4
     if flexible:
-        _put_uvarint(o, <uint64_t>(rec_len + 1))
+        _put_uvar(o, <uint64_t>(rec_len + 1))
         return [head, records, b"\0\0\0"]  # the partition's, topic's and request's tags
     _put32(o, <uint32_t>rec_len)
     return [head, records]
@@ -138,7 +138,7 @@ cdef Py_ssize_t _body_at(data, int64_t correlation_id, bint flexible):
         return -1
     d = <const unsigned char*>PyBytes_AS_STRING(data)
     n = PyBytes_GET_SIZE(data)
-    if n < 8 or _get32(d) != <uint64_t>(n - 4) or <int32_t>_get32(d + 4) != correlation_id:
+    if n < 8 or _be32(d) != <uint64_t>(n - 4) or <int32_t>_be32(d + 4) != correlation_id:
         return -1
     if not flexible:
         return 8
@@ -178,14 +178,14 @@ def produce_answer(data, int64_t correlation_id, int version):
             return None
         pos += 1
     else:
-        if n < 14 or _get32(d + 8) != 1:
+        if n < 14 or _be32(d + 8) != 1:
             return None
-        name_len = <int16_t>((d[12] << 8) | d[13])
+        name_len = <int16_t>_be16(d + 12)
         if name_len < 0:
             return None
         name_at = 14
         pos = name_at + name_len
-        if pos + 4 > n or _get32(d + pos) != 1:
+        if pos + 4 > n or _be32(d + pos) != 1:
             return None
         pos += 4
     # index, error_code, base_offset, log_append_time_ms[, log_start_offset (v5+)][, the
@@ -196,10 +196,10 @@ def produce_answer(data, int64_t correlation_id, int version):
         return None
     q = pos + 22
     if version >= 5:
-        log_start = _get64(d + q)
+        log_start = <int64_t>_be64(d + q)
         q += 8
     if version == 8:
-        if _get32(d + q) != 0 or d[q + 4] != 0xFF or d[q + 5] != 0xFF:
+        if _be32(d + q) != 0 or d[q + 4] != 0xFF or d[q + 5] != 0xFF:
             return None
         q += 6
     if flexible:
@@ -216,10 +216,10 @@ def produce_answer(data, int64_t correlation_id, int version):
             _p._TopicResponse, _p._PartitionResponse, _p._LeaderIdAndEpoch)
         _Response = _p._Response
     p = _PartitionResponse.__new__(_PartitionResponse)
-    p.index = <int32_t>_get32(d + pos)
-    p.error_code = <int16_t>((d[pos + 4] << 8) | d[pos + 5])
-    p.base_offset = _get64(d + pos + 6)
-    p.log_append_time_ms = _get64(d + pos + 14)
+    p.index = <int32_t>_be32(d + pos)
+    p.error_code = <int16_t>_be16(d + pos + 4)
+    p.base_offset = <int64_t>_be64(d + pos + 6)
+    p.log_append_time_ms = <int64_t>_be64(d + pos + 14)
     p.log_start_offset = log_start
     p.record_errors = []
     p.error_message = None
@@ -230,7 +230,7 @@ def produce_answer(data, int64_t correlation_id, int version):
     t.partition_responses = [p]
     r = _Response.__new__(_Response)
     r.responses = [t]
-    r.throttle_time_ms = <int32_t>_get32(d + q)
+    r.throttle_time_ms = <int32_t>_be32(d + q)
     r.node_endpoints = []
     return r
 
@@ -254,7 +254,7 @@ cdef inline int64_t _count(const unsigned char* d, Py_ssize_t* pos, Py_ssize_t n
     if not flexible:
         if n - pos[0] < 4:
             return BAD
-        v = _get32(d + pos[0])
+        v = _be32(d + pos[0])
         pos[0] += 4
         return <int32_t>v
     while True:  # an unsigned varint: the count plus one
@@ -316,14 +316,14 @@ cdef object _fetch_decode(const unsigned char* d, Py_ssize_t pos, Py_ssize_t n, 
     if version >= 7:  # throttle_time_ms, error_code, session_id
         if n - pos < 10:
             return None
-        r.throttle_time_ms = <int32_t>_get32(d + pos)
-        r.error_code = <int16_t>((d[pos + 4] << 8) | d[pos + 5])
-        r.session_id = <int32_t>_get32(d + pos + 6)
+        r.throttle_time_ms = <int32_t>_be32(d + pos)
+        r.error_code = <int16_t>_be16(d + pos + 4)
+        r.session_id = <int32_t>_be32(d + pos + 6)
         pos += 10
     else:
         if n - pos < 4:
             return None
-        r.throttle_time_ms = <int32_t>_get32(d + pos)
+        r.throttle_time_ms = <int32_t>_be32(d + pos)
         r.error_code = r.session_id = 0
         pos += 4
     topics = _count(d, &pos, n, flexible)
@@ -344,7 +344,7 @@ cdef object _fetch_decode(const unsigned char* d, Py_ssize_t pos, Py_ssize_t n, 
             elif n - pos < 2:
                 return None
             else:
-                size = <int16_t>((d[pos] << 8) | d[pos + 1])
+                size = <int16_t>_be16(d + pos)
                 pos += 2
             if not 0 <= size <= n - pos:
                 return None
@@ -363,13 +363,13 @@ cdef object _fetch_decode(const unsigned char* d, Py_ssize_t pos, Py_ssize_t n, 
             if n - pos < (30 if version >= 5 else 22):
                 return None
             p = _FetchPartition.__new__(_FetchPartition)
-            p.partition_index = <int32_t>_get32(d + pos)
-            p.error_code = <int16_t>((d[pos + 4] << 8) | d[pos + 5])
-            p.high_watermark = _get64(d + pos + 6)
-            p.last_stable_offset = _get64(d + pos + 14)
+            p.partition_index = <int32_t>_be32(d + pos)
+            p.error_code = <int16_t>_be16(d + pos + 4)
+            p.high_watermark = <int64_t>_be64(d + pos + 6)
+            p.last_stable_offset = <int64_t>_be64(d + pos + 14)
             pos += 22
             if version >= 5:
-                p.log_start_offset = _get64(d + pos)
+                p.log_start_offset = <int64_t>_be64(d + pos)
                 pos += 8
             else:
                 p.log_start_offset = -1
@@ -386,8 +386,8 @@ cdef object _fetch_decode(const unsigned char* d, Py_ssize_t pos, Py_ssize_t n, 
                     if n - pos < (17 if flexible else 16):
                         return None
                     a = _Aborted.__new__(_Aborted)
-                    a.producer_id = _get64(d + pos)
-                    a.first_offset = _get64(d + pos + 8)
+                    a.producer_id = <int64_t>_be64(d + pos)
+                    a.first_offset = <int64_t>_be64(d + pos + 8)
                     pos += 16
                     if flexible:
                         if d[pos] != 0:
@@ -397,7 +397,7 @@ cdef object _fetch_decode(const unsigned char* d, Py_ssize_t pos, Py_ssize_t n, 
             if version >= 11:
                 if n - pos < 4:
                     return None
-                p.preferred_read_replica = <int32_t>_get32(d + pos)
+                p.preferred_read_replica = <int32_t>_be32(d + pos)
                 pos += 4
             else:
                 p.preferred_read_replica = -1
