@@ -10,7 +10,7 @@ from typing import Any
 
 from kafkawire import errors
 from kafkawire.protocol.fetch_response import decode_fetch_response
-from kafkawire.protocol.producer import _decode_one, _encode_one
+from kafkawire.protocol.producer import _decode_one, _encode_one, frame_produce
 
 IMPLEMENTATION = "python"
 
@@ -49,9 +49,6 @@ def produce_answer(data: Any, correlation_id: int, version: int) -> Any:
         return None
 
 
-_PRODUCE_HEAD = struct.Struct(">ihhi")  # frame size, api key (Produce: 0), version, correlation id
-
-
 def produce_frame(request: Any, version: int, correlation_id: int, header_tail: bytes) -> list[Any] | None:
     """The framed Produce ``request`` for one partition of one topic; None for anything
     else (the general writer's).  See kafkawire._frames.produce_frame."""
@@ -63,12 +60,7 @@ def produce_frame(request: Any, version: int, correlation_id: int, header_tail: 
         body = _encode_one(request, topics[0], version >= 9)
     except (errors.EncodeError, struct.error, UnicodeEncodeError):
         return None  # the general writer says what is wrong
-    if body is None:
-        return None
-    size = 8 + len(header_tail) + sum(len(c) for c in body)
-    if size > 0x7FFFFFFF:
-        return None
-    return [_PRODUCE_HEAD.pack(size, 0, version, correlation_id) + header_tail + body[0], *body[1:]]
+    return None if body is None else frame_produce(correlation_id, version, header_tail, body)[1]
 
 
 def fetch_answer(data: Any, correlation_id: int, version: int) -> Any:

@@ -56,7 +56,7 @@ from kafkawire.codec import alloc_buffer
 from kafkawire.protocol import apis
 from kafkawire.protocol.api import Api, ApiVersionError
 from kafkawire.protocol.headers import decode_response_header, encode_request_header
-from kafkawire.protocol.producer import decode_produce_response, encode_produce
+from kafkawire.protocol.producer import decode_produce_response, encode_produce, frame_produce
 from kafkawire.protocol.schema import Struct, Writer, decode
 
 __all__ = [
@@ -76,7 +76,6 @@ UNSUPPORTED_VERSION = 35
 
 _I32 = struct.Struct(">i")
 _I16 = struct.Struct(">h")
-_PRODUCE_HEAD = struct.Struct(">ihhi")  # frame size, api key, version, correlation id
 _PRODUCE_API = apis.get("Produce")
 _FETCH_API = apis.get("Fetch")
 # A lone Produce request framed, and Produce and Fetch answers read, in one call each.
@@ -409,15 +408,14 @@ class Connection:
                        expects_response: bool) -> list[Any]:
         # Produce, the producer's per-request path: written directly (protocol/producer.py).
         tail = self._header_tails.get(version) or self._header_tail(version)
-        size = 8 + len(tail) + sum(len(c) if type(c) is bytes else memoryview(c).nbytes for c in body)
-        if size > _MAX_CORRELATION_ID:
+        size, chunks = frame_produce(correlation_id, version, tail, body)
+        if chunks is None:
             raise errors.encode_error(f"{_PRODUCE_API.name} request of {size} bytes is too large to frame")
         if expects_response:
             self._pending.append((correlation_id, _PRODUCE_API, version))
         else:
             self._unanswered.append(correlation_id)
-        # body[0]: the fields before any records
-        return [_PRODUCE_HEAD.pack(size, 0, version, correlation_id) + tail + body[0], *body[1:]]
+        return chunks
 
     # -- receiving ------------------------------------------------------------------------
 

@@ -26,7 +26,7 @@ from kafkawire.protocol import apis
 from kafkawire.protocol.metadata import check_partition_in_range
 from kafkawire.protocol.schema import _length, _put_string, _put_uvarint, _read_string
 
-__all__ = ["NEED_COUNT", "NEED_FRESH_COUNT", "partition_check", "produce_request", "encode_produce",
+__all__ = ["NEED_COUNT", "NEED_FRESH_COUNT", "partition_check", "produce_request", "encode_produce", "frame_produce",
            "decode_produce_response", "FIRST_VERSION"]
 
 PRODUCE = apis.get("Produce")
@@ -106,6 +106,23 @@ def produce_request(transactional_id: str | None, acks: int, timeout_ms: int,
     r.timeout_ms = timeout_ms
     r.topic_data = topic_data
     return r
+
+
+_FRAME_HEAD = struct.Struct(">ihhi")  # frame size, api key (Produce: 0), version, correlation id
+_MAX_FRAME = 2**31 - 1
+
+
+def frame_produce(correlation_id: int, version: int, header_tail: bytes, body: list[Any]
+                  ) -> tuple[int, list[Any] | None]:
+    """The Produce request ``body`` (:func:`encode_produce`'s chunks) framed for the wire:
+    (the frame's size, its chunks), the size prefix and request header (``header_tail``:
+    the header after the correlation id) joined to the first chunk and the records as
+    they are.  No chunks (None) for a frame too large for its size prefix."""
+    size = 8 + len(header_tail) + sum(len(c) if type(c) is bytes else memoryview(c).nbytes for c in body)
+    if size > _MAX_FRAME:
+        return size, None
+    # body[0]: the fields before any records
+    return size, [_FRAME_HEAD.pack(size, 0, version, correlation_id) + header_tail + body[0], *body[1:]]
 
 
 def encode_produce(request: Any, version: int) -> list[Any] | None:
