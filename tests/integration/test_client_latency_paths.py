@@ -1,8 +1,8 @@
 """The producer's latency paths keep every record, in order (issue 23).
 
 While the sync producer's sender thread is parked (nothing in flight, nothing queued), a
-caller writes its Produce request itself and, waiting on the record, reads the answer
-itself; a callback, a second caller or a full connection hands the work back to the
+caller writes its Produce request itself (a lone record's before its batch is booked)
+and, waiting on the record, reads the answer itself; a callback, a second caller or a full connection hands the work back to the
 sender.  The asyncio producer writes a due batch from send() and takes the answer
 through a callback, with no task per request.
 """
@@ -16,6 +16,7 @@ import pytest
 from topics import create_topic
 
 from kafkawire.aio import AsyncProducer
+from kafkawire.client.conn import BrokerConnection
 from kafkawire.client.consumer import Consumer
 from kafkawire.client.producer import Producer
 
@@ -52,15 +53,76 @@ def test_one_record_at_a_time_goes_without_the_sender_thread(modern_broker):
         p.send(topic, b"warm", partition=0).result(30)
         passes = _count_calls(p, "_run_once")
         collects = _count_calls(p._acc, "collect")
+        lone = _count_calls(p._acc, "lone_request")
         metas = [p.send(topic, b"v%d" % i, partition=0).result(10) for i in range(n)]
         # The sender looks in on its park timer only (0.1 s), not once per record; and
-        # the caller sends its lone batch without a look at every partition (due_alone).
+        # the caller sends its lone batch without a look at every partition (lone_request).
         assert passes[0] < n / 2, passes[0]
         assert collects[0] < n / 2, collects[0]
+        assert lone[0] > n / 2, lone[0]
         assert p.metrics()["incomplete_batches"] == 0
     assert [m.offset for m in metas] == list(range(1, n + 1))
     got = _offsets(modern_broker.bootstrap, topic, n + 1)
     assert [v for _p, _o, v in got] == [b"warm"] + [b"v%d" % i for i in range(n)]
+
+
+@pytest.mark.broker
+def test_a_lone_record_is_written_before_its_batch_is_booked(modern_broker, monkeypatch):
+    # The default producer (acks=all, idempotent).  A second thread's send() comes
+    # between the lone record's write and its booking: its batch, queued meanwhile but
+    # sent after, must stand behind the lone one in the partition's queue.
+    topic = create_topic(modern_broker.bootstrap, "lone")
+    steps: list = []
+    others: list = []
+    queue: list = []
+    with Producer(bootstrap_servers=modern_broker.bootstrap, linger_ms=0) as p:
+        p.send(topic, b"warm", partition=0).result(30)
+        acc = p._acc
+        write = BrokerConnection.write_produce
+        lone_request, book_lone = acc.lone_request, acc.book_lone
+
+        def on_write(conn, request, version):
+            written = write(conn, request, version)
+            steps.append("write")
+            if not others:
+                t = threading.Thread(target=lambda: others.append(p.send(topic, b"other", partition=0)))
+                t.start()
+                t.join(10)
+            return written
+
+        def on_request(*args):
+            steps.append("request")
+            return lone_request(*args)
+
+        def on_book(b):
+            steps.append("book")
+            book_lone(b)
+            queue.append((b, list(acc.batches[(topic, 0)])))
+
+        monkeypatch.setattr(BrokerConnection, "write_produce", on_write)
+        monkeypatch.setattr(acc, "lone_request", on_request)
+        monkeypatch.setattr(acc, "book_lone", on_book)
+        lone = p.send(topic, b"lone", partition=0)
+        assert steps == ["request", "write", "book"]
+        assert len(others) == 1
+        b, queued = queue[0]
+        assert len(queued) == 2 and queued[0] is b  # the other thread's batch behind it
+        assert lone.result(30).offset == 1 and others[0].result(30).offset == 2
+        assert p.metrics()["producer_id"] >= 0
+    got = _offsets(modern_broker.bootstrap, topic, 3)
+    assert [v for _p, _o, v in got] == [b"warm", b"lone", b"other"]
+
+
+@pytest.mark.broker
+def test_acks_zero_one_record_at_a_time(kafka_broker):
+    # No answer comes: each record resolves once its request is written.  (Kafka only:
+    # Tansu 0.6 drops the acks=0 requests it has not handled when the connection closes.)
+    topic = create_topic(kafka_broker.bootstrap, "acks0-serial")
+    with Producer(bootstrap_servers=kafka_broker.bootstrap, linger_ms=0, acks=0) as p:
+        metas = [p.send(topic, b"z%d" % i, partition=0).result(5) for i in range(20)]
+    assert [m.offset for m in metas] == [-1] * 20
+    got = _offsets(kafka_broker.bootstrap, topic, 20)
+    assert [v for _p, _o, v in got] == [b"z%d" % i for i in range(20)]
 
 
 @pytest.mark.broker
@@ -139,10 +201,12 @@ def test_asyncio_one_record_at_a_time_and_with_callbacks(modern_broker):
         async with AsyncProducer(bootstrap_servers=modern_broker.bootstrap, linger_ms=0) as p:
             await (await p.send(topic, b"warm", partition=0))
             collects = _count_calls(p._acc, "collect")
+            lone = _count_calls(p._acc, "lone_request")
             metas = [await (await p.send(topic, b"a%d" % i, partition=0)) for i in range(100)]
-            # A lone batch goes without a look at every partition (due_alone), as in the
-            # sync producer; the sender task's own passes still collect.
+            # A lone record goes without a look at every partition (lone_request), as in
+            # the sync producer; the sender task's own passes still collect.
             assert collects[0] < 50, collects[0]
+            assert lone[0] > 50, lone[0]
             for i in range(30):
                 (await p.send(topic, b"b%d" % i, partition=0)).add_callback(
                     lambda meta, exc: seen.append(exc or meta.offset))

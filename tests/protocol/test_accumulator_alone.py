@@ -1,11 +1,15 @@
 """Accumulator.due_alone (no I/O): the shortcut a record sent one at a time takes past
-collect() names a leader only when collect() itself would send that batch, alone, now."""
+collect() names a leader only when collect() itself would send that batch, alone, now.
+Accumulator.lone_request and book_lone: a record sent while nothing else is pending makes
+the request, and leaves the accumulator, as append and produce_request would."""
 
 from __future__ import annotations
 
 from kafkawire.client.config import Config
 from kafkawire.client.future import Future
+from kafkawire.protocol import apis
 from kafkawire.protocol.accumulator import Accumulator
+from kafkawire.protocol.producer import encode_produce
 
 RECORD = (None, b"v" * 100, 1000)
 
@@ -62,3 +66,60 @@ def test_anything_collect_would_judge_otherwise_is_left_to_it():
     leaderless = accumulator()
     b = append(leaderless)
     assert leaderless.due_alone(b, 0.0, lambda t, p: None) is None
+
+
+def given_id(acc, pid=7, epoch=0):
+    init = apis.get("InitProducerId")
+    acc.identity.apply_init(init.Response(error_code=0, producer_id=pid, producer_epoch=epoch), None, 0.0, "b1")
+
+
+def acknowledge(acc, b, offset):
+    produce = apis.get("Produce")
+    parts = produce.Response.TopicProduceResponse
+    answer = produce.Response(responses=[parts(name=b.topic, partition_responses=[
+        parts.PartitionProduceResponse(index=b.partition, error_code=0, base_offset=offset)])])
+    done, _refresh = acc.settle([b], answer, None, "b1", 1.0, False)
+    for batch, result in done:
+        acc.release(batch)
+        batch.future.set_result(result)
+
+
+def state(acc):
+    return (acc.used_memory, {tp: [b.sequence for b in q] for tp, q in acc.batches.items()},
+            sorted((b.topic, b.partition, b.size, b.reserved, b.attempts, b.in_flight, b.full, b.sequence)
+                   for b in acc.incomplete))
+
+
+def test_a_lone_record_makes_the_request_and_the_bookkeeping_append_would():
+    for idempotent in (False, True):
+        general, lone = accumulator(enable_idempotence=idempotent), accumulator(enable_idempotence=idempotent)
+        for acc in (general, lone):
+            if idempotent:
+                given_id(acc)
+        for i in range(3):  # one at a time: the idempotent sequence goes on from each to the next
+            b = append(general, now=1.0)
+            general.close_open(b)
+            expected, carried, _rest, _failed = general.produce_request([b], 9, 1.0)
+            made, request = lone.lone_request("t", 0, RECORD, 130, 1.0, 9)
+            lone.book_lone(made)
+            assert b"".join(encode_produce(request, 9)) == b"".join(encode_produce(expected, 9))
+            assert state(lone) == state(general)
+            assert made.sequence == (i if idempotent else -1)
+            for acc, batch in ((general, b), (lone, made)):
+                acknowledge(acc, batch, offset=i)
+                assert batch.future.result(0) == (i, -1) and state(acc) == (0, {}, [])
+
+
+def test_a_batch_queued_while_a_lone_one_was_written_stands_behind_it():
+    acc = accumulator()
+    made, _request = acc.lone_request("t", 0, RECORD, 130, 0.0, 9)
+    other = append(acc)  # another thread's send() before the lone batch is booked
+    acc.book_lone(made)
+    assert list(acc.batches[("t", 0)]) == [made, other]
+    assert acc.collect(0.0, leader_one, flushing=False)[0] == {1: [other]}
+
+
+def test_a_lone_record_waits_for_a_producer_id_on_the_general_path():
+    acc = accumulator(enable_idempotence=True)
+    assert acc.lone_request("t", 0, RECORD, 130, 0.0, 9) is None
+    assert state(acc) == (0, {}, [])

@@ -263,6 +263,12 @@ class AsyncProducer:
                 await self._check_partition(topic, partition)
         meta.interest.add(topic)
         record = (key, value, timestamp, headers) if headers else (key, value, timestamp)
+        if not acc.incomplete and self._linger == 0 and self._expects_answer and self._txn is None:
+            fut = self._send_lone(topic, partition, record, size)
+            if fut is not None:
+                if sticky:
+                    self._sticky.batch_done(topic, partition, await self._num_partitions(topic))
+                return fut
         tp = (topic, partition)
         reserve = acc.admit(tp, size)
         if reserve and not acc.has_room(reserve):
@@ -463,6 +469,35 @@ class AsyncProducer:
         self._space_freed()
         self._send_produce(node, conn, [b], now)
         return True
+
+    def _send_lone(self, topic: str, partition: int, record: tuple, size: int) -> AsyncRecordFuture | None:
+        """Send ``record`` as a batch of its own, when nothing else is pending (one record
+        at a time, linger_ms=0, an answer to wait for, not transactional): its request is
+        written first and the batch booked after, as the sync producer's _send_lone does
+        (here nothing can read the answer before send() returns to the loop).  None: the
+        general path's (append, then _send_alone or the sender task)."""
+        cluster = self.cluster
+        node = cluster.leader_for(topic, partition)
+        conn = None if node is None else cluster.ready_connection(node)
+        if conn is None or self._in_flight.get(node, 0) >= self._max_in_flight:
+            return None
+        try:
+            version = conn.version_for(PRODUCE)
+        except Exception:  # noqa: BLE001 - no version in common: the general path fails the record
+            return None
+        acc = self._acc
+        made = acc.lone_request(topic, partition, record, size, self._now(), version)
+        if made is None:
+            return None
+        b, request = made
+        sent = [b]
+        written = conn.send_nowait(PRODUCE, request, version, on_answer=self._settle, args=(node, conn, sent))
+        acc.book_lone(b)
+        self._in_flight[node] = self._in_flight.get(node, 0) + 1
+        self._batches_in_flight += 1
+        if not written:  # a re-login due: the awaited way
+            self._spawn(self._exchange(node, conn, request, version, sent))
+        return AsyncRecordFuture((b, 0, record[2]))
 
     def _space_freed(self) -> None:
         # Wake the send() calls waiting for room if closing batches for sending gave

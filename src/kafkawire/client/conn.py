@@ -629,23 +629,45 @@ class BrokerConnection:
         consumer's fetches (issue 23)."""
         self._send_answered(api, request, version, on_answer, timeout)
 
-    def _send_answered(self, api: Api, request: Any, version: int,
-                       on_answer: Callable[[Any, BaseException | None], Any], timeout: float | None) -> None:
-        now = time.monotonic()
+    def write_produce(self, request: Any, version: int) -> bool:
+        """Write a producer's Produce ``request`` (one that gets an answer) at ``version``
+        now, and nothing else: :meth:`expect_answer` lists its answer next, before anything
+        polls this connection.  What the caller does in between runs while the request is
+        on its way (a producer books its batch there: issue 23).  False, with nothing
+        written, when the connection is not ready for it (being set up, or holding
+        requests for a re-authentication): :meth:`send_produce` then takes it."""
         proto = self.protocol
+        if self.state != READY or proto is None or relogin_holds(self._reauth, self._reauth_at, time.monotonic()):
+            return False
+        self._write(proto.send_produce(request, version))
+        return True
+
+    def expect_answer(self, on_answer: Callable[[Any, BaseException | None], Any],
+                      timeout: float | None = None) -> None:
+        """List the answer to the request just written (:meth:`write_produce`):
+        ``on_answer`` runs as for :meth:`send_nowait`, now if that write failed (it closed
+        the connection)."""
         if timeout is None:
             timeout = self.request_timeout
-        if self.state != READY or proto is None or relogin_holds(self._reauth, self._reauth_at, now):
+        if self.state != READY:  # the write failed and closed the connection
+            on_answer(None, self.last_error or ConnectionClosedError(
+                f"writing to {self.name} failed", host=self.host, port=self.port))
+            return
+        self._futures.append(_Answer(on_answer))
+        self._deadlines.append((time.monotonic() + timeout, timeout))
+
+    def _send_answered(self, api: Api, request: Any, version: int,
+                       on_answer: Callable[[Any, BaseException | None], Any], timeout: float | None) -> None:
+        proto = self.protocol
+        if self.state != READY or proto is None or relogin_holds(self._reauth, self._reauth_at, time.monotonic()):
             fut = self.send(api, request, version, timeout=timeout)
             fut.add_done_callback(lambda f: on_answer(None, f.exception()) if f.failed()
                                   else on_answer(f.result(), None))
             return
-        chunks = proto.send_produce(request, version) if api is _PRODUCE else proto.send(api, request, version)[1]
-        # Listed first: a failed write fails it with the connection.  (send()'s way, without
-        # its Future and the closure that frames the request.)
-        self._futures.append(_Answer(on_answer))
-        self._deadlines.append((now + timeout, timeout))
-        self._write(chunks)
+        # Written first, listed after: the answer cannot come before this thread polls.
+        # (send()'s way, without its Future and the closure that frames the request.)
+        self._write(proto.send_produce(request, version) if api is _PRODUCE else proto.send(api, request, version)[1])
+        self.expect_answer(on_answer, timeout)
 
     def _send_raw(self, make: Any, due: tuple[float, float], expects_response: bool = True,
                   fut: Any = None) -> Future:

@@ -319,6 +319,16 @@ class Producer:
             if n is None or partition >= n:
                 self._check_partition(topic, partition, n, _monotonic() + self.config.max_block_ms / 1000.0)
         record = (key, value, timestamp, headers) if headers else (key, value, timestamp)
+        if self._parked and not self._incomplete and self._linger == 0 and self._acks and self._txn is None:
+            fut = self._send_lone(topic, partition, record, size)
+            if fut is not None:
+                if sticky:
+                    n = self._partition_counts.get(topic)
+                    if n:
+                        self._sticky.batch_done(topic, partition, n)
+                if callback is not None:
+                    fut.add_callback(callback)
+                return fut
         tp = (topic, partition)
         wake = kick = False
         acc = self._acc
@@ -353,6 +363,48 @@ class Producer:
         if callback is not None:
             fut.add_callback(callback)
         return fut
+
+    def _send_lone(self, topic: str, partition: int, record: tuple, size: int) -> RecordFuture | None:
+        """Send ``record`` as a batch of its own from the caller's thread, when nothing
+        else is pending and the sender is parked (one record at a time, linger_ms=0, an
+        answer to wait for: acks 1 or all; not transactional):
+        its request is written first, and the batch booked after, while the request is
+        on its way (the Accumulator's lone_request and book_lone).  None: the general
+        path's (append, then _dispatch_direct or the sender)."""
+        if not self._io.acquire(False):
+            return None
+        try:
+            if not self._parked or self._incomplete or self._closing:
+                return None  # the sender woke, or another thread's batch came first
+            cluster = self.cluster
+            leader = cluster.leader_for(topic, partition)
+            conn = None if leader is None else cluster.ready_connection(leader)
+            if conn is None or not conn.can_send():
+                return None
+            try:
+                version = conn.version_for(PRODUCE)
+            except Exception:  # noqa: BLE001 - no version in common: the general path fails the record
+                return None
+            acc = self._acc
+            made = acc.lone_request(topic, partition, record, size, _monotonic(), version)
+            if made is None:
+                return None
+            b, request = made
+            written = conn.write_produce(request, version)
+            with self._lock:
+                acc.book_lone(b)
+            sent, name = [b], conn.name
+
+            def on_answer(resp: Any, exc: BaseException | None) -> None:
+                self._on_response(resp, exc, sent, name)
+
+            if written:
+                conn.expect_answer(on_answer)
+            else:  # held for a re-authentication: sent, as any request, once it ends
+                conn.send_produce(request, version, on_answer)
+        finally:
+            self._io.release()
+        return RecordFuture((b, 0, record[2]))
 
     def _check_partition(self, topic: str, partition: int, count: int | None, deadline: float) -> None:
         """Refuse an explicit partition the topic lacks (protocol/producer.py decides),

@@ -414,6 +414,39 @@ class Accumulator:
             return None
         return leader_for(b.topic, b.partition)
 
+    def lone_request(self, topic: str, partition: int, record: tuple, size: int, now: float, version: int
+                     ) -> tuple[Batch, Any] | None:
+        """A record sent while no other batch is pending, as a batch of its own and the
+        Produce request (at ``version``) that carries it, marked in flight: the shell
+        writes the request, then books the batch (:meth:`book_lone`), so that bookkeeping
+        runs while the request is on its way (issue 23).  None: the general path's
+        (append) to take (no producer id yet, a fatal error, a record that fails to
+        encode, which append then reports).  With linger_ms=0 only: collect() would send
+        this batch at once; the caller checks that nothing is pending."""
+        ident = self.identity
+        b = Batch(topic, partition, now, now + self.delivery_timeout, self.new_future())
+        if ident is not None and not ident.may_send(b):
+            return None
+        key, value, ts, headers = _record_parts(record)
+        b.add(key, value, ts, headers)
+        b.size += size
+        b.reserved = b.size
+        b.full = True
+        request, sent, _rest, failed = self.produce_request([b], version, now)
+        return (b, request) if sent else None
+
+    def book_lone(self, b: Batch) -> None:
+        """Book ``b``, sent by :meth:`lone_request`, as append and collect would have:
+        queued first in its partition (a batch queued there since, by another thread's
+        send(), was sent after it), pending, holding its memory."""
+        tp = (b.topic, b.partition)
+        q = self.batches.get(tp)
+        if q is None:
+            q = self.batches[tp] = deque()
+        q.appendleft(b)
+        self.incomplete.add(b)
+        self.used_memory += b.reserved
+
     def init_wanted(self, now: float) -> bool:
         """Whether the shell should send ``identity.init_request`` now: no producer id
         yet, or an epoch bump that no batch in flight or of unknown outcome holds back."""
