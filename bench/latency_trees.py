@@ -1,0 +1,173 @@
+"""One record at a time, produce -> acknowledgement, for kafkawire from several source
+trees side by side with confluent-kafka: the same-run A/B of a change to the per-record
+path.  A tree before a change is a ``git worktree`` (with the compiled modules built or
+copied into its ``src/kafkawire/``).
+
+Each tree's producer runs in a child process of its own, importing kafkawire from that
+tree; confluent-kafka runs in this one.  They take turns in slices of ``--records``
+records (the order reversed every slice), each record sent and waited for before the
+next (acks=1, linger 0, 100-byte values, one partition), after ``--warmup`` seconds of
+sends that let a new broker's JIT settle:
+
+    .venv/bin/python bench/latency_trees.py --tree before=/tmp/before/src --tree after=src
+        [--client kafkawire|kafkawire.aio] [--broker kafka|tansu | --bootstrap HOST:PORT]
+        [--slices 16] [--records 500] [--warmup 20] [--markdown PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+
+import compare_latency as cl
+import latency_floor
+from report import finish
+
+_VALUE = b"x" * cl.VALUE_SIZE
+_ANSWER_WITHIN = 30.0  # seconds: a record not acknowledged by then ends the run
+
+
+def _child(client: str, bootstrap: str, topic: str) -> None:
+    """A tree's producer: for each count read from stdin, that many records one at a time,
+    their latencies (seconds) written back as one JSON line."""
+    perf = time.perf_counter
+    if client == "kafkawire":
+        from kafkawire import Producer
+
+        p = Producer(bootstrap_servers=bootstrap, acks=1, linger_ms=0)
+        for line in sys.stdin:
+            out = []
+            for _ in range(int(line)):
+                t = perf()
+                p.send(topic, _VALUE, partition=0).result(_ANSWER_WITHIN)
+                out.append(perf() - t)
+            print(json.dumps(out), flush=True)
+        p.close(10)
+        return
+
+    from kafkawire.aio import AsyncProducer
+
+    async def run() -> None:
+        loop = asyncio.get_running_loop()
+        # Its delivery timeout bounds each wait, as result()'s timeout does above.
+        async with AsyncProducer(bootstrap_servers=bootstrap, acks=1, linger_ms=0,
+                                 delivery_timeout_ms=int(_ANSWER_WITHIN * 1000)) as p:
+            while line := await loop.run_in_executor(None, sys.stdin.readline):
+                out = []
+                for _ in range(int(line)):
+                    t = perf()
+                    await (await p.send(topic, _VALUE, partition=0))  # no wait_for: a task per record
+                    out.append(perf() - t)
+                print(json.dumps(out), flush=True)
+
+    asyncio.run(run())
+
+
+class _Tree:
+    """A child process producing with kafkawire from ``src``."""
+
+    def __init__(self, client: str, src: str, bootstrap: str, topic: str):
+        env = dict(os.environ, PYTHONPATH=os.path.abspath(src))
+        self.proc = subprocess.Popen(
+            [sys.executable, os.path.abspath(__file__), "--child", client, bootstrap, topic],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+
+    def send(self, n: int) -> list[float]:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(f"{n}\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"a tree's producer exited (status {self.proc.wait(10)})")
+        return json.loads(line)
+
+    def close(self) -> None:
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+        try:
+            self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(10)
+
+
+def measure(bootstrap: str, client: str, trees: dict[str, str], slices: int, per_slice: int,
+            warmup: float) -> dict[str, list[float]]:
+    from kafkawire import Admin
+
+    admin = Admin(bootstrap_servers=bootstrap)
+    topic = cl.new_topic(admin)
+    perf = time.perf_counter
+    children = {name: _Tree(client, src, bootstrap, topic) for name, src in trees.items()}
+    confluent, confluent_close = latency_floor.confluent_one_at_a_time(bootstrap, topic)
+
+    def confluent_slice(n: int) -> list[float]:
+        out = []
+        for _ in range(n):
+            t = perf()
+            confluent()
+            out.append(perf() - t)
+        return out
+
+    sends = {name: child.send for name, child in children.items()}
+    sends["confluent-kafka"] = confluent_slice
+    lat: dict[str, list[float]] = {name: [] for name in sends}
+    try:
+        end = perf() + warmup
+        while True:
+            for send in sends.values():
+                send(cl.WARMUP * 10)
+            if perf() >= end:
+                break
+        names = list(sends)
+        for s in range(slices):
+            for name in names if s % 2 == 0 else names[::-1]:
+                lat[name] += sends[name](per_slice)
+    finally:
+        for child in children.values():
+            child.close()
+        confluent_close()
+        cl.drop_topic(admin, topic)
+        admin.close()
+    return lat
+
+
+def main() -> None:
+    if sys.argv[1:2] == ["--child"]:
+        _child(*sys.argv[2:5])
+        return
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tree", action="append", required=True, metavar="NAME=SRC",
+                        help="a row: kafkawire imported from the source tree SRC (repeat)")
+    parser.add_argument("--client", default="kafkawire", choices=("kafkawire", "kafkawire.aio"))
+    parser.add_argument("--broker", default="kafka", choices=("kafka", "tansu"))
+    parser.add_argument("--bootstrap", help="a broker already running (else one is started)")
+    parser.add_argument("--slices", type=int, default=16)
+    parser.add_argument("--records", type=int, default=500, help="records per slice per producer")
+    parser.add_argument("--warmup", type=float, default=20.0, help="seconds of sends before measuring")
+    parser.add_argument("--markdown", metavar="PATH", help="also write the table to PATH")
+    args = parser.parse_args()
+    trees = {}
+    for spec in args.tree:
+        name, sep, src = spec.partition("=")
+        if not sep or not name or not os.path.isdir(os.path.join(src, "kafkawire")):
+            parser.error(f"--tree {spec!r}: give NAME=SRC, SRC a directory holding kafkawire/")
+        trees[name] = src
+    started = time.monotonic()
+    if args.bootstrap:
+        lat = measure(args.bootstrap, args.client, trees, args.slices, args.records, args.warmup)
+    else:
+        with cl.start_broker(args.broker) as broker:
+            lat = measure(broker.bootstrap, args.client, trees, args.slices, args.records, args.warmup)
+    title = (f"{args.client}, one at a time on {args.bootstrap or args.broker}: {args.slices} "
+             f"interleaved slices of {args.records} records each")
+    finish(latency_floor.table(lat, title, floor=None), started, args.markdown)
+
+
+if __name__ == "__main__":
+    main()
