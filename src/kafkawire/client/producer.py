@@ -16,7 +16,8 @@ One record at a time (issue 23): while the sender thread has nothing to watch (n
 queued, no request in flight) it parks instead of polling, and a batch due at once
 (``linger_ms=0``, or full) is written by the caller's own send(); a caller waiting on its
 record then reads the answer itself.  No hand-off between threads, no wake-up through a
-pipe.  A callback added, a second caller, or anything the caller cannot send now goes
+pipe.  A record alone (nothing else pending) goes out before its batch is even booked:
+that bookkeeping runs while the broker works (_send_lone).  A callback added, a second caller, or anything the caller cannot send now goes
 back to the sender thread, which then does as it always does.
 
 After ``os.fork()`` (see :mod:`kafkawire.core.fork`), the child's copy of a producer
