@@ -56,6 +56,22 @@ def test_confluent_reads_kafkawire(modern_broker, compression):
 
 
 @pytest.mark.broker
+@pytest.mark.parametrize("compression", ["none", "gzip", "snappy", "lz4", "zstd"])
+def test_confluent_reads_kafkawire_sent_one_record_at_a_time(modern_broker, shell, compression):
+    # linger_ms=0 and each record waited for: every one goes out alone, written before its
+    # batch is booked (the default producer: acks=all, idempotent).
+    topic = _topic(f"lone-{compression}")
+    with shell.Producer(bootstrap_servers=modern_broker.bootstrap, compression_type=compression,
+                        linger_ms=0) as p:
+        offsets = [p.send(topic, v, key=k, partition=0, timestamp=ts, headers=h).result(20).offset
+                   for k, v, ts, h in RECORDS]
+    assert offsets == list(range(len(RECORDS)))
+    got = [(m.key(), m.value(), m.timestamp()[1], m.headers())
+           for m in _confluent_read(modern_broker.bootstrap, topic, len(RECORDS))]
+    assert got == [(k, v, ts, [(hk, hv) for hk, hv in h]) for k, v, ts, h in RECORDS]
+
+
+@pytest.mark.broker
 def test_confluent_reads_a_pipelined_partition_in_send_order(modern_broker, shell):
     # Without idempotence several batches of a partition are in flight at once (one per
     # request, up to max_in_flight_requests_per_connection); none is retried here, so
