@@ -8,6 +8,7 @@ from __future__ import annotations
 from kafkawire.client.config import Config
 from kafkawire.client.future import Future
 from kafkawire.protocol import apis
+from kafkawire.protocol.api import ApiVersionError
 from kafkawire.protocol.accumulator import Accumulator
 from kafkawire.protocol.producer import encode_produce
 
@@ -68,6 +69,21 @@ def test_anything_collect_would_judge_otherwise_is_left_to_it():
     assert leaderless.due_alone(b, 0.0, lambda t, p: None) is None
 
 
+class _Versions:
+    """What lone_request asks of the leader's connection: its Produce version."""
+
+    def __init__(self, version):
+        self.version = version
+
+    def version_for(self, api):
+        if self.version is None:
+            raise ApiVersionError(f"no {api.name} version in common")
+        return self.version
+
+
+AT_V9 = _Versions(9)
+
+
 def given_id(acc, pid=7, epoch=0):
     init = apis.get("InitProducerId")
     acc.identity.apply_init(init.Response(error_code=0, producer_id=pid, producer_epoch=epoch), None, 0.0, "b1")
@@ -100,7 +116,8 @@ def test_a_lone_record_makes_the_request_and_the_bookkeeping_append_would():
             b = append(general, now=1.0)
             general.close_open(b)
             expected, carried, _rest, _failed = general.produce_request([b], 9, 1.0)
-            made, request = lone.lone_request("t", 0, RECORD, 130, 1.0, 9)
+            made, request, version = lone.lone_request("t", 0, RECORD, 130, 1.0, AT_V9)
+            assert version == 9
             lone.book_lone(made)
             assert b"".join(encode_produce(request, 9)) == b"".join(encode_produce(expected, 9))
             assert state(lone) == state(general)
@@ -112,14 +129,18 @@ def test_a_lone_record_makes_the_request_and_the_bookkeeping_append_would():
 
 def test_a_batch_queued_while_a_lone_one_was_written_stands_behind_it():
     acc = accumulator()
-    made, _request = acc.lone_request("t", 0, RECORD, 130, 0.0, 9)
+    made, _request, _version = acc.lone_request("t", 0, RECORD, 130, 0.0, AT_V9)
     other = append(acc)  # another thread's send() before the lone batch is booked
     acc.book_lone(made)
     assert list(acc.batches[("t", 0)]) == [made, other]
     assert acc.collect(0.0, leader_one, flushing=False)[0] == {1: [other]}
 
 
-def test_a_lone_record_waits_for_a_producer_id_on_the_general_path():
+def test_a_lone_record_waits_for_a_producer_id_or_a_version_on_the_general_path():
     acc = accumulator(enable_idempotence=True)
-    assert acc.lone_request("t", 0, RECORD, 130, 0.0, 9) is None
+    assert acc.lone_request("t", 0, RECORD, 130, 0.0, AT_V9) is None
     assert state(acc) == (0, {}, [])
+    given_id(acc)
+    assert acc.lone_request("t", 0, RECORD, 130, 0.0, _Versions(None)) is None  # append reports it
+    assert state(acc) == (0, {}, [])
+    assert acc.lone_request("t", 0, RECORD, 130, 0.0, AT_V9)[0].sequence == 0  # none was used up

@@ -481,15 +481,11 @@ class AsyncProducer:
         conn = None if node is None else cluster.ready_connection(node)
         if conn is None or self._in_flight.get(node, 0) >= self._max_in_flight:
             return None
-        try:
-            version = conn.version_for(PRODUCE)
-        except Exception:  # noqa: BLE001 - no version in common: the general path fails the record
-            return None
         acc = self._acc
-        made = acc.lone_request(topic, partition, record, size, self._now(), version)
+        made = acc.lone_request(topic, partition, record, size, self._now(), conn.protocol)
         if made is None:
             return None
-        b, request = made
+        b, request, version = made
         sent = [b]
         written = conn.send_nowait(PRODUCE, request, version, on_answer=self._settle, args=(node, conn, sent))
         acc.book_lone(b)

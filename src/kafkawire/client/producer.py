@@ -382,15 +382,11 @@ class Producer:
             conn = None if leader is None else cluster.ready_connection(leader)
             if conn is None or not conn.can_send():
                 return None
-            try:
-                version = conn.version_for(PRODUCE)
-            except Exception:  # noqa: BLE001 - no version in common: the general path fails the record
-                return None
             acc = self._acc
-            made = acc.lone_request(topic, partition, record, size, _monotonic(), version)
+            made = acc.lone_request(topic, partition, record, size, _monotonic(), conn.protocol)
             if made is None:
                 return None
-            b, request = made
+            b, request, version = made
             written = conn.write_produce(request, version)
             with self._lock:
                 acc.book_lone(b)

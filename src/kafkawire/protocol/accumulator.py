@@ -414,15 +414,21 @@ class Accumulator:
             return None
         return leader_for(b.topic, b.partition)
 
-    def lone_request(self, topic: str, partition: int, record: tuple, size: int, now: float, version: int
-                     ) -> tuple[Batch, Any] | None:
+    def lone_request(self, topic: str, partition: int, record: tuple, size: int, now: float, versions: Any
+                     ) -> tuple[Batch, Any, int] | None:
         """A record sent while no other batch is pending, as a batch of its own and the
-        Produce request (at ``version``) that carries it, marked in flight: the shell
+        Produce request that carries it, marked in flight, at the version ``versions``
+        (the leader's sans-IO Connection) chose: (batch, request, version).  The shell
         writes the request, then books the batch (:meth:`book_lone`), so that bookkeeping
         runs while the request is on its way (issue 23).  None: the general path's
-        (append) to take (no producer id yet, a fatal error, a record that fails to
-        encode, which append then reports).  With linger_ms=0 only: collect() would send
-        this batch at once; the caller checks that nothing is pending."""
+        (append) to take (no Produce version in common, no producer id yet, a fatal
+        error, a record that fails to encode: append then reports each).  With
+        linger_ms=0 only: collect() would send this batch at once; the caller checks
+        that nothing is pending."""
+        try:
+            version = versions.version_for(PRODUCE)
+        except Exception:  # noqa: BLE001 - no version in common: the general path fails the record
+            return None
         ident = self.identity
         b = Batch(topic, partition, now, now + self.delivery_timeout, self.new_future())
         if ident is not None and not ident.may_send(b):
@@ -433,7 +439,7 @@ class Accumulator:
         b.reserved = b.size
         b.full = True
         request, sent, _rest, failed = self.produce_request([b], version, now)
-        return (b, request) if sent else None
+        return (b, request, version) if sent else None
 
     def book_lone(self, b: Batch) -> None:
         """Book ``b``, sent by :meth:`lone_request`, as append and collect would have:
