@@ -2,8 +2,8 @@
 
 While the sync producer's sender thread is parked (nothing in flight, nothing queued), a
 caller writes its Produce request itself (a lone record's before its batch is booked)
-and, waiting on the record, reads the answer itself; a callback, a second caller or a full connection hands the work back to the
-sender.  The asyncio producer writes a due batch from send() and takes the answer
+and, waiting on the record, reads the answer itself; a callback, a second caller or a
+full connection hands the work back to the sender.  The asyncio producer writes a due batch from send() and takes the answer
 through a callback, with no task per request.
 """
 
@@ -13,6 +13,7 @@ import asyncio
 import threading
 
 import pytest
+from shells import shell  # noqa: F401 - the fixture
 from topics import create_topic
 
 from kafkawire.aio import AsyncProducer
@@ -111,6 +112,17 @@ def test_a_lone_record_is_written_before_its_batch_is_booked(modern_broker, monk
         assert p.metrics()["producer_id"] >= 0
     got = _offsets(modern_broker.bootstrap, topic, 3)
     assert [v for _p, _o, v in got] == [b"warm", b"lone", b"other"]
+
+
+@pytest.mark.broker
+def test_unkeyed_records_one_at_a_time_move_on_to_the_next_partition(modern_broker, shell):
+    # KIP-480: an unkeyed record sticks to a partition until its batch goes; sent alone,
+    # every record is a batch of its own, so the records spread over the partitions.
+    topic = create_topic(modern_broker.bootstrap, "lone-sticky", partitions=3)
+    with shell.Producer(bootstrap_servers=modern_broker.bootstrap, linger_ms=0) as p:
+        parts = [p.send(topic, b"s%d" % i).result(20).partition for i in range(30)]
+    assert set(parts) == {0, 1, 2}
+    assert all(a != b for a, b in zip(parts, parts[1:]))  # a new partition after every batch
 
 
 @pytest.mark.broker

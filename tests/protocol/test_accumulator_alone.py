@@ -8,11 +8,13 @@ from __future__ import annotations
 from kafkawire.client.config import Config
 from kafkawire.client.future import Future
 from kafkawire.protocol import apis
-from kafkawire.protocol.api import ApiVersionError
 from kafkawire.protocol.accumulator import Accumulator
 from kafkawire.protocol.producer import encode_produce
+from kafkawire.protocol.transactions import TransactionManager
+from test_connection import negotiated
 
 RECORD = (None, b"v" * 100, 1000)
+PRODUCE_KEY, METADATA_KEY = apis.get("Produce").key, apis.get("Metadata").key
 
 
 def accumulator(**config):
@@ -69,19 +71,9 @@ def test_anything_collect_would_judge_otherwise_is_left_to_it():
     assert leaderless.due_alone(b, 0.0, lambda t, p: None) is None
 
 
-class _Versions:
-    """What lone_request asks of the leader's connection: its Produce version."""
-
-    def __init__(self, version):
-        self.version = version
-
-    def version_for(self, api):
-        if self.version is None:
-            raise ApiVersionError(f"no {api.name} version in common")
-        return self.version
-
-
-AT_V9 = _Versions(9)
+# The leader's sans-IO Connection, after ApiVersions: Produce v9 only, or no Produce at all.
+AT_V9 = negotiated({PRODUCE_KEY: (9, 9)})
+NO_PRODUCE = negotiated({METADATA_KEY: (0, 12)})
 
 
 def given_id(acc, pid=7, epoch=0):
@@ -141,6 +133,18 @@ def test_a_lone_record_waits_for_a_producer_id_or_a_version_on_the_general_path(
     assert acc.lone_request("t", 0, RECORD, 130, 0.0, AT_V9) is None
     assert state(acc) == (0, {}, [])
     given_id(acc)
-    assert acc.lone_request("t", 0, RECORD, 130, 0.0, _Versions(None)) is None  # append reports it
+    assert acc.lone_request("t", 0, RECORD, 130, 0.0, NO_PRODUCE) is None  # append reports it
     assert state(acc) == (0, {}, [])
     assert acc.lone_request("t", 0, RECORD, 130, 0.0, AT_V9)[0].sequence == 0  # none was used up
+
+
+def test_only_a_record_with_nothing_pending_linger_0_and_an_answer_to_wait_for_goes_alone():
+    assert accumulator().takes_lone()
+    assert not accumulator(linger_ms=5).takes_lone()
+    assert not accumulator(acks=0).takes_lone()  # no answer to pair with its request
+    pending = accumulator()
+    append(pending)
+    assert not pending.takes_lone()
+    transactional = accumulator(transactional_id="tx", enable_idempotence=True, acks="all")
+    transactional.txn = TransactionManager(transactional.identity, 100)  # as both shells set it
+    assert not transactional.takes_lone()

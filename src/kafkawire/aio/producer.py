@@ -263,7 +263,7 @@ class AsyncProducer:
                 await self._check_partition(topic, partition)
         meta.interest.add(topic)
         record = (key, value, timestamp, headers) if headers else (key, value, timestamp)
-        if not acc.incomplete and self._linger == 0 and self._expects_answer and self._txn is None:
+        if acc.takes_lone():
             fut = self._send_lone(topic, partition, record, size)
             if fut is not None:
                 if sticky:
@@ -471,9 +471,9 @@ class AsyncProducer:
         return True
 
     def _send_lone(self, topic: str, partition: int, record: tuple, size: int) -> AsyncRecordFuture | None:
-        """Send ``record`` as a batch of its own, when nothing else is pending (one record
-        at a time, linger_ms=0, an answer to wait for, not transactional): its request is
-        written first and the batch booked after, as the sync producer's _send_lone does
+        """Send ``record`` as a batch of its own, when Accumulator.takes_lone (one record at
+        a time): its request is written first and the batch booked after, as the sync
+        producer's _send_lone does
         (here nothing can read the answer before send() returns to the loop).  None: the
         general path's (append, then _send_alone or the sender task)."""
         cluster = self.cluster

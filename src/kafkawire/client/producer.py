@@ -302,6 +302,12 @@ class Producer:
         n = self._partition_counts.get(topic)
         return self._sticky.partition(topic, n) if n else None
 
+    def _sticky_batch_done(self, topic: str, partition: int) -> None:
+        # An unkeyed record's batch went out: the next one sticks to another partition (KIP-480).
+        n = self._partition_counts.get(topic)
+        if n:
+            self._sticky.batch_done(topic, partition, n)
+
     def _send(self, topic: str, value: Any, key: Any, partition: int | None, timestamp: int | None,
               headers: Any, callback: Any) -> RecordFuture:
         if self._closing:
@@ -320,13 +326,11 @@ class Producer:
             if n is None or partition >= n:
                 self._check_partition(topic, partition, n, _monotonic() + self.config.max_block_ms / 1000.0)
         record = (key, value, timestamp, headers) if headers else (key, value, timestamp)
-        if self._parked and not self._incomplete and self._linger == 0 and self._acks and self._txn is None:
+        if self._parked and self._acc.takes_lone():
             fut = self._send_lone(topic, partition, record, size)
             if fut is not None:
                 if sticky:
-                    n = self._partition_counts.get(topic)
-                    if n:
-                        self._sticky.batch_done(topic, partition, n)
+                    self._sticky_batch_done(topic, partition)
                 if callback is not None:
                     fut.add_callback(callback)
                 return fut
@@ -348,9 +352,7 @@ class Producer:
                     self._sender_wakes_at = batch.created + self._linger
         if wake:
             if sticky:
-                n = self._partition_counts.get(topic)
-                if n:
-                    self._sticky.batch_done(topic, partition, n)
+                self._sticky_batch_done(topic, partition)
             if self._parked and self._io.acquire(False):
                 try:
                     self._dispatch_direct(batch)
@@ -366,12 +368,11 @@ class Producer:
         return fut
 
     def _send_lone(self, topic: str, partition: int, record: tuple, size: int) -> RecordFuture | None:
-        """Send ``record`` as a batch of its own from the caller's thread, when nothing
-        else is pending and the sender is parked (one record at a time, linger_ms=0, an
-        answer to wait for: acks 1 or all; not transactional):
-        its request is written first, and the batch booked after, while the request is
-        on its way (the Accumulator's lone_request and book_lone).  None: the general
-        path's (append, then _dispatch_direct or the sender)."""
+        """Send ``record`` as a batch of its own from the caller's thread, with the sender
+        parked and Accumulator.takes_lone (one record at a time): its request is written
+        first, and the batch booked after, while the request is on its way (the
+        Accumulator's lone_request and book_lone).  None: the general path's (append,
+        then _dispatch_direct or the sender)."""
         if not self._io.acquire(False):
             return None
         try:

@@ -414,6 +414,13 @@ class Accumulator:
             return None
         return leader_for(b.topic, b.partition)
 
+    def takes_lone(self) -> bool:
+        """Whether a record sent now goes by :meth:`lone_request`: nothing else pending,
+        linger_ms=0 (collect() would send its batch at once), an answer to pair with the
+        request (acks 1 or all), not transactional (the transaction's partitions and
+        markers take the general path).  Both shells ask before appending."""
+        return not self.incomplete and self.linger == 0 and self.acks != 0 and self.txn is None
+
     def lone_request(self, topic: str, partition: int, record: tuple, size: int, now: float, versions: Any
                      ) -> tuple[Batch, Any, int] | None:
         """A record sent while no other batch is pending, as a batch of its own and the
@@ -422,9 +429,8 @@ class Accumulator:
         writes the request, then books the batch (:meth:`book_lone`), so that bookkeeping
         runs while the request is on its way (issue 23).  None: the general path's
         (append) to take (no Produce version in common, no producer id yet, a fatal
-        error, a record that fails to encode: append then reports each).  With
-        linger_ms=0 only: collect() would send this batch at once; the caller checks
-        that nothing is pending."""
+        error, a record that fails to encode: append then reports each).  Only when
+        :meth:`takes_lone` says so."""
         try:
             version = versions.version_for(PRODUCE)
         except Exception:  # noqa: BLE001 - no version in common: the general path fails the record
