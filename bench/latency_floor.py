@@ -36,14 +36,14 @@ import socket
 import statistics
 import struct
 import time
-from typing import Any
+from typing import Any, Callable
 
 import compare_latency as cl
 from report import finish
 
-_VALUE = b"x" * cl.VALUE_SIZE
+VALUE = b"x" * cl.VALUE_SIZE
 _CORRELATION = struct.Struct(">i")  # at byte 8 of a request frame (after size, key, version)
-_ANSWER_WITHIN = 30.0  # seconds: a broker that does not answer ends the run
+ANSWER_WITHIN = 30.0  # seconds: a broker that does not answer ends the run
 
 
 def _connect(bootstrap: str):
@@ -97,8 +97,8 @@ class FloorProducer:
 
         ts = int(time.time() * 1000)
         if self.magic == 2:
-            return codec.encode_record_batch([(None, _VALUE, ts)], timestamp=ts)
-        return codec.encode_message_set([(None, _VALUE, ts) if self.magic else (None, _VALUE)],
+            return codec.encode_record_batch([(None, VALUE, ts)], timestamp=ts)
+        return codec.encode_message_set([(None, VALUE, ts) if self.magic else (None, VALUE)],
                                         magic=self.magic)
 
     def send_and_wait(self) -> None:
@@ -106,7 +106,7 @@ class FloorProducer:
         self.cid = cid = (self.cid + 1) & 0x7FFFFFFF
         _CORRELATION.pack_into(self.head, 8, cid)
         self.sock.sendmsg([self.head, batch, self.tail])
-        deadline = time.monotonic() + _ANSWER_WITHIN
+        deadline = time.monotonic() + ANSWER_WITHIN
         got = self._read(b"", 8, deadline)
         size, answered = struct.unpack_from(">ii", got)
         if answered != cid:
@@ -131,7 +131,7 @@ class FloorProducer:
         """Until the socket may have bytes; TimeoutError once ``deadline`` has passed."""
         left = deadline - time.monotonic()
         if left <= 0:
-            raise TimeoutError(f"no answer from the broker within {_ANSWER_WITHIN} s")
+            raise TimeoutError(f"no answer from the broker within {ANSWER_WITHIN} s")
         self.epoll.poll(left)
 
     def close(self) -> None:
@@ -151,7 +151,7 @@ class SansIOProducer(FloorProducer):
     def send_and_wait(self) -> None:
         req = self.produce_request(None, 1, 30000, {self.topic: [(0, self._batch())]})
         self.sock.sendmsg(self.proto.send_produce(req, self.version))
-        deadline = time.monotonic() + _ANSWER_WITHIN
+        deadline = time.monotonic() + ANSWER_WITHIN
         while True:
             self._wait_readable(deadline)
             try:
@@ -221,9 +221,44 @@ def rows(bootstrap: str, topic: str):
         "floor": (floor.send_and_wait, floor.close),
         "+sans-io": (sans_io.send_and_wait, sans_io.close),
         "+connection": (shell.send_and_wait, shell.close),
-        "kafkawire": (lambda: kw.send(topic, _VALUE, partition=0).result(30), lambda: kw.close(10)),
+        "kafkawire": (lambda: kw.send(topic, VALUE, partition=0).result(30), lambda: kw.close(10)),
         "confluent-kafka": confluent_one_at_a_time(bootstrap, topic),
     }
+
+
+def timed(send: Callable[[], Any]) -> Callable[[int], list[float]]:
+    """``send`` (one record, waited for) as a slice: ``n`` records, their latencies (s)."""
+    perf = time.perf_counter
+
+    def run(n: int) -> list[float]:
+        out = []
+        for _ in range(n):
+            t = perf()
+            send()
+            out.append(perf() - t)
+        return out
+
+    return run
+
+
+def interleave(runs: dict[str, Callable[[int], list[float]]], slices: int, per_slice: int,
+               warmup: float) -> dict[str, list[float]]:
+    """Each of ``runs`` (name -> run(n), n latencies) in turn, ``slices`` times
+    ``per_slice`` records, the order reversed every slice; first ``warmup`` seconds of them
+    all taking turns (a broker started moments ago answers several times slower until its
+    JIT has compiled the produce path)."""
+    end = time.perf_counter() + warmup
+    while True:
+        for run in runs.values():
+            run(cl.WARMUP * 10)
+        if time.perf_counter() >= end:
+            break
+    lat: dict[str, list[float]] = {name: [] for name in runs}
+    names = list(runs)
+    for s in range(slices):
+        for name in names if s % 2 == 0 else names[::-1]:
+            lat[name] += runs[name](per_slice)
+    return lat
 
 
 def measure(bootstrap: str, slices: int, per_slice: int, warmup: float) -> dict[str, list[float]]:
@@ -232,32 +267,14 @@ def measure(bootstrap: str, slices: int, per_slice: int, warmup: float) -> dict[
     admin = Admin(bootstrap_servers=bootstrap)
     topic = cl.new_topic(admin)
     clients = rows(bootstrap, topic)
-    lat: dict[str, list[float]] = {name: [] for name in clients}
-    perf = time.perf_counter
     try:
-        # A broker started moments ago answers several times slower until its JIT has
-        # compiled the produce path: every producer sends, in turn, for ``warmup`` seconds.
-        end = perf() + warmup
-        while True:
-            for send, _close in clients.values():
-                for _ in range(cl.WARMUP * 10):
-                    send()
-            if perf() >= end:
-                break
-        names = list(clients)
-        for s in range(slices):
-            for name in names if s % 2 == 0 else names[::-1]:
-                send, out = clients[name][0], lat[name]
-                for _ in range(per_slice):
-                    t = perf()
-                    send()
-                    out.append(perf() - t)
+        return interleave({name: timed(send) for name, (send, _close) in clients.items()},
+                          slices, per_slice, warmup)
     finally:
         for _send, close in clients.values():
             close()
         cl.drop_topic(admin, topic)
         admin.close()
-    return lat
 
 
 def table(lat: dict[str, list[float]], title: str, floor: str | None = "floor") -> str:
@@ -285,14 +302,14 @@ def confluent_one_at_a_time(bootstrap: str, topic: str) -> tuple[Any, Any]:
 
     def send() -> None:
         delivered: list = []
-        cf.produce(topic, _VALUE, partition=0, on_delivery=lambda *_a: delivered.append(1))
+        cf.produce(topic, VALUE, partition=0, on_delivery=lambda *_a: delivered.append(1))
         cf.poll(1.0)
         if delivered:
             return
-        deadline = time.monotonic() + _ANSWER_WITHIN  # read only off the usual path
+        deadline = time.monotonic() + ANSWER_WITHIN  # read only off the usual path
         while not delivered:
             if time.monotonic() > deadline:
-                raise TimeoutError(f"confluent-kafka: no delivery report within {_ANSWER_WITHIN} s")
+                raise TimeoutError(f"confluent-kafka: no delivery report within {ANSWER_WITHIN} s")
             cf.poll(1.0)
 
     return send, lambda: cf.flush(10)

@@ -28,27 +28,24 @@ import compare_latency as cl
 import latency_floor
 from report import finish
 
-_VALUE = b"x" * cl.VALUE_SIZE
-_ANSWER_WITHIN = 30.0  # seconds: a record not acknowledged by then ends the run
+_VALUE = latency_floor.VALUE
+_ANSWER_WITHIN = latency_floor.ANSWER_WITHIN  # seconds: a record not acknowledged by then ends the run
 
 
 def _child(client: str, bootstrap: str, topic: str) -> None:
     """A tree's producer: for each count read from stdin, that many records one at a time,
     their latencies (seconds) written back as one JSON line."""
-    perf = time.perf_counter
     if client == "kafkawire":
         from kafkawire import Producer
 
         p = Producer(bootstrap_servers=bootstrap, acks=1, linger_ms=0)
+        run_slice = latency_floor.timed(lambda: p.send(topic, _VALUE, partition=0).result(_ANSWER_WITHIN))
         for line in sys.stdin:
-            out = []
-            for _ in range(int(line)):
-                t = perf()
-                p.send(topic, _VALUE, partition=0).result(_ANSWER_WITHIN)
-                out.append(perf() - t)
-            print(json.dumps(out), flush=True)
+            print(json.dumps(run_slice(int(line))), flush=True)
         p.close(10)
         return
+
+    perf = time.perf_counter
 
     from kafkawire.aio import AsyncProducer
 
@@ -102,39 +99,18 @@ def measure(bootstrap: str, client: str, trees: dict[str, str], slices: int, per
 
     admin = Admin(bootstrap_servers=bootstrap)
     topic = cl.new_topic(admin)
-    perf = time.perf_counter
     children = {name: _Tree(client, src, bootstrap, topic) for name, src in trees.items()}
     confluent, confluent_close = latency_floor.confluent_one_at_a_time(bootstrap, topic)
-
-    def confluent_slice(n: int) -> list[float]:
-        out = []
-        for _ in range(n):
-            t = perf()
-            confluent()
-            out.append(perf() - t)
-        return out
-
-    sends = {name: child.send for name, child in children.items()}
-    sends["confluent-kafka"] = confluent_slice
-    lat: dict[str, list[float]] = {name: [] for name in sends}
+    runs = {name: child.send for name, child in children.items()}
+    runs["confluent-kafka"] = latency_floor.timed(confluent)
     try:
-        end = perf() + warmup
-        while True:
-            for send in sends.values():
-                send(cl.WARMUP * 10)
-            if perf() >= end:
-                break
-        names = list(sends)
-        for s in range(slices):
-            for name in names if s % 2 == 0 else names[::-1]:
-                lat[name] += sends[name](per_slice)
+        return latency_floor.interleave(runs, slices, per_slice, warmup)
     finally:
         for child in children.values():
             child.close()
         confluent_close()
         cl.drop_topic(admin, topic)
         admin.close()
-    return lat
 
 
 def main() -> None:
