@@ -28,17 +28,23 @@ def _kafkawire_produce(bootstrap, topic, compression="none"):
 
 
 def _confluent_read(bootstrap, topic, n):
-    """The first ``n`` messages of ``topic`` partition 0 as confluent-kafka reads them
-    (fewer if they do not come within 20 s)."""
+    """The first ``n`` messages of ``topic`` partition 0 as confluent-kafka reads them;
+    fails, with the errors it reported, if they do not all come within 20 s."""
     c = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": "x",
                                   "enable.auto.commit": False, "log_level": 3})
     try:
         c.assign([confluent_kafka.TopicPartition(topic, 0, 0)])
-        got = []
+        got, errors = [], []
         deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and len(got) < n:
+        while len(got) < n:
+            assert time.monotonic() < deadline, (
+                f"confluent-kafka read {len(got)} of {n} records of {topic} in 20 s; its errors: {errors[:3]}")
             m = c.poll(0.5)
-            if m is not None and not m.error():
+            if m is None:
+                continue
+            if m.error():
+                errors.append(m.error())
+            else:
                 got.append(m)
         return got
     finally:
