@@ -8,8 +8,9 @@ test_kafka_admin.py.  Where Kafka differs from the other two:
 * Kafka's metadata is eventually consistent: CreateTopics, DeleteTopics and AlterConfigs
   answer once the controller has the change, and the broker answering Metadata or
   DescribeConfigs has it a moment later (the tests wait for it); Tansu is at once.
-* DescribeConfigs on Kafka lists every config of a topic, the defaults with source
-  DEFAULT_CONFIG; Tansu lists only the ones set on the topic.
+* DescribeConfigs on Kafka lists every config of a topic, the unset ones with the source
+  of their value (DEFAULT_CONFIG, or STATIC_BROKER_CONFIG for what the fixture sets in
+  server.properties); Tansu lists only the ones set on the topic.
 
 What the two other test brokers answer (ApiVersions, then trying each API):
 * Tansu 0.6: CreateTopics, DeleteTopics, Metadata, DescribeConfigs, IncrementalAlterConfigs,
@@ -270,9 +271,9 @@ def test_describe_and_incrementally_alter_topic_configs(modern_admin):
     admin.alter_configs({res: {"retention.ms": None}})  # None deletes (back to default)
     if kind == "tansu":  # Tansu lists only the configs set on the topic
         eventually(lambda: "retention.ms" in admin.describe_configs([res])[res], False)
-    else:  # Kafka lists every config, a default one with its source
-        eventually(lambda: admin.describe_configs([res])[res]["retention.ms"].source, "DEFAULT_CONFIG")
-        assert admin.describe_configs([res])[res]["retention.ms"].value == "604800000"
+    else:  # Kafka lists every config, an unset one with where its value comes from
+        eventually(lambda: admin.describe_configs([res])[res]["retention.ms"].source, "STATIC_BROKER_CONFIG")
+        assert admin.describe_configs([res])[res]["retention.ms"].value == "-1"  # the fixture's log.retention.ms
 
 
 def test_describe_configs_with_keys_honours_the_deadline(tansu_admin):

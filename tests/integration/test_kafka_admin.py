@@ -251,12 +251,12 @@ def test_topic_configs_altered_incrementally_and_seen_by_confluent(admin, ck_adm
         [ck_admin.ConfigResource(ck_admin.ResourceType.TOPIC, topic)], request_timeout=TIMEOUT)
     ck_cfg = next(iter(theirs.values())).result(TIMEOUT)
     assert ck_cfg["cleanup.policy"].value == "compact" and ck_cfg["retention.ms"].value == "3600000"
-    # None resets to the default (the broker's: 7 days).
+    # None resets to the broker's value (the fixture's log.retention.ms: keep forever).
     admin.alter_configs({res: {"retention.ms": None}})
     eventually(lambda: admin.describe_configs([res], keys=["retention.ms"])[res]["retention.ms"].source,
-                "DEFAULT_CONFIG")
+                "STATIC_BROKER_CONFIG")
     reset = admin.describe_configs([res], keys=["retention.ms"])[res]["retention.ms"]
-    assert reset.value == "604800000" and reset.is_default
+    assert reset.value == "-1" and not reset.is_default
     # validate_only changes nothing.
     admin.alter_configs({res: {"cleanup.policy": "delete"}}, validate_only=True)
     assert admin.describe_configs([res], keys=["cleanup.policy"])[res]["cleanup.policy"].value == "compact"

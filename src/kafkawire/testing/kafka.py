@@ -468,6 +468,9 @@ class KafkaCluster(Lifecycle):
             "group.initial.rebalance.delay.ms": "0",
             "group.min.session.timeout.ms": "500",
             "auto.create.topics.enable": "true",
+            # Keep every record: tests stamp records with fixed dates beyond the default
+            # 7 days, which the first retention check (30 s after start) would delete.
+            "log.retention.ms": "-1",
         }
         if any(x.startswith("SASL") for x in self.listeners):
             props["sasl.enabled.mechanisms"] = ",".join(SASL_MECHANISMS)
