@@ -168,7 +168,10 @@ def capture(port: int, snaplen: int, pcap: str):
         if "listening" not in line:
             raise SystemExit(f"tcpdump did not start: {line.strip() or dump.wait(5)}")
         yield
-        time.sleep(0.3)  # the last answers reach the capture file
+        # libpcap hands captured packets to tcpdump in blocks, each at the latest 1 s
+        # after its first packet; a block not handed over when tcpdump stops is lost
+        # (a run's last records then counted as left out).
+        time.sleep(1.5)
     finally:
         dump.terminate()
         dump.wait(10)
