@@ -29,9 +29,14 @@ record's value carries its due time (compare_latency.value), found in the captur
 by its padding; for acknowledgements, records sent one per request (linger 0, one
 partition, 1,000/s or one at a time) are split, others left out and counted.
 
+With ``--replay SLICES`` the broker's part is tested apart from the clients: one Produce
+request of each client, as captured, is sent again and again over one raw socket (its
+correlation id rewritten), the clients' requests in turn, SLICES slices of 300 each.  Equal
+turnarounds mean the bytes are not why one client's "broker" column is longer.
+
     .venv/bin/python bench/latency_split.py [--broker kafka] [--rate 1000] [--records 3000]
         [--rounds 2] [--clients kafkawire,confluent-kafka] [--consume [--producer P]
-        [--variant NAME=CLIENT@SRC ...]] [--markdown PATH]
+        [--variant NAME=CLIENT@SRC ...]] [--replay SLICES] [--markdown PATH]
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ import argparse
 import contextlib
 import os
 import shutil
+import socket
 import statistics
 import struct
 import subprocess
@@ -208,6 +214,95 @@ def run_one_consumed(admin, bootstrap: str, port: int, client: str, producer: st
     return parts, skipped, out["cores"]
 
 
+def captured_request(admin, bootstrap: str, port: int, client: str, topic: str) -> bytes:
+    """The last Produce request ``client`` (compare_latency's producer) wrote, sending a few
+    of the bench's records to ``topic`` one at a time, as its bytes on the wire."""
+    with tempfile.TemporaryDirectory() as tmp:
+        pcap = os.path.join(tmp, "cap.pcap")
+        with capture(port, 65535, pcap):
+            cl.PRODUCERS[client](bootstrap, topic, "serial", 5)
+        found = None
+        for _t, kind, _conn, payload in packets(pcap, port):
+            if kind == "req" and len(payload) >= 12 and cl._PAD in payload:
+                size, api_key = struct.unpack_from(">ih", payload, 0)
+                if api_key == 0 and size + 4 == len(payload):
+                    found = payload
+    if found is None:
+        raise SystemExit(f"{client}: no whole Produce request of one segment captured")
+    return found
+
+
+def replay(bootstrap: str, requests: dict[str, bytes], slices: int, per_slice: int = 300) -> dict[str, list[int]]:
+    """Round trips (ns) of each request in ``requests``, sent over one raw socket in turn
+    (the order reversed every slice), the first slice a warm-up."""
+    host, port = bootstrap.rsplit(":", 1)
+    sock = socket.create_connection((host, int(port)), timeout=10)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    frames = {name: bytearray(r) for name, r in requests.items()}
+    out: dict[str, list[int]] = {name: [] for name in requests}
+    names = list(requests)
+    corr = 0
+    perf = time.perf_counter_ns
+    try:
+        for s in range(slices + 1):
+            order = names if s % 2 == 0 else names[::-1]
+            for _ in range(per_slice):
+                for name in order:
+                    corr += 1
+                    frame = frames[name]
+                    _CORR.pack_into(frame, 8, corr)
+                    t0 = perf()
+                    sock.sendall(frame)
+                    answer = _read_frame(sock)
+                    took = perf() - t0
+                    if _CORR.unpack_from(answer, 0)[0] != corr:
+                        raise SystemExit(f"{name}: an answer to another request")
+                    if s:
+                        out[name].append(took)
+    finally:
+        sock.close()
+    return out
+
+
+def _read_frame(sock) -> bytes:
+    head = b""
+    while len(head) < 4:
+        head += sock.recv(4 - len(head)) or _closed()
+    size, = struct.unpack(">i", head)
+    body = bytearray()
+    while len(body) < size:
+        body += sock.recv(size - len(body)) or _closed()
+    return bytes(body)
+
+
+def _closed() -> bytes:
+    raise SystemExit("the broker closed the connection: it refused a replayed request")
+
+
+def replay_main(broker_name: str, clients: list[str], slices: int, markdown: str | None) -> None:
+    from kafkawire import Admin
+
+    started = time.monotonic()
+    with cl.start_broker(broker_name) as broker:
+        port = int(broker.bootstrap.rsplit(":", 1)[1])
+        admin = Admin(bootstrap_servers=broker.bootstrap)
+        topic = cl.new_topic(admin)
+        try:
+            requests = {c: captured_request(admin, broker.bootstrap, port, c, topic) for c in clients}
+            took = replay(broker.bootstrap, requests, slices)
+        finally:
+            cl.drop_topic(admin, topic)
+            admin.close()
+    us = lambda xs, q: f"{statistics.quantiles(xs, n=100)[q - 1] / 1000:.0f}"  # noqa: E731
+    lines = [f"# The broker's part apart: {broker_name}, each client's Produce request replayed", "",
+             f"One raw socket, the requests in turn, {slices} slices of 300 each; round trips in µs.", "",
+             "| request of | Produce version | bytes | p50 | p90 |", "|---|---|---|---|---|"]
+    for c in clients:
+        r = requests[c]
+        lines.append(f"| {c} | v{struct.unpack_from('>h', r, 6)[0]} | {len(r)} | {us(took[c], 50)} | {us(took[c], 90)} |")
+    finish("\n".join(lines) + "\n", started, markdown)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--broker", default="kafka", choices=("kafka", "tansu"))
@@ -225,6 +320,8 @@ def main() -> None:
                         help="with --consume: one more row, NAME, the consumer CLIENT importing "
                              "kafkawire from the source tree SRC (another commit's src/, built), "
                              "interleaved with the others")
+    parser.add_argument("--replay", type=int, metavar="SLICES",
+                        help="replay each client's captured Produce request over one raw socket instead")
     parser.add_argument("--markdown", metavar="PATH", help="also write the table to PATH")
     args = parser.parse_args()
     clients = [c.strip() for c in args.clients.split(",") if c.strip()]
@@ -245,6 +342,11 @@ def main() -> None:
         parser.error(f"unknown producer {args.producer}; choose from {', '.join(cl.PRODUCERS)}")
     if shutil.which("tcpdump") is None:
         sys.exit("latency_split.py needs tcpdump: apt-get install -y tcpdump")
+    if args.replay:
+        if args.consume or variants:
+            parser.error("--replay replays producers' requests: no --consume or --variant")
+        replay_main(args.broker, clients, args.replay, args.markdown)
+        return
     from kafkawire import Admin
 
     started = time.monotonic()
