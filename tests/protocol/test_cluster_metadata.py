@@ -68,3 +68,15 @@ def test_partition_counts_follow_the_answers_in_one_dict():
     assert counts == {"a": 5, "b": 1}
     meta.apply(topics_answer(("a", 3, 0), ("b", 5, 1)), 2.0)  # a deleted; b's leader lost
     assert counts == {} and meta.partition_counts is counts
+
+
+def test_topic_names_follow_the_ids_in_the_answers():
+    # What a Fetch v13+ answer's topic ids are read by (Fetcher.response_topics).
+    meta = ClusterMetadata(300000, 100)
+    meta.apply(answer(leader=1, epoch=4), 0.0)
+    assert meta.topic_names == {TOPIC_ID: "t"}
+    made_again = uuid.UUID(int=8)
+    meta.apply(answer(leader=1, epoch=0, topic_id=made_again), 1.0)
+    assert meta.topic_names == {made_again: "t"}
+    meta.apply(answer(leader=1, epoch=0, topic_id=uuid.UUID(int=0)), 2.0)  # an answer with no ids
+    assert meta.topic_names == {}

@@ -4,6 +4,7 @@ changed, and polls while a fetch is in flight never walk the assigned partitions
 
 from __future__ import annotations
 
+import uuid
 from types import SimpleNamespace
 
 import pytest
@@ -15,6 +16,9 @@ from kafkawire.protocol.fetcher import Fetcher, PartitionState, TopicPartition
 from kafkawire.protocol.metadata import ClusterMetadata, PartitionMetadata, TopicMetadata
 
 FETCH = apis.get("Fetch")
+METADATA = apis.get("Metadata")
+_MdTopic = METADATA.Response.MetadataResponseTopic
+_MdPartition = _MdTopic.MetadataResponsePartition
 _Topic = FETCH.Response.FetchableTopicResponse
 _Partition = _Topic.PartitionData
 N = 1000
@@ -306,3 +310,33 @@ def test_plans_made_from_changes_match_plans_made_from_scratch():
             meta.last_refresh += 1
         elif op == 6:
             f.apply_reset({tp: (rnd.randrange(100), -1)})
+
+
+class _TopicsNoWalk(dict):
+    """Metadata topics refusing to be walked (lookups by name still work)."""
+
+    def _walk(self, *a):
+        raise AssertionError("every topic of the metadata looked at for one Fetch answer")
+
+    __iter__ = items = values = keys = _walk
+
+
+def test_an_answer_naming_topics_by_id_is_read_without_a_look_at_every_topic():
+    # A pattern subscription's metadata holds every topic of the cluster: a Fetch v13+
+    # answer (topics by id) is named from ClusterMetadata.topic_names, one look-up a topic.
+    f, meta = setup(2)
+    ids = {name: uuid.UUID(int=i + 1) for i, name in enumerate(["t", *(f"other-{i}" for i in range(1000))])}
+    meta.apply(METADATA.Response(brokers=[], topics=[
+        _MdTopic(error_code=0, name=name, topic_id=topic_id, partitions=[
+            _MdPartition(error_code=0, partition_index=p, leader_id=1, leader_epoch=0, replica_nodes=[1],
+                         isr_nodes=[1], offline_replicas=[]) for p in ((0, 1) if name == "t" else (0,))])
+        for name, topic_id in ids.items()]), 0.0)
+    req, positions = send(f, meta)
+    assert [t.topic_id for t in req.topics] == [ids["t"]]
+    part = _Partition(partition_index=1, error_code=0, high_watermark=1, last_stable_offset=1,
+                      records=memoryview(codec.encode_record_batch([(None, b"v1")], base_offset=0)))
+    resp = FETCH.Response(responses=[_Topic(topic="", topic_id=ids["t"], partitions=[part]),
+                                     _Topic(topic="", topic_id=uuid.UUID(int=99999), partitions=[part])])
+    meta.topics = _TopicsNoWalk(meta.topics)
+    f.fetched(resp, positions, meta, 1, 1.0)
+    assert [(r.topic, r.partition, r.value) for r in f.drain(10, False)] == [("t", 1, b"v1")]

@@ -197,7 +197,7 @@ class Consumer(ConsumerBase):
                 isolation_level=self._fetcher.isolation, session_id=0, session_epoch=-1,
                 topics=Fetcher.fetch_topics(wanted, 1 << 16, self.cluster.topics))
             resp = self.cluster.request(node, FETCH, req, max(0.0, deadline - time.monotonic()))
-            for name, t in Fetcher.response_topics(resp, self.cluster.topics):
+            for name, t in Fetcher.response_topics(resp, self.cluster.meta.topic_names):
                 for p in t.partitions:
                     tp = TopicPartition(name, p.partition_index)
                     if tp in wanted and p.error_code == 0:

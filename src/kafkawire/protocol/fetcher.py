@@ -638,7 +638,7 @@ class Fetcher:
                 # full again at once (not an error for the caller).
                 self.on_failure(positions)
                 return
-        refresh, back_off = self.on_response(resp, positions, meta.topics, node)
+        refresh, back_off = self.on_response(resp, positions, meta.topic_names, node)
         if refresh:
             meta.need_refresh = True
         if back_off:
@@ -691,10 +691,11 @@ class Fetcher:
         self._changed = True
         self._in_flight.difference_update(positions)
 
-    def on_response(self, resp: Any, positions: dict[TopicPartition, int], topics: Mapping[str, Any],
+    def on_response(self, resp: Any, positions: dict[TopicPartition, int], topic_names: Mapping[Any, str],
                     node: int) -> tuple[bool, bool]:
-        """Apply the Fetch answer for ``positions`` from broker ``node``; returns
-        (refresh the metadata, back off from that broker)."""
+        """Apply the Fetch answer for ``positions`` from broker ``node`` (``topic_names``:
+        ClusterMetadata.topic_names, for v13+); returns (refresh the metadata, back off
+        from that broker)."""
         self.on_failure(positions)  # no longer being fetched
         refresh = backoff = False
         # Fetch v7+ (KIP-227) has an error code for the whole response: fetch-session
@@ -709,7 +710,7 @@ class Fetcher:
                 self.pending_error = broker_error(
                     code, f"fetching {', '.join(f'{t}[{p}]' for t, p in sorted(positions))} "
                           f"from broker {node}", getattr(resp, "error_message", None))
-        for name, t in self.response_topics(resp, topics):
+        for name, t in self.response_topics(resp, topic_names):
             for p in t.partitions:
                 tp = TopicPartition(name, p.partition_index)
                 st = self.assigned.get(tp)
@@ -759,11 +760,11 @@ class Fetcher:
         return _per_topic(_Forgotten, by_topic, topics)
 
     @staticmethod
-    def response_topics(resp: Any, topics: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
-        """(topic name, topic response) of a Fetch response; v13+ names topics by id."""
-        ids = {getattr(m, "topic_id", None): name for name, m in topics.items()}
+    def response_topics(resp: Any, topic_names: Mapping[Any, str]) -> Iterator[tuple[str | None, Any]]:
+        """(topic name, topic response) of a Fetch response; v13+ names topics by id,
+        named from ``topic_names`` (ClusterMetadata.topic_names; None for an id not there)."""
         for t in resp.responses:
-            yield getattr(t, "topic", None) or ids.get(getattr(t, "topic_id", None)), t
+            yield getattr(t, "topic", None) or topic_names.get(getattr(t, "topic_id", None)), t
 
     def needs_position(self, waiting: Any = ()) -> list[TopicPartition]:
         """Partitions whose position must be looked up (none yet, or out of range),

@@ -345,6 +345,10 @@ class ClusterMetadata:
         #: and no error.  Updated in place, never rebound: a producer's compiled send()
         #: path (Appender) holds this very dict to choose keyed and sticky partitions.
         self.partition_counts: dict[str, int] = {}
+        #: {topic id: name} of the topics that have an id: a Fetch v13+ answer names its
+        #: topics by id, and a pattern subscription's metadata holds every topic of the
+        #: cluster (a look at each cost 250 µs an answer with 1,000 of them).
+        self.topic_names: dict[Any, str] = {}
         self._errors_taken: dict[str, float | None] = {}  # see take_topic_error
         self._looked_at = -1.0  # see raise_new_topic_error
 
@@ -387,6 +391,10 @@ class ClusterMetadata:
                     list(p.replica_nodes), list(p.isr_nodes),
                 )
             self.topics[t.name] = TopicMetadata(t.name, t.error_code, topic_id, parts)
+            if old is not None and old.topic_id != topic_id:
+                self.topic_names.pop(old.topic_id, None)  # made again: a new id
+            if topic_id is not None and int(topic_id) != 0:
+                self.topic_names[topic_id] = t.name
             self.topic_seen[t.name] = now
             if t.error_code == 0 and parts:
                 self.partition_counts[t.name] = len(parts)
