@@ -84,7 +84,7 @@ def main() -> None:
     if not rows:
         raise SystemExit("no record came alone in its answer")
     warm = _warm_decode(*frame)
-    lines = [f"# kafkawire's consumer after the answer: {args.broker}, {cl.rate_label(args.rate)}", "",
+    lines = [f"# kafkawire's consumer after the answer: {args.bootstrap or args.broker}, {cl.rate_label(args.rate)}", "",
              f"{len(rows):,} records, each alone in its Fetch answer, of pass {passes} ({args.records:,} records a pass)"
              f"{'' if kept_up else ' (the broker never kept up: read with care)'}; µs.", "",
              "| stage | p50 | p90 |", "|---|---|---|"]

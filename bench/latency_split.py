@@ -214,7 +214,7 @@ def run_one_consumed(admin, bootstrap: str, port: int, client: str, producer: st
     return parts, skipped, out["cores"]
 
 
-def captured_request(admin, bootstrap: str, port: int, client: str, topic: str) -> bytes:
+def captured_request(bootstrap: str, port: int, client: str, topic: str) -> bytes:
     """The last Produce request ``client`` (compare_latency's producer) wrote, sending a few
     of the bench's records to ``topic`` one at a time, as its bytes on the wire."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -288,7 +288,7 @@ def replay_main(broker_name: str, clients: list[str], slices: int, markdown: str
         admin = Admin(bootstrap_servers=broker.bootstrap)
         topic = cl.new_topic(admin)
         try:
-            requests = {c: captured_request(admin, broker.bootstrap, port, c, topic) for c in clients}
+            requests = {c: captured_request(broker.bootstrap, port, c, topic) for c in clients}
             took = replay(broker.bootstrap, requests, slices)
         finally:
             cl.drop_topic(admin, topic)
