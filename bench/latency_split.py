@@ -52,8 +52,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import NoReturn
 
 import compare_latency as cl
+import latency_floor as floor
 from report import finish
 
 _PCAP_NS = 0xA1B23C4D  # pcap with nanosecond timestamps (tcpdump --time-stamp-precision=nano)
@@ -234,11 +236,16 @@ def captured_request(bootstrap: str, port: int, client: str, topic: str) -> byte
 
 def replay(bootstrap: str, requests: dict[str, bytes], slices: int, per_slice: int = 300) -> dict[str, list[int]]:
     """Round trips (ns) of each request in ``requests``, sent over one raw socket in turn
-    (the order reversed every slice), the first slice a warm-up."""
+    (the order reversed every slice), the first slice a warm-up; every answer must say
+    the records were written (a refused request would time something else)."""
+    from kafkawire.protocol import apis
+
+    produce = apis.get("Produce")
     host, port = bootstrap.rsplit(":", 1)
-    sock = socket.create_connection((host, int(port)), timeout=10)
+    sock = socket.create_connection((host, int(port)), timeout=floor.ANSWER_WITHIN)
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     frames = {name: bytearray(r) for name, r in requests.items()}
+    versions = {name: struct.unpack_from(">h", r, 6)[0] for name, r in requests.items()}
     out: dict[str, list[int]] = {name: [] for name in requests}
     names = list(requests)
     corr = 0
@@ -250,13 +257,18 @@ def replay(bootstrap: str, requests: dict[str, bytes], slices: int, per_slice: i
                 for name in order:
                     corr += 1
                     frame = frames[name]
-                    _CORR.pack_into(frame, 8, corr)
+                    floor._CORRELATION.pack_into(frame, 8, corr)
                     t0 = perf()
                     sock.sendall(frame)
                     answer = _read_frame(sock)
                     took = perf() - t0
-                    if _CORR.unpack_from(answer, 0)[0] != corr:
-                        raise SystemExit(f"{name}: an answer to another request")
+                    version = versions[name]
+                    body = memoryview(answer)[4 + produce.response_header_version(version):]
+                    resp = produce.decode_response(body, version)
+                    code = resp.responses[0].partition_responses[0].error_code
+                    if floor._CORRELATION.unpack_from(answer, 0)[0] != corr or code:
+                        raise SystemExit(f"{name}: the replayed request was refused (error code {code}) "
+                                         f"or answered out of turn")
                     if s:
                         out[name].append(took)
     finally:
@@ -265,6 +277,7 @@ def replay(bootstrap: str, requests: dict[str, bytes], slices: int, per_slice: i
 
 
 def _read_frame(sock) -> bytes:
+    """The next answer frame's bytes after its size (read within the socket's timeout)."""
     head = b""
     while len(head) < 4:
         head += sock.recv(4 - len(head)) or _closed()
@@ -275,7 +288,7 @@ def _read_frame(sock) -> bytes:
     return bytes(body)
 
 
-def _closed() -> bytes:
+def _closed() -> NoReturn:
     raise SystemExit("the broker closed the connection: it refused a replayed request")
 
 

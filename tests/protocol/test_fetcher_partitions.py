@@ -161,8 +161,10 @@ def test_the_session_epoch_wraps_to_one():
 class _NoWalk(dict):
     """The assigned partitions, refusing to be walked (lookups by key still work)."""
 
+    walked = "a poll walked every assigned partition"
+
     def _walk(self, *a):
-        raise AssertionError("a poll walked every assigned partition")
+        raise AssertionError(self.walked)
 
     __iter__ = items = values = keys = _walk
 
@@ -312,13 +314,10 @@ def test_plans_made_from_changes_match_plans_made_from_scratch():
             f.apply_reset({tp: (rnd.randrange(100), -1)})
 
 
-class _TopicsNoWalk(dict):
+class _TopicsNoWalk(_NoWalk):
     """Metadata topics refusing to be walked (lookups by name still work)."""
 
-    def _walk(self, *a):
-        raise AssertionError("every topic of the metadata looked at for one Fetch answer")
-
-    __iter__ = items = values = keys = _walk
+    walked = "every topic of the metadata looked at for one Fetch answer"
 
 
 def test_an_answer_naming_topics_by_id_is_read_without_a_look_at_every_topic():

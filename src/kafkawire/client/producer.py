@@ -376,7 +376,7 @@ class Producer:
         if not self._io.acquire(False):
             return None
         try:
-            if not self._parked or self._incomplete or self._closing:
+            if not self._parked or self._closing or not self._acc.takes_lone():
                 return None  # the sender woke, or another thread's batch came first
             cluster = self.cluster
             leader = cluster.leader_for(topic, partition)

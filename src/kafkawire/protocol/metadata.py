@@ -372,11 +372,11 @@ class ClusterMetadata:
             if t.name is None:
                 continue
             topic_id = getattr(t, "topic_id", None)
+            has_id = topic_id is not None and int(topic_id) != 0
             old = self.topics.get(t.name)
             # The same topic (not one deleted and made again under its name) only when
             # both answers carry its id: leader epochs start again in a new topic.
-            same = (old is not None and topic_id is not None and int(topic_id) != 0
-                    and old.topic_id == topic_id)
+            same = has_id and old is not None and old.topic_id == topic_id
             parts = {}
             for p in t.partitions:
                 epoch = getattr(p, "leader_epoch", -1)
@@ -393,7 +393,7 @@ class ClusterMetadata:
             self.topics[t.name] = TopicMetadata(t.name, t.error_code, topic_id, parts)
             if old is not None and old.topic_id != topic_id:
                 self.topic_names.pop(old.topic_id, None)  # made again: a new id
-            if topic_id is not None and int(topic_id) != 0:
+            if has_id:
                 self.topic_names[topic_id] = t.name
             self.topic_seen[t.name] = now
             if t.error_code == 0 and parts:
