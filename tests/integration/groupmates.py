@@ -719,13 +719,26 @@ def _run_kafka_python(child: _Child) -> int:
         child.emit("committed", offsets=[[tp.topic, tp.partition, om.offset]
                                          for tp, om in positions.items()])
 
-    class Listener(kafka.ConsumerRebalanceListener):
-        def on_partitions_revoked(self, revoked: Any) -> None:
+    async def commit_on_revoke() -> None:
+        # kafka-python 3 runs listeners on its I/O loop, where the blocking commit() is
+        # refused ("Cannot block on net.run() from the IO thread"): awaited here instead,
+        # as its own commit before a rebalance does.
+        positions = consumer._subscription.all_consumed_offsets()
+        try:
+            await consumer._coordinator._commit_offsets_sync_async(positions)
+        except Exception as exc:  # noqa: BLE001 - reported to the parent
+            child.emit("commit_failed", error=f"{type(exc).__name__}: {exc}")
+            return
+        child.emit("committed", offsets=[[tp.topic, tp.partition, om.offset]
+                                         for tp, om in positions.items()])
+
+    class Listener(kafka.AsyncConsumerRebalanceListener):
+        async def on_partitions_revoked(self, revoked: Any) -> None:
             if cfg["commit"] and revoked:
-                commit()
+                await commit_on_revoke()
             child.changed("revoked", [(tp.topic, tp.partition) for tp in revoked])
 
-        def on_partitions_assigned(self, assigned: Any) -> None:
+        async def on_partitions_assigned(self, assigned: Any) -> None:
             child.changed("assigned", [(tp.topic, tp.partition) for tp in assigned])
 
     consumer.subscribe(child.topics, listener=Listener())
