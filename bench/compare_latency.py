@@ -23,11 +23,13 @@ Up to 1,000/s every threaded caller sleeps between sends alike, and callbacks ru
 thread that wakes when an answer comes: kafkawire's sender thread, and for confluent-kafka a
 thread of the bench's blocked in poll() (see produce_confluent).  The acknowledgement
 tables give each producing process's CPU (cores kept busy while it sent), so a client that
-buys latency with a spinning core shows it.
+buys latency with a spinning core shows it.  On Apache Kafka, 30 s of unmeasured
+traffic come first (warm_up): its JIT is then past the slow start that would land on the
+first round's first client.
 
     .venv/bin/python bench/compare_latency.py [--quick] [--brokers tansu,kafka]
-        [--rates serial,1000,10000,100000] [--clients ...] [--rounds R] [--markdown PATH]
-        [--json PATH]
+        [--rates serial,1000,10000,100000] [--clients ...] [--rounds R] [--warm-up SECONDS]
+        [--markdown PATH] [--json PATH]
 """
 
 from __future__ import annotations
@@ -62,6 +64,7 @@ _WARM_SEQ = 0xFFFFFFFF
 BEHIND = 1.2  # sends that end later than 1.2x the offered duration: the rate is not met
 GIVE_UP = 1.0  # a client this many seconds behind its schedule stops sending (it is behind)
 IDLE_END = 3.0  # a consumer that saw records and then none for this long has them all
+WARM_UP = {"kafka": 30.0, "tansu": 0.0}  # seconds of unmeasured traffic first (warm_up)
 
 
 def value(due: float, seq: int) -> bytes:
@@ -517,6 +520,33 @@ def percentiles(samples: list[float]) -> dict | None:
             "n": len(vals), "lost": len(samples) - len(vals)}
 
 
+def warm_up(admin, bootstrap: str, clients: list[str], seconds: float) -> None:
+    """Unmeasured traffic before the first round, for ``seconds``: a fresh Apache Kafka
+    answers slower while its JIT compiles the produce and fetch paths (records reached a
+    consumer 2 ms late at 1,000/s for the first 12 s or more, see consumer_stages.py), and
+    the first round's first client would take all of that.  Each pass: every client one
+    at a time and at 1,000/s, then produce -> consume at 1,000/s."""
+    if seconds <= 0:
+        return
+    started = time.monotonic()
+    passes = 0
+    while time.monotonic() - started < seconds:
+        topic = new_topic(admin)
+        try:
+            for client in clients:
+                for rate, n in (("serial", 500), ("1000", 1000)):
+                    o = ack_run(bootstrap, topic, client, rate, n)
+                    if o["problem"]:
+                        raise RuntimeError(f"warm-up: {client} at {rate}: {o['problem']}")
+        finally:
+            drop_topic(admin, topic)
+        for client in clients:
+            e2e_run(admin, bootstrap, client, "1000", 1000)
+        passes += 1
+    print(f"  warm-up: {passes} pass(es) in {time.monotonic() - started:.0f}s, not measured",
+          file=sys.stderr, flush=True)
+
+
 def start_broker(name: str):
     if name == "tansu":
         from kafkawire.testing import TansuBroker
@@ -558,6 +588,7 @@ def run(args: argparse.Namespace) -> dict:
             print(f"{broker_name} on {bootstrap}", file=sys.stderr, flush=True)
             admin = Admin(bootstrap_servers=bootstrap)
             try:
+                warm_up(admin, bootstrap, args.clients, args.warm_up[broker_name])
                 for r in range(args.rounds):
                     order = args.clients if r % 2 == 0 else args.clients[::-1]
                     for rate in args.rates:
@@ -591,13 +622,18 @@ def rate_label(rate: str) -> str:
     return "one at a time" if rate == "serial" else f"{int(rate):,}/s"
 
 
+def warm_up_words(args: argparse.Namespace) -> str:
+    warmed = [f"{b}: whole passes for at least {args.warm_up[b]:g} s" for b in args.brokers if args.warm_up[b] > 0]
+    return f"unmeasured warm-up traffic first ({', '.join(warmed)}); " if warmed else ""
+
+
 def report(results: dict, args: argparse.Namespace) -> tuple[list[str], dict]:
     serial_slices, serial_per_slice = ack_slices("serial", args.quick)
     out = [
         "# Latency: produce -> acknowledgement and produce -> consume",
         "",
         f"{platform.python_implementation()} {platform.python_version()} on {platform.machine()}, "
-        f"{os.cpu_count()} CPUs; {args.rounds} interleaved rounds; milliseconds over all rounds' "
+        f"{os.cpu_count()} CPUs; {warm_up_words(args)}{args.rounds} interleaved rounds; milliseconds over all rounds' "
         f"records pooled; one partition, {VALUE_SIZE}-byte values, acks=1, linger 0. "
         "Acknowledgements are measured with no consumer running (one at a time: "
         f"{serial_slices} interleaved slices of {serial_per_slice:,} records per round), "
@@ -662,6 +698,9 @@ def main() -> None:
     parser.add_argument("--clients", help=f"comma-separated from {','.join(CLIENTS + OPTIONAL_CLIENTS)}"
                         f" ({','.join(CLIENTS)})")
     parser.add_argument("--rounds", type=int, help="interleaved rounds (3; quick 2)")
+    parser.add_argument("--warm-up", type=float, metavar="SECONDS",
+                        help=f"unmeasured traffic before the first round on each broker "
+                             f"(Kafka {WARM_UP['kafka']:g}, Tansu {WARM_UP['tansu']:g}: no JIT to warm)")
     parser.add_argument("--markdown", metavar="PATH", help="also write the tables to PATH")
     parser.add_argument("--json", metavar="PATH", help="write kafkawire's ratios to PATH")
     parser.add_argument("--consume", nargs=6, help=argparse.SUPPRESS)
@@ -678,6 +717,7 @@ def main() -> None:
     args.clients = split(args.clients or ("kafkawire,kafkawire.aio,confluent-kafka" if args.quick
                                           else ",".join(CLIENTS)))
     args.rounds = args.rounds or (2 if args.quick else 3)
+    args.warm_up = {b: WARM_UP[b] if args.warm_up is None else args.warm_up for b in ("tansu", "kafka")}
     for name, got, known in (("broker", args.brokers, ("tansu", "kafka")), ("rate", args.rates, RATES),
                              ("client", args.clients, CLIENTS + OPTIONAL_CLIENTS)):
         bad = [x for x in got if x not in known]
