@@ -28,7 +28,7 @@ traffic come first (warm_up): its JIT is then past the slow start that would lan
 first round's first client.
 
     .venv/bin/python bench/compare_latency.py [--quick] [--brokers tansu,kafka]
-        [--rates serial,1000,10000,100000] [--clients ...] [--rounds R] [--warm-up SECONDS]
+        [--rates serial,1000,10000,100000] [--clients ...] [--rounds R] [--warmup SECONDS]
         [--markdown PATH] [--json PATH]
 """
 
@@ -698,7 +698,7 @@ def main() -> None:
     parser.add_argument("--clients", help=f"comma-separated from {','.join(CLIENTS + OPTIONAL_CLIENTS)}"
                         f" ({','.join(CLIENTS)})")
     parser.add_argument("--rounds", type=int, help="interleaved rounds (3; quick 2)")
-    parser.add_argument("--warm-up", type=float, metavar="SECONDS",
+    parser.add_argument("--warmup", type=float, metavar="SECONDS",
                         help=f"unmeasured traffic before the first round on each broker "
                              f"(Kafka {WARM_UP['kafka']:g}, Tansu {WARM_UP['tansu']:g}: no JIT to warm)")
     parser.add_argument("--markdown", metavar="PATH", help="also write the tables to PATH")
@@ -717,7 +717,7 @@ def main() -> None:
     args.clients = split(args.clients or ("kafkawire,kafkawire.aio,confluent-kafka" if args.quick
                                           else ",".join(CLIENTS)))
     args.rounds = args.rounds or (2 if args.quick else 3)
-    args.warm_up = {b: WARM_UP[b] if args.warm_up is None else args.warm_up for b in ("tansu", "kafka")}
+    args.warm_up = {b: WARM_UP[b] if args.warmup is None else args.warmup for b in ("tansu", "kafka")}
     for name, got, known in (("broker", args.brokers, ("tansu", "kafka")), ("rate", args.rates, RATES),
                              ("client", args.clients, CLIENTS + OPTIONAL_CLIENTS)):
         bad = [x for x in got if x not in known]

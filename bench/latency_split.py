@@ -36,7 +36,7 @@ turnarounds mean the bytes are not why one client's "broker" column is longer.
 
     .venv/bin/python bench/latency_split.py [--broker kafka] [--rate 1000] [--records 3000]
         [--rounds 2] [--clients kafkawire,confluent-kafka] [--consume [--producer P]
-        [--variant NAME=CLIENT@SRC ...]] [--replay SLICES] [--markdown PATH]
+        [--variant NAME=CLIENT@SRC ...]] [--replay SLICES] [--warmup SECONDS] [--markdown PATH]
 """
 
 from __future__ import annotations
@@ -292,13 +292,15 @@ def _closed() -> NoReturn:
     raise SystemExit("the broker closed the connection: it refused a replayed request")
 
 
-def replay_main(broker_name: str, clients: list[str], slices: int, markdown: str | None) -> None:
+def replay_main(broker_name: str, clients: list[str], slices: int, markdown: str | None,
+                warm_up: float) -> None:
     from kafkawire import Admin
 
     started = time.monotonic()
     with cl.start_broker(broker_name) as broker:
         port = int(broker.bootstrap.rsplit(":", 1)[1])
         admin = Admin(bootstrap_servers=broker.bootstrap)
+        cl.warm_up(admin, broker.bootstrap, clients, warm_up)
         topic = cl.new_topic(admin)
         try:
             requests = {c: captured_request(broker.bootstrap, port, c, topic) for c in clients}
@@ -335,8 +337,12 @@ def main() -> None:
                              "interleaved with the others")
     parser.add_argument("--replay", type=int, metavar="SLICES",
                         help="replay each client's captured Produce request over one raw socket instead")
+    parser.add_argument("--warmup", type=float, metavar="SECONDS",
+                        help="unmeasured traffic first, as compare_latency.py's (Kafka "
+                             f"{cl.WARM_UP['kafka']:g}, Tansu {cl.WARM_UP['tansu']:g})")
     parser.add_argument("--markdown", metavar="PATH", help="also write the table to PATH")
     args = parser.parse_args()
+    warm = cl.WARM_UP[args.broker] if args.warmup is None else args.warmup
     clients = [c.strip() for c in args.clients.split(",") if c.strip()]
     known = cl.CLIENTS if args.consume else tuple(cl.PRODUCERS)
     bad = [c for c in clients if c not in known]
@@ -358,7 +364,7 @@ def main() -> None:
     if args.replay:
         if args.consume or variants:
             parser.error("--replay replays producers' requests: no --consume or --variant")
-        replay_main(args.broker, clients, args.replay, args.markdown)
+        replay_main(args.broker, clients, args.replay, args.markdown, warm)
         return
     from kafkawire import Admin
 
@@ -370,6 +376,8 @@ def main() -> None:
         port = int(broker.bootstrap.rsplit(":", 1)[1])
         admin = Admin(bootstrap_servers=broker.bootstrap)
         try:
+            # Any client's traffic warms the broker; variants (other trees' consumers) are left out.
+            cl.warm_up(admin, broker.bootstrap, [c for c in clients if c in cl.PRODUCERS], warm)
             for r in range(args.rounds):
                 for client in clients if r % 2 == 0 else clients[::-1]:
                     if args.consume:
