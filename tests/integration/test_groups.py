@@ -756,9 +756,9 @@ def test_mixed_group_of_three_clients_shares_and_reads_commits(kafka_broker, gro
         _poll_until([kw], lambda: all(kw.position(tp) == 100 for tp in kw.assignment()), 30, got)
         kw.commit()
         every_tp = [(topic, p) for p in sorted(every)]
-        # A peer commits after each batch it reads; one such commit that met the last
-        # rebalance was refused, and with nothing left to read it is not made again: with
-        # the group stable, each peer is asked to commit once more every 2 s.
+        # A peer commits after each batch it reads; such a commit that meets a rebalance is
+        # refused, and with nothing left to read it is not made again: with the group
+        # stable, each peer is asked to commit once more every 2 s.
         asked = [time.monotonic()]
 
         def all_committed() -> bool:
