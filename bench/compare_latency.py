@@ -13,9 +13,9 @@ Two phases per rate, so every client's acknowledgement latency is measured under
 load: first produce -> acknowledgement with no consumer running anywhere (a consumer that
 fetches the moment a record lands burns CPU that one waiting ~100 ms per fetch does not,
 and this is a 2-core machine), then produce -> consume with the consumer child running.
-One at a time, the acknowledgement phase is split into slices, every client's slice in
-turn and the order reversed each slice, so a burst of load on a shared machine lands on
-every client alike.  Interleaved: every round runs every client at every rate, the client
+The acknowledgement phase is split into slices (one at a time many short ones, at a
+fixed rate four), every client's slice in turn and the order reversed each slice, so a
+burst of load on a shared machine lands on every client alike.  Interleaved: every round runs every client at every rate, the client
 order alternating from round to round; percentiles are over all rounds' records pooled.
 Every producer: acks=1, linger 0, 100-byte values; consumers: their defaults
 (fetch_min_bytes 1, so the broker answers a waiting fetch as soon as a record lands).
@@ -71,13 +71,18 @@ def value(due: float, seq: int) -> bytes:
     return _VALUE.pack(due, seq) + _PAD
 
 
+RATE_SLICES = 4  # acknowledgement slices per round at a fixed rate (ack_slices)
+
+
 def ack_slices(rate: str, quick: bool) -> tuple[int, int]:
-    """(slices, records per slice) of the acknowledgement phase: one at a time, many short
-    interleaved slices (the serial p50 is a fraction of a millisecond, so a few seconds of
-    a neighbour's load sway one long run); at a fixed rate one slice of the usual length."""
+    """(slices, records per slice) of the acknowledgement phase, interleaved: one at a
+    time, many short slices (the serial p50 is a fraction of a millisecond, so a few
+    seconds of a neighbour's load sway one long run); at a fixed rate the usual length in
+    RATE_SLICES slices, so that what the phase before leaves behind (consumer children
+    exiting, topics being deleted) does not all land on the round's first client."""
     if rate == "serial":
         return (6, 350) if quick else (8, 750)
-    return 1, records_for(rate, quick)
+    return RATE_SLICES, records_for(rate, quick) // RATE_SLICES
 
 
 def records_for(rate: str, quick: bool) -> int:
@@ -635,8 +640,9 @@ def report(results: dict, args: argparse.Namespace) -> tuple[list[str], dict]:
         f"{platform.python_implementation()} {platform.python_version()} on {platform.machine()}, "
         f"{os.cpu_count()} CPUs; {warm_up_words(args)}{args.rounds} interleaved rounds; milliseconds over all rounds' "
         f"records pooled; one partition, {VALUE_SIZE}-byte values, acks=1, linger 0. "
-        "Acknowledgements are measured with no consumer running (one at a time: "
-        f"{serial_slices} interleaved slices of {serial_per_slice:,} records per round), "
+        "Acknowledgements are measured with no consumer running, in interleaved slices (one "
+        f"at a time {serial_slices} slices of {serial_per_slice:,} records per round, at a fixed "
+        f"rate {RATE_SLICES} slices), "
         "produce -> consume in a later phase with the consumer a separate process of the "
         "same client. \"behind\": the client's sends ended "
         f"more than {BEHIND:g}x later than the offered rate allows (latency then grows with "
