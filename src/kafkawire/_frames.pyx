@@ -35,10 +35,6 @@ def produce_frame(request, int version, int32_t correlation_id, bytes header_tai
     partition of one topic with records as non-empty bytes; None for anything else, which
     ``Connection.send_produce``'s general writer then takes (and judges).  Byte for byte
     what ``protocol.producer.encode_produce`` and the Connection's framing write."""
-    cdef bint flexible = version >= 9
-    cdef Py_ssize_t tx_len = -1, name_len, rec_len, size, head_len
-    cdef unsigned char* o
-    cdef bytes head
     if version < 3 or version > 11:
         return None
     topics = request.topic_data
@@ -49,10 +45,27 @@ def produce_frame(request, int version, int32_t correlation_id, bytes header_tai
     if type(parts) is not list or len(<list>parts) != 1:
         return None
     part = (<list>parts)[0]
-    records = part.records
-    name = topic.name
-    tx = request.transactional_id
-    index, acks, timeout_ms = part.index, request.acks, request.timeout_ms
+    return _frame_one(request.transactional_id, request.acks, request.timeout_ms, topic.name, part.index,
+                      part.records, version, correlation_id, header_tail)
+
+
+def produce_frame_one(transactional_id, acks, timeout_ms, topic, partition, records, int version,
+                      int32_t correlation_id, bytes header_tail):
+    """``produce_frame`` for the request with these fields and one partition of one topic,
+    without a request object: a producer's lone batch (Accumulator.lone_request) goes
+    from its fields to the wire in this one call.  None where produce_frame gives None."""
+    if version < 3 or version > 11:
+        return None
+    return _frame_one(transactional_id, acks, timeout_ms, topic, partition, records, version,
+                      correlation_id, header_tail)
+
+
+cdef object _frame_one(tx, acks, timeout_ms, name, index, records, int version, int32_t correlation_id,
+                       bytes header_tail):
+    cdef bint flexible = version >= 9
+    cdef Py_ssize_t tx_len = -1, name_len, rec_len, size, head_len
+    cdef unsigned char* o
+    cdef bytes head
     if (not PyBytes_CheckExact(records) or PyBytes_GET_SIZE(records) == 0 or type(name) is not str
             or (tx is not None and type(tx) is not str) or type(index) is not int
             or type(acks) is not int or type(timeout_ms) is not int

@@ -35,20 +35,18 @@ def test_connect_negotiates_and_pipelines(tansu_broker):
 def test_an_answer_listed_after_a_failed_write_fails_at_once(kafka_broker):
     # write_produce, then expect_answer: a write that closed the connection fails the
     # answer when it is listed, with the connection's error, not at its deadline.
-    from kafkawire.protocol.producer import produce_request
-
     produce = apis.get("Produce")
     with BrokerConnection(kafka_broker.host, kafka_broker.port) as conn:
         conn.connect(5)
         version = conn.version_for(produce)
         conn.sock.shutdown(socket.SHUT_WR)  # the next write fails (EPIPE)
-        request = produce_request(None, 1, 1000, {"no-such-topic": [(0, b"x" * 70)]})
-        assert conn.write_produce(request, version)
+        fields = (None, 1, 1000, "no-such-topic", 0, b"x" * 70)  # Accumulator.lone_request's
+        assert conn.write_produce(fields, version)
         got = []
         conn.expect_answer(lambda resp, exc: got.append((resp, exc)))
         assert len(got) == 1 and got[0][0] is None
         assert "writing to" in str(got[0][1]) and not conn.ready
-        assert not conn.write_produce(request, version)  # closed: send_produce's to take
+        assert not conn.write_produce(fields, version)  # closed: send_produce's to take
 
 
 def test_refused_is_typed():

@@ -82,8 +82,8 @@ def test_a_lone_record_is_written_before_its_batch_is_booked(modern_broker, monk
         write = BrokerConnection.write_produce
         lone_request, book_lone = acc.lone_request, acc.book_lone
 
-        def on_write(conn, request, version):
-            written = write(conn, request, version)
+        def on_write(conn, fields, version):
+            written = write(conn, fields, version)
             steps.append("write")
             if not others:
                 t = threading.Thread(target=lambda: others.append(p.send(topic, b"other", partition=0)))

@@ -9,7 +9,7 @@ from kafkawire.client.config import Config
 from kafkawire.client.future import Future
 from kafkawire.protocol import apis
 from kafkawire.protocol.accumulator import Accumulator
-from kafkawire.protocol.producer import encode_produce
+from kafkawire.protocol.producer import encode_produce, lone_produce_request
 from kafkawire.protocol.transactions import TransactionManager
 from test_connection import negotiated
 
@@ -71,9 +71,10 @@ def test_anything_collect_would_judge_otherwise_is_left_to_it():
     assert leaderless.due_alone(b, 0.0, lambda t, p: None) is None
 
 
-# The leader's sans-IO Connection, after ApiVersions: Produce v9 only, or no Produce at all.
+# The leader's sans-IO Connection, after ApiVersions: Produce v9 only, v2 only, or no Produce at all.
 AT_V9 = negotiated({PRODUCE_KEY: (9, 9)})
 NO_PRODUCE = negotiated({METADATA_KEY: (0, 12)})
+AT_V2 = negotiated({PRODUCE_KEY: (2, 2)})
 
 
 def given_id(acc, pid=7, epoch=0):
@@ -108,9 +109,10 @@ def test_a_lone_record_makes_the_request_and_the_bookkeeping_append_would():
             b = append(general, now=1.0)
             general.close_open(b)
             expected, carried, _rest, _failed = general.produce_request([b], 9, 1.0)
-            made, request, version = lone.lone_request("t", 0, RECORD, 130, 1.0, AT_V9)
+            made, fields, version = lone.lone_request("t", 0, RECORD, 130, 1.0, AT_V9)
             assert version == 9
             lone.book_lone(made)
+            request = lone_produce_request(fields)
             assert b"".join(encode_produce(request, 9)) == b"".join(encode_produce(expected, 9))
             assert state(lone) == state(general)
             assert made.sequence == (i if idempotent else -1)
@@ -121,7 +123,7 @@ def test_a_lone_record_makes_the_request_and_the_bookkeeping_append_would():
 
 def test_a_batch_queued_while_a_lone_one_was_written_stands_behind_it():
     acc = accumulator()
-    made, _request, _version = acc.lone_request("t", 0, RECORD, 130, 0.0, AT_V9)
+    made, _fields, _version = acc.lone_request("t", 0, RECORD, 130, 0.0, AT_V9)
     other = append(acc)  # another thread's send() before the lone batch is booked
     acc.book_lone(made)
     assert list(acc.batches[("t", 0)]) == [made, other]
@@ -134,6 +136,7 @@ def test_a_lone_record_waits_for_a_producer_id_or_a_version_on_the_general_path(
     assert state(acc) == (0, {}, [])
     given_id(acc)
     assert acc.lone_request("t", 0, RECORD, 130, 0.0, NO_PRODUCE) is None  # append reports it
+    assert acc.lone_request("t", 0, RECORD, 130, 0.0, AT_V2) is None  # message sets: produce_request's
     assert state(acc) == (0, {}, [])
     assert acc.lone_request("t", 0, RECORD, 130, 0.0, AT_V9)[0].sequence == 0  # none was used up
 

@@ -211,6 +211,10 @@ def test_a_lone_batchs_request_framed_in_one_call_is_the_schemas_frame(impl, ver
         assert b"".join(chunks) == general_frame(request, version, cid), i
         records = request.topic_data[0].partition_data[0].records
         assert any(c is records for c in chunks)  # never copied
+        # The same request from its fields (a producer's lone batch): the same frame.
+        chunks = impl.produce_frame_one(*fields_of(request), version, cid, header_tail(version))
+        assert b"".join(chunks) == general_frame(request, version, cid), i
+        assert any(c is records for c in chunks)
     tail = header_tail(version, client_id=None)
     assert b"".join(impl.produce_frame(one(), version, 7, tail)) == general_frame(one(), version, 7, None)
 
@@ -225,6 +229,15 @@ def test_anything_but_a_lone_batch_is_left_to_the_general_writer(impl):
             (one(name="x" * 40000), 8), (one(txn="y" * 40000), 3), (one(), 2), (one(), 12)]
     for request, version in left:
         assert impl.produce_frame(request, version, 1, header_tail(min(version, 11))) is None
+        if len(request.topic_data) == 1 and len(request.topic_data[0].partition_data) == 1:
+            assert impl.produce_frame_one(*fields_of(request), version, 1, header_tail(min(version, 11))) is None
+
+
+def fields_of(request):
+    """A one-partition request's fields, as Accumulator.lone_request gives them."""
+    part = request.topic_data[0].partition_data[0]
+    return (request.transactional_id, request.acks, request.timeout_ms, request.topic_data[0].name,
+            part.index, part.records)
 
 
 def answer_frame(response, version, cid):

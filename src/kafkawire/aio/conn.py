@@ -412,29 +412,51 @@ class AsyncBrokerConnection:
         KIP-368 re-login due).  The answer is due within ``timeout`` (default
         request_timeout); a late one closes the connection, as in :meth:`request`.  The
         producer's per-request path, and the consumer's fetches."""
-        loop = self._loop
-        if not self.ready or loop is None:
-            return False
-        now = loop.time()
-        if relogin_holds(self._reauth, self._reauth_at, now):
+        now = self._writable_at()
+        if now is None:
             return False
         protocol = self.protocol
-        assert protocol is not None and self._transport is not None
         if api is _PRODUCE and expects_response and version is not None:
             chunks = protocol.send_produce(request, version)  # the checks send() makes, spared
         else:
             _cid, chunks = protocol.send(api, request, version, expects_response=expects_response)
         if not expects_response:
             self._transport.writelines(chunks)
-            loop.call_soon(on_answer, *args, None, None)
+            self._loop.call_soon(on_answer, *args, None, None)
             return True
+        self._write_awaited(chunks, on_answer, args, now, timeout)
+        return True
+
+    def send_produce_one(self, fields: tuple, version: int, *, on_answer: Callable[..., Any], args: tuple = ()) -> bool:
+        """:meth:`send_nowait` for a producer's Produce request of one partition's batch,
+        given by its ``fields`` (Accumulator.lone_request's): framed from them in one call
+        (protocol.Connection.send_produce_one).  False, and nothing written, as there."""
+        now = self._writable_at()
+        if now is None:
+            return False
+        self._write_awaited(self.protocol.send_produce_one(fields, version), on_answer, args, now, None)
+        return True
+
+    def _writable_at(self) -> float | None:
+        """The loop's time if a request may be written now (connected, no KIP-368 re-login
+        due); else None."""
+        loop = self._loop
+        if not self.ready or loop is None:
+            return None
+        now = loop.time()
+        if relogin_holds(self._reauth, self._reauth_at, now):
+            return None
+        assert self.protocol is not None and self._transport is not None
+        return now
+
+    def _write_awaited(self, chunks: list[Any], on_answer: Callable[..., Any], args: tuple, now: float,
+                       timeout: float | None) -> None:
         # Written first, the bookkeeping after: the answer cannot be read before this
         # returns to the loop, and the broker is at work meanwhile.
         self._transport.writelines(chunks)  # buffered whole by the transport: never half-sent
         if timeout is None:
             timeout = self.request_timeout
         self._await(_Answer(on_answer, args, (now + timeout, timeout)))
-        return True
 
     def _await(self, slot: _Answer) -> None:
         """``slot`` joins the answers awaited; the timer is brought forward to its due time

@@ -36,7 +36,7 @@ from kafkawire.protocol import apis
 from kafkawire.protocol.accumulator import Accumulator, Appender, Batch
 from kafkawire.protocol.idempotence import INIT_PRODUCER_ID
 from kafkawire.protocol.metadata import check_topic_name
-from kafkawire.protocol.producer import NEED_COUNT, partition_check
+from kafkawire.protocol.producer import NEED_COUNT, lone_produce_request, partition_check
 from kafkawire.protocol.transactions import TransactionAbortedError, TransactionManager
 
 __all__ = ["AsyncProducer", "AsyncRecordFuture"]
@@ -485,14 +485,14 @@ class AsyncProducer:
         made = acc.lone_request(topic, partition, record, size, self._now(), conn.protocol)
         if made is None:
             return None
-        b, request, version = made
+        b, fields, version = made
         sent = [b]
-        written = conn.send_nowait(PRODUCE, request, version, on_answer=self._settle, args=(node, conn, sent))
+        written = conn.send_produce_one(fields, version, on_answer=self._settle, args=(node, conn, sent))
         acc.book_lone(b)
         self._in_flight[node] = self._in_flight.get(node, 0) + 1
         self._batches_in_flight += 1
         if not written:  # a re-login due: the awaited way
-            self._spawn(self._exchange(node, conn, request, version, sent))
+            self._spawn(self._exchange(node, conn, lone_produce_request(fields), version, sent))
         return AsyncRecordFuture((b, 0, record[2]))
 
     def _space_freed(self) -> None:
@@ -565,7 +565,7 @@ class AsyncProducer:
             # awaited way.
             if not conn.send_nowait(PRODUCE, request, version, expects_response=self._expects_answer,
                                     on_answer=self._settle, args=(node, conn, sent)):
-                self._spawn(self._exchange(node, conn, request, version, sent))
+                self._spawn(self._exchange(node, conn, lone_produce_request(fields), version, sent))
         return rest
 
     async def _exchange(self, node: int, conn: Any, request: Any, version: int, sent: list[Batch]) -> None:

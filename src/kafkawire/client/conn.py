@@ -629,9 +629,10 @@ class BrokerConnection:
         consumer's fetches (issue 23)."""
         self._send_answered(api, request, version, on_answer, timeout)
 
-    def write_produce(self, request: Any, version: int) -> bool:
-        """Write a producer's Produce ``request`` (one that gets an answer) at ``version``
-        now, and nothing else: :meth:`expect_answer` lists its answer next, before anything
+    def write_produce(self, fields: tuple, version: int) -> bool:
+        """Write a producer's Produce request (one that gets an answer) of one partition's
+        batch, given by its ``fields`` (Accumulator.lone_request's), at ``version`` now,
+        and nothing else: :meth:`expect_answer` lists its answer next, before anything
         polls this connection.  What the caller does in between runs while the request is
         on its way (a producer books its batch there: issue 23).  False, with nothing
         written, when the connection is not ready for it (being set up, or holding
@@ -639,7 +640,7 @@ class BrokerConnection:
         proto = self.protocol
         if self.state != READY or proto is None or relogin_holds(self._reauth, self._reauth_at, time.monotonic()):
             return False
-        self._write(proto.send_produce(request, version))
+        self._write(proto.send_produce_one(fields, version))
         return True
 
     def expect_answer(self, on_answer: Callable[[Any, BaseException | None], Any],

@@ -60,7 +60,7 @@ from kafkawire.protocol.accumulator import (
 )
 from kafkawire.protocol.idempotence import INIT_PRODUCER_ID
 from kafkawire.protocol.metadata import check_topic_name
-from kafkawire.protocol.producer import NEED_COUNT, partition_check
+from kafkawire.protocol.producer import NEED_COUNT, lone_produce_request, partition_check
 from kafkawire.protocol.steps import StepRun
 from kafkawire.protocol.transactions import TransactionAbortedError, TransactionManager
 
@@ -387,8 +387,8 @@ class Producer:
             made = acc.lone_request(topic, partition, record, size, _monotonic(), conn.protocol)
             if made is None:
                 return None
-            b, request, version = made
-            written = conn.write_produce(request, version)
+            b, fields, version = made
+            written = conn.write_produce(fields, version)
             with self._lock:
                 acc.book_lone(b)
             sent, name = [b], conn.name
@@ -399,7 +399,7 @@ class Producer:
             if written:
                 conn.expect_answer(on_answer)
             else:  # held for a re-authentication: sent, as any request, once it ends
-                conn.send_produce(request, version, on_answer)
+                conn.send_produce(lone_produce_request(fields), version, on_answer)
         finally:
             self._io.release()
         return RecordFuture((b, 0, record[2]))

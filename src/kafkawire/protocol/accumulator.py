@@ -422,30 +422,49 @@ class Accumulator:
         return not self.incomplete and self.linger == 0 and self.acks != 0 and self.txn is None
 
     def lone_request(self, topic: str, partition: int, record: tuple, size: int, now: float, versions: Any
-                     ) -> tuple[Batch, Any, int] | None:
+                     ) -> tuple[Batch, tuple, int] | None:
         """A record sent while no other batch is pending, as a batch of its own and the
-        Produce request that carries it, marked in flight, at the version ``versions``
-        (the leader's sans-IO Connection) chose: (batch, request, version).  The shell
-        writes the request, then books the batch (:meth:`book_lone`), so that bookkeeping
-        runs while the request is on its way (issue 23).  None: the general path's
-        (append) to take (no Produce version in common, no producer id yet, a fatal
-        error, a record that fails to encode: append then reports each).  Only when
-        :meth:`takes_lone` says so."""
+        fields of the Produce request that carries it (transactional_id, acks,
+        timeout_ms, topic, partition, records: the leader's Connection.send_produce_one
+        frames them), marked in flight, at the version ``versions`` (the leader's sans-IO
+        Connection) chose: (batch, fields, version).  What produce_request would make of
+        the batch, without its look at many batches and without a request object: this
+        runs before the record's write (issue 23).  The shell writes the request, then
+        books the batch (:meth:`book_lone`), so that bookkeeping runs while the request is
+        on its way.  None: the general path's (append) to take (no Produce version in
+        common or one before v3, no producer id yet, a fatal error, a record that fails to
+        encode: append then reports each).  Only when :meth:`takes_lone` says so."""
         try:
             version = versions.version_for(PRODUCE)
         except Exception:  # noqa: BLE001 - no version in common: the general path fails the record
             return None
-        ident = self.identity
+        if version < 3:
+            return None  # message sets: produce_request's checks and encoders
         b = Batch(topic, partition, now, now + self.delivery_timeout, self.new_future())
+        ident = self.identity
         if ident is not None and not ident.may_send(b):
             return None
         key, value, ts, headers = _record_parts(record)
         b.add(key, value, ts, headers)
+        stamping = ident is not None and ident.active
+        if stamping:
+            ident.stamp(b)  # after add: the partition's next sequence counts the record
+        try:
+            data = b.encode_v2(self.compression, self.config.compression_level, b.pid, b.epoch, b.sequence,
+                               ident is not None and ident.transactional)
+        except Exception:  # noqa: BLE001 - append reports it, for this record alone
+            if stamping:
+                ident.failed(b)  # never sent: its sequence is the next batch's
+            return None
+        b.encoded = (2, self.compression, data, (b.pid, b.epoch, b.sequence))
         b.size += size
         b.reserved = b.size
         b.full = True
-        request, sent, _rest, failed = self.produce_request([b], version, now)
-        return (b, request, version) if sent else None
+        b.in_flight = True
+        b.attempts = 1
+        # produce_request's timeout: the batch's delivery deadline, if sooner
+        timeout_ms = max(1, min(self.config.request_timeout_ms, int((b.deadline - now) * 1000)))
+        return b, (ident.transactional_id if stamping else None, self.acks, timeout_ms, topic, partition, data), version
 
     def book_lone(self, b: Batch) -> None:
         """Book ``b``, sent by :meth:`lone_request`, as append and collect would have:

@@ -56,7 +56,7 @@ from kafkawire.codec import alloc_buffer
 from kafkawire.protocol import apis
 from kafkawire.protocol.api import Api, ApiVersionError
 from kafkawire.protocol.headers import decode_response_header, encode_request_header
-from kafkawire.protocol.producer import decode_produce_response, encode_produce, frame_produce
+from kafkawire.protocol.producer import decode_produce_response, encode_produce, frame_produce, lone_produce_request
 from kafkawire.protocol.schema import Struct, Writer, decode
 
 __all__ = [
@@ -80,7 +80,8 @@ _PRODUCE_API = apis.get("Produce")
 _FETCH_API = apis.get("Fetch")
 # A lone Produce request framed, and Produce and Fetch answers read, in one call each.
 _frames = _twins.load("kafkawire._frames", "kafkawire.protocol._frames_py")
-produce_frame, produce_answer = _frames.produce_frame, _frames.produce_answer
+produce_frame, produce_frame_one = _frames.produce_frame, _frames.produce_frame_one
+produce_answer = _frames.produce_answer
 fetch_answer, fetch_body = _frames.fetch_answer, _frames.fetch_body
 _MAX_CORRELATION_ID = 2**31 - 1
 
@@ -395,6 +396,21 @@ class Connection:
             chunks = self._frame_produce(correlation_id, version, body, True)
         else:
             self._pending.append((correlation_id, _PRODUCE_API, version))
+        self._next_id = 0 if correlation_id == _MAX_CORRELATION_ID else correlation_id + 1
+        return chunks
+
+    def send_produce_one(self, fields: tuple, version: int) -> list[Any]:
+        """:meth:`send_produce` for the request whose fields are ``fields``
+        (transactional_id, acks, timeout_ms, topic, partition, records: one partition's
+        batch, Accumulator.lone_request's), framed from them in one call, with no request
+        object in between: a record sent one at a time pays this before its write."""
+        self._check_usable()
+        correlation_id = self._next_id
+        chunks = produce_frame_one(*fields, version, correlation_id,
+                                   self._header_tails.get(version) or self._header_tail(version))
+        if chunks is None:  # the general writer's (and its checks')
+            return self.send_produce(lone_produce_request(fields), version)
+        self._pending.append((correlation_id, _PRODUCE_API, version))
         self._next_id = 0 if correlation_id == _MAX_CORRELATION_ID else correlation_id + 1
         return chunks
 

@@ -26,8 +26,8 @@ from kafkawire.protocol import apis
 from kafkawire.protocol.metadata import check_partition_in_range
 from kafkawire.protocol.schema import _length, _put_string, _put_uvarint, _read_string
 
-__all__ = ["NEED_COUNT", "NEED_FRESH_COUNT", "partition_check", "produce_request", "encode_produce", "frame_produce",
-           "decode_produce_response", "FIRST_VERSION"]
+__all__ = ["NEED_COUNT", "NEED_FRESH_COUNT", "partition_check", "produce_request", "lone_produce_request",
+           "encode_produce", "frame_produce", "decode_produce_response", "FIRST_VERSION"]
 
 PRODUCE = apis.get("Produce")
 #: The first Produce version these fast paths write and read (RecordBatch, KIP-98).
@@ -107,6 +107,15 @@ def produce_request(transactional_id: str | None, acks: int, timeout_ms: int,
     r.topic_data = topic_data
     return r
 
+
+
+def lone_produce_request(fields: tuple) -> Any:
+    """The Produce request object of one partition's batch given by its fields
+    (transactional_id, acks, timeout_ms, topic, partition, records), as
+    Accumulator.lone_request makes them: for the ways that need the object (a request
+    held for a re-authentication, the general writer)."""
+    transactional_id, acks, timeout_ms, topic, partition, records = fields
+    return produce_request(transactional_id, acks, timeout_ms, {topic: [(partition, records)]})
 
 _FRAME_HEAD = struct.Struct(">ihhi")  # frame size, api key (Produce: 0), version, correlation id
 _MAX_FRAME = 2**31 - 1
