@@ -151,3 +151,31 @@ def test_only_a_record_with_nothing_pending_linger_0_and_an_answer_to_wait_for_g
     transactional = accumulator(transactional_id="tx", enable_idempotence=True, acks="all")
     transactional.txn = TransactionManager(transactional.identity, 100)  # as both shells set it
     assert not transactional.takes_lone()
+
+
+def test_a_lone_batch_acknowledged_settles_as_one_of_two_would():
+    # settle() takes a one-batch answer in fewer steps; what it makes of the batch is
+    # what the general way makes of it beside another (the idempotent bookkeeping too).
+    produce = apis.get("Produce")
+    parts = produce.Response.TopicProduceResponse
+    ok = parts.PartitionProduceResponse
+    out = []
+    for together in (False, True):
+        acc = accumulator(enable_idempotence=True)
+        given_id(acc)
+        b = append(acc, 0, now=1.0)
+        acc.close_open(b)
+        sent = [b]
+        answers = [ok(index=0, error_code=0, base_offset=40, log_append_time_ms=77)]
+        if together:
+            other = append(acc, 1, now=1.0)
+            acc.close_open(other)
+            sent.append(other)
+            answers.append(ok(index=1, error_code=0, base_offset=9))
+        _request, carried, _rest, _failed = acc.produce_request(sent, 9, 1.0)
+        assert carried == sent
+        answer = produce.Response(responses=[parts(name="t", partition_responses=answers)])
+        done, refresh = acc.settle(sent, answer, None, "b1", 1.0, False)
+        assert done[0] == (b, (40, 77)) and not refresh
+        out.append((("t", 0) in acc.batches, ("t", 0) in acc.identity.written))
+    assert out == [(False, True), (False, True)]
