@@ -565,7 +565,7 @@ class AsyncProducer:
             # awaited way.
             if not conn.send_nowait(PRODUCE, request, version, expects_response=self._expects_answer,
                                     on_answer=self._settle, args=(node, conn, sent)):
-                self._spawn(self._exchange(node, conn, lone_produce_request(fields), version, sent))
+                self._spawn(self._exchange(node, conn, request, version, sent))
         return rest
 
     async def _exchange(self, node: int, conn: Any, request: Any, version: int, sent: list[Batch]) -> None:

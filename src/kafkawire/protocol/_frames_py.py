@@ -63,13 +63,13 @@ def produce_frame(request: Any, version: int, correlation_id: int, header_tail: 
     return None if body is None else frame_produce(correlation_id, version, header_tail, body)[1]
 
 
-
 def produce_frame_one(transactional_id: Any, acks: Any, timeout_ms: Any, topic: Any, partition: Any,
                       records: Any, version: int, correlation_id: int, header_tail: bytes) -> list[Any] | None:
     """produce_frame for the request with these fields, one partition of one topic.  See
     kafkawire._frames.produce_frame_one."""
     request = lone_produce_request((transactional_id, acks, timeout_ms, topic, partition, records))
     return produce_frame(request, version, correlation_id, header_tail)
+
 
 def fetch_answer(data: Any, correlation_id: int, version: int) -> Any:
     """A whole Fetch answer frame to the request with ``correlation_id`` at ``version``,
