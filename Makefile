@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 export KAFKAWIRE_REQUIRE_EXTENSION := 1
 
-.PHONY: all venv build stunnel kafka test test-cython test-cython-shared test-cython-alone test-python bench bench-check soak soak-kafka demo fuzz dist clean
+.PHONY: all venv build lint stunnel kafka test test-cython test-cython-shared test-cython-alone test-python bench bench-check soak soak-kafka demo fuzz dist clean
 
 all: test
 
@@ -58,9 +58,17 @@ kafka: $(STAMP)
 	$(PY) -c "from kafkawire.testing.kafka import kafka_jars, KAFKA_MATRIX_VERSION as v; print('kafka', v, kafka_jars(v))"
 	$(PY) -c "from kafkawire.testing.spark import kafka_connector_jars as j, SPARK_CONNECTOR_VERSION as v; print('spark-sql-kafka', v, j(v))"
 
+# A name used but never defined (a typo, an edit that left a variable behind on a path
+# the tests reach only when a broker does something rare) fails here, before any test.
+# pyflakes' other findings (unused or star imports) are left to review.
+lint: $(STAMP)
+	@$(PY) -c "import pyflakes"
+	@found=$$($(PY) -m pyflakes src tests bench | grep ": undefined name '" || true); \
+	if [ -n "$$found" ]; then echo "$$found"; echo "lint: undefined names (above)" >&2; exit 1; fi
+
 # The compiled run's shared part and the pure-Python twin's run at once (their output
 # printed as each ends), then the compiled run's suites that must run alone.
-test: build stunnel kafka
+test: lint build stunnel kafka
 	$(MAKE) --no-print-directory -j2 --output-sync=target test-cython-shared test-python
 	$(MAKE) --no-print-directory test-cython-alone
 
