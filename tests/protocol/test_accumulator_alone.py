@@ -154,8 +154,9 @@ def test_only_a_record_with_nothing_pending_linger_0_and_an_answer_to_wait_for_g
 
 
 def test_a_lone_batch_acknowledged_settles_as_one_of_two_would():
-    # settle() takes a one-batch answer in fewer steps; what it makes of the batch is
-    # what the general way makes of it beside another (the idempotent bookkeeping too).
+    # settle() takes a batch acknowledged alone (a record sent one at a time) by a shorter
+    # way; it settles as the general way settles it beside another in the same answer:
+    # its result, dequeued, the idempotent bookkeeping.
     produce = apis.get("Produce")
     parts = produce.Response.TopicProduceResponse
     ok = parts.PartitionProduceResponse
