@@ -389,13 +389,12 @@ class Connection:
         tail = self._header_tails.get(version) or self._header_tail(version)
         # One batch (a producer sending one at a time): framed in one compiled call.
         chunks = produce_frame(request, version, correlation_id, tail)
-        if chunks is None:
-            body = encode_produce(request, version)
-            if body is None:
-                return self.send(_PRODUCE_API, request, version)[1]
-            chunks = self._frame_produce(correlation_id, version, body, True)
-        else:
-            self._pending.append((correlation_id, _PRODUCE_API, version))
+        if chunks is not None:
+            return self._produce_framed(correlation_id, version, chunks)
+        body = encode_produce(request, version)
+        if body is None:
+            return self.send(_PRODUCE_API, request, version)[1]
+        chunks = self._frame_produce(correlation_id, version, body, True)
         self._next_id = 0 if correlation_id == _MAX_CORRELATION_ID else correlation_id + 1
         return chunks
 
@@ -410,6 +409,10 @@ class Connection:
                                    self._header_tails.get(version) or self._header_tail(version))
         if chunks is None:  # the general writer's (and its checks')
             return self.send_produce(lone_produce_request(fields), version)
+        return self._produce_framed(correlation_id, version, chunks)
+
+    def _produce_framed(self, correlation_id: int, version: int, chunks: list[Any]) -> list[Any]:
+        # A Produce request _frames framed with correlation_id: its answer awaited, the id taken.
         self._pending.append((correlation_id, _PRODUCE_API, version))
         self._next_id = 0 if correlation_id == _MAX_CORRELATION_ID else correlation_id + 1
         return chunks

@@ -108,7 +108,6 @@ def produce_request(transactional_id: str | None, acks: int, timeout_ms: int,
     return r
 
 
-
 def lone_produce_request(fields: tuple) -> Any:
     """The Produce request object of one partition's batch given by its fields
     (transactional_id, acks, timeout_ms, topic, partition, records), as
@@ -116,6 +115,7 @@ def lone_produce_request(fields: tuple) -> Any:
     held for a re-authentication, the general writer)."""
     transactional_id, acks, timeout_ms, topic, partition, records = fields
     return produce_request(transactional_id, acks, timeout_ms, {topic: [(partition, records)]})
+
 
 _FRAME_HEAD = struct.Struct(">ihhi")  # frame size, api key (Produce: 0), version, correlation id
 _MAX_FRAME = 2**31 - 1
