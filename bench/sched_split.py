@@ -232,7 +232,8 @@ def main() -> None:
             + "".join(f"| {sum(o[k] for o in got[client]) / records * 1e6:.0f} "
                       for k in ("caller", "client", "broker")) + "|")
     lines += ["", "\"write\": a client thread wakes a broker thread; \"answer\": a broker thread wakes a "
-              "client thread.  CPU per record (µs): \"caller\" is the thread calling send(), pacer "
+              "client thread; \"requests split\": those whose broker thread and reader were both traced "
+              "starting to run, of the writes that woke a broker thread.  CPU per record (µs): \"caller\" is the thread calling send(), pacer "
               "included (the same loop for every client); \"client's threads\" its others (a sender, "
               "librdkafka's, a thread serving delivery reports); \"broker\" every broker thread's "
               "while that client ran."]
