@@ -623,6 +623,18 @@ def ms(p: dict | None, key: str) -> str:
     return "   -  " if p is None else f"{p[key] * 1000:6.3f}"
 
 
+def add_split_arguments(parser: argparse.ArgumentParser) -> None:
+    """The run options of the tools that split these runs' latency (latency_split.py,
+    sched_split.py): which broker, rate, records and rounds, and the warm-up."""
+    parser.add_argument("--broker", default="kafka", choices=("kafka", "tansu"))
+    parser.add_argument("--rate", default="1000", help="serial or records/s (1000)")
+    parser.add_argument("--records", type=int, default=3000)
+    parser.add_argument("--rounds", type=int, default=2, help="interleaved rounds (2)")
+    parser.add_argument("--warmup", type=float, metavar="SECONDS",
+                        help="unmeasured traffic first, as compare_latency.py's (Kafka "
+                             f"{WARM_UP['kafka']:g}, Tansu {WARM_UP['tansu']:g})")
+
+
 def rate_label(rate: str) -> str:
     return "one at a time" if rate == "serial" else f"{int(rate):,}/s"
 

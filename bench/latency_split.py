@@ -320,10 +320,7 @@ def replay_main(broker_name: str, clients: list[str], slices: int, markdown: str
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--broker", default="kafka", choices=("kafka", "tansu"))
-    parser.add_argument("--rate", default="1000", help="serial or records/s (1000)")
-    parser.add_argument("--records", type=int, default=3000)
-    parser.add_argument("--rounds", type=int, default=2, help="interleaved rounds (2)")
+    cl.add_split_arguments(parser)
     parser.add_argument("--clients", default="kafkawire,confluent-kafka",
                         help=f"comma-separated from {','.join(cl.PRODUCERS)} (kafkawire,confluent-kafka); "
                              f"with --consume, consumers from {','.join(cl.CLIENTS)}")
@@ -337,9 +334,6 @@ def main() -> None:
                              "interleaved with the others")
     parser.add_argument("--replay", type=int, metavar="SLICES",
                         help="replay each client's captured Produce request over one raw socket instead")
-    parser.add_argument("--warmup", type=float, metavar="SECONDS",
-                        help="unmeasured traffic first, as compare_latency.py's (Kafka "
-                             f"{cl.WARM_UP['kafka']:g}, Tansu {cl.WARM_UP['tansu']:g})")
     parser.add_argument("--markdown", metavar="PATH", help="also write the table to PATH")
     args = parser.parse_args()
     warm = cl.WARM_UP[args.broker] if args.warmup is None else args.warmup

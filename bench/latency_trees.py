@@ -1,7 +1,7 @@
 """Produce -> acknowledgement, one record at a time or at a fixed rate, for kafkawire from
 several source trees side by side with confluent-kafka: the same-run A/B of a change to
-the per-record path.  A tree before a change is a ``git worktree`` (with the compiled modules built or
-copied into its ``src/kafkawire/``).
+the per-record path.  A tree before a change is a ``git worktree`` (with the compiled
+modules built or copied into its ``src/kafkawire/``).
 
 Each tree's producer runs in a child process of its own, importing kafkawire from that
 tree; confluent-kafka runs in this one.  They take turns in slices of ``--records``

@@ -176,15 +176,9 @@ def run_one(admin, bootstrap: str, broker: int, client: str, rate: str, n: int) 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--broker", default="kafka", choices=("kafka", "tansu"))
-    parser.add_argument("--rate", default="1000", help="serial or records/s (1000)")
-    parser.add_argument("--records", type=int, default=3000)
-    parser.add_argument("--rounds", type=int, default=2, help="interleaved rounds (2)")
+    cl.add_split_arguments(parser)
     parser.add_argument("--clients", default="kafkawire,confluent-kafka",
                         help=f"comma-separated from {','.join(cl.PRODUCERS)}")
-    parser.add_argument("--warmup", type=float, metavar="SECONDS",
-                        help="unmeasured traffic first, as compare_latency.py's (Kafka "
-                             f"{cl.WARM_UP['kafka']:g}, Tansu {cl.WARM_UP['tansu']:g})")
     parser.add_argument("--markdown", metavar="PATH", help="also write the table to PATH")
     args = parser.parse_args()
     clients = [c.strip() for c in args.clients.split(",") if c.strip()]
