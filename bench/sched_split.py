@@ -18,9 +18,9 @@ On a machine with few cores every microsecond a client spends on a CPU while the
 works is a microsecond the broker may wait: the per-record CPU of both processes is
 reported too.
 
-    .venv/bin/python bench/sched_split.py [--broker kafka|tansu] [--rate 1000|serial]
-        [--records 3000] [--rounds 2] [--clients kafkawire,confluent-kafka]
-        [--warmup SECONDS] [--markdown PATH]
+    .venv/bin/python bench/sched_split.py [--broker kafka|tansu | --bootstrap HOST:PORT]
+        [--rate 1000|serial] [--records 3000] [--rounds 2]
+        [--clients kafkawire,confluent-kafka] [--warmup SECONDS] [--markdown PATH]
 
 Needs perf (``apt-get install -y linux-perf``), a mounted tracefs and the right to trace
 every CPU (root).
@@ -174,9 +174,21 @@ def run_one(admin, bootstrap: str, broker: int, client: str, rate: str, n: int) 
     return out
 
 
+@contextmanager
+def _broker(args: argparse.Namespace):
+    """The bootstrap address of ``--bootstrap``, or of a ``--broker`` started for the run."""
+    if args.bootstrap:
+        yield args.bootstrap
+        return
+    with cl.start_broker(args.broker) as broker:
+        yield broker.bootstrap
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     cl.add_split_arguments(parser)
+    parser.add_argument("--bootstrap", metavar="HOST:PORT",
+                        help="a broker already running on this machine (else --broker starts one)")
     parser.add_argument("--clients", default="kafkawire,confluent-kafka",
                         help=f"comma-separated from {','.join(cl.PRODUCERS)}")
     parser.add_argument("--markdown", metavar="PATH", help="also write the table to PATH")
@@ -194,21 +206,22 @@ def main() -> None:
 
     started = time.monotonic()
     got: dict[str, list[dict]] = {c: [] for c in clients}
-    with cl.start_broker(args.broker) as broker:
-        bpid = listener_pid(int(broker.bootstrap.rsplit(":", 1)[1]))
-        admin = Admin(bootstrap_servers=broker.bootstrap)
+    with _broker(args) as bootstrap:
+        bpid = listener_pid(int(bootstrap.rsplit(":", 1)[1]))
+        admin = Admin(bootstrap_servers=bootstrap)
         try:
-            cl.warm_up(admin, broker.bootstrap, clients, warm)
+            cl.warm_up(admin, bootstrap, clients, warm)
             for r in range(args.rounds):
                 for client in clients if r % 2 == 0 else clients[::-1]:
-                    out = run_one(admin, broker.bootstrap, bpid, client, args.rate, args.records)
+                    out = run_one(admin, bootstrap, bpid, client, args.rate, args.records)
                     got[client].append(out)
                     print(f"  [r{r + 1}] {client:<22} {len(out['rows']):,} of {out['writes']:,} requests split",
                           file=sys.stderr, flush=True)
         finally:
             admin.close()
     us = lambda xs: f"{statistics.median(xs) * 1e6:.0f}" if xs else "-"  # noqa: E731
-    lines = [f"# The broker's turnaround, by the scheduler: {args.broker}, {cl.rate_label(args.rate)}", "",
+    lines = [f"# The broker's turnaround, by the scheduler: {args.bootstrap or args.broker}, "
+             f"{cl.rate_label(args.rate)}", "",
              f"{args.rounds} interleaved rounds of {args.records:,} records per client; medians in µs.", "",
              "| client | requests split | broker thread on the writer's CPU | its wait there | its wait elsewhere "
              "| write -> answer | answer -> reader on CPU | CPU / record: caller | client's threads | broker |",
