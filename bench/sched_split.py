@@ -2,9 +2,9 @@
 runs on after a client's write, how long it waits for it, and how long the answer takes.
 
 latency_split.py times each record on the wire; this one traces the kernel's scheduler
-(``perf record`` of sched_waking and sched_switch, every CPU) while compare_latency.py's
-producers run in this process, and splits each request at the wake-ups between the two
-processes:
+(``perf record`` of every CPU's sched_waking, sched_switch and sched_stat_runtime) while
+compare_latency.py's producers run in this process, and splits each request at the
+wake-ups between the two processes:
 
     write:       a client thread wakes a broker thread (the request reached its socket)
     on CPU:      that broker thread starts to run; "on the writer's CPU" when the kernel
@@ -69,7 +69,7 @@ def listener_pid(port: int) -> int:
                     return int(pid)
             except OSError:
                 continue
-    raise SystemExit(f"no process of this machine's listens on port {port}")
+    raise SystemExit(f"no process on this machine listens on port {port}: is the broker up?")
 
 
 @contextmanager
