@@ -454,8 +454,7 @@ class Accumulator:
         b.size += size
         b.reserved = b.size
         b.full = True
-        b.in_flight = True
-        b.attempts += 1
+        self._sent(b)
         return b, (ident.transactional_id if stamping else None, self.acks, self._timeout_ms(b.deadline, now), topic,
                    partition, data), version
 
@@ -591,6 +590,13 @@ class Accumulator:
                 self.identity.failed(b)
             raise
 
+    @staticmethod
+    def _sent(b: Batch) -> None:
+        """``b`` goes out in a Produce request: in flight, one attempt more (read by the
+        retry budget, the expiry error and the idempotent producer's ordering)."""
+        b.in_flight = True
+        b.attempts += 1
+
     def _timeout_ms(self, first_deadline: float, now: float) -> int:
         """A Produce request's timeout_ms: request_timeout_ms, or less, to end at the
         first delivery deadline of its batches.  With acks=all the leader holds the
@@ -645,11 +651,10 @@ class Accumulator:
             return None, sent, rest, failed
         timeout_ms = self.config.request_timeout_ms
         if now is not None:
-            timeout_ms = self._timeout_ms(sent[0].deadline if len(sent) == 1 else min(b.deadline for b in sent), now)
+            timeout_ms = self._timeout_ms(min(b.deadline for b in sent), now)
         request = produce_request(ident.transactional_id if stamping else None, self.acks, timeout_ms, topics)
         for b in sent:
-            b.in_flight = True
-            b.attempts += 1
+            self._sent(b)
         return request, sent, rest, failed
 
     def results(self, resp: Any, sent: list[Batch], broker: str) -> tuple[list[tuple[Batch, Any, bool]], bool]:
