@@ -6,7 +6,8 @@ latency_split.py times each record on the wire; this one traces the kernel's sch
 compare_latency.py's producers run in this process, and splits each request at the
 wake-ups between the two processes:
 
-    write:       a client thread wakes a broker thread (the request reached its socket)
+    write:       a client thread wakes a broker thread (the request reached its socket);
+                 whether another CPU was idle then (a CPU's idle task is pid 0)
     on CPU:      that broker thread starts to run; "on the writer's CPU" when the kernel
                  put it on the CPU the client wrote from (a loopback socket's wake-up asks
                  for that: the writer is expected to sleep next), where it waits for
@@ -145,7 +146,8 @@ def split(path: str, client: int, broker: int, start: float, end: float) -> dict
             # reader was never seen to run is left out).
             if cur is None or "answer" in cur:
                 writes += 1
-                cur = {"write": t, "net": wakee, "cpu": cpu}
+                cur = {"write": t, "net": wakee, "cpu": cpu,
+                       "idle": any(other == 0 for c, other in running.items() if c != cpu)}
                 if wakee in running.values():  # still on a CPU: nothing to wait for
                     cur["on"], cur["same"] = t, running.get(cpu) == wakee
         elif cur is not None and tgid.get(tid) == broker and tgid.get(wakee) == client and "answer" not in cur:
@@ -223,18 +225,20 @@ def main() -> None:
     lines = [f"# The broker's turnaround, by the scheduler: {args.bootstrap or args.broker}, "
              f"{cl.rate_label(args.rate)}", "",
              f"{args.rounds} interleaved rounds of {args.records:,} records per client; medians in µs.", "",
-             "| client | requests split | broker thread on the writer's CPU | its wait there | its wait elsewhere "
+             "| client | requests split | another CPU idle at the write | broker thread on the writer's CPU "
+             "| its wait there | its wait elsewhere "
              "| write -> answer | answer -> reader on CPU | CPU / record: caller | client's threads | broker |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for client in clients:
         rows = [r for out in got[client] for r in out["rows"]]
         records = sum(out["records"] for out in got[client]) or 1
         same = [r["on"] - r["write"] for r in rows if r["same"]]
         other = [r["on"] - r["write"] for r in rows if not r["same"]]
-        share = f"{len(same) / len(rows):.0%}" if rows else "-"
+        share = lambda n: f"{n / len(rows):.0%}" if rows else "-"  # noqa: E731
         writes = sum(out["writes"] for out in got[client])
         lines.append(
-            f"| {client} | {len(rows):,} of {writes:,} | {share} | {us(same)} | {us(other)} "
+            f"| {client} | {len(rows):,} of {writes:,} | {share(sum(r['idle'] for r in rows))} "
+            f"| {share(len(same))} | {us(same)} | {us(other)} "
             f"| {us([r['answer'] - r['write'] for r in rows])} | {us([r['read'] - r['answer'] for r in rows])} "
             + "".join(f"| {sum(o[k] for o in got[client]) / records * 1e6:.0f} "
                       for k in ("caller", "client", "broker")) + "|")
