@@ -19,7 +19,8 @@ burst of load on a shared machine lands on every client alike.  Interleaved: eve
 order alternating from round to round; percentiles are over all rounds' records pooled.
 Every producer: acks=1, linger 0, 100-byte values; consumers: their defaults
 (fetch_min_bytes 1, so the broker answers a waiting fetch as soon as a record lands).
-Up to 1,000/s every threaded caller sleeps between sends alike, and callbacks run in a
+Up to 1,000/s every caller sleeps between sends alike (the asyncio ones on an event loop
+whose waits end to the microsecond: fine_loop), and a threaded client's callbacks run in a
 thread that wakes when an answer comes: kafkawire's sender thread, and for confluent-kafka a
 thread of the bench's blocked in poll() (see produce_confluent).  The acknowledgement
 tables give each producing process's CPU (cores kept busy while it sent), so a client that
@@ -41,6 +42,7 @@ import json
 import math
 import os
 import platform
+import selectors
 import struct
 import subprocess
 import sys
@@ -209,13 +211,12 @@ def _aio_paced(make, stop, topic: str, rate: str, n: int, on_done):
                     pace.acks[i] = perf() - due
             else:
                 for i, due in pace.slots():
-                    # never a bare spin: the client's sender task runs only when this one awaits.
-                    # asyncio's selector rounds a wait up to whole milliseconds (epoll), so a
-                    # sleep ends up to 1 ms late: sleep to within 1.2 ms of the due time, then
-                    # turn the loop (sleep(0)) until it, as the threaded pacer spins its last 200 µs
+                    # As the threaded pacer: sleep to within 200 µs of the due time, then turn
+                    # the loop (sleep(0)) until it; never a bare spin, for the client's own
+                    # tasks run only while this one awaits.
                     left = due - perf()
                     while left > 0:
-                        await asyncio.sleep(left - 0.0012 if left > 0.0012 else 0)
+                        await asyncio.sleep(left - 0.0002 if left > 0.0002 else 0)
                         left = due - perf()
                     on_done(await p.send(topic, value(due, i), partition=0), pace.callback(i, due))
             took, cpu = perf() - pace.start, time.process_time() - cpu
@@ -224,7 +225,17 @@ def _aio_paced(make, stop, topic: str, rate: str, n: int, on_done):
         finally:
             await stop(p)
 
-    return asyncio.run(run())
+    with asyncio.Runner(loop_factory=fine_loop) as runner:
+        return runner.run(run())
+
+
+def fine_loop() -> asyncio.AbstractEventLoop:
+    """An event loop whose waits end to the microsecond, for the pacer's sleeps between
+    sends.  The default selector (epoll) rounds every wait up to whole milliseconds, so
+    at 1,000/s a sleeping pacer would send up to 1 ms late; it used to spin on sleep(0)
+    instead, a whole core the threaded callers' pacers leave to the broker.  select()
+    serves the few sockets a producer has as well as epoll does."""
+    return asyncio.SelectorEventLoop(selectors.SelectSelector())
 
 
 def produce_confluent(bootstrap: str, topic: str, rate: str, n: int, spin: bool = False):
