@@ -51,6 +51,7 @@ import threading
 import time
 import uuid
 
+import host_noise
 from report import finish
 
 CLIENTS = ("kafkawire", "kafkawire.aio", "confluent-kafka", "aiokafka", "kafka-python")
@@ -671,6 +672,10 @@ def report(results: dict, args: argparse.Namespace) -> tuple[list[str], dict]:
         f"more than {BEHIND:g}x later than the offered rate allows (latency then grows with "
         "the run: it cannot offer that rate).",
         "",
+        f"The machine (bench/host_noise.py: a busy loop on every CPU, nothing else running), "
+        f"before the run: {host_noise.words(args.noise[0])}; after it: {host_noise.words(args.noise[1])}. "
+        "A record that meets such a stop is late by it, whatever the client.",
+        "",
     ]
     ratios: dict = {}
     for broker in args.brokers:
@@ -753,7 +758,9 @@ def main() -> None:
         if bad:
             parser.error(f"unknown {name} {bad}; choose from {', '.join(known)}")
     started = time.monotonic()
+    before = host_noise.measure()
     results = run(args)
+    args.noise = (before, host_noise.measure())
     lines, ratios = report(results, args)
     text = "\n".join(lines) + "\n"
     finish(text, started, args.markdown, args.json, ratios)
