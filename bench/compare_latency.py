@@ -60,6 +60,7 @@ CLIENTS = ("kafkawire", "kafkawire.aio", "confluent-kafka", "aiokafka", "kafka-p
 OPTIONAL_CLIENTS = ("confluent-kafka.spin",)
 RATES = ("serial", "1000", "10000", "100000")
 VALUE_SIZE = 100
+SPIN = 0.0002  # the pacers' last stretch before a due time, turns of sleep(0) finer than a sleep
 WARMUP = 20  # serial records first (connections, metadata), left out of the figures
 _VALUE = struct.Struct(">dI")  # due time (perf_counter seconds), sequence; padded
 _PAD = b"x" * (VALUE_SIZE - _VALUE.size)
@@ -121,6 +122,12 @@ class Pacer:
                 return
             yield i, due
 
+    @staticmethod
+    def nap(left: float) -> float:
+        """How long to sleep with ``left`` seconds to a due time: up to SPIN before it, then
+        0 (a turn of sleep(0)), for a sleep ends late by about the timer's slack."""
+        return left - SPIN if left > SPIN else 0
+
     def wait_until(self, t: float, idle=None) -> None:
         """Sleep to ``t`` (``idle(seconds)`` serves a client's callbacks meanwhile); the
         last 200 µs, finer than a sleep, spin on sleep(0), which lets the client's own
@@ -129,7 +136,7 @@ class Pacer:
             left = t - time.perf_counter()
             if left <= 0:
                 return
-            (idle or time.sleep)(left - 0.0002 if left > 0.0002 else 0)
+            (idle or time.sleep)(self.nap(left))
 
     def callback(self, i: int, due: float):
         acks = self.acks
@@ -212,12 +219,11 @@ def _aio_paced(make, stop, topic: str, rate: str, n: int, on_done):
                     pace.acks[i] = perf() - due
             else:
                 for i, due in pace.slots():
-                    # As the threaded pacer: sleep to within 200 µs of the due time, then turn
-                    # the loop (sleep(0)) until it; never a bare spin, for the client's own
-                    # tasks run only while this one awaits.
+                    # As Pacer.wait_until; never a bare spin, for the client's own tasks run
+                    # only while this one awaits.
                     left = due - perf()
                     while left > 0:
-                        await asyncio.sleep(left - 0.0002 if left > 0.0002 else 0)
+                        await asyncio.sleep(pace.nap(left))
                         left = due - perf()
                     on_done(await p.send(topic, value(due, i), partition=0), pace.callback(i, due))
             took, cpu = perf() - pace.start, time.process_time() - cpu
@@ -234,8 +240,8 @@ def fine_loop() -> asyncio.AbstractEventLoop:
     """An event loop whose waits end to the microsecond, for the pacer's sleeps between
     sends.  The default selector (epoll) rounds every wait up to whole milliseconds, so
     at 1,000/s a sleeping pacer would send up to 1 ms late; it used to spin on sleep(0)
-    instead, a whole core the threaded callers' pacers leave to the broker.  select()
-    serves the few sockets a producer has as well as epoll does."""
+    instead, a whole core the threaded callers' pacers leave to the broker.  select()'s
+    cost grows with the descriptors it watches, and a producer watches a few."""
     return asyncio.SelectorEventLoop(selectors.SelectSelector())
 
 

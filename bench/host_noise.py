@@ -4,8 +4,9 @@ host stopping the virtual CPU, and the guest kernel's own work).
 
 On a virtual machine the host may stop a vCPU for milliseconds (another guest, its own
 work).  Nothing in the guest shows it, and every latency tail measured here lands on it:
-with a 1 ms gap a few times a second, 1,000 records/s put ~0.5% of the records over 1 ms
-whatever the client does.  compare_latency.py runs this before and after its rounds and
+with a few stops over 1 ms each CPU-second, a record in flight for 0.3 ms at 1,000/s, and
+the client's and the broker's processes on both CPUs, something like one record in a
+hundred meets one, whatever the client does.  compare_latency.py runs this before and after its rounds and
 prints the figures above its tables, so a p99 can be read against the floor the machine
 gave that day.
 
@@ -53,13 +54,19 @@ def measure(seconds: float = 2.0) -> list[dict]:
     children = [subprocess.Popen([sys.executable, "-c", code, here, str(cpu), str(seconds)],
                                  stdout=subprocess.PIPE, text=True)
                 for cpu in sorted(os.sched_getaffinity(0))]
-    out = []
-    for child in children:
-        stdout, _ = child.communicate(timeout=seconds + 30)
-        if child.returncode != 0:
-            raise RuntimeError(f"host_noise probe exited with {child.returncode}")
-        out.append(json.loads(stdout))
-    return out
+    try:
+        out = []
+        for child in children:
+            stdout, _ = child.communicate(timeout=seconds + 30)
+            if child.returncode != 0:
+                raise RuntimeError(f"host_noise probe exited with {child.returncode}")
+            out.append(json.loads(stdout))
+        return out
+    finally:
+        for child in children:  # a failed or late probe does not outlive the run
+            if child.poll() is None:
+                child.kill()
+                child.wait()
 
 
 def words(probes: list[dict]) -> str:
