@@ -49,7 +49,7 @@ from kafkawire.errors import (
 from kafkawire.protocol import apis
 from kafkawire.protocol.connection import Connection, ProtocolError, first_due, late_answer_error
 from kafkawire.protocol.sasl import SaslMechanism, SaslResult
-from kafkawire.protocol.setup import ConnectionSetup, broker_name, relogin_holds
+from kafkawire.protocol.setup import ConnectionSetup, broker_name, closed_in_flight_error, relogin_holds
 
 _PRODUCE = apis.get("Produce")
 # What one read takes at most into a connection's scratch buffer; the rest of a frame at
@@ -361,9 +361,10 @@ class AsyncBrokerConnection:
                 waiter.set_result(None)
             return
         if self.ready:
-            self.close(ConnectionClosedError(
-                f"{self.name} closed the connection with {len(self._answers)} request(s) in flight"
-                if exc is None else f"connection to {self.name} failed: {exc}", host=self.host, port=self.port))
+            self.close(closed_in_flight_error(
+                self.protocol, len(self._answers), name=self.name, host=self.host, port=self.port,
+                sasl=self.sasl, tls=self.ssl_context is not None) if exc is None else ConnectionClosedError(
+                f"connection to {self.name} failed: {exc}", host=self.host, port=self.port))
 
     def version_for(self, api: Any) -> int:
         """The version to use for ``api`` on this connection (Connection.version_for, which

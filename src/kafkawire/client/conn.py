@@ -48,7 +48,7 @@ from kafkawire.protocol import apis
 from kafkawire.protocol.api import Api
 from kafkawire.protocol.connection import Connection, ProtocolError, first_due, late_answer_error
 from kafkawire.protocol.sasl import SaslMechanism, SaslResult
-from kafkawire.protocol.setup import ConnectionSetup, broker_name, relogin_holds
+from kafkawire.protocol.setup import ConnectionSetup, broker_name, closed_in_flight_error, relogin_holds
 
 _PRODUCE = apis.get("Produce")
 
@@ -785,11 +785,9 @@ class BrokerConnection:
 
     def _on_closed_by_broker(self) -> None:
         """The read returned no bytes: the broker closed the connection."""
-        self.close(self._setup_closed_error(None) or ConnectionClosedError(
-            f"{self.name} closed the connection"
-            + (f" with {len(self._futures)} request(s) in flight" if self._futures else ""),
-            host=self.host, port=self.port,
-        ))
+        self.close(self._setup_closed_error(None) or closed_in_flight_error(
+            self.protocol, len(self._futures), name=self.name, host=self.host, port=self.port,
+            sasl=self.sasl, tls=self.ssl_context is not None))
 
     def _setup_closed_error(self, exc: BaseException | None) -> KafkaConnectionError | None:
         """The error for a connection that broke after connecting (or the TLS handshake)

@@ -12,6 +12,7 @@ sync and the asyncio client fail alike on the same broker.
 from __future__ import annotations
 
 from typing import Any
+from weakref import WeakKeyDictionary
 
 from kafkawire.errors import BrokerConnectTimeoutError, ConnectionClosedError, KafkaWireError
 from kafkawire.protocol.connection import Connection, ProtocolError
@@ -20,6 +21,7 @@ from kafkawire.protocol.sasl import (
     RawTokenReader,
     SaslAuthenticationError,
     SaslExchange,
+    SaslIllegalStateError,
     SaslMechanism,
     SaslProtocolError,
     SaslResult,
@@ -27,7 +29,8 @@ from kafkawire.protocol.sasl import (
     exchange_for,
 )
 
-__all__ = ["ConnectionSetup", "broker_name", "sasl_error", "NEGOTIATING", "AUTHENTICATING", "DONE"]
+__all__ = ["ConnectionSetup", "broker_name", "sasl_error", "closed_in_flight_error", "NEGOTIATING",
+           "AUTHENTICATING", "DONE"]
 
 NEGOTIATING, AUTHENTICATING, DONE = "negotiating", "authenticating", "done"
 
@@ -38,11 +41,12 @@ def broker_name(host: str, port: int, node_id: int | None) -> str:
     return f"broker {node_id} at {host}:{port}" if node_id is not None else f"broker {host}:{port}"
 
 
-def sasl_error(exc: BaseException, name: str, mechanism: SaslMechanism, *, closed: bool = False) -> BaseException:
+def sasl_error(exc: BaseException, name: str, mechanism: SaslMechanism, *, closed: bool = False,
+               login_only: bool = False) -> BaseException:
     """``exc``, a failed SASL exchange with broker ``name``, with the broker named first
     and, where there is one, the fix after.  ``closed``: the broker dropped the
-    connection mid-exchange.  An exception that is not kafkawire's (a token provider's
-    own) is returned as it is."""
+    connection mid-exchange; ``login_only``: the exchange was a KIP-368 re-login.  An
+    exception that is not kafkawire's (a token provider's own) is returned as it is."""
     if not isinstance(exc, KafkaWireError) or not exc.args or not isinstance(exc.args[0], str):
         return exc
     message = exc.args[0]
@@ -52,6 +56,16 @@ def sasl_error(exc: BaseException, name: str, mechanism: SaslMechanism, *, close
         fix = (f"the broker dropped the connection during {mech} authentication instead of "
                f"answering: check that this listener expects SASL and enables {mech} (some "
                f"brokers close the connection on a mechanism they do not offer)")
+    elif isinstance(exc, SaslIllegalStateError) and exc.request == "SaslHandshake":
+        if login_only:
+            fix = ("a second handshake on an authenticated connection needs KIP-368 "
+                   "re-authentication support on the broker")
+        else:
+            # Kafka answers a SaslHandshake on a listener without SASL with this code.
+            fix = (f"that is how a listener without SASL answers: if this port is a PLAINTEXT or "
+                   f"SSL listener, set security_protocol='PLAINTEXT' (or 'SSL') and leave "
+                   f"sasl_mechanism unset; to log in with {mech}, connect to the broker's "
+                   f"SASL_PLAINTEXT or SASL_SSL listener")
     elif isinstance(exc, ScramServerError):
         user = getattr(mechanism, "username", "?")
         if exc.server_error == "unknown-user":
@@ -73,6 +87,31 @@ def sasl_error(exc: BaseException, name: str, mechanism: SaslMechanism, *, close
         text += f"; {fix}"
     exc.args = (text, *exc.args[1:])
     return exc
+
+
+# The correlation id of each connection's first request after its setup (None until the
+# setup is done), kept beside the connection rather than in it: only the reading of a close
+# below needs it.
+_first_after_setup: WeakKeyDictionary[Connection, int] = WeakKeyDictionary()
+
+
+def closed_in_flight_error(protocol: Connection | None, in_flight: int, *, name: str, host: str, port: int,
+                           sasl: SaslMechanism | None, tls: bool) -> ConnectionClosedError:
+    """The error for a set-up connection the broker closed (an orderly close) with
+    ``in_flight`` requests unanswered.  When the first request after ApiVersions is among
+    them and the client did not log in, the message says what that usually is: Kafka's
+    SASL listeners answer ApiVersions, then drop a client that sends anything but
+    SaslHandshake."""
+    text = f"{name} closed the connection" + (f" with {in_flight} request(s) in flight" if in_flight else "")
+    first = _first_after_setup.get(protocol) if protocol is not None else None
+    pending = protocol._pending if protocol is not None else ()  # noqa: SLF001 - same layer
+    if sasl is None and in_flight and first is not None and pending and pending[0][0] == first:
+        protocol_name = "SASL_SSL" if tls else "SASL_PLAINTEXT"
+        text += (f", without answering the first request after ApiVersions: that is how a SASL "
+                 f"listener drops a client that does not log in; if this port is a SASL listener, "
+                 f"set security_protocol='{protocol_name}' and sasl_mechanism (with "
+                 f"sasl_plain_username and sasl_plain_password, or sasl_oauth_token_provider)")
+    return ConnectionClosedError(text, host=host, port=port)
 
 
 def relogin_holds(running: Any, due_at: float | None, now: float) -> bool:
@@ -177,7 +216,7 @@ class ConnectionSetup:
         proto = self.protocol
         if proto.negotiated:
             if self.sasl is None:
-                self.phase = DONE
+                self._done()
                 return []
             self.phase = AUTHENTICATING
             return self._start_login()
@@ -205,7 +244,7 @@ class ConnectionSetup:
             feed(exchange)
             step = exchange.next_step()
         except Exception as exc:  # noqa: BLE001 - the typed SASL errors, or a token provider's own
-            raise sasl_error(exc, self.name, self.sasl) from None
+            raise sasl_error(exc, self.name, self.sasl, login_only=self.login_only) from None
         if step is None:
             self._authenticated(exchange)
             return []
@@ -241,7 +280,12 @@ class ConnectionSetup:
                     f"last raw SASL token"), self.name, self.sasl)
         self._exchange = None
         self.result = exchange.result
+        self._done()
+
+    def _done(self) -> None:
         self.phase = DONE
+        if not self.login_only:
+            _first_after_setup[self.protocol] = self.protocol._next_id  # noqa: SLF001 - same layer
 
     def _closed_error_for(self, what: str) -> KafkaWireError:
         return ConnectionClosedError(f"{self.name} {what}", host=self.host, port=self.port)

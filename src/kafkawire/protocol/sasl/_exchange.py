@@ -241,8 +241,7 @@ class SaslExchange:
         if code == errors.IllegalSaslStateError.code:
             raise self._fail(SaslIllegalStateError(
                 "the broker refused SaslHandshake in the connection's current state "
-                "(ILLEGAL_SASL_STATE, 34): a second handshake on an authenticated connection "
-                "needs KIP-368 re-authentication support on the broker"
+                "(ILLEGAL_SASL_STATE, 34)", request="SaslHandshake"
             ))
         if code:
             raise self._fail(errors.broker_error(code, f"SaslHandshake for {name}"))
@@ -271,7 +270,7 @@ class SaslExchange:
             raise self._fail(SaslIllegalStateError(
                 f"the broker refused SaslAuthenticate for {name}: "
                 f"{message or 'not allowed in the current SASL state'} (ILLEGAL_SASL_STATE, 34)",
-                error_message=message,
+                error_message=message, request="SaslAuthenticate",
             ))
         if code:
             raise self._fail(errors.broker_error(code, f"SaslAuthenticate for {name}", message))
