@@ -256,6 +256,60 @@ def test_a_codec_library_aiokafka_lacks_is_its_error(monkeypatch, magic, codec_i
                          f"Libraries for {name} compression codec not found")
 
 
+# ---- magic 0/1 wrappers: offsets not yet assigned, a null value -------------------------
+
+
+def built_wrapper(magic: int, codec_id: int, offset: int, n: int = 10) -> bytes:
+    """A compressed set as aiokafka's producer builds it (inner offsets 0..n-1), its
+    wrapper's offset then set to ``offset`` (outside every CRC)."""
+    builder = ORIG_LEGACY_BUILDER(magic, codec_id, 1 << 20)
+    for i, (key, value, ts, _h) in enumerate(sample(n, headers=False)):
+        assert builder.append(i, ts, key, value) is not None
+    buf = bytearray(builder.build())
+    assert buf[17] & 7 == codec_id  # one wrapper, compressed
+    struct.pack_into(">q", buf, 0, offset)
+    return bytes(buf)
+
+
+# (aiokafka writes no lz4 in magic 0, KAFKA-3160)
+@pytest.mark.parametrize("magic, codec_id", [(0, 1), (0, 2), (1, 1), (1, 2), (1, 3)])
+@pytest.mark.parametrize("offset", [0, 4, 8, 9, 10, 100, -1, -(2**62)])
+def test_wrapper_without_assigned_offsets_keeps_its_inner_offsets(magic, codec_id, offset):
+    # KIP-31: a magic 1 wrapper's offset is its last inner one's; below its last relative
+    # offset (9 here) none was assigned, and aiokafka keeps the inner offsets.  (Near
+    # -2**63 aiokafka's int64 subtraction wraps around: differs, not followed.)
+    data = built_wrapper(magic, codec_id, offset)
+    for ref in (ORIG_MEMORY, PY_MEMORY):
+        got = same(data, ref)
+        for fetch_offset in (0, 3):
+            same_consumer(data, ref, fetch_offset=fetch_offset)
+    offsets = [r[0] for r in got[3]]
+    if magic == 0 or offset < 9:
+        assert offsets == list(range(10))
+    else:
+        assert offsets == list(range(offset - 9, offset + 1))
+
+
+def null_value_wrapper(magic: int, codec_id: int) -> bytes:
+    buf = bytearray(codec.encode_message_set([(None, None, 0)], magic=magic, base_offset=100))
+    buf[17] = codec_id
+    struct.pack_into(">I", buf, 12, codec.crc32(memoryview(buf)[16:]))
+    return bytes(buf)
+
+
+@pytest.mark.parametrize("magic, codec_id", [(0, 1), (0, 3), (1, 1), (1, 2), (1, 4), (1, 6)])
+def test_compressed_wrapper_with_null_value_is_aiokafkas_error_in_its_words(magic, codec_id):
+    # refused before its codec is looked at: an unknown codec too
+    data = null_value_wrapper(magic, codec_id)
+    theirs, ours = read_errors(data)
+    assert ours == theirs
+    assert theirs == [(aio_errors.CorruptRecordException,
+                       "[Error 2] CorruptRecordException: Value of compressed message is None")] * 2
+    for ref in (ORIG_MEMORY, PY_MEMORY):
+        same(data, ref)
+        same_consumer(data, ref)
+
+
 def test_validate_after_iteration_asserts_like_aiokafka():
     for mr in (ORIG_MEMORY, kc.MemoryRecords):
         b = mr(one_set(2, 0)).next_batch()

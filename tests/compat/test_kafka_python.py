@@ -440,6 +440,54 @@ def test_a_codec_library_kafka_python_lacks_is_its_error(monkeypatch, magic, cod
                               f"not found")
 
 
+# ---- magic 0/1 wrappers: offsets not yet assigned, a null value -------------------------
+
+
+def built_wrapper(magic, compression, offset, n=10):
+    """A compressed set as kafka-python's producer builds it (inner offsets 0..n-1), its
+    wrapper's offset then set to ``offset`` (outside every CRC)."""
+    buf = bytearray(orig_build(magic, compression, sample(magic, n)))
+    assert buf[17] & 7 == compression  # one wrapper, compressed
+    struct.pack_into(">q", buf, 0, offset)
+    return bytes(buf)
+
+
+@pytest.mark.parametrize("compression", [1, 2, 3])
+@pytest.mark.parametrize("magic", [0, 1])
+@pytest.mark.parametrize("offset", [0, 4, 8, 9, 10, BASE, -1, -(2**63)])
+def test_wrapper_without_assigned_offsets_keeps_its_inner_offsets(magic, compression, offset):
+    # KIP-31: a magic 1 wrapper's offset is its last inner one's; below its last relative
+    # offset (9 here) none was assigned, and kafka-python keeps the inner offsets
+    data = built_wrapper(magic, compression, offset)
+    view = same_view(data)
+    offsets = [r["offset"] for r in view[2][1]["records"]]
+    if magic == 0 or offset < 9:
+        assert offsets == list(range(10))
+    else:
+        assert offsets == list(range(offset - 9, offset + 1))
+    for fetch_offset in (0, 3):
+        got, error, _ = same_fetch(data, fetch_offset=fetch_offset)
+        assert error is None and [r.offset for r in got] == [o for o in offsets if o >= fetch_offset]
+
+
+def null_value_wrapper(magic, codec_id):
+    buf = bytearray(codec.encode_message_set([(None, None, 0)], magic=magic, base_offset=BASE))
+    buf[17] = codec_id
+    struct.pack_into(">I", buf, 12, codec.crc32(memoryview(buf)[16:]))
+    return bytes(buf)
+
+
+@pytest.mark.parametrize("magic, codec_id", [(0, 1), (0, 2), (1, 1), (1, 3), (1, 4), (1, 6)])
+def test_compressed_wrapper_with_null_value_is_kafka_pythons_error_in_its_words(magic, codec_id):
+    # refused before its codec is looked at: an unknown codec too
+    data = null_value_wrapper(magic, codec_id)
+    theirs, ours = _codec_errors(data)
+    assert ours == theirs and theirs[0] is k_errors.CorruptRecordError
+    assert theirs[1].endswith(": Value of compressed message is None")
+    got, error, _ = same_fetch(data)
+    assert got == [] and error is k_errors.CorruptRecordError
+
+
 def test_short_batch_header_is_a_corrupt_record_error():
     # kafka-python bug: it lets struct.error out of DefaultRecordBatch for a short batch
     data = struct.pack(">qiib", BASE, 20, 0, 2) + b"\x00" * 19
