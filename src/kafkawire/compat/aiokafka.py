@@ -28,6 +28,11 @@ What changes:
 
 Install it before creating producers and consumers: a producer batch started under one
 builder class must be finished by the same one.
+
+Host versions: ``TESTED_VERSIONS`` are the aiokafka releases this is tested with; on
+another, ``install()`` raises UntestedHostError and replaces nothing (``force=True``
+installs anyway, with a warning), and the environment opt-in warns and leaves aiokafka's
+own record layer (``KAFKAWIRE_PATCH_AIOKAFKA=force`` installs).
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ import types
 from itertools import chain as _chain, islice as _islice
 from typing import Any
 
+import aiokafka as _aiokafka
 import aiokafka.codec as _aiocodec
 import aiokafka.consumer.fetcher as _fetcher
 import aiokafka.errors as _aioerrors
@@ -54,9 +60,16 @@ import aiokafka.record.memory_records as _memory
 from kafkawire import codec as _codec
 from kafkawire import compression as _compression
 from kafkawire import errors as _errors
-from kafkawire.compat import _factory, _factory_py, _hostbytes
+from kafkawire.compat import _factory, _factory_py, _guard, _hostbytes
+from kafkawire.compat._guard import UntestedHostError, UntestedHostWarning
 
 __all__ = [
+    "ENV_VAR",
+    "HOST",
+    "TESTED_VERSIONS",
+    "UntestedHostError",
+    "UntestedHostWarning",
+    "host_version",
     "install",
     "uninstall",
     "installed",
@@ -78,6 +91,11 @@ __all__ = [
 
 #: Set to 1 to install when this module is imported.
 ENV_VAR = "KAFKAWIRE_PATCH_AIOKAFKA"
+HOST = "aiokafka"
+# The aiokafka releases this drop-in is tested with, lowest and highest (make test runs
+# aiokafka's own record tests on both, tests/compat/test_host_suites.py).  0.11-0.13
+# differ in the producer internals the drop-in replaces.
+TESTED_VERSIONS = ("0.14.0", "0.14.0")
 
 _INT64_MIN = -(1 << 63)
 _LOG_OVERHEAD = 12  # offset int64 + size int32 in front of every entry
@@ -1105,16 +1123,33 @@ _BUILDERS = frozenset({"DefaultRecordBatchBuilder", "DefaultRecordMetadata",
                        "LegacyRecordBatchBuilder", "LegacyRecordMetadata"})
 
 
-def install(builders: bool = False) -> None:
+def host_version() -> str:
+    """The version of the aiokafka this process imported."""
+    return _aiokafka.__version__
+
+
+def install(builders: bool = False, force: bool = False) -> None:
     """Put kafkawire's record classes wherever aiokafka looks its own up (idempotent).
 
     Every ``aiokafka.*`` module that binds one of aiokafka's selected record classes
     (Cython or pure Python, whichever aiokafka chose) under its public name gets
     kafkawire's instead; ``uninstall()`` puts each one back.  The batch builders are
     replaced too only with ``builders=True`` (today they are not faster than aiokafka's).
+    On an aiokafka outside TESTED_VERSIONS it raises UntestedHostError and replaces
+    nothing; ``force=True`` installs anyway, warning once (UntestedHostWarning).  Either
+    every replacement is made or none.
     """
     if _patched:
         return
+    _guard.check(HOST, host_version(), TESTED_VERSIONS, force, "call install(force=True)")
+    try:
+        _install(builders)
+    except BaseException:
+        uninstall()
+        raise
+
+
+def _install(builders: bool) -> None:
     chosen = {name: v for name, v in _REPLACEMENTS.items() if builders or name not in _BUILDERS}
     originals = {name: getattr(mod, name) for name, (mod, _new) in chosen.items()}
     for mod_name, mod in list(sys.modules.items()):
@@ -1125,15 +1160,15 @@ def install(builders: bool = False) -> None:
             continue
         for name, (_mod, new) in chosen.items():
             if name in namespace and namespace[name] is originals[name]:
-                _patched.append((mod, name, originals[name]))
                 setattr(mod, name, new)
+                _patched.append((mod, name, originals[name]))
     # the consumer's per-record loop that hands the records out (see _getall)
-    _patched.append((_fetcher.FetchResult, "getall", _ORIGINAL_GETALL))
     _fetcher.FetchResult.getall = _getall
-    _patched.append((_Producer, "send", _ORIGINAL_SEND))
+    _patched.append((_fetcher.FetchResult, "getall", _ORIGINAL_GETALL))
     _Producer.send = _send
-    _patched.append((_MessageBatch, "done", _ORIGINAL_DONE))
+    _patched.append((_Producer, "send", _ORIGINAL_SEND))
     _MessageBatch.done = _batch_done
+    _patched.append((_MessageBatch, "done", _ORIGINAL_DONE))
 
 
 def uninstall() -> None:
@@ -1148,5 +1183,12 @@ def installed() -> bool:
     return bool(_patched)
 
 
+def _auto_install(value: str) -> None:
+    """The environment opt-in's install(): an untested aiokafka is left to its own record
+    layer with a warning, unless ``value`` is "force"."""
+    if _guard.env_check(HOST, host_version(), TESTED_VERSIONS, ENV_VAR, value):
+        install(force=True)
+
+
 if os.environ.get(ENV_VAR, "") not in ("", "0"):
-    install()
+    _auto_install(os.environ[ENV_VAR])

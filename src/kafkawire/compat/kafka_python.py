@@ -23,6 +23,11 @@ example ``import kafkawire.compat.kafka_python`` next to ``import kafka``), or r
 program unchanged with ``python -m kafkawire.compat.kafka_python app.py [args]`` (or
 ``-m package.module``), which installs the codec and then runs it.
 
+Host versions: ``TESTED_VERSIONS`` are the kafka-python releases this is tested with;
+on another, ``install()`` raises UntestedHostError and replaces nothing (``force=True``
+installs anyway, with a warning), and the environment opt-in and the runner warn and
+leave kafka-python's own record layer (``KAFKAWIRE_PATCH_KAFKA_PYTHON=force`` installs).
+
 Differences from kafka-python kept on purpose are marked "kafka-python bug:" or
 "differs:" below; see also the tests in tests/compat/test_kafka_python.py.
 """
@@ -37,6 +42,7 @@ import struct
 import sys
 import time
 
+import kafka as _kafka
 import kafka.codec as _k_codec
 import kafka.consumer.fetcher as _k_fetcher
 import kafka.errors as _k_errors
@@ -52,10 +58,16 @@ import kafka.record.memory_records as _k_memory
 from kafka.record.abc import ABCRecord, ABCRecordBatch, ABCRecordBatchBuilder, ABCRecords
 
 from kafkawire import codec, compression as _compression, errors as _kw_errors
-from kafkawire.compat import _factory, _factory_py, _hostbytes
+from kafkawire.compat import _factory, _factory_py, _guard, _hostbytes
+from kafkawire.compat._guard import UntestedHostError, UntestedHostWarning
 
 __all__ = [
     "ENV_VAR",
+    "HOST",
+    "TESTED_VERSIONS",
+    "UntestedHostError",
+    "UntestedHostWarning",
+    "host_version",
     "install",
     "uninstall",
     "installed",
@@ -71,6 +83,11 @@ __all__ = [
 ]
 
 ENV_VAR = "KAFKAWIRE_PATCH_KAFKA_PYTHON"
+HOST = "kafka-python"
+# The kafka-python releases this drop-in is tested with, lowest and highest (make test
+# runs kafka-python's own record tests on both, tests/compat/test_host_suites.py): every
+# release between them has the same record layer.
+TESTED_VERSIONS = ("3.0.0", "3.0.12")
 
 # kafka-python's own classes, taken before anything can patch them: our classes inherit
 # their constants (CODEC_*, HEADER_STRUCT, ...) and fall back to them where kafkawire's
@@ -1402,14 +1419,31 @@ _TARGETS = [
 _ORIGINALS = [(module, name, module.__dict__[name]) for module, name, _ in _TARGETS]
 
 
-def install() -> None:
+def host_version() -> str:
+    """The version of the kafka-python this process imported."""
+    return _kafka.__version__
+
+
+def install(force: bool = False) -> None:
     """Route kafka-python's record decoding and encoding through kafkawire's codec.
 
     Affects every KafkaConsumer and KafkaProducer of this process, including running
-    ones (from their next fetch or batch).  Calling it again does nothing.
+    ones (from their next fetch or batch).  Calling it again does nothing.  On a
+    kafka-python outside TESTED_VERSIONS it raises UntestedHostError and replaces
+    nothing; ``force=True`` installs anyway, warning once (UntestedHostWarning).  Either
+    every replacement is made or none.
     """
-    for module, name, ours in _TARGETS:
-        setattr(module, name, ours)
+    _guard.check(HOST, host_version(), TESTED_VERSIONS, force, "call install(force=True)")
+    done = []
+    try:
+        for module, name, ours in _TARGETS:
+            original = module.__dict__[name]
+            setattr(module, name, ours)
+            done.append((module, name, original))
+    except BaseException:
+        for module, name, original in reversed(done):
+            setattr(module, name, original)
+        raise
 
 
 def uninstall() -> None:
@@ -1438,7 +1472,7 @@ def _main(argv: list[str]) -> None:
     # so that installed() and uninstall() see the same classes.
     from kafkawire.compat import kafka_python
 
-    kafka_python.install()
+    kafka_python._auto_install("force" if os.environ.get(ENV_VAR) == "force" else "1")
     if argv[0] == "-m":
         sys.argv = argv[1:]
         runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
@@ -1447,8 +1481,15 @@ def _main(argv: list[str]) -> None:
         runpy.run_path(argv[0], run_name="__main__")
 
 
-if os.environ.get(ENV_VAR, "") == "1" and __name__ != "__main__":
-    install()
+def _auto_install(value: str) -> None:
+    """The environment opt-in's and the runner's install(): an untested kafka-python is
+    left to its own record layer with a warning, unless ``value`` is "force"."""
+    if _guard.env_check(HOST, host_version(), TESTED_VERSIONS, ENV_VAR, value):
+        install(force=True)
+
+
+if os.environ.get(ENV_VAR, "") in ("1", "force") and __name__ != "__main__":
+    _auto_install(os.environ[ENV_VAR])
 
 if __name__ == "__main__":
     _main(sys.argv[1:])
