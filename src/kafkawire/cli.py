@@ -1,5 +1,5 @@
-"""The ``kafkawire`` command: produce, consume, metadata, offsets, topics, groups, broker,
-bench, demo.
+"""The ``kafkawire`` command: produce, consume, metadata, offsets, topics (list, describe,
+config, create, delete), groups (list, describe, delete, reset-offsets), broker, bench, demo.
 
 Run ``kafkawire <command> --help`` (or ``python -m kafkawire ...``) for each command's
 options.  Progress of long work goes to stderr; data goes to stdout.
@@ -53,6 +53,11 @@ class Progress:
         return time.monotonic() - self.start
 
 
+def _count(n: int, noun: str) -> str:
+    """``n`` with ``noun`` in the singular or plural: "1 record", "3 records"."""
+    return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
+
+
 def _client_options(args: argparse.Namespace) -> dict[str, Any]:
     opts: dict[str, Any] = {"bootstrap_servers": args.bootstrap}
     for item in getattr(args, "option", None) or []:
@@ -81,7 +86,7 @@ def cmd_produce(args: argparse.Namespace) -> int:
                     progress.update(sent)
             p.flush()
             elapsed = progress.finish(sent)
-            print(f"produced {sent:,} records of {args.size} bytes in {elapsed:.2f}s "
+            print(f"produced {_count(sent, 'record')} of {args.size} bytes in {elapsed:.2f}s "
                   f"({sent / elapsed:,.0f} records/s)", file=sys.stderr)
             return 0
         futures = []
@@ -96,7 +101,7 @@ def cmd_produce(args: argparse.Namespace) -> int:
             m = f.result(0)
             if args.verbose:
                 print(f"{m.topic}[{m.partition}]@{m.offset}", file=sys.stderr)
-        print(f"produced {len(futures)} records to {args.topic}", file=sys.stderr)
+        print(f"produced {_count(len(futures), 'record')} to {args.topic}", file=sys.stderr)
     return 0
 
 
@@ -163,7 +168,7 @@ def cmd_consume(args: argparse.Namespace) -> int:
                 out.write(write(r))
             n += len(records)
         out.flush()
-        print(f"consumed {n} records", file=sys.stderr)
+        print(f"consumed {_count(n, 'record')}", file=sys.stderr)
     return 0
 
 
@@ -246,12 +251,130 @@ def cmd_topics(args: argparse.Namespace) -> int:
             verb = "validated" if args.validate_only else "created"
             for name, t in created.items():
                 counts = "" if t.num_partitions < 0 else (
-                    f" ({t.num_partitions} partitions, replication factor {t.replication_factor})")
+                    f" ({_count(t.num_partitions, 'partition')}, replication factor {t.replication_factor})")
                 print(f"{verb} topic {name}{counts}")
+        elif args.action == "describe":
+            return _describe_topics(admin, args)
+        elif args.action == "config":
+            return _topic_config(admin, args)
         else:
-            for name in admin.delete_topics(args.topics):
-                print(f"deleted topic {name}")
+            failed = 0
+            for name, result in admin.delete_topics(args.topics, raise_on_error=False).items():
+                if isinstance(result, BaseException):
+                    failed += 1
+                    print(f"kafkawire topics delete: {_item_error('topic', name, result)}", file=sys.stderr)
+                else:
+                    print(f"deleted topic {name}")
+            return 2 if failed else 0
     return 0
+
+
+def _item_error(kind: str, name: str, exc: BaseException) -> str:
+    """One failed item of an admin call, for the command line: a topic that does not exist
+    is said plainly.  (Kafka calls UNKNOWN_TOPIC_OR_PARTITION retriable because a
+    broker's metadata can lag a topic just created; when the controller itself answers
+    that the topic does not exist, retrying changes nothing.)"""
+    from kafkawire.errors import GroupIdNotFoundError, UnknownTopicOrPartitionError
+
+    if isinstance(exc, UnknownTopicOrPartitionError) and kind == "topic":
+        return (f"topic {name!r} does not exist (UNKNOWN_TOPIC_OR_PARTITION, 3); `kafkawire topics list` "
+                f"shows the topics")
+    if isinstance(exc, GroupIdNotFoundError):
+        return (f"group {name!r} does not exist (GROUP_ID_NOT_FOUND, 69); `kafkawire groups list` "
+                f"shows the groups")
+    text = str(exc)
+    return text if repr(name) in text else f"{kind} {name!r}: {text}"
+
+
+def _replicas(nodes: Sequence[int]) -> str | None:
+    return ",".join(map(str, nodes)) or None
+
+
+def _topic_configs(admin: Any, topics: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """Each topic's configs (ConfigEntry by name)."""
+    found = admin.describe_configs([("topic", t) for t in topics])
+    return {resource.name: entries for resource, entries in found.items()}
+
+
+def _set_here(entries: dict[str, Any]) -> dict[str, Any]:
+    """The configs set on the topic itself (not inherited from the broker or the defaults)."""
+    return {name: e for name, e in sorted(entries.items()) if e.source == "DYNAMIC_TOPIC_CONFIG"}
+
+
+def _config_value(e: Any) -> str:
+    return "(sensitive)" if e.is_sensitive and e.value is None else ("-" if e.value is None else e.value)
+
+
+def _describe_topics(admin: Any, args: argparse.Namespace) -> int:
+    """`topics describe`: partitions, leaders, replicas, ISR and the configs set on each topic."""
+    described = admin.describe_topics(args.topics, raise_on_error=False)
+    missing = {name: r for name, r in described.items() if isinstance(r, BaseException)}
+    found = [name for name in args.topics if name not in missing]
+    configs = _topic_configs(admin, found) if found else {}
+    if args.json:
+        print(json.dumps({name: {
+            "topic_id": str(t.topic_id), "internal": t.is_internal,
+            "partitions": [{"partition": p.partition, "leader": p.leader, "replicas": p.replicas,
+                            "isr": p.isr, "offline_replicas": p.offline_replicas} for p in t.partitions.values()],
+            "configs": {n: e.value for n, e in _set_here(configs.get(name, {})).items()}}
+            for name, t in ((n, described[n]) for n in found)}, indent=2))
+    else:
+        for i, name in enumerate(found):
+            t = described[name]
+            factor = max((len(p.replicas) for p in t.partitions.values()), default=0)
+            if i:
+                print()
+            print(f"topic {name}  id {t.topic_id}  {_count(len(t.partitions), 'partition')}  "
+                  f"replication factor {factor}" + ("  internal" if t.is_internal else ""))
+            own = _set_here(configs.get(name, {}))
+            print("configs set on the topic: " + (", ".join(f"{n}={_config_value(e)}" for n, e in own.items())
+                                                  if own else "none (every config is the broker's default; "
+                                                  f"`kafkawire topics config {name} --all` lists them)"))
+            _table(["PARTITION", "LEADER", "REPLICAS", "ISR", "OFFLINE"],
+                   [[p.partition, p.leader if p.leader >= 0 else "none", _replicas(p.replicas), _replicas(p.isr),
+                     _replicas(p.offline_replicas)] for p in t.partitions.values()])
+    for name, exc in missing.items():
+        print(f"kafkawire topics describe: {_item_error('topic', name, exc)}", file=sys.stderr)
+    return 2 if missing else 0
+
+
+def _topic_config(admin: Any, args: argparse.Namespace) -> int:
+    """`topics config`: the topic's configs; --set and --delete change them first."""
+    changes: dict[str, str | None] = dict(_key_values(args.set, "--set"))
+    for name in args.delete or []:
+        changes[name] = None  # back to the broker's default
+    topic = args.topic_name
+    if changes:
+        admin.alter_configs({("topic", topic): changes})
+        for name, value in changes.items():
+            print(f"{'reset' if value is None else 'set'} {name}{'' if value is None else '=' + value} "
+                  f"on topic {topic}", file=sys.stderr)
+    entries = _topic_configs(admin, [topic])[topic]
+    shown = dict(sorted(entries.items())) if args.all else _set_here(entries)
+    if args.json:
+        print(json.dumps({n: {"value": e.value, "source": e.source, "default": e.is_default,
+                              "read_only": e.read_only, "sensitive": e.is_sensitive}
+                          for n, e in shown.items()}, indent=2))
+        return 0
+    if not shown:
+        print(f"topic {topic} has no configs of its own: every config is the broker's default "
+              f"(--all lists them)", file=sys.stderr)
+        return 0
+    _table(["CONFIG", "VALUE", "SOURCE"], [[n, _config_value(e), e.source] for n, e in shown.items()])
+    return 0
+
+
+def cmd_groups_delete(args: argparse.Namespace) -> int:
+    """`groups delete`: each group and its committed offsets; a group with members is refused."""
+    failed = 0
+    with _admin(args) as admin:
+        for group, result in admin.delete_groups(args.groups, raise_on_error=False).items():
+            if isinstance(result, BaseException):
+                failed += 1
+                print(f"kafkawire groups delete: {_item_error('group', group, result)}", file=sys.stderr)
+            else:
+                print(f"deleted group {group}")
+    return 2 if failed else 0
 
 
 def _group_report(admin: Any, group: str) -> dict[str, Any]:
@@ -403,7 +526,7 @@ def _reset_offsets(admin: Any, args: argparse.Namespace) -> int:
               f"stop its consumers and run again", file=sys.stderr)
         return 2
     admin.alter_group_offsets(args.group, plan)
-    print(f"reset {len(plan)} partition(s) of group {args.group}", file=sys.stderr)
+    print(f"reset {_count(len(plan), 'partition')} of group {args.group}", file=sys.stderr)
     return 0
 
 
@@ -770,12 +893,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-p", "--partition", type=int, action="append")
     p.set_defaults(func=cmd_offsets)
 
-    p = sub.add_parser("topics", help="list, create or delete topics")
+    p = sub.add_parser("topics", help="list, describe, configure, create or delete topics")
     actions = p.add_subparsers(dest="action", required=True)
     q = actions.add_parser("list", help="every topic with its partition count")
     client(q)
     q.add_argument("--internal", action="store_true", help="include internal topics")
     q.add_argument("--json", action="store_true", help="partitions, leaders and replicas as JSON")
+    q = actions.add_parser("describe", help="partitions, leaders, replicas, ISR and the configs set on each topic")
+    client(q)
+    q.add_argument("topics", nargs="+", metavar="TOPIC")
+    q.add_argument("--json", action="store_true")
+    q = actions.add_parser("config", help="a topic's configs; --set/--delete change them")
+    client(q)
+    q.add_argument("topic_name", metavar="TOPIC")
+    q.add_argument("--set", action="append", metavar="NAME=VALUE", help="set a config, repeatable")
+    q.add_argument("--delete", action="append", metavar="NAME", help="reset a config to its default, repeatable")
+    q.add_argument("--all", action="store_true", help="every config, defaults included (default: those set "
+                                                     "on the topic)")
+    q.add_argument("--json", action="store_true")
     q = actions.add_parser("create", help="create topics")
     client(q)
     q.add_argument("topics", nargs="+", metavar="TOPIC")
@@ -788,7 +923,7 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("topics", nargs="+", metavar="TOPIC")
     p.set_defaults(func=cmd_topics)
 
-    p = sub.add_parser("groups", help="list, describe consumer groups, reset their offsets")
+    p = sub.add_parser("groups", help="list, describe or delete consumer groups, reset their offsets")
     actions = p.add_subparsers(dest="action", required=True)
     q = actions.add_parser("list", help="every group the brokers coordinate")
     client(q)
@@ -797,6 +932,10 @@ def build_parser() -> argparse.ArgumentParser:
     client(q)
     q.add_argument("group", metavar="GROUP")
     q.add_argument("--json", action="store_true")
+    q = actions.add_parser("delete", help="delete groups (with no members) and their committed offsets")
+    client(q)
+    q.add_argument("groups", nargs="+", metavar="GROUP")
+    q.set_defaults(func=cmd_groups_delete)
     q = actions.add_parser("reset-offsets", help="plan (and with --execute, apply) new committed offsets")
     client(q)
     q.add_argument("group", metavar="GROUP")
@@ -868,10 +1007,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     _topic(parser, args)
-    from kafkawire.errors import KafkaWireError
+    from kafkawire.errors import AdminError, KafkaWireError
 
     try:
         return int(args.func(args) or 0)
+    except AdminError as exc:
+        # Its own message ends with the Python API's advice (raise_on_error): name the
+        # failed items alone.
+        print(f"kafkawire {args.command}: {exc.operation}: {len(exc.errors)} of {len(exc.results)} failed:",
+              file=sys.stderr)
+        for item, error in exc.errors.items():
+            kind = getattr(item, "type", None) or ("topic" if "topic" in exc.operation else
+                                                   "group" if "group" in exc.operation else "item")
+            print(f"  {_item_error(kind, getattr(item, 'name', str(item)), error)}", file=sys.stderr)
+        return 2
     except KafkaWireError as exc:
         print(f"kafkawire {args.command}: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2

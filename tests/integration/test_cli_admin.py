@@ -234,3 +234,148 @@ def test_module_entry_point(modern_broker):
                           capture_output=True, text=True, timeout=60, env=env)
     assert done.returncode == 0, done.stderr
     assert topic in done.stdout.split()
+
+
+# -- topics describe / config, groups delete, and what the errors say (Apache Kafka) ------------
+
+
+@pytest.mark.kafka
+def test_topics_describe_shows_partitions_leaders_replicas_isr_and_configs(kafka_broker, capsys):
+    b = kafka_broker.bootstrap
+    topic, plain = unique_name("cli-desc"), unique_name("cli-desc")
+    assert main(["topics", "create", "-b", b, topic, "--partitions", "2", "--config", "retention.ms=99999"]) == 0
+    assert main(["topics", "create", "-b", b, plain, "--partitions", "1"]) == 0
+    assert f"created topic {plain} (1 partition, replication factor 1)" in capsys.readouterr().out
+    with Admin(bootstrap_servers=b) as admin:
+        until_known(admin, topic, 2)
+        until_known(admin, plain, 1)
+        node = next(iter(admin.describe_topics([topic])[topic].partitions.values())).leader
+    assert main(["topics", "describe", "-b", b, topic, plain]) == 0
+    out = capsys.readouterr().out
+    lines = [line.split() for line in out.splitlines()]
+    assert f"topic {topic}  id " in out and "2 partitions  replication factor 1" in out
+    assert "1 partition  replication factor 1" in out  # one, not "1 partitions"
+    assert "configs set on the topic: retention.ms=99999" in out
+    assert f"configs set on the topic: none (every config is the broker's default; `kafkawire topics " \
+           f"config {plain} --all` lists them)" in out
+    assert ["PARTITION", "LEADER", "REPLICAS", "ISR", "OFFLINE"] in lines
+    assert ["0", str(node), str(node), str(node), "-"] in lines and ["1", str(node), str(node), str(node), "-"] in lines
+
+    assert main(["topics", "describe", "-b", b, topic, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc[topic]["configs"] == {"retention.ms": "99999"}
+    assert [(p["partition"], p["leader"], p["replicas"], p["isr"]) for p in doc[topic]["partitions"]] == [
+        (0, node, [node], [node]), (1, node, [node], [node])]
+
+    missing = unique_name("no-such-topic")
+    assert main(["topics", "describe", "-b", b, missing]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert f"kafkawire topics describe: topic {missing!r} does not exist (UNKNOWN_TOPIC_OR_PARTITION, 3)" \
+           in captured.err
+
+
+@pytest.mark.kafka
+def test_topics_config_shows_sets_and_resets(kafka_broker, capsys):
+    b = kafka_broker.bootstrap
+    topic = unique_name("cli-conf")
+    _create(b, topic, 1)
+    assert main(["topics", "config", "-b", b, topic]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == "" and f"topic {topic} has no configs of its own" in captured.err
+
+    assert main(["topics", "config", "-b", b, topic, "--set", "retention.ms=123456",
+                 "--set", "cleanup.policy=compact"]) == 0
+    captured = capsys.readouterr()
+    assert f"set retention.ms=123456 on topic {topic}" in captured.err
+    rows = [line.split() for line in captured.out.splitlines()]
+    assert rows[0] == ["CONFIG", "VALUE", "SOURCE"]
+    assert ["cleanup.policy", "compact", "DYNAMIC_TOPIC_CONFIG"] in rows
+    assert ["retention.ms", "123456", "DYNAMIC_TOPIC_CONFIG"] in rows
+    # What another client reads back: the broker has it.
+    with Admin(bootstrap_servers=b) as admin:
+        entries = admin.describe_configs([("topic", topic)])[("topic", topic)]
+    assert entries["retention.ms"].value == "123456" and entries["cleanup.policy"].value == "compact"
+
+    assert main(["topics", "config", "-b", b, topic, "--delete", "cleanup.policy", "--json"]) == 0
+    captured = capsys.readouterr()
+    assert f"reset cleanup.policy on topic {topic}" in captured.err
+    assert json.loads(captured.out) == {"retention.ms": {
+        "value": "123456", "source": "DYNAMIC_TOPIC_CONFIG", "default": False, "read_only": False,
+        "sensitive": False}}
+    assert main(["topics", "config", "-b", b, topic, "--all"]) == 0
+    rows = [line.split() for line in capsys.readouterr().out.splitlines()]
+    assert ["cleanup.policy", "delete", "DEFAULT_CONFIG"] in rows and len(rows) > 10
+
+    # A config Kafka does not know: the broker's refusal, named, with no Python API advice.
+    assert main(["topics", "config", "-b", b, topic, "--set", "retention.mss=1"]) == 2
+    err = capsys.readouterr().err
+    assert "retention.mss" in err and "raise_on_error" not in err
+
+
+@pytest.mark.kafka
+def test_deleting_a_topic_that_does_not_exist_is_not_called_retriable(kafka_broker, capsys):
+    b = kafka_broker.bootstrap
+    topic, missing = unique_name("cli-del"), unique_name("no-such-topic")
+    _create(b, topic, 1)
+    start = time.monotonic()
+    assert main(["topics", "delete", "-b", b, missing, topic]) == 2
+    assert time.monotonic() - start < 10  # the controller's answer is final: nothing waits
+    captured = capsys.readouterr()
+    assert f"deleted topic {topic}" in captured.out
+    assert captured.err == (f"kafkawire topics delete: topic {missing!r} does not exist "
+                            f"(UNKNOWN_TOPIC_OR_PARTITION, 3); `kafkawire topics list` shows the topics\n")
+    assert "retriable" not in captured.err and "raise_on_error" not in captured.err
+
+
+@pytest.mark.kafka
+def test_an_admin_error_gives_no_python_api_advice(kafka_broker, capsys):
+    b = kafka_broker.bootstrap
+    topic = unique_name("cli-twice")
+    _create(b, topic, 1)
+    assert main(["topics", "create", "-b", b, topic]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("kafkawire topics: create_topics: 1 of 1 failed:\n  ")
+    assert "TOPIC_ALREADY_EXISTS" in err and topic in err
+    assert "raise_on_error" not in err and ".results" not in err
+
+
+@pytest.mark.kafka
+def test_groups_delete(kafka_broker, capsys):
+    b = kafka_broker.bootstrap
+    topic, group, missing = unique_name("cli-gd"), unique_name("cli-gd"), unique_name("no-such-group")
+    _create(b, topic, 1)
+    c = ck.Consumer({"bootstrap.servers": b, "group.id": group, "enable.auto.commit": False, "log_level": 3})
+    c.commit(offsets=[ck.TopicPartition(topic, 0, 0)], asynchronous=False)
+    c.close()
+    assert main(["groups", "delete", "-b", b, group, missing]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == f"deleted group {group}\n"
+    assert captured.err == (f"kafkawire groups delete: group {missing!r} does not exist (GROUP_ID_NOT_FOUND, 69); "
+                            f"`kafkawire groups list` shows the groups\n")
+    assert main(["groups", "list", "-b", b]) == 0
+    assert group not in capsys.readouterr().out.split()
+    assert _committed(b, group, topic, [0]) == [ck.OFFSET_INVALID]  # its offsets went with it
+
+    # A group with a live member is refused, and named.
+    live = unique_name("cli-gd-live")
+    member = ck.Consumer({"bootstrap.servers": b, "group.id": live, "log_level": 3, "group.protocol": "classic"})
+    try:
+        member.subscribe([topic])
+        eventually(lambda: bool(member.poll(0.2) or member.assignment()), True, timeout=30)
+        assert main(["groups", "delete", "-b", b, live]) == 2
+        err = capsys.readouterr().err
+        assert "NON_EMPTY_GROUP" in err and repr(live) in err
+    finally:
+        member.close()
+
+
+@pytest.mark.kafka
+def test_counts_are_singular_for_one(kafka_broker, capsys):
+    b = kafka_broker.bootstrap
+    topic = unique_name("cli-one")
+    _create(b, topic, 1)
+    assert main(["produce", "-b", b, topic, "-n", "1", "--size", "10"]) == 0
+    assert "produced 1 record of 10 bytes" in capsys.readouterr().err
+    assert main(["consume", "-b", b, topic, "-n", "1", "--timeout", "5"]) == 0
+    assert "consumed 1 record\n" in capsys.readouterr().err
