@@ -69,7 +69,8 @@ def _check_names(opts: dict[str, str], known: set[str], where: str) -> None:
             continue
         if name in _SPELLING or name in _SOURCE_KEYS:
             raise KafkawireOptionError(f"option {name!r} does not apply {where}")
-        close = difflib.get_close_matches(name, list(_SPELLING), n=1, cutoff=0.85)
+        # 0.8 lets one wrong letter of a five-letter name through ('topik' for 'topic').
+        close = difflib.get_close_matches(name, list(_SPELLING), n=1, cutoff=0.8)
         if close and _SPELLING[close[0]].lower() in known:
             raise KafkawireOptionError(f"unknown option {name!r} {where}; did you mean {_SPELLING[close[0]]!r}?")
 
@@ -148,6 +149,12 @@ def _client_options(opts: dict[str, str], kind: str, rejected: dict[str, str]) -
             continue
         out[name[len("kafka."):].replace(".", "_")] = value
     if "bootstrap_servers" not in out or not out["bootstrap_servers"].strip():
+        given = [name for name in opts if name.startswith("kafka.") and name != "kafka.bootstrap.servers"]
+        close = difflib.get_close_matches("kafka.bootstrap.servers", given, n=1, cutoff=0.8)
+        if close:
+            raise KafkawireOptionError(
+                f"unknown option {close[0]!r}; did you mean 'kafka.bootstrap.servers'? (it is required, "
+                f"e.g. .option('kafka.bootstrap.servers', 'host:9092'))")
         raise KafkawireOptionError(
             "option 'kafka.bootstrap.servers' is required, e.g. .option('kafka.bootstrap.servers', 'host:9092')")
     try:

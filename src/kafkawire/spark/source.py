@@ -36,6 +36,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from kafkawire.errors import KafkaWireError
 from kafkawire.spark import _io, _options
 from kafkawire.spark._options import KafkawireOptionError, SinkOptions, SourceOptions
 from kafkawire.spark._plan import Pushdown, offsets_from_json, offsets_to_json, rate_limit, split_ranges
@@ -43,6 +44,9 @@ from kafkawire.spark._plan import Pushdown, offsets_from_json, offsets_to_json, 
 __all__ = ["KafkawireDataSource", "KafkaRange", "KAFKA_SCHEMA", "KAFKA_SCHEMA_WITH_HEADERS"]
 
 log = logging.getLogger("kafkawire.spark")
+
+# The errors whose message says all a user needs (see _option_error_first).
+_DESCRIBED = (KafkawireOptionError, KafkaWireError, _io.KafkawireDataLossError)
 
 HEADERS_TYPE = ArrayType(StructType([StructField("key", StringType()), StructField("value", BinaryType())]))
 KAFKA_SCHEMA = StructType([
@@ -60,18 +64,20 @@ KAFKA_SCHEMA_WITH_HEADERS = StructType(KAFKA_SCHEMA.fields + [StructField("heade
 def _option_error_first(method: Any) -> Any:
     """Spark shows a driver-side error of a Python data source as the worker's traceback,
     frames first, under its own wrapper line, so kafkawire's message would sit at the
-    bottom of a long text.  For an option error (the user's to fix, fully described by
-    its message) the worker is told to send the message alone (SPARK_HIDE_TRACEBACK,
-    read when the worker reports the error): it then follows Spark's wrapper on the
-    first line.  Only in Spark's own worker processes, each of which exits after
-    reporting a driver-side error, so no later error of the user's loses its traceback.
-    (Giving the error a frameless copy of itself as context does not survive: the
-    worker's simplified traceback sets __cause__, which suppresses the context.)"""
+    bottom of a long text.  For an option error, or another of kafkawire's typed errors
+    (a broker nobody listens on, a refused login, data lost: each fully described by its
+    message), the worker is told to send the message alone (SPARK_HIDE_TRACEBACK, read
+    when the worker reports the error): it then follows Spark's wrapper on the first
+    line.  Only in Spark's own worker processes, each of which exits after reporting a
+    driver-side error, so no later error of the user's loses its traceback; an error
+    that is not kafkawire's typed one (a bug) keeps its frames.  (Giving the error a
+    frameless copy of itself as context does not survive: the worker's simplified
+    traceback sets __cause__, which suppresses the context.)"""
     @functools.wraps(method)
     def call(*args: Any, **kwargs: Any) -> Any:
         try:
             return method(*args, **kwargs)
-        except KafkawireOptionError:
+        except _DESCRIBED:
             if _in_spark_worker():
                 os.environ["SPARK_HIDE_TRACEBACK"] = "1"
             raise
