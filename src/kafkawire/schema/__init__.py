@@ -1,0 +1,43 @@
+"""Schema Registry support: a client for the Confluent REST API (Confluent's registry,
+Karapace, Redpanda, Apicurio's ``/apis/ccompat/v7``), sync and asyncio.
+
+* :class:`SchemaRegistryClient` / :class:`AsyncSchemaRegistryClient`: register, look up,
+  versions, compatibility, config and mode, deletes, contexts; ids and schemas cached.
+* :class:`Schema`, :class:`SchemaReference`, :class:`RegisteredSchema`: what it stores.
+* the typed errors of :mod:`kafkawire.schema.errors`.
+
+The clients need ``httpx`` (``pip install kafkawire[schema]``); they are imported on
+first use, so that the I/O-free parts (:mod:`kafkawire.schema._core`, the errors) import
+without it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kafkawire.schema._core import RegisteredSchema, Schema, SchemaReference
+from kafkawire.schema.errors import *  # noqa: F403
+from kafkawire.schema.errors import __all__ as _errors
+
+__all__ = ["AsyncSchemaRegistryClient", "RegisteredSchema", "Schema", "SchemaReference",
+           "SchemaRegistryClient", *_errors]
+
+_SHELLS = {"SchemaRegistryClient": "kafkawire.schema._sync",
+           "AsyncSchemaRegistryClient": "kafkawire.schema._aio"}
+
+
+def __getattr__(name: str) -> Any:
+    module = _SHELLS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'kafkawire.schema' has no attribute {name!r}")
+    try:
+        import importlib
+
+        value = getattr(importlib.import_module(module), name)
+    except ModuleNotFoundError as exc:
+        if exc.name != "httpx":
+            raise
+        raise ImportError(f"kafkawire.schema.{name} needs httpx: pip install 'kafkawire[schema]' "
+                          f"(or pip install httpx)") from exc
+    globals()[name] = value
+    return value
