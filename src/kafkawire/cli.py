@@ -382,7 +382,8 @@ def _group_report(admin: Any, group: str) -> dict[str, Any]:
     from kafkawire.protocol.api import ApiVersionError
 
     report: dict[str, Any] = {"group_id": group, "state": None, "protocol_type": None, "protocol": None,
-                              "coordinator": None, "members": []}
+                              "coordinator": None, "group_type": None, "group_epoch": None,
+                              "assignment_epoch": None, "members": []}
     owner: dict[tuple[str, int], str] = {}
     try:
         desc = admin.describe_groups([group])[group]
@@ -390,11 +391,16 @@ def _group_report(admin: Any, group: str) -> dict[str, Any]:
         print(f"kafkawire groups describe: no members shown: {exc}", file=sys.stderr)
     else:
         report.update(state=desc.state, protocol_type=desc.protocol_type, protocol=desc.protocol,
-                      coordinator=desc.coordinator)
+                      coordinator=desc.coordinator, group_type=desc.group_type, group_epoch=desc.group_epoch,
+                      assignment_epoch=desc.assignment_epoch)
         for m in desc.members:
-            report["members"].append({
-                "member_id": m.member_id, "group_instance_id": m.group_instance_id,
-                "client_id": m.client_id, "host": m.host, "assignment": m.assignment})
+            member = {"member_id": m.member_id, "group_instance_id": m.group_instance_id,
+                      "client_id": m.client_id, "host": m.host, "assignment": m.assignment}
+            if desc.group_type == "consumer":  # KIP-848: what the coordinator says of each member
+                member.update(member_epoch=m.member_epoch, member_type=m.member_type, rack_id=m.rack_id,
+                              subscription=m.subscription, subscribed_topic_regex=m.subscribed_topic_regex,
+                              target_assignment=m.target_assignment)
+            report["members"].append(member)
             for topic, parts in (m.assignment or {}).items():
                 for p in parts:
                     owner[(topic, p)] = m.member_id
@@ -440,15 +446,31 @@ def cmd_groups(args: argparse.Namespace) -> int:
             if args.json:
                 print(json.dumps(report, indent=2))
                 return 0
-            print(f"group {report['group_id']}  state {report['state'] or '-'}  protocol "
-                  f"{report['protocol'] or '-'} ({report['protocol_type'] or '-'})  coordinator "
-                  f"{report['coordinator'] if report['coordinator'] is not None else '-'}")
-            if report["members"]:
+            kip848 = report["group_type"] == "consumer"
+            if kip848:  # the coordinator assigns: its assignor and epochs
+                print(f"group {report['group_id']}  state {report['state'] or '-'}  type consumer (KIP-848)  "
+                      f"assignor {report['protocol'] or '-'}  group epoch {report['group_epoch']}  "
+                      f"assignment epoch {report['assignment_epoch']}  coordinator {report['coordinator']}")
+            else:
+                print(f"group {report['group_id']}  state {report['state'] or '-'}  protocol "
+                      f"{report['protocol'] or '-'} ({report['protocol_type'] or '-'})  coordinator "
+                      f"{report['coordinator'] if report['coordinator'] is not None else '-'}")
+
+            def parts(assigned: dict[str, list[int]] | None) -> str | None:
+                return ",".join(f"{t}:{'+'.join(map(str, ps))}" for t, ps in sorted((assigned or {}).items())) or None
+
+            if report["members"] and kip848:
+                print()
+                _table(["MEMBER-ID", "INSTANCE-ID", "CLIENT-ID", "HOST", "MEMBER-EPOCH", "SUBSCRIPTION",
+                        "ASSIGNMENT", "TARGET-ASSIGNMENT"], [
+                    [m["member_id"], m["group_instance_id"], m["client_id"] or None, m["host"] or None,
+                     m["member_epoch"], m["subscribed_topic_regex"] or ",".join(m["subscription"] or ()) or None,
+                     parts(m["assignment"]), parts(m["target_assignment"])] for m in report["members"]])
+            elif report["members"]:
                 print()
                 _table(["MEMBER-ID", "INSTANCE-ID", "CLIENT-ID", "HOST", "ASSIGNMENT"], [
                     [m["member_id"], m["group_instance_id"], m["client_id"] or None, m["host"] or None,
-                     ",".join(f"{t}:{'+'.join(map(str, ps))}" for t, ps in sorted((m["assignment"] or {}).items()))
-                     or None] for m in report["members"]])
+                     parts(m["assignment"])] for m in report["members"]])
             print()
             _table(["TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "MEMBER-ID"],
                    [[r["topic"], r["partition"], r["committed"], r["end_offset"],

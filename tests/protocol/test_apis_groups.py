@@ -52,7 +52,7 @@ def enc_resp(api, obj, v) -> bytes:
         (12, "Heartbeat", (0, 4), 4),
         (13, "LeaveGroup", (0, 5), 4),
         (14, "SyncGroup", (0, 5), 4),
-        (15, "DescribeGroups", (0, 5), 5),
+        (15, "DescribeGroups", (0, 6), 5),
         (16, "ListGroups", (0, 5), 3),
         (42, "DeleteGroups", (0, 2), 2),
     ],

@@ -163,8 +163,11 @@ class Admin:
     def describe_groups(self, group_ids: Iterable[str], timeout: float | None = None,
                         raise_on_error: bool = True) -> dict[str, GroupDescription]:
         """State, protocol and members (with their decoded assignments) of each group,
-        from its coordinator.  An unknown group comes back in state "Dead" (Kafka's
-        answer before DescribeGroups v6) or as GroupIdNotFoundError."""
+        from its coordinator: a classic group's with DescribeGroups, a KIP-848 group's
+        (``group_type`` "consumer") with ConsumerGroupDescribe, which adds the group and
+        assignment epochs, the server-side assignor (``protocol``) and each member's
+        epoch, rack, subscription and target assignment.  An unknown group comes back in
+        state "Dead" (``group_type`` None), as Kafka described one before DescribeGroups v6."""
         return self._call(self._core.describe_groups(group_ids, raise_on_error), timeout)
 
     def delete_groups(self, group_ids: Iterable[str], timeout: float | None = None,

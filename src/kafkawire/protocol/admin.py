@@ -67,6 +67,7 @@ LIST_OFFSETS = apis.get("ListOffsets")
 OFFSET_COMMIT = apis.get("OffsetCommit")
 OFFSET_FETCH = apis.get("OffsetFetch")
 DESCRIBE_GROUPS = apis.get("DescribeGroups")
+CONSUMER_GROUP_DESCRIBE = apis.get("ConsumerGroupDescribe")
 LIST_GROUPS = apis.get("ListGroups")
 DELETE_GROUPS = apis.get("DeleteGroups")
 DESCRIBE_USER_SCRAM_CREDENTIALS = apis.get("DescribeUserScramCredentials")
@@ -193,7 +194,15 @@ class GroupListing:
 class MemberDescription:
     """A group member.  ``assignment`` ({topic: [partitions]}) and ``subscription``
     (topics) are decoded for protocol type "consumer" (else None); ``raw_assignment``
-    and ``raw_metadata`` are the bytes as the broker sent them."""
+    and ``raw_metadata`` are the bytes as the broker sent them (empty for a member of a
+    KIP-848 group, which the coordinator describes field by field).
+
+    A member of a KIP-848 group (GroupDescription.group_type "consumer") also has its
+    ``member_epoch``, ``rack_id``, ``subscribed_topic_regex`` (the RE2/J pattern it
+    subscribed with, else None), ``target_assignment`` (what the coordinator is moving it
+    to; equal to ``assignment`` once reconciled) and ``member_type`` ("consumer", or
+    "classic" for a JoinGroup member of an upgraded group; None when the broker does not
+    say: ConsumerGroupDescribe v0)."""
 
     member_id: str
     group_instance_id: str | None
@@ -203,11 +212,23 @@ class MemberDescription:
     subscription: list[str] | None
     raw_assignment: bytes
     raw_metadata: bytes
+    member_epoch: int | None = None
+    rack_id: str | None = None
+    subscribed_topic_regex: str | None = None
+    target_assignment: dict[str, list[int]] | None = None
+    member_type: str | None = None
 
 
 @dataclass(frozen=True)
 class GroupDescription:
-    """A group as its coordinator describes it; ``protocol`` is the assignor's name."""
+    """A group as its coordinator describes it; ``protocol`` is the assignor's name.
+
+    ``group_type`` is "classic" (JoinGroup/SyncGroup, described by DescribeGroups) or
+    "consumer" (KIP-848, described by ConsumerGroupDescribe: ``state`` is then one of
+    Kafka's Empty, Assigning, Reconciling, Stable; ``protocol`` the server-side assignor,
+    such as "uniform"; ``group_epoch`` and ``assignment_epoch`` the coordinator's
+    epochs, equal once the target assignment is computed); None for a group the
+    coordinator does not know (state "Dead")."""
 
     group_id: str
     state: str
@@ -215,6 +236,9 @@ class GroupDescription:
     protocol: str
     members: list[MemberDescription]
     coordinator: int
+    group_type: str | None = "classic"
+    group_epoch: int | None = None
+    assignment_epoch: int | None = None
 
 
 @dataclass(frozen=True)
@@ -362,6 +386,28 @@ def _decoded_member(protocol_type: str, m: Any) -> MemberDescription:
         bytes(m.member_assignment), bytes(m.member_metadata))
 
 
+# ConsumerGroupDescribe v1's member_type (KIP-1099).
+_MEMBER_TYPES = {0: "classic", 1: "consumer"}
+_GROUP_ID_NOT_FOUND = 69
+_UNSUPPORTED_VERSION = 35
+
+
+def _described_partitions(assignment: Any) -> dict[str, list[int]]:
+    return {t.topic_name: sorted(t.partitions) for t in sorted(assignment.topic_partitions, key=lambda t: t.topic_name)}
+
+
+def _consumer_group_description(g: Any, node: int) -> GroupDescription:
+    """A KIP-848 group as ConsumerGroupDescribe gives it."""
+    members = [MemberDescription(
+        m.member_id, m.instance_id, m.client_id, m.client_host,
+        _described_partitions(m.assignment), list(m.subscribed_topic_names), b"", b"",
+        member_epoch=m.member_epoch, rack_id=m.rack_id, subscribed_topic_regex=m.subscribed_topic_regex or None,
+        target_assignment=_described_partitions(m.target_assignment),
+        member_type=_MEMBER_TYPES.get(m.member_type)) for m in g.members]
+    return GroupDescription(g.group_id, g.group_state, consumer_protocol.PROTOCOL_TYPE, g.assignor_name,
+                            members, node, "consumer", g.group_epoch, g.assignment_epoch)
+
+
 # -- the calls as steps ----------------------------------------------------------------------
 
 Steps = Generator[Any, Any, Any]
@@ -399,6 +445,9 @@ class AdminCore:
         self.config = config
         self.meta = meta
         self.coordinators: dict[str, int] = {}
+        #: The type ("classic" or "consumer") each group was last described as: the API
+        #: asked first for it next time.
+        self.group_types: dict[str, str] = {}
 
     # -- what a shell asks of the core ---------------------------------------------------
 
@@ -817,13 +866,14 @@ class AdminCore:
                 by_node.setdefault(node, []).append(g)
         return by_node
 
-    def _group_result(self, progress: _Progress, group: str, code: int, what: str, value: Any) -> None:
+    def _group_result(self, progress: _Progress, group: str, code: int, what: str, value: Any,
+                      message: str | None = None) -> None:
         if not code:
             progress.done(group, value)
             return
         if code in COORDINATOR_MOVED:
             self.coordinators.pop(group, None)
-        progress.failed(group, broker_error(code, f"{what} group {group!r}"))
+        progress.failed(group, broker_error(code, f"{what} group {group!r}", message))
 
     def list_groups(self) -> Op:
         def step(progress: _Progress, deadline: float) -> Steps:
@@ -849,17 +899,94 @@ class AdminCore:
 
         def step(progress: _Progress, deadline: float) -> Steps:
             for node, gs in (yield from self._by_coordinator(progress)).items():
-                _v, resp = yield from self._send(node, DESCRIBE_GROUPS, lambda v, gs=gs: DESCRIBE_GROUPS.Request(
-                    groups=gs, include_authorized_operations=False))
-                for g in resp.groups:
-                    if g.group_id not in progress.todo:
-                        continue
-                    desc = GroupDescription(
-                        g.group_id, g.group_state, g.protocol_type, g.protocol_data,
-                        [_decoded_member(g.protocol_type, m) for m in g.members], node)
-                    self._group_result(progress, g.group_id, g.error_code, "describing", desc)
+                yield from self._describe_at(progress, node, gs)
 
         return self._rounds("describe_groups", groups, step, raise_on_error)
+
+    def _describe_at(self, progress: _Progress, node: int, groups: list[str]) -> Steps:
+        """Describe ``groups`` at their coordinator ``node``.  A KIP-848 group is known
+        only to ConsumerGroupDescribe and a classic one only to DescribeGroups: each
+        answers GROUP_ID_NOT_FOUND for the other's groups (Kafka 4; DescribeGroups
+        before v6 describes them as "Dead" instead), so a group is asked with the API
+        that described it last (ConsumerGroupDescribe at first, as KIP-848 is Kafka 4's
+        default), then with the other.  Not found by either: "Dead", as Kafka described
+        an unknown group before DescribeGroups v6."""
+        asked: dict[str, set[str]] = {g: set() for g in groups}
+        apis_lacking: dict[str, BaseException] = {}
+        todo = list(groups)
+
+        def next_api(g: str) -> str | None:
+            order = ("classic", "consumer") if self.group_types.get(g) == "classic" else ("consumer", "classic")
+            return next((a for a in order if a not in asked[g] and a not in apis_lacking), None)
+
+        def not_found(g: str) -> None:
+            if next_api(g) is not None:
+                todo.append(g)
+            elif g in progress.todo:
+                self.group_types.pop(g, None)
+                progress.done(g, GroupDescription(g, "Dead", "", "", [], node, None))
+
+        while todo:
+            by_api: dict[str, list[str]] = {}
+            for g in dict.fromkeys(todo):
+                if g not in progress.todo:
+                    continue
+                api = next_api(g)
+                if api is not None:
+                    by_api.setdefault(api, []).append(g)
+                elif asked[g] - set(apis_lacking):  # the one API the broker has knows no such group
+                    not_found(g)
+                else:  # the broker has neither API: say DescribeGroups' refusal
+                    raise apis_lacking.get("classic") or apis_lacking["consumer"]
+            todo = []
+            for api, gs in by_api.items():
+                for g in gs:
+                    asked[g].add(api)
+                try:
+                    if api == "consumer":
+                        version, resp = yield from self._send(
+                            node, CONSUMER_GROUP_DESCRIBE, lambda v, gs=gs: CONSUMER_GROUP_DESCRIBE.Request(
+                                group_ids=gs, include_authorized_operations=False))
+                    else:
+                        version, resp = yield from self._send(
+                            node, DESCRIBE_GROUPS, lambda v, gs=gs: DESCRIBE_GROUPS.Request(
+                                groups=gs, include_authorized_operations=False))
+                except ApiVersionError as exc:
+                    # A broker before KIP-848 (Kafka < 3.7) has classic groups only.
+                    apis_lacking[api] = exc
+                    todo.extend(gs)
+                    continue
+                for g in resp.groups:
+                    gid = g.group_id
+                    if gid not in progress.todo or gid not in asked:
+                        continue
+                    # Tansu answers ConsumerGroupDescribe for a classic group too, with no
+                    # error and epoch -1: no consumer group has a negative epoch.
+                    if api == "consumer" and g.error_code == _UNSUPPORTED_VERSION:
+                        # Kafka 3.7-3.9 list the API but answer it so unless the consumer
+                        # protocol is turned on (group.coordinator.rebalance.protocols).
+                        apis_lacking[api] = broker_error(g.error_code, f"describing group {gid!r}", g.error_message)
+                        todo.append(gid)
+                        continue
+                    if g.error_code == _GROUP_ID_NOT_FOUND or (
+                            api == "consumer" and not g.error_code and g.group_epoch < 0):
+                        not_found(gid)
+                        continue
+                    if api == "consumer":
+                        desc = _consumer_group_description(g, node)
+                    else:
+                        if (not g.error_code and version < 6 and g.group_state == "Dead" and not g.members):
+                            # Before v6 a KIP-848 group is "Dead" to DescribeGroups, as is
+                            # a group that does not exist.
+                            not_found(gid)
+                            continue
+                        desc = GroupDescription(
+                            gid, g.group_state, g.protocol_type, g.protocol_data,
+                            [_decoded_member(g.protocol_type, m) for m in g.members], node)
+                    if not g.error_code:
+                        self.group_types[gid] = desc.group_type or api
+                    self._group_result(progress, gid, g.error_code, "describing", desc,
+                                       getattr(g, "error_message", None))
 
     def delete_groups(self, group_ids: Iterable[str], raise_on_error: bool) -> Op:
         groups = list(dict.fromkeys(group_ids))

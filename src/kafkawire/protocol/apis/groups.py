@@ -226,7 +226,7 @@ SYNC_GROUP = Api(
 )
 
 DESCRIBE_GROUPS = Api(
-    15, "DescribeGroups", (0, 5), flexible_from=5,
+    15, "DescribeGroups", (0, 6), flexible_from=5,
     request=[
         F("groups", "[]string"),
         F("include_authorized_operations", "bool", since=3),  # KIP-430
@@ -235,6 +235,9 @@ DESCRIBE_GROUPS = Api(
         F("throttle_time_ms", "int32", since=1),
         F("groups", array=True, struct_name="DescribedGroup", fields=[
             F("error_code", "int16"),
+            # v6 (KIP-1043): an unknown group, or one that is not a classic group, is
+            # GROUP_ID_NOT_FOUND with this message instead of a "Dead" group.
+            F("error_message", "string", since=6, nullable_since=6, default=None),
             F("group_id", "string"),
             F("group_state", "string"),
             F("protocol_type", "string"),
