@@ -35,6 +35,7 @@ def test_the_first_request_after_apiversions_unanswered_gets_the_hint():
         proto = _set_up(retry)
         proto.send(METADATA, METADATA.Request(topics=[]), 12)
         text = _closed(proto, 1)
+        assert not closed_in_flight_error(proto, 1, name="b", host="h", port=9, sasl=None, tls=False).retriable
         assert text.startswith("broker h:9 closed the connection with 1 request(s) in flight, without answering")
         assert HINT in text and "set security_protocol='SASL_PLAINTEXT' and sasl_mechanism" in text
         assert "set security_protocol='SASL_SSL'" in _closed(proto, 1, tls=True)
@@ -47,6 +48,7 @@ def test_no_hint_once_the_broker_answered_after_apiversions():
     proto.receive_data(frame(cid, METADATA, 12, metadata_response(12)))
     assert proto.in_flight == 1
     assert _closed(proto, 1) == "broker h:9 closed the connection with 1 request(s) in flight"
+    assert closed_in_flight_error(proto, 1, name="b", host="h", port=9, sasl=None, tls=False).retriable
 
 
 def test_no_hint_for_a_client_that_logs_in_or_has_nothing_in_flight():

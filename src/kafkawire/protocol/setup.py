@@ -101,7 +101,8 @@ def closed_in_flight_error(protocol: Connection | None, in_flight: int, *, name:
     ``in_flight`` requests unanswered.  When the first request after ApiVersions is among
     them and the client did not log in, the message says what that usually is: Kafka's
     SASL listeners answer ApiVersions, then drop a client that sends anything but
-    SaslHandshake."""
+    SaslHandshake.  That error is not retriable: the configuration must change, and
+    reconnecting meets the same answer."""
     text = f"{name} closed the connection" + (f" with {in_flight} request(s) in flight" if in_flight else "")
     first = _first_after_setup.get(protocol) if protocol is not None else None
     pending = protocol._pending if protocol is not None else ()  # noqa: SLF001 - same layer
@@ -111,6 +112,9 @@ def closed_in_flight_error(protocol: Connection | None, in_flight: int, *, name:
                  f"listener drops a client that does not log in; if this port is a SASL listener, "
                  f"set security_protocol='{protocol_name}' and sasl_mechanism (with "
                  f"sasl_plain_username and sasl_plain_password, or sasl_oauth_token_provider)")
+        err = ConnectionClosedError(text, host=host, port=port)
+        err.retriable = False
+        return err
     return ConnectionClosedError(text, host=host, port=port)
 
 
