@@ -269,6 +269,11 @@ class AsyncCluster(ClusterView):
                 and self.meta.refresh_allowed(now):
             self._refresh = _background(self._fetch_metadata(now + self.config.request_timeout_ms / 1000))
 
+    def refreshing(self) -> asyncio.Future | None:
+        """The metadata refresh under way, if any (a poll waits for its answer too)."""
+        fut = self._refresh
+        return fut if fut is not None and not fut.done() else None
+
     async def partitions_for(self, topic: str, timeout: float) -> list[int]:
         """As the sync Cluster.partitions_for."""
         self.check_fork()

@@ -38,6 +38,7 @@ from kafkawire.protocol.fetcher import (
 )
 from kafkawire.protocol.fetcher import as_topic_partition as _tp
 from kafkawire.protocol.consumer_base import ConsumerBase
+from kafkawire.protocol.metadata import missing_partitions_steps
 from kafkawire.protocol.offsets import check_timestamps, list_offsets_steps, offsets_and_times, reset_steps
 
 __all__ = ["AsyncConsumer"]
@@ -111,8 +112,10 @@ class AsyncConsumer(ConsumerBase):
     # -- assignment and positions ------------------------------------------------------------
 
     def assign(self, partitions: Iterable[Any]) -> None:
-        """Consume exactly these (topic, partition) pairs (replacing any earlier set)."""
-        if self._assign(partitions):  # a leader unknown: the next poll refreshes
+        """Consume exactly these (topic, partition) pairs (replacing any earlier set).
+        A partition its topic lacks is refused (UnknownPartitionError, naming the
+        topic's partitions) by the next call, once a Metadata answer says so."""
+        if self._assign(self._assignment(partitions)):  # a leader unknown: the next poll refreshes
             self.cluster.meta.need_refresh = True
 
     async def seek_to_beginning(self, partitions: Iterable[Any] | None = None, timeout: float | None = None) -> None:
@@ -233,11 +236,15 @@ class AsyncConsumer(ConsumerBase):
             out = self._fetch_round(max_records, columnar, deadline)
             if out is not None:
                 return out
-            # Connection setups and refreshes do not wake this wait: no connect delay.
+            # Connection setups do not wake this wait (no connect delay); a refresh's
+            # answer does, as it may give a partition its leader or say it does not exist.
             wait = self._idle_wait(deadline - self._now(), bool(self._inflight))
             loop = asyncio.get_running_loop()
             waiter = self._waiter = loop.create_future()
             timer = loop.call_later(wait, self._wake)
+            refresh = self.cluster.refreshing()
+            if refresh is not None:
+                refresh.add_done_callback(lambda _f: self._wake())
             try:
                 await waiter
             finally:
@@ -267,7 +274,11 @@ class AsyncConsumer(ConsumerBase):
     async def committed(self, partitions: Iterable[Any], timeout: float | None = None
                         ) -> dict[TopicPartition, int | None]:
         g = self._need_group("committed()")
-        return await g.committed_wait([_tp(x) for x in partitions], self._now() + self._timeout(timeout))
+        tps = [_tp(x) for x in partitions]
+        deadline = self._now() + self._timeout(timeout)
+        await self.cluster.run(missing_partitions_steps(self.cluster.meta, tps, self._timeout(timeout)),
+                               deadline, "Metadata")
+        return await g.committed_wait(tps, deadline)
 
     def __aiter__(self) -> AsyncIterator[ConsumerRecord]:
         return self._records()

@@ -33,7 +33,7 @@ from kafkawire.core import fork as _fork
 from kafkawire.core.fork import ForkedClientError
 from kafkawire.client.cluster import Cluster
 from kafkawire.core.config import Config
-from kafkawire.errors import ClientClosedError, KafkaTimeoutError
+from kafkawire.errors import ClientClosedError
 from kafkawire.client.group import ConsumerGroup, ConsumerRebalanceListener
 from kafkawire.protocol import apis
 from kafkawire.protocol.fetcher import (
@@ -46,6 +46,7 @@ from kafkawire.protocol.fetcher import (
 from kafkawire.protocol.fetcher import EARLIEST, LATEST
 from kafkawire.protocol.fetcher import as_topic_partition as _tp
 from kafkawire.protocol.consumer_base import ConsumerBase
+from kafkawire.protocol.metadata import missing_partitions_steps
 from kafkawire.protocol.offsets import check_timestamps, list_offsets_steps, offsets_and_times, reset_steps
 
 __all__ = ["Consumer", "ConsumerRecord", "TopicPartition", "FetchedBatch", "OffsetAndTimestamp",
@@ -86,12 +87,17 @@ class Consumer(ConsumerBase):
     # -- assignment and positions ---------------------------------------------------------
 
     def assign(self, partitions: Iterable[Any]) -> None:
-        """Consume exactly these (topic, partition) pairs (replacing any earlier set)."""
-        if self._assign(partitions):  # a leader unknown: ask now, as this call may wait
-            try:
-                self.cluster.refresh(self._timeout(None))
-            except KafkaTimeoutError:
-                pass  # poll() keeps trying
+        """Consume exactly these (topic, partition) pairs (replacing any earlier set).
+        A partition its topic lacks is refused (UnknownPartitionError, naming the
+        topic's partitions) once a Metadata answer says so."""
+        tps = self._assignment(partitions)
+        # A leader unknown: ask now, as this call may wait (no answer: poll() keeps trying).
+        self._refuse_missing(tps, self._timeout(None))
+        self._assign(tps)
+
+    def _refuse_missing(self, tps: list[TopicPartition], timeout: float) -> None:
+        self.cluster.run(missing_partitions_steps(self.cluster.meta, tps, timeout),
+                         time.monotonic() + timeout, "Metadata")
 
     def seek_to_beginning(self, partitions: Iterable[Any] | None = None, timeout: float | None = None) -> None:
         self._seek_to(EARLIEST, partitions, timeout)
@@ -307,7 +313,10 @@ class Consumer(ConsumerBase):
     def committed(self, partitions: Iterable[Any], timeout: float | None = None) -> dict[TopicPartition, int | None]:
         """The group's committed offset of each partition (None where there is none)."""
         g = self._need_group("committed()")
-        return g.committed([_tp(x) for x in partitions], time.monotonic() + self._timeout(timeout))
+        tps = [_tp(x) for x in partitions]
+        deadline = time.monotonic() + self._timeout(timeout)
+        self._refuse_missing(tps, self._timeout(timeout))
+        return g.committed(tps, deadline)
 
     def close(self, timeout: float | None = None) -> None:
         """Leave the group (committing first with auto-commit) and close the

@@ -41,13 +41,16 @@ class ConsumerBase:
 
     # -- assignment and positions ---------------------------------------------------------
 
-    def _assign(self, partitions: Iterable[Any]) -> bool:
-        """assign()'s bookkeeping; returns whether a partition's leader is unknown (the
-        shell then has the metadata refreshed)."""
+    def _assignment(self, partitions: Iterable[Any]) -> list[TopicPartition]:
+        """assign()'s argument, checked (the consumer open, not subscribed)."""
         self._check_open()
         if self._group is not None and self._group.subscribed:
             raise ValueError("assign() while subscribed: call unsubscribe() first")
-        tps = [_tp(x) for x in partitions]
+        return [_tp(x) for x in partitions]
+
+    def _assign(self, tps: list[TopicPartition]) -> bool:
+        """assign()'s bookkeeping for ``tps`` (from :meth:`_assignment`); returns whether
+        a partition's leader is unknown (the shell then has the metadata refreshed)."""
         self._fetcher.assign(tps)
         meta = self.cluster.meta
         meta.interest.update(tp.topic for tp in tps)
@@ -129,6 +132,8 @@ class ConsumerBase:
             self._send_fetches()
         else:
             fetcher.prefetch_due = True
+        if not out:
+            fetcher.raise_pending()  # now, rather than after waiting for news
         if out or self._now() >= deadline:
             return out
         return None
@@ -167,6 +172,14 @@ class ConsumerBase:
         """Like commit(), without waiting; ``callback(offsets, exception_or_None)`` runs
         inside a later poll(), commit() or close()."""
         self._need_group("commit_async()").commit_async(self._offsets(offsets), callback)
+
+    def group_metadata(self) -> Any:
+        """This consumer's place in its group (a ConsumerGroupMetadata: group id, generation
+        or KIP-848 member epoch, member id, group instance id) for
+        ``producer.send_offsets_to_transaction(offsets, consumer.group_metadata())``: the
+        coordinator then refuses the offsets once the group has moved on without this
+        member (a zombie's).  Take it when processing what poll() returned; it does not wait."""
+        return self._need_group("group_metadata()").group_metadata()
 
     def group_state(self) -> dict[str, Any]:
         """The member's health: ``group_protocol``, ``state`` (unjoined, joining,

@@ -413,6 +413,8 @@ class Fetcher:
         self._in_flight: set[TopicPartition] = set()
         self._unsettled = True  # some partition may need a position (needs_position)
         self._settled_len = -1
+        # When each partition without a leader was first found so (see _missing).
+        self._leaderless_since: dict[TopicPartition, float] = {}
 
     # -- positions (the same for both shells) -------------------------------------------
 
@@ -421,6 +423,7 @@ class Fetcher:
         old = self.assigned
         self.assigned = {tp: old.get(tp) or PartitionState() for tp in tps}
         self._changed = self._unsettled = self._rescan = True
+        self._leaderless_since.clear()
         self._topics = sorted(self.assigned_topics())
 
     def state(self, tp: Any) -> PartitionState:
@@ -618,7 +621,7 @@ class Fetcher:
         if leaderless:
             meta.need_refresh = True
             if self.pending_error is None:
-                self.pending_error = meta.take_topic_error(self.assigned_topics())
+                self.pending_error = meta.take_topic_error(self.assigned_topics()) or self._missing(meta, now)
         backoff = self.backoff
         due = [(node, tps) for node, tps in by_node.items()
                if node not in busy and backoff.get(node, 0.0) <= now]
@@ -626,6 +629,17 @@ class Fetcher:
             self.prefetch_due = False
             buffered = True
         return due, offsets, buffered
+
+    def _missing(self, meta: Any, now: float) -> BaseException | None:
+        """UnknownPartitionError for a partition without a leader whose topic lacks it, by
+        an answer received since the partition was first found without one (an older
+        answer may predate partitions added since)."""
+        since = self._leaderless_since
+        for tp in self._plannable.get(None, ()):
+            exc = meta.missing_partition(tp.topic, tp.partition, since.setdefault(tp, now))
+            if exc is not None:
+                return exc
+        return None
 
     def fetched(self, resp: Any, positions: dict[TopicPartition, int], meta: Any, node: int, now: float) -> None:
         """Apply broker ``node``'s Fetch answer for ``positions`` (see :meth:`on_response`),
@@ -667,8 +681,8 @@ class Fetcher:
         retry_backoff_ms or ``connect_delay`` (until a broker leaves its reconnect
         backoff), so that a backoff ends within it."""
         remaining = max(0.0, remaining)
-        if fetching:
-            return remaining
+        if fetching and not self._plannable.get(None):
+            return remaining  # (a partition waiting for a leader waits for a refresh too)
         return min(remaining, max(connect_delay, self.retry_backoff))
 
     def forget_fetches(self) -> None:

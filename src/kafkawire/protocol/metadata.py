@@ -22,7 +22,7 @@ from kafkawire.protocol import apis
 from kafkawire.protocol.steps import NOW, Await, Refresh, Sleep
 
 __all__ = ["ClusterMetadata", "ClusterView", "TopicMetadata", "PartitionMetadata", "Backoff", "Backoffs", "reconnect_delay_ms",
-           "check_topic_name", "check_partition_in_range", "MAX_TOPIC_NAME_LENGTH", "bootstrap_failure",
+           "check_topic_name", "check_partition_in_range", "unknown_partition", "missing_partitions_steps", "MAX_TOPIC_NAME_LENGTH", "bootstrap_failure",
            "BrokerAttempts", "refresh_timeout", "refresh_wait", "candidates", "partitions_steps",
            "bootstrap_steps", "refresh_steps"]
 
@@ -90,7 +90,8 @@ class BrokerAttempts:
 
 
 def refresh_timeout(timeout: float, last: BaseException | None) -> errors.KafkaTimeoutError:
-    return errors.KafkaTimeoutError(f"cluster metadata not refreshed within {timeout:g}s"
+    took = f"{timeout:g}s" if timeout >= 1 else f"{timeout * 1000:.3g} ms"
+    return errors.KafkaTimeoutError(f"cluster metadata not refreshed within {took}"
                                     + (f"; last error: {last}" if last else ""))
 
 
@@ -106,15 +107,20 @@ def refresh_wait(exc: BaseException, remaining: float, retry_backoff: float, con
     return max(0.0, min(wait, remaining))
 
 
+def unknown_partition(topic: str, partition: int, count: int, fix: str) -> errors.UnknownPartitionError:
+    """The error for a ``partition`` that ``topic``'s ``count`` partitions do not have;
+    ``fix`` says what the caller can do instead."""
+    return errors.UnknownPartitionError(
+        f"topic {topic!r} has {count} partition{'s' if count != 1 else ''} "
+        f"(0-{count - 1}), so partition {partition} does not exist; {fix}, or add partitions "
+        f"(Admin.create_partitions)", topic=topic, partition=partition, count=count)
+
+
 def check_partition_in_range(topic: str, partition: int, count: int) -> None:
     """Refuse an explicit ``partition`` that ``topic``'s ``count`` partitions do not have,
     before the record is queued (it could never be delivered)."""
     if partition >= count:
-        raise errors.UnknownPartitionError(
-            f"topic {topic!r} has {count} partition{'s' if count != 1 else ''} "
-            f"(0-{count - 1}), so partition {partition} does not exist; pass partition=None to "
-            f"let the partitioner choose, or add partitions (Admin.create_partitions)",
-            topic=topic, partition=partition, count=count)
+        raise unknown_partition(topic, partition, count, "pass partition=None to let the partitioner choose")
 
 
 class PartitionMetadata:
@@ -266,6 +272,27 @@ def refresh_steps(timeout: float, retry_backoff: float, attempt: Callable[[float
             yield Sleep(refresh_wait(exc, deadline - now, retry_backoff, connect_delay()))
         now = yield NOW
     raise refresh_timeout(timeout, last)
+
+
+def missing_partitions_steps(meta: ClusterMetadata, tps: Any, timeout: float) -> Generator[Any, Any, None]:
+    """Refuse a (topic, partition) of ``tps`` that its topic lacks, by one Metadata answer
+    received after the call began (a step generator): UnknownPartitionError, naming the
+    topic's partitions.  Nothing is asked when every partition has a known leader; no
+    answer within ``timeout`` is no error here (the call that follows says what is wrong)."""
+    asked = yield NOW
+    unknown = [tp for tp in tps if meta.leader_for(tp[0], tp[1]) is None]
+    if not unknown:
+        return
+    meta.interest.update(tp[0] for tp in unknown)
+    meta.need_refresh = True
+    try:
+        yield Refresh(timeout)
+    except errors.KafkaTimeoutError:
+        return
+    for topic, partition in unknown:
+        exc = meta.missing_partition(topic, partition, asked)
+        if exc is not None:
+            raise exc
 
 
 def partitions_steps(meta: ClusterMetadata, topic: str, timeout: float, retry_backoff: float
@@ -464,6 +491,20 @@ class ClusterMetadata:
             exc = self.take_topic_error(topics)
             if exc is not None:
                 raise exc
+
+    def missing_partition(self, topic: str, partition: int, since: float | None = None
+                          ) -> errors.UnknownPartitionError | None:
+        """UnknownPartitionError when the latest answer for ``topic``, received at
+        ``since`` or later (None: any), lists its partitions and ``partition`` is not
+        among them: the topic exists without it, and no wait brings it (an older answer
+        may predate partitions added since, so the caller asks again first)."""
+        meta = self.topics.get(topic)
+        if meta is None or meta.error_code != 0 or not meta.partitions or partition in meta.partitions:
+            return None
+        if since is not None and self.topic_seen.get(topic, since - 1) < since:
+            return None
+        return unknown_partition(topic, partition, len(meta.partitions),
+                                 "assign() or seek() one of those")
 
     def why_unavailable(self, topic: str) -> str:
         meta = self.topics.get(topic)

@@ -86,33 +86,60 @@ def _ask(node: int, query: dict[TopicPartition, int], isolation: int) -> Generat
     return resp, sent[-1]
 
 
+def _not_found(meta: ClusterMetadata, todo: Mapping[TopicPartition, int], timeout: float,
+               last: BaseException | None) -> KafkaTimeoutError:
+    """The lookup's error at its deadline: what the metadata says of the partitions
+    without a leader, and the last failure."""
+    why = sorted({f"topic {tp.topic!r}: {meta.why_unavailable(tp.topic)}"
+                  for tp in todo if meta.leader_for(*tp) is None})
+    return KafkaTimeoutError(f"offsets for {sorted(todo)} not found within {timeout:g}s"
+                             + "".join(f"; {w}" for w in why)
+                             + (f"; last error: {last}" if last else ""))
+
+
 def list_offsets_steps(meta: ClusterMetadata, query: Mapping[TopicPartition, int], isolation: int,
                        timeout: float, retry_backoff: float
                        ) -> Generator[Any, Any, dict[TopicPartition, tuple[int, int]]]:
     """Find ``query``'s offsets (partition -> timestamp, EARLIEST or LATEST) within
     ``timeout`` seconds; returns partition -> (offset, timestamp).  ``meta`` is the
     cluster's metadata (read for leaders, marked for refresh); ``retry_backoff`` is the
-    wait between rounds in seconds."""
+    wait between rounds in seconds.  A partition its topic lacks, by an answer received
+    during the call, raises UnknownPartitionError at once."""
     now = yield NOW
+    asked = now
     deadline = now + timeout
     todo = dict(query)
     result: dict[TopicPartition, tuple[int, int]] = {}
     last: BaseException | None = None
+    answered = False  # a refresh of this call was answered
     meta.interest.update(tp.topic for tp in todo)
     while todo:
         if now >= deadline:
-            raise KafkaTimeoutError(f"offsets for {sorted(todo)} not found within {timeout:g}s"
-                                    + (f"; last error: {last}" if last else ""))
+            raise _not_found(meta, todo, timeout, last)
         by_node = _by_leader(meta, todo)
         if by_node is None:
+            for tp in todo:
+                if meta.leader_for(*tp) is None:
+                    missing = meta.missing_partition(tp.topic, tp.partition, asked)
+                    if missing is not None:
+                        raise missing
             exc = meta.take_topic_error({tp.topic for tp in todo})
             if exc is not None:  # not authorized, invalid: waiting cannot help
                 raise exc
+            if answered:
+                # An answer since the call began still names no leader (a topic not made
+                # yet, an election): ask again after retry_backoff_ms, not at once.
+                yield Sleep(min(retry_backoff, deadline - now))
+                now = yield NOW
+                if now >= deadline:
+                    continue
             meta.need_refresh = True
             try:
                 yield Refresh(deadline - now)
+                answered = True
             except KafkaTimeoutError as exc:
-                last = exc
+                if not answered:  # else the answers say more (see _not_found)
+                    last = exc
             now = yield NOW
             continue
         for node, tps in by_node.items():
@@ -134,8 +161,10 @@ def list_offsets_steps(meta: ClusterMetadata, query: Mapping[TopicPartition, int
             if meta.refresh_due(now):
                 try:
                     yield Refresh(max(0.001, deadline - now))
+                    answered = True
                 except KafkaTimeoutError as exc:
-                    last = exc
+                    if not answered:
+                        last = exc
                 now = yield NOW
     return result
 
