@@ -4,6 +4,8 @@ Karapace, Redpanda, Apicurio's ``/apis/ccompat/v7``), sync and asyncio.
 * :class:`SchemaRegistryClient` / :class:`AsyncSchemaRegistryClient`: register, look up,
   versions, compatibility, config and mode, deletes, contexts; ids and schemas cached.
 * :class:`Schema`, :class:`SchemaReference`, :class:`RegisteredSchema`: what it stores.
+* :mod:`kafkawire.schema.framing`: Confluent's framing (magic byte, schema id, Protobuf
+  message indexes) written and read.
 * the typed errors of :mod:`kafkawire.schema.errors`.
 
 The clients need ``httpx`` (``pip install kafkawire[schema]``); they are imported on
@@ -16,11 +18,68 @@ from __future__ import annotations
 from typing import Any
 
 from kafkawire.schema._core import RegisteredSchema, Schema, SchemaReference
-from kafkawire.schema.errors import *  # noqa: F403
-from kafkawire.schema.errors import __all__ as _errors
+from kafkawire.schema.errors import (
+    SchemaRegistryError,
+    SchemaRegistryConnectionError,
+    SchemaRegistryTimeoutError,
+    SchemaRegistryServerError,
+    SchemaRegistryAuthError,
+    SubjectNotFoundError,
+    VersionNotFoundError,
+    SchemaNotFoundError,
+    SubjectSoftDeletedError,
+    SubjectNotSoftDeletedError,
+    VersionSoftDeletedError,
+    VersionNotSoftDeletedError,
+    SubjectConfigNotFoundError,
+    SubjectModeNotFoundError,
+    IncompatibleSchemaError,
+    InvalidSchemaError,
+    InvalidVersionError,
+    InvalidCompatibilityLevelError,
+    InvalidModeError,
+    OperationNotPermittedError,
+    ReferenceExistsError,
+    FramingError,
+    UnknownMagicByteError,
+    TruncatedFrameError,
+    InvalidMessageIndexesError,
+    for_registry_code,
+)
 
-__all__ = ["AsyncSchemaRegistryClient", "RegisteredSchema", "Schema", "SchemaReference",
-           "SchemaRegistryClient", *_errors]
+__all__ = [
+    "AsyncSchemaRegistryClient",
+    "RegisteredSchema",
+    "Schema",
+    "SchemaReference",
+    "SchemaRegistryClient",
+    "SchemaRegistryError",
+    "SchemaRegistryConnectionError",
+    "SchemaRegistryTimeoutError",
+    "SchemaRegistryServerError",
+    "SchemaRegistryAuthError",
+    "SubjectNotFoundError",
+    "VersionNotFoundError",
+    "SchemaNotFoundError",
+    "SubjectSoftDeletedError",
+    "SubjectNotSoftDeletedError",
+    "VersionSoftDeletedError",
+    "VersionNotSoftDeletedError",
+    "SubjectConfigNotFoundError",
+    "SubjectModeNotFoundError",
+    "IncompatibleSchemaError",
+    "InvalidSchemaError",
+    "InvalidVersionError",
+    "InvalidCompatibilityLevelError",
+    "InvalidModeError",
+    "OperationNotPermittedError",
+    "ReferenceExistsError",
+    "FramingError",
+    "UnknownMagicByteError",
+    "TruncatedFrameError",
+    "InvalidMessageIndexesError",
+    "for_registry_code",
+]
 
 _SHELLS = {"SchemaRegistryClient": "kafkawire.schema._sync",
            "AsyncSchemaRegistryClient": "kafkawire.schema._aio"}

@@ -33,6 +33,10 @@ __all__ = [
     "InvalidModeError",
     "OperationNotPermittedError",
     "ReferenceExistsError",
+    "FramingError",
+    "UnknownMagicByteError",
+    "TruncatedFrameError",
+    "InvalidMessageIndexesError",
     "for_registry_code",
 ]
 
@@ -188,6 +192,37 @@ _BY_CODE: dict[int, type[SchemaRegistryError]] = {
         InvalidSchemaError, InvalidVersionError, InvalidCompatibilityLevelError, InvalidModeError,
         OperationNotPermittedError, ReferenceExistsError)
 }
+
+
+# -- Confluent's framing of a record (kafkawire.schema.framing) ------------------------------
+
+
+class FramingError(KafkaWireError, ValueError):
+    """A payload that is not in Confluent's framing (magic byte 0, schema id, Protobuf
+    message indexes), or values that cannot be framed.  ``schema_id``, ``topic``,
+    ``partition`` and ``offset`` say which record, where known.  Not retriable: the
+    bytes will not change."""
+
+    def __init__(self, message: str, *, schema_id: int | None = None, topic: str | None = None,
+                 partition: int | None = None, offset: int | None = None):
+        super().__init__(message)
+        self.schema_id = schema_id
+        self.topic = topic
+        self.partition = partition
+        self.offset = offset
+
+
+class UnknownMagicByteError(FramingError):
+    """The first byte is not 0: the record was not written by a Schema Registry
+    serializer (plain bytes, a string), or in another framing."""
+
+
+class TruncatedFrameError(FramingError):
+    """The payload ends inside its header or its Protobuf message indexes."""
+
+
+class InvalidMessageIndexesError(FramingError):
+    """Protobuf message indexes that are negative, too large, or in an over-long varint."""
 
 
 def for_registry_code(code: int | None, status: int) -> type[SchemaRegistryError]:
