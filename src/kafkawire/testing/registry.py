@@ -146,7 +146,7 @@ def install_java(minimum: int = MIN_JAVA, *, timeout: float = 900.0) -> str:
                               text=True, timeout=timeout, env=env)
 
     apt_run(apt, "update", "-qq")
-    wanted = [f"{kind}-{n}-{suffix}" for n in range(25, minimum - 1, -1)
+    wanted = [f"{kind}-{n}-{suffix}" for n in range(max(25, minimum), minimum - 1, -1)
               for kind, suffix in (("openjdk", "jre-headless"), ("temurin", "jre"))]
     offered = [name for name in wanted
                if "Candidate: (none)" not in (policy := apt_run("apt-cache", "policy", name).stdout)
