@@ -58,6 +58,7 @@ from kafkawire.protocol.group import (
     RejoinNeeded,
 )
 from kafkawire.protocol.steps import NOW, Await, Sleep, StepRun
+from kafkawire.protocol.transactions import ConsumerGroupMetadata
 
 __all__ = ["ConsumerGroup", "ConsumerRebalanceListener"]
 
@@ -647,6 +648,24 @@ class ConsumerGroup:
         changed = {tp: o for tp, o in self.positions().items() if self.last_committed.get(tp) != o}
         if changed:
             self.commit_async(changed, None)
+
+    def group_metadata(self) -> ConsumerGroupMetadata:
+        """Who this consumer is in its group now, for a transactional offset commit."""
+        snap = self.driver.snapshot()
+        if self.kip848:
+            # The coordinator checks a transactional commit against the member's current
+            # epoch, which every group epoch moves on, the assignment changed or not; it
+            # passes a partition's revocation only once the consumer has acknowledged it
+            # (KIP-848), so it never names partitions this consumer was not handed.
+            epoch = snap.get("member_epoch", -1)
+            generation = epoch if epoch > 0 else -1
+        else:
+            # The generation of the assignment the caller was handed, not one the group
+            # thread has joined since: offsets read under it are refused once the group
+            # has moved on (KIP-447).
+            generation = self.generation
+        return ConsumerGroupMetadata(self.config.group_id, generation, snap.get("member_id") or "",
+                                     self.config.group_instance_id)
 
     # -- health and the end ----------------------------------------------------------------
 

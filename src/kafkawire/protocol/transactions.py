@@ -16,6 +16,7 @@ its batches until then (:meth:`TransactionManager.may_send`).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
 from kafkawire import errors
@@ -25,13 +26,46 @@ from kafkawire.protocol.coordinator import COORDINATOR_MOVED, FIND_COORDINATOR, 
 from kafkawire.protocol.idempotence import INIT_PRODUCER_ID, ProducerIdentity
 from kafkawire.protocol.steps import Request, Sleep
 
-__all__ = ["TransactionManager", "TransactionStateError", "TransactionAbortedError",
+__all__ = ["ConsumerGroupMetadata", "TransactionManager", "TransactionStateError", "TransactionAbortedError",
            "UNINITIALIZED", "READY", "IN_TRANSACTION", "ABORTABLE", "FATAL"]
 
 ADD_PARTITIONS_TO_TXN = apis.get("AddPartitionsToTxn")
 ADD_OFFSETS_TO_TXN = apis.get("AddOffsetsToTxn")
 END_TXN = apis.get("EndTxn")
 TXN_OFFSET_COMMIT = apis.get("TxnOffsetCommit")
+
+
+
+@dataclass(frozen=True)
+class ConsumerGroupMetadata:
+    """Who a consumer is in its group, as ``Consumer.group_metadata()`` gives it, for
+    ``send_offsets_to_transaction``: TxnOffsetCommit (v3+, KIP-447) carries it, and the
+    group coordinator refuses the offsets of a member that is no longer this one (a zombie:
+    ILLEGAL_GENERATION or UNKNOWN_MEMBER_ID in a classic group, FENCED_INSTANCE_ID for a
+    replaced static member, STALE_MEMBER_EPOCH or UNKNOWN_MEMBER_ID in a KIP-848 group).
+    ``generation_id`` is the classic generation or KIP-848's member epoch; -1 and an empty
+    ``member_id`` commit as an outsider, as a bare group id does."""
+
+    group_id: str
+    generation_id: int = -1
+    member_id: str = ""
+    group_instance_id: str | None = None
+
+    @classmethod
+    def of(cls, group: Any) -> "ConsumerGroupMetadata":
+        """``group``: a group id, or a consumer's group_metadata() (or any object with the
+        same attributes)."""
+        if isinstance(group, cls):
+            return group
+        if isinstance(group, str):
+            return cls(group)
+        group_id = getattr(group, "group_id", None)
+        if not isinstance(group_id, str):
+            raise TypeError(f"send_offsets_to_transaction() takes the group id (a str) or the consumer's "
+                            f"group_metadata(), got {group!r}")
+        return cls(group_id, int(getattr(group, "generation_id", -1)), getattr(group, "member_id", "") or "",
+                   getattr(group, "group_instance_id", None))
+
 
 UNINITIALIZED = "UNINITIALIZED"
 INITIALIZING = "INITIALIZING"
@@ -75,6 +109,21 @@ class TransactionAbortedError(KafkaWireError):
 
 def _error_code(resp: Any) -> int:
     return resp.error_code
+
+
+# ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID, STALE_MEMBER_EPOCH: the
+# coordinator no longer knows the member the offsets were read as.
+_FENCED_MEMBER = dict.fromkeys((22, 25, 82, 113), (
+    ": the consumer is no longer that member of the group (a rebalance moved on, or it was "
+    "expelled or replaced), so its partitions may be another member's now; abort the "
+    "transaction, poll() to rejoin, and process from the committed offsets"))
+
+
+def _as_member(member: ConsumerGroupMetadata) -> str:
+    if member.generation_id < 0 and not member.member_id:
+        return ""
+    instance = f", instance {member.group_instance_id!r}" if member.group_instance_id else ""
+    return f" as member {member.member_id!r} (generation/epoch {member.generation_id}{instance})"
 
 
 def _first_error(codes: Iterable[int]) -> int:
@@ -281,7 +330,8 @@ class TransactionManager:
         """send_offsets_to_transaction(): the consumer's offsets commit with the transaction."""
         self._require("send_offsets_to_transaction()", IN_TRANSACTION)
         ident = self.identity
-        group_id = group if isinstance(group, str) else group.group_id
+        member = ConsumerGroupMetadata.of(group)
+        group_id = member.group_id
         _, code = yield from self._ask(
             "AddOffsetsToTxn", ADD_OFFSETS_TO_TXN,
             lambda v: ADD_OFFSETS_TO_TXN.Request(transactional_id=self.transactional_id, producer_id=ident.producer_id,
@@ -299,8 +349,8 @@ class TransactionManager:
         def build(version: int) -> Any:
             return TXN_OFFSET_COMMIT.Request(
                 transactional_id=self.transactional_id, group_id=group_id, producer_id=ident.producer_id,
-                producer_epoch=ident.epoch, generation_id=getattr(group, "generation_id", -1),
-                member_id=getattr(group, "member_id", ""), group_instance_id=getattr(group, "group_instance_id", None),
+                producer_epoch=ident.epoch, generation_id=member.generation_id,
+                member_id=member.member_id, group_instance_id=member.group_instance_id,
                 topics=[topic(name=t, partitions=ps) for t, ps in topics.items()])
 
         while True:
@@ -310,7 +360,8 @@ class TransactionManager:
                 _v4_before_transactions_v2, group=group_id)
             if not code:
                 return None
-            err = errors.broker_error(code, f"TxnOffsetCommit for group {group_id!r}")
+            err = errors.broker_error(code, f"TxnOffsetCommit for group {group_id!r}"
+                                            + _as_member(member) + _FENCED_MEMBER.get(code, ""))
             if not err.retriable:
                 # The offsets cannot go with this transaction: committing it without them
                 # would lose the consumer's progress, so only an abort may end it.
