@@ -199,3 +199,20 @@ def test_a_registry_that_comes_up_during_the_call_answers_it(make_client: Callab
     finally:
         starter.join()
         registry.close()
+
+
+def test_a_registry_that_does_not_answer_ends_the_call_by_its_deadline(make_client: Callable[..., Any]) -> None:
+    import socket
+
+    with socket.socket() as silent:  # connections are taken into its backlog, never answered
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)
+        client = make_client(f"http://127.0.0.1:{silent.getsockname()[1]}", timeout_ms=1200,
+                             request_timeout_ms=500, retry_backoff_ms=50)
+        started = time.monotonic()
+        with pytest.raises(errors.SchemaRegistryTimeoutError) as info:
+            client.get_latest_version("s")
+        elapsed = time.monotonic() - started
+    assert 1.0 <= elapsed < 2.5, elapsed
+    assert 2 <= len(info.value.attempts) <= 3
+    assert all("no answer within" in str(a) for a in info.value.attempts)

@@ -181,7 +181,10 @@ class _LRU:
     def get(self, key: Hashable) -> Any:
         value = self._items.get(key)
         if value is not None:
-            self._items.move_to_end(key)
+            try:
+                self._items.move_to_end(key)
+            except KeyError:  # another thread sharing the client pushed it out meanwhile
+                pass
         return value
 
     def put(self, key: Hashable, value: Any) -> None:
