@@ -181,14 +181,6 @@ class ConsumerBase:
         member (a zombie's).  Take it when processing what poll() returned; it does not wait."""
         return self._need_group("group_metadata()").group_metadata()
 
-    def group_metadata(self) -> Any:
-        """This consumer's place in its group (a ConsumerGroupMetadata: group id, generation
-        or KIP-848 member epoch, member id, group instance id) for
-        ``producer.send_offsets_to_transaction(offsets, consumer.group_metadata())``: the
-        coordinator then refuses the offsets once the group has moved on without this
-        member (a zombie's).  Take it when processing what poll() returned; it does not wait."""
-        return self._need_group("group_metadata()").group_metadata()
-
     def group_state(self) -> dict[str, Any]:
         """The member's health: ``group_protocol``, ``state`` (unjoined, joining,
         awaiting-assignment, syncing, stable; with KIP-848's protocol unjoined, joining,
