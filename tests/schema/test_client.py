@@ -173,6 +173,7 @@ def test_contexts(registry: Any, subject: str) -> None:
     assert registry.get_schema(schema_id, subject=qualified) == V1
 
 
+@pytest.mark.deadlines
 def test_an_unreachable_registry_is_retried_until_the_deadline(make_client: Callable[..., Any]) -> None:
     client = make_client(f"http://127.0.0.1:{free_port()}", timeout_ms=1500, retry_backoff_ms=50,
                          retry_backoff_max_ms=200)
@@ -186,6 +187,7 @@ def test_an_unreachable_registry_is_retried_until_the_deadline(make_client: Call
     assert all(isinstance(a, errors.SchemaRegistryConnectionError) for a in info.value.attempts)
 
 
+@pytest.mark.registry  # starts a registry of its own
 def test_a_registry_that_comes_up_during_the_call_answers_it(make_client: Callable[..., Any]) -> None:
     import threading
 
@@ -201,6 +203,7 @@ def test_a_registry_that_comes_up_during_the_call_answers_it(make_client: Callab
         registry.close()
 
 
+@pytest.mark.deadlines
 def test_a_registry_that_does_not_answer_ends_the_call_by_its_deadline(make_client: Callable[..., Any]) -> None:
     import socket
 
