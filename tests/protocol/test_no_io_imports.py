@@ -38,7 +38,7 @@ TOP_MODULES = ["codec", "_pycodec", "compression", "errors", "_errors_base", "_e
 def sans_io_files() -> dict[str, Path]:
     """Module name -> source file, for every module under the sans-IO rule."""
     files = {f"kafkawire.{name}": PACKAGE_DIR / f"{name}.py" for name in TOP_MODULES}
-    for path in sorted((PACKAGE_DIR / "protocol").rglob("*.py")):
+    for path in sorted([*(PACKAGE_DIR / "protocol").rglob("*.py"), *(PACKAGE_DIR / "wire").rglob("*.py")]):
         rel = path.relative_to(SRC_DIR).with_suffix("")
         parts = list(rel.parts)
         if parts[-1] == "__init__":
