@@ -2129,7 +2129,7 @@ APIS = {
             F('RackId', 'string', (0, None), nullable=(0, None), default=None),
             F('SubscribedTopicNames', '[]string', (0, None), nullable=(0, None), entity='topicName', default=None),
         )),
-        M('ShareGroupHeartbeatResponse', (0, 1), valid_newest=(1, 1), flexible=(0, None), fields=(
+        M('ShareGroupHeartbeatResponse', (1, 1), valid_newest=(1, 1), flexible=(0, None), fields=(
             F('ThrottleTimeMs', 'int32', (0, None)),
             F('ErrorCode', 'int16', (0, None)),
             F('ErrorMessage', 'string', (0, None), nullable=(0, None), default=None),
@@ -2150,7 +2150,7 @@ APIS = {
             F('GroupIds', '[]string', (0, None), entity='groupId'),
             F('IncludeAuthorizedOperations', 'bool', (0, None)),
         )),
-        M('ShareGroupDescribeResponse', (0, 1), valid_newest=(1, 1), flexible=(0, None), fields=(
+        M('ShareGroupDescribeResponse', (1, 1), valid_newest=(1, 1), flexible=(0, None), fields=(
             F('ThrottleTimeMs', 'int32', (0, None)),
             F('Groups', '[]DescribedGroup', (0, None), fields=(
                 F('ErrorCode', 'int16', (0, None)),
@@ -2209,7 +2209,7 @@ APIS = {
                 F('Partitions', '[]int32', (0, None)),
             )),
         )),
-        M('ShareFetchResponse', (0, 2), valid_newest=(1, 2), flexible=(0, None), fields=(
+        M('ShareFetchResponse', (1, 2), valid_newest=(1, 2), flexible=(0, None), fields=(
             F('ThrottleTimeMs', 'int32', (0, None)),
             F('ErrorCode', 'int16', (0, None)),
             F('ErrorMessage', 'string', (0, None), nullable=(0, None), default=None),
@@ -2261,7 +2261,7 @@ APIS = {
                 )),
             )),
         )),
-        M('ShareAcknowledgeResponse', (0, 2), valid_newest=(1, 2), flexible=(0, None), fields=(
+        M('ShareAcknowledgeResponse', (1, 2), valid_newest=(1, 2), flexible=(0, None), fields=(
             F('ThrottleTimeMs', 'int32', (0, None)),
             F('ErrorCode', 'int16', (0, None)),
             F('ErrorMessage', 'string', (0, None), nullable=(0, None), default=None),
