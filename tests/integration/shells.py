@@ -40,10 +40,10 @@ class _AsyncShell:
 
     client_class: Any = None
 
-    def __init__(self, **config: Any):
+    def __init__(self, *config: Any, **options: Any):
         self._loop = _shared_loop()
         self._closed = False
-        self._client = self.client_class(**config)
+        self._client = self.client_class(*config, **options)
         try:
             self._run(self._client.start())
         except BaseException:

@@ -22,7 +22,7 @@ import asyncio
 from typing import Any, Iterable, Mapping
 
 from kafkawire.aio.cluster import AsyncCluster
-from kafkawire.core.config import Config
+from kafkawire.core.config import Config, merge_options
 from kafkawire.errors import ClientClosedError
 from kafkawire.protocol.admin import *  # noqa: F403 - the result types, defined with the calls
 from kafkawire.protocol.admin import AdminCore, Op
@@ -43,8 +43,8 @@ class AsyncAdmin:
     does it otherwise.  ``await close()`` closes every connection.
     """
 
-    def __init__(self, **config: Any):
-        self.config = c = Config.client(**config)
+    def __init__(self, config: Mapping[str, Any] | None = None, /, **options: Any):
+        self.config = c = Config.client(**merge_options("AsyncAdmin", config, options))
         self.cluster = AsyncCluster(c)
         self._core = AdminCore(c, self.cluster.meta)
         self._started = False

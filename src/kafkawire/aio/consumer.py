@@ -20,11 +20,11 @@ commits by theirs (default request_timeout_ms).  One task uses a consumer at a t
 from __future__ import annotations
 
 import asyncio
-from typing import Any, AsyncIterator, Iterable
+from typing import Any, AsyncIterator, Iterable, Mapping
 
 from kafkawire.aio.cluster import AsyncCluster
 from kafkawire.aio.group import AsyncConsumerGroup
-from kafkawire.core.config import Config
+from kafkawire.core.config import Config, merge_options
 from kafkawire.errors import ClientClosedError
 from kafkawire.protocol import apis
 from kafkawire.protocol.fetcher import (
@@ -38,7 +38,7 @@ from kafkawire.protocol.fetcher import (
 )
 from kafkawire.protocol.fetcher import as_topic_partition as _tp
 from kafkawire.protocol.consumer_base import ConsumerBase
-from kafkawire.protocol.metadata import missing_partitions_steps
+from kafkawire.protocol.metadata import check_topic_name, list_topics_steps, missing_partitions_steps
 from kafkawire.protocol.offsets import check_timestamps, list_offsets_steps, offsets_and_times, reset_steps
 
 __all__ = ["AsyncConsumer"]
@@ -49,8 +49,8 @@ FETCH = apis.get("Fetch")
 class AsyncConsumer(ConsumerBase):
     """An asyncio Kafka consumer; options as :class:`kafkawire.Consumer`'s."""
 
-    def __init__(self, **config: Any):
-        self.config = c = Config.consumer(**config)
+    def __init__(self, config: Mapping[str, Any] | None = None, /, **options: Any):
+        self.config = c = Config.consumer(**merge_options("AsyncConsumer", config, options))
         self._group: AsyncConsumerGroup | None = None
         # What a poll() with nothing to return waits on: done by _wake() (a fetch's
         # answer applied, or the group has news) or its timer.
@@ -161,6 +161,27 @@ class AsyncConsumer(ConsumerBase):
     async def _reset_positions(self, tps: list[TopicPartition], timeout: float) -> None:
         steps = reset_steps(self._fetcher, self.cluster.meta, tps, timeout)
         await self.cluster.run(steps, self._now() + timeout, "ListOffsets")
+
+    # -- the cluster's topics (as the producer's) -------------------------------------------
+
+    async def partitions_for(self, topic: str, timeout: float | None = None) -> list[int]:
+        """Partition ids of ``topic``, waiting up to ``timeout`` seconds (default
+        request_timeout_ms) for its metadata."""
+        self._check_open()
+        check_topic_name(topic)
+        if not self._started:
+            await self.start(timeout)
+        return await self.cluster.partitions_for(topic, self._timeout(timeout))
+
+    async def list_topics(self, timeout: float | None = None, include_internal: bool = False
+                          ) -> dict[str, list[int]]:
+        """Every topic of the cluster and its partition ids (internal ones only with
+        ``include_internal``), within ``timeout`` seconds (default request_timeout_ms)."""
+        self._check_open()
+        if not self._started:
+            await self.start(timeout)
+        return await self.cluster.run(list_topics_steps(include_internal), self._now() + self._timeout(timeout),
+                                      "Metadata")
 
     # -- fetching --------------------------------------------------------------------------
 

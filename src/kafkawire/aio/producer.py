@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 from kafkawire.aio.cluster import AsyncCluster
 from kafkawire.core import fork as _fork
-from kafkawire.core.config import Config
+from kafkawire.core.config import Config, merge_options
 from kafkawire.errors import (
     ConfigError,
     ClientClosedError,
@@ -86,8 +86,8 @@ class AsyncRecordFuture(RecordFuture):
 class AsyncProducer:
     """An asyncio Kafka producer; options as :class:`kafkawire.Producer`'s."""
 
-    def __init__(self, **config: Any):
-        self.config = c = Config.producer(**config)
+    def __init__(self, config: Mapping[str, Any] | None = None, /, **options: Any):
+        self.config = c = Config.producer(**merge_options("AsyncProducer", config, options))
         self.cluster = AsyncCluster(c)
         self._acc = Accumulator(c, self._new_future)
         # Transactions: coordinator exchanges (protocol/transactions.py generators) run one

@@ -46,7 +46,7 @@ import time
 from typing import Any, Iterable, Mapping
 
 from kafkawire.client.cluster import Cluster
-from kafkawire.core.config import Config
+from kafkawire.core.config import Config, merge_options
 from kafkawire.errors import ClientClosedError
 from kafkawire.protocol.admin import *  # noqa: F403 - the result types, defined with the calls
 from kafkawire.protocol.admin import RESULT_TYPES, AdminCore, Op
@@ -63,8 +63,8 @@ class Admin:
     See the module docstring for how results and errors come back.
     """
 
-    def __init__(self, **config: Any):
-        self.config = c = Config.client(**config)
+    def __init__(self, config: Mapping[str, Any] | None = None, /, **options: Any):
+        self.config = c = Config.client(**merge_options("Admin", config, options))
         self.cluster = Cluster(c)
         try:
             self.cluster.bootstrap(c.request_timeout_ms / 1000.0)

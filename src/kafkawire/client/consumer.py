@@ -27,12 +27,12 @@ parent goes on undisturbed) and
 from __future__ import annotations
 
 import time
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 from kafkawire.core import fork as _fork
 from kafkawire.core.fork import ForkedClientError
 from kafkawire.client.cluster import Cluster
-from kafkawire.core.config import Config
+from kafkawire.core.config import Config, merge_options
 from kafkawire.errors import ClientClosedError
 from kafkawire.client.group import ConsumerGroup, ConsumerRebalanceListener
 from kafkawire.protocol import apis
@@ -46,7 +46,7 @@ from kafkawire.protocol.fetcher import (
 from kafkawire.protocol.fetcher import EARLIEST, LATEST
 from kafkawire.protocol.fetcher import as_topic_partition as _tp
 from kafkawire.protocol.consumer_base import ConsumerBase
-from kafkawire.protocol.metadata import missing_partitions_steps
+from kafkawire.protocol.metadata import check_topic_name, list_topics_steps, missing_partitions_steps
 from kafkawire.protocol.offsets import check_timestamps, list_offsets_steps, offsets_and_times, reset_steps
 
 __all__ = ["Consumer", "ConsumerRecord", "TopicPartition", "FetchedBatch", "OffsetAndTimestamp",
@@ -69,8 +69,8 @@ class Consumer(ConsumerBase):
 
     _now = staticmethod(time.monotonic)
 
-    def __init__(self, **config: Any):
-        self.config = c = Config.consumer(**config)
+    def __init__(self, config: Mapping[str, Any] | None = None, /, **options: Any):
+        self.config = c = Config.consumer(**merge_options("Consumer", config, options))
         self._fork_generation = _fork.generation
         self._forked_member = False  # a group member's copy in a forked child: unusable
         self.cluster = Cluster(c)
@@ -143,6 +143,22 @@ class Consumer(ConsumerBase):
     def _reset_positions(self, tps: list[TopicPartition], timeout: float) -> None:
         steps = reset_steps(self._fetcher, self.cluster.meta, tps, timeout)
         self.cluster.run(steps, time.monotonic() + timeout, "ListOffsets")
+
+    # -- the cluster's topics (as the producer's) -------------------------------------------
+
+    def partitions_for(self, topic: str, timeout: float | None = None) -> list[int]:
+        """Partition ids of ``topic``, waiting up to ``timeout`` seconds (default
+        request_timeout_ms) for its metadata."""
+        self._check_open()
+        return self.cluster.partitions_for(check_topic_name(topic), self._timeout(timeout))
+
+    def list_topics(self, timeout: float | None = None, include_internal: bool = False) -> dict[str, list[int]]:
+        """Every topic of the cluster and its partition ids (internal ones such as
+        __consumer_offsets only with ``include_internal``), within ``timeout`` seconds
+        (default request_timeout_ms)."""
+        self._check_open()
+        return self.cluster.run(list_topics_steps(include_internal), time.monotonic() + self._timeout(timeout),
+                                "Metadata")
 
     # -- fetching -------------------------------------------------------------------------
 

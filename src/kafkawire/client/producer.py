@@ -34,14 +34,14 @@ import threading
 import time
 from collections import deque
 from time import monotonic as _monotonic, time as _time, time_ns as _time_ns
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Mapping
 
 from kafkawire import codec, errors
 from kafkawire._columnar import Columns
 from kafkawire.core import fork as _fork
 from kafkawire.core.fork import ForkedClientError
 from kafkawire.client.cluster import Cluster
-from kafkawire.core.config import Config
+from kafkawire.core.config import Config, merge_options
 from kafkawire.errors import (
     ClientClosedError,
     KafkaTimeoutError,
@@ -103,8 +103,8 @@ class Producer:
     """A Kafka producer.  See the module docstring; options are the Java client's in
     snake_case (``bootstrap_servers``, ``acks``, ``linger_ms``, ``batch_size``, ...)."""
 
-    def __init__(self, **config: Any):
-        self.config = c = Config.producer(**config)
+    def __init__(self, config: Mapping[str, Any] | None = None, /, **options: Any):
+        self.config = c = Config.producer(**merge_options("Producer", config, options))
         self._acks = c.acks
         self._codec = c.compression_type
         self._batch_size = max(c.batch_size, 1)

@@ -17,7 +17,7 @@ from typing import Any, Callable
 from kafkawire.errors import ConfigError
 from kafkawire.compression import CODEC_GZIP, CODEC_LZ4, CODEC_NONE, CODEC_SNAPPY, CODEC_ZSTD
 
-__all__ = ["Config", "parse_bootstrap", "reference_markdown", "COMPRESSION_CODECS"]
+__all__ = ["Config", "parse_bootstrap", "reference_markdown", "COMPRESSION_CODECS", "merge_options"]
 
 INT32_MAX = 2**31 - 1
 
@@ -200,6 +200,18 @@ def _callable_or_none(name: str, value: Any) -> Any:
     raise ConfigError(f"{name} must be callable or None, got {value!r}")
 
 
+@_accepts("callable, one of librdkafka's partitioner names, or None")
+def _partitioner(name: str, value: Any) -> Any:
+    if isinstance(value, str):
+        from kafkawire.core.partitioner import named_partitioner
+
+        try:
+            return named_partitioner(value)
+        except ValueError as exc:
+            raise ConfigError(f"{name}: {exc}") from None
+    return _callable_or_none(name, value)
+
+
 @_accepts("dict of API name or key to version, or None")
 def _overrides(name: str, value: Any) -> dict[Any, int]:
     if value is None:
@@ -327,7 +339,7 @@ _PRODUCER = {
     "enable_idempotence": (True, _bool),
     "key_serializer": (None, _callable_or_none),
     "value_serializer": (None, _callable_or_none),
-    "partitioner": (None, _callable_or_none),
+    "partitioner": (None, _partitioner),
     "transactional_id": (None, _str_or_none),
     "transaction_timeout_ms": (60000, _int(1, INT32_MAX)),
 }
@@ -404,7 +416,7 @@ _DESCRIPTIONS = {
     "enable_idempotence": "Producer ids and sequence numbers, so a retried batch is never written twice; turned off when acks, retries or in-flight requests rule it out and it was not asked for.",
     "key_serializer": "Callable turning send()'s key into bytes (send_batch takes bytes as they are).",
     "value_serializer": "Callable turning send()'s value into bytes (send_batch takes bytes as they are).",
-    "partitioner": "Callable partitioner(key, num_partitions) -> partition (default: murmur2 of the key as the Java client, sticky without a key).",
+    "partitioner": "Callable partitioner(key, num_partitions) -> partition, or a librdkafka partitioner's name (consistent_random, murmur2_random, fnv1a, ...: confluent-kafka's choices) (default: murmur2 of the key as the Java client, sticky without a key).",
     "transactional_id": "Id of a transactional producer; a new producer with the same id fences the old one.",
     "transaction_timeout_ms": "The coordinator aborts a transaction left open longer than this.",
     "fetch_max_wait_ms": "Longest time a broker holds a Fetch waiting for fetch_min_bytes.",
@@ -447,6 +459,32 @@ _CLASSIC_ONLY = {
     "heartbeat_interval_ms": "the broker's group.consumer.heartbeat.interval.ms (or the "
                              "group's consumer.heartbeat.interval.ms) applies",
 }
+
+
+def merge_options(client: str, config: Any, options: dict[str, Any]) -> dict[str, Any]:
+    """A client's options given as one dict (``Producer({"bootstrap.servers": ...})``, as
+    confluent-kafka takes them), as keyword arguments, or both: merged, with a name given
+    both ways (``bootstrap.servers`` and ``bootstrap_servers`` alike) refused.  ``client``
+    names the class for the messages."""
+    if config is None:
+        return options
+    if not hasattr(config, "keys") or not hasattr(config, "__getitem__"):
+        raise TypeError(f"{client}() takes its options as one dict or as keyword arguments "
+                        f"({client}(bootstrap_servers='host:9092', ...)), not a {type(config).__name__} "
+                        f"({config!r:.60})")
+    merged: dict[str, Any] = {}
+    seen: dict[str, str] = {}
+    for source in (config, options):
+        for key in source.keys():
+            if not isinstance(key, str):
+                raise TypeError(f"{client}() option names are strings, got {key!r}")
+            norm = key.replace(".", "_").replace("-", "_")
+            if norm in seen:
+                raise ConfigError(f"{client}() option {key!r} is given twice (as {seen[norm]!r} too); "
+                                  f"give it once")
+            seen[norm] = key
+            merged[key] = source[key]
+    return merged
 
 
 class Config:

@@ -1,4 +1,6 @@
-"""Partitioners: murmur2 for keyed records (the Java client's default), sticky otherwise.
+"""Partitioners: murmur2 for keyed records (the Java client's default), sticky otherwise;
+and librdkafka's partitioners by name (``partitioner="consistent_random"``, ...), for
+teams whose other producers use confluent-kafka's default.
 
 ``murmur2`` is the 32-bit MurmurHash2 variant Kafka's Java client uses (seed 0x9747b28c),
 so ``partition_for_key(key, n)`` puts a key on the same partition as the Java producer,
@@ -9,13 +11,15 @@ from __future__ import annotations
 
 import random
 import threading
-from typing import Any
+import zlib
+from typing import Any, Callable
 
 # The accumulator's: compiled with the codec (a keyed send's hot path uses it there), else
 # the pure-Python twin's.  One murmur2 for every keyed record, whichever path it takes.
 from kafkawire.protocol.accumulator import murmur2
 
-__all__ = ["murmur2", "murmur2_many", "partition_for_key", "StickyPartitioner"]
+__all__ = ["murmur2", "murmur2_many", "partition_for_key", "StickyPartitioner", "fnv1a", "NamedPartitioner",
+           "PARTITIONERS", "named_partitioner"]
 
 _M = 0x5BD1E995
 _MASK = 0xFFFFFFFF
@@ -26,6 +30,74 @@ def partition_for_key(key: bytes, num_partitions: int) -> int:
     if num_partitions <= 0:
         raise ValueError(f"num_partitions must be positive, got {num_partitions}")
     return (murmur2(key) & 0x7FFFFFFF) % num_partitions
+
+
+def fnv1a(data: Any) -> int:
+    """librdkafka's "fnv1a" partitioners' hash: 32-bit FNV-1a of ``data``, read as a
+    signed int and made positive (as Sarama's hash partitioner does; -2**31 stays itself,
+    read back unsigned)."""
+    h = 0x811C9DC5
+    for b in bytes(data):
+        h = ((h ^ b) * 0x01000193) & _MASK
+    return (-(h - 0x100000000)) & _MASK if h & 0x80000000 else h
+
+
+def _murmur2_positive(data: Any) -> int:
+    return murmur2(data) & 0x7FFFFFFF
+
+
+def _as_bytes(key: Any) -> Any:
+    if key is None:
+        return b""
+    return key.encode() if isinstance(key, str) else key
+
+
+class NamedPartitioner:
+    """One of librdkafka's partitioners, as confluent-kafka's ``partitioner`` option names
+    them: ``partitioner(key, n)`` is the key's hash modulo ``n``, or None for a key the
+    partitioner spreads at random (the producer then uses its sticky partition, KIP-480, as
+    librdkafka does for such keys since 1.6)."""
+
+    __slots__ = ("name", "_hash", "_spread")
+
+    def __init__(self, name: str, hash: Callable[[Any], int] | None, spread: Callable[[Any], bool]):
+        self.name = name
+        self._hash = hash
+        self._spread = spread
+
+    def __call__(self, key: Any, num_partitions: int) -> int | None:
+        if self._hash is None or self._spread(key):
+            return None
+        return self._hash(_as_bytes(key)) % num_partitions
+
+    def __repr__(self) -> str:
+        return f"<partitioner {self.name!r}>"
+
+
+def _never(key: Any) -> bool:
+    return False
+
+
+#: librdkafka's partitioners by name: which hash, and which keys are spread at random
+#: (NULL keys; for consistent_random empty ones too).
+PARTITIONERS: dict[str, NamedPartitioner] = {p.name: p for p in (
+    NamedPartitioner("murmur2", _murmur2_positive, _never),  # NULL: murmur2 of no bytes
+    NamedPartitioner("murmur2_random", _murmur2_positive, lambda key: key is None),  # the Java client's rule
+    NamedPartitioner("consistent", zlib.crc32, _never),
+    NamedPartitioner("consistent_random", zlib.crc32, lambda key: key is None or len(key) == 0),  # librdkafka's default
+    NamedPartitioner("fnv1a", fnv1a, _never),
+    NamedPartitioner("fnv1a_random", fnv1a, lambda key: key is None),
+    NamedPartitioner("random", None, lambda key: True),
+)}
+
+
+def named_partitioner(name: str) -> NamedPartitioner:
+    """The partitioner librdkafka (and confluent-kafka's ``partitioner`` option) calls ``name``."""
+    try:
+        return PARTITIONERS[name]
+    except KeyError:
+        raise ValueError(f"unknown partitioner {name!r}; the named ones are {', '.join(PARTITIONERS)} "
+                         f"(librdkafka's), or pass a callable partitioner(key, num_partitions)") from None
 
 
 class StickyPartitioner:
@@ -56,11 +128,14 @@ class StickyPartitioner:
 def choose_partition(topic: str, key: Any, n: int, partitioner: Any, sticky: StickyPartitioner
                      ) -> tuple[int, bool]:
     """The partition of a record sent without one, among ``n``: the user's
-    ``partitioner(key, n)``, else murmur2 of the key (Java's rule), else the topic's
-    sticky partition (KIP-480).  Returns (partition, whether it is the sticky one)."""
+    ``partitioner(key, n)`` (None from it: the sticky one), else murmur2 of the key
+    (Java's rule), else the topic's sticky partition (KIP-480).  Returns (partition,
+    whether it is the sticky one)."""
     if partitioner is not None:
-        return partitioner(key, n), False
-    if key is not None:
+        p = partitioner(key, n)
+        if p is not None:
+            return p, False  # None: a key spread at random (NamedPartitioner), so the sticky one
+    elif key is not None:
         return partition_for_key(key, n), False
     return sticky.partition(topic, n), True
 

@@ -19,10 +19,10 @@ from typing import Any, Callable, Generator
 
 from kafkawire import errors
 from kafkawire.protocol import apis
-from kafkawire.protocol.steps import NOW, Await, Refresh, Sleep
+from kafkawire.protocol.steps import NOW, Await, Refresh, Request, Sleep
 
 __all__ = ["ClusterMetadata", "ClusterView", "TopicMetadata", "PartitionMetadata", "Backoff", "Backoffs", "reconnect_delay_ms",
-           "check_topic_name", "check_partition_in_range", "unknown_partition", "missing_partitions_steps", "MAX_TOPIC_NAME_LENGTH", "bootstrap_failure",
+           "check_topic_name", "check_partition_in_range", "unknown_partition", "missing_partitions_steps", "list_topics_steps", "MAX_TOPIC_NAME_LENGTH", "bootstrap_failure",
            "BrokerAttempts", "refresh_timeout", "refresh_wait", "candidates", "partitions_steps",
            "bootstrap_steps", "refresh_steps"]
 
@@ -293,6 +293,22 @@ def missing_partitions_steps(meta: ClusterMetadata, tps: Any, timeout: float) ->
         exc = meta.missing_partition(topic, partition, asked)
         if exc is not None:
             raise exc
+
+
+def list_topics_steps(include_internal: bool = False) -> Generator[Any, Any, dict[str, list[int]]]:
+    """Every topic of the cluster with its partition ids, by one Metadata request for all
+    topics to any broker (a step generator); internal topics (__consumer_offsets, ...)
+    only with ``include_internal``.  Nothing is created (allow_auto_topic_creation off),
+    and the client's own metadata is left as it was."""
+    def build(version: int) -> Any:
+        # v0 says "every topic" with [], later versions with null.
+        return METADATA.Request(topics=[] if version == 0 else None, allow_auto_topic_creation=False)
+
+    resp = yield Request(None, METADATA, build)
+    return {t.name: sorted(p.partition_index for p in t.partitions)
+            for t in sorted(resp.topics, key=lambda t: t.name or "")
+            if t.name is not None and t.error_code == 0
+            and (include_internal or not getattr(t, "is_internal", False))}
 
 
 def partitions_steps(meta: ClusterMetadata, topic: str, timeout: float, retry_backoff: float
