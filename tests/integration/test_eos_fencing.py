@@ -142,3 +142,48 @@ def test_a_group_id_alone_commits_as_an_outsider(kafka_broker, shell, protocol):
         producer.close()
         c.close()
     eventually(lambda: _committed(b, group), {TopicPartition(src, 0): 3, TopicPartition(src, 1): 4})
+
+
+def test_a_replaced_static_members_offsets_are_refused(kafka_broker, shell):
+    """A static member (group_instance_id) whose instance a new process took over is a
+    zombie: the coordinator gave the instance a new member id, and answers the old one's
+    offsets FENCED_INSTANCE_ID (KIP-345, KIP-447)."""
+    b = kafka_broker.bootstrap
+    src, out = _setup(b, shell)
+    group, instance = unique_name("eos-static"), unique_name("instance")
+    config = dict(bootstrap_servers=b, group_id=group, group_instance_id=instance, enable_auto_commit=False,
+                  auto_offset_reset="earliest", session_timeout_ms=30000)
+    old = shell.Consumer(client_id="old-process", **config)
+    members = [old]
+    producer = shell.Producer(bootstrap_servers=b, transactional_id=unique_name("eos-txn"))
+    try:
+        producer.init_transactions(TIMEOUT)
+        old.subscribe([src])
+        read = _poll_until([old], lambda: len(old.assignment()) == 2 and old.group_state()["state"] == "stable",
+                           "the old process joins")
+        zombie = old.group_metadata()
+        assert (zombie.group_instance_id, zombie.member_id) == (instance, old.group_state()["member_id"])
+
+        new = shell.Consumer(client_id="new-process", **config)
+        members.append(new)
+        new.subscribe([src])
+        _poll_until([new], lambda: len(new.assignment()) == 2 and new.group_state()["state"] == "stable",
+                    "the new process takes the instance over")
+        assert new.group_metadata().member_id != zombie.member_id
+
+        producer.begin_transaction()
+        producer.send(out, b"from the old process")
+        with pytest.raises(errors.FencedInstanceIdError) as info:
+            producer.send_offsets_to_transaction(read or {TopicPartition(src, 0): 1}, zombie, timeout=TIMEOUT)
+        assert instance in str(info.value)
+        producer.abort_transaction(TIMEOUT)
+
+        producer.begin_transaction()
+        producer.send(out, b"from the new process")
+        producer.send_offsets_to_transaction({TopicPartition(src, 0): 2}, new.group_metadata(), timeout=TIMEOUT)
+        producer.commit_transaction(TIMEOUT)
+        eventually(lambda: _committed(b, group), {TopicPartition(src, 0): 2})
+    finally:
+        producer.close()
+        for c in members:
+            c.close()
