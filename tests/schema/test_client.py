@@ -219,3 +219,10 @@ def test_a_registry_that_does_not_answer_ends_the_call_by_its_deadline(make_clie
     assert 1.0 <= elapsed < 2.5, elapsed
     assert 2 <= len(info.value.attempts) <= 3
     assert all("no answer within" in str(a) for a in info.value.attempts)
+
+
+def test_the_v8_api_root(apicurio_registry: ApicurioRegistry, make_client: Callable[..., Any], subject: str) -> None:
+    v8 = make_client(apicurio_registry.url.replace("/v7", "/v8"))
+    schema_id = v8.register_schema(subject, V1)
+    assert v8.get_latest_version(subject).schema_id == schema_id
+    assert make_client(apicurio_registry.url).get_schema(schema_id) == V1

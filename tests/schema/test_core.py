@@ -207,3 +207,15 @@ def test_the_caches_are_bounded() -> None:
     for i in (1, 2, 3, 1):  # 1 was pushed out by 3
         c.get_schema(i)
     assert c.requests_sent == 4
+
+
+def test_the_package_imports_without_its_transport() -> None:
+    # The I/O-free parts load without httpx (an extra); the clients load it on first use.
+    import subprocess
+    import sys
+
+    code = ("import sys, kafkawire.schema, kafkawire.schema.framing; "
+            "assert 'httpx' not in sys.modules, 'httpx imported'; "
+            "kafkawire.schema.SchemaRegistryClient; assert 'httpx' in sys.modules")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
