@@ -1,11 +1,13 @@
 """Build the compiled extensions: kafkawire._codec (the codec), kafkawire._accumulate
 (the producer's per-record append), kafkawire._frames (the per-record requests and
-answers framed and read) and kafkawire._compat (the drop-in's record factory).
+answers framed and read), kafkawire._compat (the drop-in's record factory) and
+kafkawire._avro (Avro payloads into Arrow columns).
 
 If Cython or a compiler is missing the package still installs: kafkawire.codec then
 falls back to the pure-Python twin (kafkawire._pycodec), the producer's accumulator
-to kafkawire.protocol._accumulate_py, the frames to kafkawire.protocol._frames_py and the
-record factory to kafkawire.compat._factory_py; each gives the same results.
+to kafkawire.protocol._accumulate_py, the frames to kafkawire.protocol._frames_py, the
+record factory to kafkawire.compat._factory_py and the Avro column decoder to
+kafkawire._pyavro; each gives the same results.
 Set KAFKAWIRE_REQUIRE_EXTENSION=1 to make a failed build an error (CI and wheels do).
 Set KAFKAWIRE_NO_EXTENSION=1 to build no extension at all: the pure-Python
 `py3-none-any` wheel (`make dist` builds and tests one); it wins over REQUIRE.
@@ -42,7 +44,7 @@ def extensions():
             include_dirs=["src/kafkawire"],
             extra_compile_args=args,
         )
-        for name in ("_codec", "_accumulate", "_frames", "_compat")
+        for name in ("_codec", "_accumulate", "_frames", "_compat", "_avro")
     ]
     return cythonize(
         exts,
