@@ -4,6 +4,9 @@ Karapace, Redpanda, Apicurio's ``/apis/ccompat/v7``), sync and asyncio.
 * :class:`SchemaRegistryClient` / :class:`AsyncSchemaRegistryClient`: register, look up,
   versions, compatibility, config and mode, deletes, contexts; ids and schemas cached.
 * :class:`Schema`, :class:`SchemaReference`, :class:`RegisteredSchema`: what it stores.
+* :class:`AvroSerializer` / :class:`AvroDeserializer` (:mod:`kafkawire.schema.avro`):
+  Avro records in Confluent's framing, for the clients' ``key_serializer`` /
+  ``value_deserializer`` options (they need ``fastavro``).
 * :mod:`kafkawire.schema.framing`: Confluent's framing (magic byte, schema id, Protobuf
   message indexes) written and read.
 * the typed errors of :mod:`kafkawire.schema.errors`.
@@ -40,10 +43,15 @@ from kafkawire.schema.errors import (
     InvalidModeError,
     OperationNotPermittedError,
     ReferenceExistsError,
+    PayloadError,
     FramingError,
     UnknownMagicByteError,
     TruncatedFrameError,
     InvalidMessageIndexesError,
+    PayloadDecodeError,
+    SchemaResolutionError,
+    SerializationError,
+    UnknownSchemaIdError,
     for_registry_code,
 )
 
@@ -74,15 +82,24 @@ __all__ = [
     "InvalidModeError",
     "OperationNotPermittedError",
     "ReferenceExistsError",
+    "PayloadError",
     "FramingError",
     "UnknownMagicByteError",
     "TruncatedFrameError",
     "InvalidMessageIndexesError",
+    "PayloadDecodeError",
+    "SchemaResolutionError",
+    "SerializationError",
+    "UnknownSchemaIdError",
     "for_registry_code",
+    "AvroSerializer",
+    "AvroDeserializer",
 ]
 
 _SHELLS = {"SchemaRegistryClient": "kafkawire.schema._sync",
-           "AsyncSchemaRegistryClient": "kafkawire.schema._aio"}
+           "AsyncSchemaRegistryClient": "kafkawire.schema._aio",
+           "AvroSerializer": "kafkawire.schema.avro",
+           "AvroDeserializer": "kafkawire.schema.avro"}
 
 
 def __getattr__(name: str) -> Any:
@@ -94,9 +111,9 @@ def __getattr__(name: str) -> Any:
 
         value = getattr(importlib.import_module(module), name)
     except ModuleNotFoundError as exc:
-        if exc.name != "httpx":
+        if exc.name not in ("httpx", "fastavro"):
             raise
-        raise ImportError(f"kafkawire.schema.{name} needs httpx: pip install 'kafkawire[schema]' "
-                          f"(or pip install httpx)") from exc
+        raise ImportError(f"kafkawire.schema.{name} needs {exc.name}: pip install 'kafkawire[schema]' "
+                          f"(or pip install {exc.name})") from exc
     globals()[name] = value
     return value

@@ -33,10 +33,15 @@ __all__ = [
     "InvalidModeError",
     "OperationNotPermittedError",
     "ReferenceExistsError",
+    "PayloadError",
     "FramingError",
     "UnknownMagicByteError",
     "TruncatedFrameError",
     "InvalidMessageIndexesError",
+    "PayloadDecodeError",
+    "SchemaResolutionError",
+    "SerializationError",
+    "UnknownSchemaIdError",
     "for_registry_code",
 ]
 
@@ -197,11 +202,11 @@ _BY_CODE: dict[int, type[SchemaRegistryError]] = {
 # -- Confluent's framing of a record (kafkawire.schema.framing) ------------------------------
 
 
-class FramingError(KafkaWireError, ValueError):
-    """A payload that is not in Confluent's framing (magic byte 0, schema id, Protobuf
-    message indexes), or values that cannot be framed.  ``schema_id``, ``topic``,
-    ``partition`` and ``offset`` say which record, where known.  Not retriable: the
-    bytes will not change."""
+class PayloadError(KafkaWireError, ValueError):
+    """A record's key or value that could not be serialized or deserialized: not framed,
+    not decodable with its writer schema, not readable into the reader schema, or a value
+    the schema does not take.  ``schema_id``, ``topic``, ``partition`` and ``offset`` say
+    which record, where known.  Not retriable: the bytes will not change."""
 
     def __init__(self, message: str, *, schema_id: int | None = None, topic: str | None = None,
                  partition: int | None = None, offset: int | None = None):
@@ -210,6 +215,11 @@ class FramingError(KafkaWireError, ValueError):
         self.topic = topic
         self.partition = partition
         self.offset = offset
+
+
+class FramingError(PayloadError):
+    """A payload that is not in Confluent's framing (magic byte 0, schema id, Protobuf
+    message indexes), or values that cannot be framed."""
 
 
 class UnknownMagicByteError(FramingError):
@@ -223,6 +233,42 @@ class TruncatedFrameError(FramingError):
 
 class InvalidMessageIndexesError(FramingError):
     """Protobuf message indexes that are negative, too large, or in an over-long varint."""
+
+
+class PayloadDecodeError(PayloadError):
+    """The payload does not decode with the schema its id names: it ends early (a string
+    or bytes length past the end), has a union branch or enum symbol past the schema's,
+    bytes left over after the record, or text that is not UTF-8.  ``path`` is where in
+    the record (``"order.items[2].sku"``) and ``position`` the byte in the payload (after
+    the framing), when known."""
+
+    def __init__(self, message: str, *, path: str | None = None, position: int | None = None,
+                 **where: object):
+        super().__init__(message, **where)  # type: ignore[arg-type]
+        self.path = path
+        self.position = position
+
+
+class SchemaResolutionError(PayloadError):
+    """A record written with one schema cannot be read into the reader schema (a field
+    without a default the writer lacks, types that do not promote, a missing enum
+    symbol)."""
+
+
+class SerializationError(PayloadError):
+    """A value the schema does not take, or a serializer that cannot tell which subject
+    (no topic) or schema to use."""
+
+
+class UnknownSchemaIdError(SchemaNotFoundError):
+    """A record whose schema id the registry does not know (40403): written against
+    another registry or context, or its schema deleted permanently.  ``schema_id``,
+    ``topic``, ``partition`` and ``offset`` name the record, where known."""
+
+    schema_id: int | None = None
+    topic: str | None = None
+    partition: int | None = None
+    offset: int | None = None
 
 
 def for_registry_code(code: int | None, status: int) -> type[SchemaRegistryError]:
