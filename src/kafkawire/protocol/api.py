@@ -1,4 +1,8 @@
-"""One object per Kafka API: its key, its version range, and its request/response classes."""
+"""One object per Kafka API: its key, its version range, and its request/response classes.
+
+:func:`from_generated` builds one from Kafka's own definition (kafkawire.wire); a few APIs are
+still declared by hand in kafkawire.protocol.apis, in the same schema.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +10,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from kafkawire import errors
-from kafkawire.protocol.schema import Field, Struct, Writer, build_struct, decode, encode
+from kafkawire.protocol.schema import _UNSET, Field, Struct, Writer, build_struct, decode, encode
+from kafkawire.wire import APIS, NO_DEFAULT, FieldSpec
 
-__all__ = ["Api", "ApiVersionError"]
+__all__ = ["Api", "ApiVersionError", "from_generated"]
 
 
 class ApiVersionError(errors.KafkaWireError):
@@ -84,3 +89,59 @@ class Api:
 def _whole(cls: type[Struct], buf: Any, version: int) -> Struct:
     # Bytes left over are not an error: the newer side may append fields we do not know.
     return decode(cls, buf, version)[0]
+
+
+def from_generated(key: int, *, max_version: int | None = None) -> Api:
+    """The Api for ``key`` from Kafka's own definition (kafkawire.wire), for its versions
+    up to ``max_version`` (default: the newest stable one).
+
+    Fields that exist in none of those versions are left out, so the classes hold only
+    what kafkawire speaks.
+    """
+    spec = APIS[key]
+    low, high = spec.valid
+    assert high is not None
+    if spec.request.unstable_latest:
+        # An unstable version may still change before its release: never spoken by default.
+        high -= 1
+    if max_version is not None:
+        if max_version > high:
+            raise ValueError(f"{spec.name} v{max_version}: Kafka's definition stops at v{high}")
+        high = max_version
+    flexible = spec.flexible
+    if flexible is not None and flexible[1] is not None:
+        raise ValueError(f"{spec.name}: flexible versions {flexible} end; the schema has no such form")
+    return Api(key, spec.name, (low, high), None if flexible is None else flexible[0],
+               request=_fields(spec.name, spec.request.fields, low, high),
+               response=_fields(spec.name, spec.response.fields, low, high))
+
+
+def _fields(api: str, specs: Sequence[FieldSpec], low: int, high: int) -> list[Field]:
+    out = []
+    for g in specs:
+        if g.versions is None or g.versions[0] > high or (g.versions[1] is not None and g.versions[1] < low):
+            continue
+        since, until = g.versions
+        last = high if until is None else min(until, high)
+        where = f"{api}.{g.py}"
+        nullable_since = None
+        if g.nullable is not None:
+            if g.nullable[1] is not None and g.nullable[1] < last:
+                raise ValueError(f"{where}: nullable only in {g.nullable}; the schema has no such form")
+            nullable_since = g.nullable[0]
+        tag = None
+        if g.tagged is not None:
+            if g.tagged[0] > max(since, low) or (g.tagged[1] is not None and g.tagged[1] < last):
+                raise ValueError(f"{where}: tagged in {g.tagged} only, not in all of {g.versions}")
+            tag = g.tag
+        if g.flexible != "message":
+            raise ValueError(f"{where}: flexible versions of its own; the schema has no such form")
+        default = _UNSET if g.default is NO_DEFAULT else g.default
+        kw: dict[str, Any] = {"since": since, "until": until, "nullable_since": nullable_since,
+                              "default": default, "tag": tag}
+        if g.fields is not None:
+            out.append(Field(g.py, fields=_fields(api, g.fields, low, high), struct_name=g.element,
+                             array=g.is_array, **kw))
+        else:
+            out.append(Field(g.py, g.type, **kw))
+    return out

@@ -2,7 +2,7 @@
 (32), AlterConfigs (33), CreatePartitions (37), IncrementalAlterConfigs (44),
 DescribeUserScramCredentials (50) and AlterUserScramCredentials (51)."""
 
-from kafkawire.protocol.api import Api
+from kafkawire.protocol.api import Api, from_generated
 from kafkawire.protocol.schema import Field as F
 
 # v4 lets num_partitions / replication_factor be -1 for the broker defaults (KIP-464);
@@ -50,26 +50,7 @@ CREATE_TOPICS = Api(
 )
 
 # v6 names topics by name or by id, a null name meaning "by id" (KIP-516).
-DELETE_TOPICS = Api(
-    20, "DeleteTopics", (0, 6), flexible_from=4,
-    request=[
-        F("topics", array=True, since=6, struct_name="DeleteTopicState", fields=[
-            F("name", "string", nullable_since=6, default=None),
-            F("topic_id", "uuid"),
-        ]),
-        F("topic_names", "[]string", until=5),
-        F("timeout_ms", "int32"),
-    ],
-    response=[
-        F("throttle_time_ms", "int32", since=1),
-        F("responses", array=True, struct_name="DeletableTopicResult", fields=[
-            F("name", "string", nullable_since=6),
-            F("topic_id", "uuid", since=6),
-            F("error_code", "int16"),
-            F("error_message", "string", since=5, nullable_since=5, default=None),  # KIP-599
-        ]),
-    ],
-)
+DELETE_TOPICS = from_generated(20, max_version=6)
 
 # resource_type: 2 topic, 4 broker, 8 broker logger.  config_source and synonyms from v1
 # (KIP-226); config_type and documentation from v3 (KIP-569).
@@ -113,21 +94,7 @@ DESCRIBE_CONFIGS = Api(
 
 # v3 lets a producer bump its epoch instead of getting a new id (KIP-360); v5 may answer
 # TRANSACTION_ABORTABLE (KIP-890).
-INIT_PRODUCER_ID = Api(
-    22, "InitProducerId", (0, 5), flexible_from=2,
-    request=[
-        F("transactional_id", "string", nullable_since=0),  # null: idempotent only
-        F("transaction_timeout_ms", "int32"),
-        F("producer_id", "int64", since=3, default=-1),
-        F("producer_epoch", "int16", since=3, default=-1),
-    ],
-    response=[
-        F("throttle_time_ms", "int32"),
-        F("error_code", "int16"),
-        F("producer_id", "int64", default=-1),
-        F("producer_epoch", "int16"),
-    ],
-)
+INIT_PRODUCER_ID = from_generated(22, max_version=5)
 
 
 # v1 answers after throttling (KIP-219); v2 is flexible.
@@ -155,75 +122,13 @@ CREATE_PARTITIONS = Api(
 )
 
 # offset -1 deletes up to the high watermark.
-DELETE_RECORDS = Api(
-    21, "DeleteRecords", (0, 2), flexible_from=2,
-    request=[
-        F("topics", array=True, struct_name="DeleteRecordsTopic", fields=[
-            F("name", "string"),
-            F("partitions", array=True, struct_name="DeleteRecordsPartition", fields=[
-                F("partition_index", "int32"),
-                F("offset", "int64"),
-            ]),
-        ]),
-        F("timeout_ms", "int32"),
-    ],
-    response=[
-        F("throttle_time_ms", "int32"),
-        F("topics", array=True, struct_name="DeleteRecordsTopicResult", fields=[
-            F("name", "string"),
-            F("partitions", array=True, struct_name="DeleteRecordsPartitionResult", fields=[
-                F("partition_index", "int32"),
-                F("low_watermark", "int64"),
-                F("error_code", "int16"),
-            ]),
-        ]),
-    ],
-)
-
-_ALTER_CONFIGS_RESPONSE = [
-    F("throttle_time_ms", "int32"),
-    F("responses", array=True, struct_name="AlterConfigsResourceResponse", fields=[
-        F("error_code", "int16"),
-        F("error_message", "string", nullable_since=0, default=None),
-        F("resource_type", "int8"),
-        F("resource_name", "string"),
-    ]),
-]
+DELETE_RECORDS = from_generated(21, max_version=2)
 
 # Replaces every dynamic config of the resource with the ones sent.
-ALTER_CONFIGS = Api(
-    33, "AlterConfigs", (0, 2), flexible_from=2,
-    request=[
-        F("resources", array=True, struct_name="AlterConfigsResource", fields=[
-            F("resource_type", "int8"),
-            F("resource_name", "string"),
-            F("configs", array=True, struct_name="AlterableConfig", fields=[
-                F("name", "string"),
-                F("value", "string", nullable_since=0),
-            ]),
-        ]),
-        F("validate_only", "bool"),
-    ],
-    response=_ALTER_CONFIGS_RESPONSE,
-)
+ALTER_CONFIGS = from_generated(33, max_version=2)
 
 # KIP-339: per-key operations (0 set, 1 delete, 2 append, 3 subtract).
-INCREMENTAL_ALTER_CONFIGS = Api(
-    44, "IncrementalAlterConfigs", (0, 1), flexible_from=1,
-    request=[
-        F("resources", array=True, struct_name="AlterConfigsResource", fields=[
-            F("resource_type", "int8"),
-            F("resource_name", "string"),
-            F("configs", array=True, struct_name="AlterableConfig", fields=[
-                F("name", "string"),
-                F("config_operation", "int8"),
-                F("value", "string", nullable_since=0),
-            ]),
-        ]),
-        F("validate_only", "bool"),
-    ],
-    response=_ALTER_CONFIGS_RESPONSE,
-)
+INCREMENTAL_ALTER_CONFIGS = from_generated(44, max_version=1)
 
 # KIP-554: SCRAM credentials over the wire instead of in ZooKeeper.  ``mechanism`` is 1 for
 # SCRAM-SHA-256 and 2 for SCRAM-SHA-512 (0: unknown); the client salts the password itself
@@ -252,28 +157,4 @@ DESCRIBE_USER_SCRAM_CREDENTIALS = Api(
     ],
 )
 
-ALTER_USER_SCRAM_CREDENTIALS = Api(
-    51, "AlterUserScramCredentials", (0, 0), flexible_from=0,
-    request=[
-        F("deletions", array=True, struct_name="ScramCredentialDeletion", fields=[
-            F("name", "string"),
-            F("mechanism", "int8"),
-        ]),
-        F("upsertions", array=True, struct_name="ScramCredentialUpsertion", fields=[
-            F("name", "string"),
-            F("mechanism", "int8"),
-            F("iterations", "int32"),
-            F("salt", "bytes"),
-            F("salted_password", "bytes"),
-        ]),
-    ],
-    response=[
-        F("throttle_time_ms", "int32"),
-        # One result per user named in the request, deletions and upsertions together.
-        F("results", array=True, struct_name="AlterUserScramCredentialsResult", fields=[
-            F("user", "string"),
-            F("error_code", "int16"),
-            F("error_message", "string", nullable_since=0, default=None),
-        ]),
-    ],
-)
+ALTER_USER_SCRAM_CREDENTIALS = from_generated(51, max_version=0)

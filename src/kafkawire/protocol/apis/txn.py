@@ -9,7 +9,7 @@ between brokers and is not declared.
 Layouts follow the Kafka protocol guide and the KIPs named beside the fields.
 """
 
-from kafkawire.protocol.api import Api
+from kafkawire.protocol.api import Api, from_generated
 from kafkawire.protocol.schema import Field as F
 
 
@@ -63,39 +63,13 @@ ADD_PARTITIONS_TO_TXN = Api(
 
 # Adds the group's __consumer_offsets partition to the transaction, before TxnOffsetCommit.
 # v2 PRODUCER_FENCED, v3 flexible, v4 TRANSACTION_ABORTABLE (KIP-890).
-ADD_OFFSETS_TO_TXN = Api(
-    25, "AddOffsetsToTxn", (0, 4), flexible_from=3,
-    request=[
-        F("transactional_id", "string"),
-        F("producer_id", "int64"),
-        F("producer_epoch", "int16"),
-        F("group_id", "string"),
-    ],
-    response=[
-        F("throttle_time_ms", "int32"),
-        F("error_code", "int16"),
-    ],
-)
+ADD_OFFSETS_TO_TXN = from_generated(25, max_version=4)
 
 # committed=False aborts: the coordinator writes ABORT markers into every partition of the
 # transaction.  v2 PRODUCER_FENCED, v3 flexible, v4 TRANSACTION_ABORTABLE; v5 bumps the
 # epoch after every transaction and returns the producer id and epoch to use next (KIP-890
 # part 2).
-END_TXN = Api(
-    26, "EndTxn", (0, 5), flexible_from=3,
-    request=[
-        F("transactional_id", "string"),
-        F("producer_id", "int64"),
-        F("producer_epoch", "int16"),
-        F("committed", "bool"),
-    ],
-    response=[
-        F("throttle_time_ms", "int32"),
-        F("error_code", "int16"),
-        F("producer_id", "int64", since=5, default=-1),
-        F("producer_epoch", "int16", since=5, default=-1),
-    ],
-)
+END_TXN = from_generated(26, max_version=5)
 
 # Sent to the group coordinator; the offsets become visible when the transaction commits.
 # v2 adds the leader epoch (KIP-320); v3 the member's identity, so a zombie from an older
