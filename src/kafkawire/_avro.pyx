@@ -40,6 +40,7 @@ INT_RANGE = "an int outside the 32-bit range"
 NEG_LENGTH = "a negative length"
 BAD_UTF8 = "a string that is not valid UTF-8"
 WIDE_DECIMAL = "a decimal wider than 128 bits"
+DEC_RANGE = "a decimal with more digits than its precision"
 TS_RANGE = "a timestamp outside the 64-bit microsecond range"
 TOO_LARGE = "more than 2147483647 bytes or items in one column; decode in smaller pieces"
 
@@ -149,6 +150,8 @@ cdef class _Col:
     cdef bint nullable
     cdef bint utf8
     cdef int64_t scale
+    cdef uint64_t limit_hi
+    cdef uint64_t limit_lo
     cdef int width
     cdef Py_ssize_t count
     cdef _Buf valid
@@ -228,6 +231,7 @@ cdef class _Col:
         cdef uint8_t sign
         cdef Py_ssize_t j
         cdef int32_t end
+        cdef uint64_t lo, hi
         if self.kind == K_DEC:
             sign = 0xFF if (k and (p[0] & 0x80)) else 0
             if k > 16:
@@ -241,6 +245,14 @@ cdef class _Col:
             memset(out, sign, 16)
             for j in range(k):
                 out[j] = p[k - 1 - j]
+            memcpy(&lo, out, 8)
+            memcpy(&hi, out + 8, 8)
+            if sign:
+                # the magnitude of a negative two's complement 128-bit value
+                lo = ~lo + 1
+                hi = ~hi + (1 if lo == 0 else 0)
+            if hi > self.limit_hi or (hi == self.limit_hi and lo >= self.limit_lo):
+                raise Bad(DEC_RANGE)
             self.values.put(out, 16)
         else:
             if self.utf8 and not _utf8_ok(p, k):
@@ -307,6 +319,9 @@ cdef class State:
             c.utf8 = s.utf8
             c.scale = s.scale
             c.width = _plan.WIDTHS.get(s.kind, 0)
+            limit = 10 ** s.precision
+            c.limit_hi = limit >> 64
+            c.limit_lo = limit & 0xFFFFFFFFFFFFFFFF
             self.cols.append(c)
         for c, s in zip(self.cols, specs):
             c.children = [self.cols[i] for i in s.children]

@@ -153,11 +153,12 @@ class Col:
     column list); ``scale`` multiplies longs (milliseconds into microseconds)."""
 
     __slots__ = ("kind", "arrow", "nullable", "utf8", "scale", "children", "names", "index",
-                 "union")
+                 "union", "precision")
 
     def __init__(self, kind, arrow, nullable=False, utf8=False, scale=1, children=(), names=(),
                  union=False):
         self.union = union
+        self.precision = arrow.precision if kind == K_DEC else 0
         self.kind = kind
         self.arrow = arrow
         self.nullable = nullable

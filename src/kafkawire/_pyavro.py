@@ -32,6 +32,7 @@ INT_RANGE = "an int outside the 32-bit range"
 NEG_LENGTH = "a negative length"
 BAD_UTF8 = "a string that is not valid UTF-8"
 WIDE_DECIMAL = "a decimal wider than 128 bits"
+DEC_RANGE = "a decimal with more digits than its precision"
 TS_RANGE = "a timestamp outside the 64-bit microsecond range"
 TOO_LARGE = "more than 2147483647 bytes or items in one column; decode in smaller pieces"
 
@@ -42,13 +43,14 @@ class Bad(Exception):
 
 class _Col:
     __slots__ = ("kind", "nullable", "utf8", "scale", "children", "count", "valid", "values",
-                 "offsets", "data")
+                 "offsets", "data", "limit")
 
     def __init__(self, spec):
         self.kind = spec.kind
         self.nullable = spec.nullable
         self.utf8 = spec.utf8
         self.scale = spec.scale
+        self.limit = 10 ** spec.precision
         self.children = []
         self.reset()
 
@@ -181,9 +183,12 @@ def _put_bytes(col, raw):
     if col.kind == K_DEC:
         v = int.from_bytes(raw, "big", signed=True)
         try:
-            col.values += v.to_bytes(16, "little", signed=True)
+            le = v.to_bytes(16, "little", signed=True)
         except OverflowError:
             raise Bad(WIDE_DECIMAL) from None
+        if abs(v) >= col.limit:
+            raise Bad(DEC_RANGE)
+        col.values += le
     else:
         if col.utf8:
             try:
