@@ -4,9 +4,12 @@ Karapace, Redpanda, Apicurio's ``/apis/ccompat/v7``), sync and asyncio.
 * :class:`SchemaRegistryClient` / :class:`AsyncSchemaRegistryClient`: register, look up,
   versions, compatibility, config and mode, deletes, contexts; ids and schemas cached.
 * :class:`Schema`, :class:`SchemaReference`, :class:`RegisteredSchema`: what it stores.
-* :class:`AvroSerializer` / :class:`AvroDeserializer` (:mod:`kafkawire.schema.avro`):
-  Avro records in Confluent's framing, for the clients' ``key_serializer`` /
-  ``value_deserializer`` options (they need ``fastavro``).
+* :class:`AvroSerializer` / :class:`AvroDeserializer` (:mod:`kafkawire.schema.avro`,
+  needs ``fastavro``), :class:`ProtobufSerializer` / :class:`ProtobufDeserializer`
+  (:mod:`kafkawire.schema.protobuf`, needs ``protobuf``), :class:`JSONSerializer` /
+  :class:`JSONDeserializer` (:mod:`kafkawire.schema.json_schema`, needs ``jsonschema``):
+  records in Confluent's framing, for the clients' ``key_serializer`` /
+  ``value_deserializer`` options.
 * :mod:`kafkawire.schema.framing`: Confluent's framing (magic byte, schema id, Protobuf
   message indexes) written and read.
 * the typed errors of :mod:`kafkawire.schema.errors`.
@@ -94,12 +97,23 @@ __all__ = [
     "for_registry_code",
     "AvroSerializer",
     "AvroDeserializer",
+    "JSONSerializer",
+    "JSONDeserializer",
+    "ProtobufSerializer",
+    "ProtobufDeserializer",
 ]
 
 _SHELLS = {"SchemaRegistryClient": "kafkawire.schema._sync",
            "AsyncSchemaRegistryClient": "kafkawire.schema._aio",
            "AvroSerializer": "kafkawire.schema.avro",
-           "AvroDeserializer": "kafkawire.schema.avro"}
+           "AvroDeserializer": "kafkawire.schema.avro",
+           "JSONSerializer": "kafkawire.schema.json_schema",
+           "JSONDeserializer": "kafkawire.schema.json_schema",
+           "ProtobufSerializer": "kafkawire.schema.protobuf",
+           "ProtobufDeserializer": "kafkawire.schema.protobuf"}
+# The package each shell needs, by the top-level module that was missing.
+_NEEDS = {"httpx": "httpx", "fastavro": "fastavro", "jsonschema": "jsonschema", "referencing": "jsonschema",
+          "google": "protobuf"}
 
 
 def __getattr__(name: str) -> Any:
@@ -111,9 +125,10 @@ def __getattr__(name: str) -> Any:
 
         value = getattr(importlib.import_module(module), name)
     except ModuleNotFoundError as exc:
-        if exc.name not in ("httpx", "fastavro"):
+        package = _NEEDS.get((exc.name or "").partition(".")[0])
+        if package is None:
             raise
-        raise ImportError(f"kafkawire.schema.{name} needs {exc.name}: pip install 'kafkawire[schema]' "
-                          f"(or pip install {exc.name})") from exc
+        raise ImportError(f"kafkawire.schema.{name} needs {package}: pip install 'kafkawire[schema]' "
+                          f"(or pip install {package})") from exc
     globals()[name] = value
     return value
