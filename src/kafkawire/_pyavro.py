@@ -11,8 +11,8 @@ import struct
 from array import array
 
 from kafkawire._avro_columns import (
-    K_BIN, K_BOOL, K_DEC, K_F32, K_F64, K_I32, K_I64, K_LIST, K_MAP, K_NULL, K_STRUCT,
-    MAX_EMPTY_ITEMS, O_ARRAY, O_BOOL, O_BYTES, O_DEFAULT, O_DOUBLE, O_ENUM, O_ERROR, O_FIXED,
+    K_BIN, K_BOOL, K_DEC, K_F32, K_F64, K_I32, K_I64, K_LIST, K_MAP, K_STRUCT,
+    MAX_EMPTY_ITEMS, O_ARRAY, O_BOOL, O_BYTES, O_DEFAULT, O_DOUBLE, O_ENUM, O_FIXED,
     O_FLOAT, O_INT, O_LONG, O_MAP, O_NULL, O_RECORD, O_UNION, O_WRAP, AvroDecodeError,
     AvroSchemaError,
 )
@@ -147,7 +147,7 @@ def compile(state, op):
         s.arg = state.cols[op.arg] if op.arg >= 0 else None
     s.subs = tuple(compile(state, o) for o in op.subs)
     s.msg = op.msg
-    s.min_size = op.subs[0].min_size if op.code in (O_ARRAY, O_MAP) else op.min_size
+    s.min_size = op.min_size
     s.members = tuple(c for i, c in enumerate(s.col.children) if i != op.arg) \
         if op.code == O_WRAP else ()
     return s

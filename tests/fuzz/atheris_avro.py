@@ -102,6 +102,12 @@ def _union_struct(branches) -> bool:
     return len(rest) > 1 and kinds != {"int", "long"} and kinds != {"float", "double"}
 
 
+def _category(branch):
+    # a number read back cannot say which numeric branch wrote it (fastavro picks one)
+    t = branch["type"]
+    return "number" if t in ("int", "long", "float", "double") else (t, branch.get("name"))
+
+
 def _pick(branches, value):
     """The union branch fastavro wrote ``value`` with (the first that validates it)."""
     from fastavro.validation import validate
@@ -145,9 +151,9 @@ def canon(s, v, side: str):
                 hits = [(k, x) for k, x in enumerate(v.values()) if x is not None]
                 assert len(hits) == 1, v
                 k, x = hits[0]
-                return (k, canon(rest[k], x, side))
+                return (_category(rest[k]), canon(rest[k], x, side))
             k, b = _pick(rest, v)
-            return (k, canon(b, v, side))
+            return (_category(b), canon(b, v, side))
         if side == "fastavro":
             _, b = _pick(rest, v)
             return canon(b, v, side)
@@ -242,7 +248,23 @@ def _strip(s, logical):
 def plain(array):
     """``array`` with dates and timestamps as their integers (to_pylist cannot make Python
     dates of every value Arrow holds)."""
-    return array.cast(_plain_type(array.type))
+    # rebuilt, not cast: pyarrow's cast and view lose the length of null-typed children
+    t = array.type
+    target = _plain_type(t)
+    if target == t:
+        return array
+    mask = array.is_null() if array.null_count else None
+    if pa.types.is_struct(t):
+        return pa.StructArray.from_arrays([plain(array.field(i)) for i in range(t.num_fields)],
+                                          fields=list(target), mask=mask)
+    if pa.types.is_map(t):
+        return pa.MapArray.from_arrays(array.offsets, array.keys, plain(array.items),
+                                       type=target, mask=mask)
+    if pa.types.is_list(t):
+        return pa.ListArray.from_arrays(array.offsets, plain(array.values), type=target,
+                                        mask=mask)
+    return pa.Array.from_buffers(target, len(array), array.buffers(), array.null_count,
+                                 array.offset)
 
 
 def _plain_type(t):
