@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 export KAFKAWIRE_REQUIRE_EXTENSION := 1
 
-.PHONY: all venv build lint stunnel kafka test test-cython test-cython-shared test-cython-alone test-python bench bench-check soak soak-kafka demo fuzz dist clean
+.PHONY: all venv build lint stunnel kafka generate test test-cython test-cython-shared test-cython-alone test-python bench bench-check soak soak-kafka demo fuzz dist clean
 
 all: test
 
@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip setuptools wheel
 	$(PY) -m pip install --quiet Cython
-	KAFKAWIRE_NO_EXTENSION=1 $(PY) -m pip install --quiet --no-build-isolation -e '.[test,bench,arrow,broker,spark]'
+	KAFKAWIRE_NO_EXTENSION=1 $(PY) -m pip install --quiet --no-build-isolation -e '.[test,bench,arrow,broker,spark,schema]'
 	touch $(STAMP)
 
 venv: $(STAMP)
@@ -57,6 +57,7 @@ kafka: $(STAMP)
 	$(PY) -c "from kafkawire.testing.kafka import kafka_jars, KAFKA_VERSION as v; print('kafka', v, kafka_jars(v))"
 	$(PY) -c "from kafkawire.testing.kafka import kafka_jars, KAFKA_MATRIX_VERSION as v; print('kafka', v, kafka_jars(v))"
 	$(PY) -c "from kafkawire.testing.spark import kafka_connector_jars as j, SPARK_CONNECTOR_VERSION as v; print('spark-sql-kafka', v, j(v))"
+	$(PY) -c "from kafkawire.testing.registry import install_java, registry_app, APICURIO_VERSION as v; print('java for the registry', install_java()); print('apicurio-registry', v, registry_app(v))"
 
 # A name used but never defined (a typo, an edit that left a variable behind on a path
 # the tests reach only when a broker does something rare) fails here, before any test.
@@ -65,6 +66,10 @@ lint: $(STAMP)
 	@$(PY) -c "import pyflakes"
 	@found=$$($(PY) -m pyflakes src tests bench | grep ": undefined name '" || true); \
 	if [ -n "$$found" ]; then echo "$$found"; echo "lint: undefined names (above)" >&2; exit 1; fi
+
+# kafkawire.wire's declarations, rewritten from the kafka-clients jars `make kafka` caches.
+generate: kafka
+	$(PY) tools/generate_wire.py
 
 # The compiled run's shared part and the pure-Python twin's run at once (their output
 # printed as each ends), then the compiled run's suites that must run alone.
@@ -90,7 +95,7 @@ test-cython-alone: build stunnel kafka
 # runs beside the compiled run's two workers on the CPU they leave idle, so their brokers
 # are not made late by it.
 test-python: build stunnel
-	KAFKAWIRE_PUREPYTHON=1 KAFKAWIRE_EXPECT_IMPLEMENTATION=python nice -n 15 $(PY) -m pytest -q -p no:cacheprovider --durations=10 -m "not kafka and not spark and not groups and not failover and not deadlines and not five_nodes and not alone" tests
+	KAFKAWIRE_PUREPYTHON=1 KAFKAWIRE_EXPECT_IMPLEMENTATION=python nice -n 15 $(PY) -m pytest -q -p no:cacheprovider --durations=10 -m "not kafka and not spark and not groups and not registry and not failover and not deadlines and not five_nodes and not alone" tests
 
 # Side-by-side benchmarks (kafkawire and its peers interleaved in one process); the
 # tables in bench/README.md are their output. BENCH_ARGS=--quick for a shorter run.
