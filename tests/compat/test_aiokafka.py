@@ -380,6 +380,24 @@ def test_partition_records_log_append_time_and_every_codec(codec_id):
     assert {r[4] for chunk, _pos in got[1:-1] for r in chunk if r[2] < 7} == {1}
 
 
+def test_records_iterator_set_from_outside_is_heard():
+    # aiokafka's own fetcher tests put records straight into _records_iterator over a
+    # records object that is a Mock: neither side reads the Mock then
+    from unittest import mock
+
+    seen = []
+    for pr_class in (ORIG_PARTITION_RECORDS, kc.PartitionRecords):
+        pr = pr_class(TP, mock.Mock(), [], 5, None, None, False, 0)
+        pr._records_iterator = iter(["a", "b", "c"])
+        first = next(pr)
+        result = aio_fetcher.FetchResult(TP, assignment=mock.Mock(), partition_records=pr,
+                                         backoff=0)
+        result.check_assignment = lambda tp: True
+        result._update_position = lambda: None
+        seen.append((first, result.getall(), pr.next_fetch_offset))
+    assert seen[0] == seen[1] == ("a", ["b", "c"], 5)
+
+
 def test_records_are_whatever_consumer_record_the_fetcher_names(monkeypatch):
     # the codec makes aiokafka's dataclass through its own __init__; another class (a
     # patched or wrapped ConsumerRecord) is called as aiokafka's fetcher calls it

@@ -488,6 +488,28 @@ def test_compressed_wrapper_with_null_value_is_kafka_pythons_error_in_its_words(
     assert got == [] and error is k_errors.CorruptRecordError
 
 
+def test_a_replaced_record_validate_crc_is_asked_per_record(monkeypatch):
+    # kafka-python's fetcher asks every record's validate_crc(), always true in magic 2;
+    # a test's double that says otherwise is heard with the drop-in too
+    data = assign_offsets(orig_build(2, 0, sample(2, 3)), BASE)
+    seen = []
+    for record_cls, memory_records, install in ((k_default.DefaultRecord, ORIG["MemoryRecords"],
+                                                 False),
+                                                (kwkp.DefaultRecord, kwkp.MemoryRecords, True)):
+        answers = iter([True, True, False])
+        monkeypatch.setattr(record_cls, "validate_crc", lambda self, a=answers: next(a))
+        if install:
+            kwkp.install()
+        pr = Fetcher.PartitionRecords(BASE, TopicPartition("t", 0), memory_records(data))
+        first = [r.offset for r in pr.take(10)]
+        with pytest.raises(k_errors.CorruptRecordError) as info:
+            pr.take(10)
+        seen.append((first, str(info.value)))
+        kwkp.uninstall()
+    assert seen[0] == seen[1]
+    assert seen[0][0] == [BASE, BASE + 1] and "failed crc check" in seen[0][1]
+
+
 def test_short_batch_header_is_a_corrupt_record_error():
     # kafka-python bug: it lets struct.error out of DefaultRecordBatch for a short batch
     data = struct.pack(">qiib", BASE, 20, 0, 2) + b"\x00" * 19

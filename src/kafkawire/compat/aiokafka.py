@@ -565,7 +565,8 @@ class PartitionRecords(_ORIGINAL_PARTITION_RECORDS):
                          head + stamps + tail + (None,) + sizes)
         self._cur: list = []  # ConsumerRecords of the current batch
         self._rest: Any = iter(self._cur)  # what is left of it
-        self._it = _chain.from_iterable(self._lists())
+        # aiokafka's name for it: code that sets it (its own tests do) is heard
+        self._records_iterator = _chain.from_iterable(self._lists())
 
     @property
     def next_fetch_offset(self) -> int:
@@ -576,10 +577,10 @@ class PartitionRecords(_ORIGINAL_PARTITION_RECORDS):
         return cur[consumed - 1].offset + 1
 
     def __iter__(self):
-        return self._it
+        return self._records_iterator
 
     def __next__(self):
-        return next(self._it)
+        return next(self._records_iterator)
 
     def _lists(self):
         records = self._records
@@ -753,7 +754,7 @@ def _getall(self, max_records=None):
         return _ORIGINAL_GETALL(self, max_records)
     if not self.check_assignment(self._topic_partition) or not self.has_more():
         return []
-    out = list(_islice(records._it, max_records))
+    out = list(_islice(records._records_iterator, max_records))
     self._update_position()
     if max_records is None or len(out) < max_records:
         self._partition_records = None  # exhausted

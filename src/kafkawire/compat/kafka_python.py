@@ -1331,6 +1331,7 @@ class PartitionRecords(_HostPartitionRecords):
                         self._pos = batch.next_offset
                         batch = records.next_batch()
                         continue
+                if v2 and not (self.check_crcs and DefaultRecord.validate_crc is not _TRUE):
                     recs, raw_ts = batch._codec_records()
                     h = batch._header_data
                     out, cum, error = _factory.kafka_python_records(
@@ -1338,6 +1339,9 @@ class PartitionRecords(_HostPartitionRecords):
                         raw_ts, deserialize if custom else None, key_deserializer,
                         value_deserializer)
                 else:
+                    # magic 0/1; or magic 2 with validate_crc replaced (kafka-python asks
+                    # each record, whose answer is always yes unless a test's double
+                    # says otherwise): record by record, as kafka-python
                     out, cum, error = self._legacy_list(
                         batch, topic, partition, key_deserializer, value_deserializer)
                 if out:
@@ -1360,8 +1364,8 @@ class PartitionRecords(_HostPartitionRecords):
             raise RuntimeError("StopIteration raised unpacking messageset") from None
 
     def _legacy_list(self, batch, topic, partition, key_deserializer, value_deserializer):
-        """(ConsumerRecords, running sizes, error) of a magic 0/1 message, record by record
-        as kafka-python makes them (a message's own CRC is checked on the way)."""
+        """(ConsumerRecords, running sizes, error) of a batch, record by record as
+        kafka-python makes them (each record's validate_crc() asked on the way)."""
         out = []
         cum = [0]
         deserialize = self._deserialize
