@@ -171,7 +171,14 @@ _TLS_OPTIONS = ("ssl_context", "ssl_cafile", "ssl_capath", "ssl_certfile", "ssl_
 
 # Options that only mean something with SASL; without it they are an error, not ignored.
 _SASL_OPTIONS = ("sasl_mechanism", "sasl_plain_username", "sasl_plain_password",
-                 "sasl_oauth_token_provider", "sasl_oauthbearer_extensions")
+                 "sasl_oauth_token_provider", "sasl_oauthbearer_extensions",
+                 "sasl_oauthbearer_token_endpoint_url", "sasl_oauthbearer_client_id",
+                 "sasl_oauthbearer_client_secret", "sasl_oauthbearer_scope",
+                 "sasl_oauthbearer_assertion_file")
+# The OAUTHBEARER token endpoint's options (KIP-768): with them, kafkawire fetches the tokens.
+_OIDC_OPTIONS = ("sasl_oauthbearer_token_endpoint_url", "sasl_oauthbearer_client_id",
+                 "sasl_oauthbearer_client_secret", "sasl_oauthbearer_scope",
+                 "sasl_oauthbearer_assertion_file")
 #: What ``sasl_mechanism`` may be (GSSAPI, Java's default, is refused with this list).
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
 
@@ -315,6 +322,14 @@ _COMMON: dict[str, tuple[Any, Callable[[str, Any], Any]]] = {
     # A callable returning an OAuthBearerToken or (token, expiry_ms), called for each login.
     "sasl_oauth_token_provider": (None, _callable_or_none),
     "sasl_oauthbearer_extensions": (None, _extensions),
+    # Or tokens from an OAuth 2 / OIDC token endpoint (KIP-768), fetched by kafkawire.
+    "sasl_oauthbearer_token_endpoint_url": (None, _str_or_none),
+    "sasl_oauthbearer_client_id": (None, _str_or_none),
+    "sasl_oauthbearer_client_secret": (None, _str_or_none),
+    "sasl_oauthbearer_scope": (None, _str_or_none),
+    "sasl_oauthbearer_assertion_file": (None, _path_or_none),
+    "sasl_login_retry_backoff_ms": (100, _int(1, INT32_MAX)),
+    "sasl_login_retry_backoff_max_ms": (10000, _int(1, INT32_MAX)),
     # -1: the OS default. A fixed size turns off Linux's buffer autotuning, which costs
     # about a third of poll_batch's throughput on loopback (bench/compare_e2e.py).
     "send_buffer_bytes": (-1, _int(-1, INT32_MAX)),
@@ -400,6 +415,13 @@ _DESCRIPTIONS = {
     "sasl_plain_password": "Password for PLAIN and SCRAM.",
     "sasl_oauth_token_provider": "For OAUTHBEARER: a callable returning the token, (token, expiry_ms) or an OAuthBearerToken; called at every login.",
     "sasl_oauthbearer_extensions": "For OAUTHBEARER: SASL extensions sent with the token (KIP-342).",
+    "sasl_oauthbearer_token_endpoint_url": "For OAUTHBEARER: the OAuth 2 / OIDC token endpoint kafkawire fetches tokens from (KIP-768), instead of sasl_oauth_token_provider.",
+    "sasl_oauthbearer_client_id": "Client id for the token endpoint's client_credentials grant (Java: sasl.oauthbearer.client.credentials.client.id; librdkafka: sasl.oauthbearer.client.id).",
+    "sasl_oauthbearer_client_secret": "Client secret for the token endpoint (Java: sasl.oauthbearer.client.credentials.client.secret).",
+    "sasl_oauthbearer_scope": "Scope asked of the token endpoint (None: the endpoint's default).",
+    "sasl_oauthbearer_assertion_file": "For the JWT bearer grant (KIP-1139): a file holding a ready-made JWT assertion, read at each token fetch.",
+    "sasl_login_retry_backoff_ms": "First wait after a token endpoint attempt that failed retriably; doubles per attempt.",
+    "sasl_login_retry_backoff_max_ms": "Longest wait between token endpoint attempts (they stop at three quarters of socket_connection_setup_timeout_ms).",
     "send_buffer_bytes": "Socket send buffer size; -1 (kafkawire's default; Java's is 128 KiB) keeps the OS default and Linux's autotuning.",
     "receive_buffer_bytes": "Socket receive buffer size; -1 (kafkawire's default; Java's is 64 KiB) keeps the OS default and Linux's autotuning.",
     "api_version_overrides": "Pin API versions, e.g. {'Produce': 2}, instead of the newest both sides support.",
@@ -445,6 +467,7 @@ _DESCRIPTIONS = {
 _NOT_JAVA = {"ssl_context", "ssl_cafile", "ssl_capath", "ssl_certfile", "ssl_keyfile", "ssl_password",
              "ssl_crlfile", "ssl_ciphers", "ssl_check_hostname", "sasl_plain_username",
              "sasl_plain_password", "sasl_oauth_token_provider", "sasl_oauthbearer_extensions",
+             "sasl_oauthbearer_client_id", "sasl_oauthbearer_client_secret",
              "api_version_overrides", "compression_level", "partitioner"}
 
 
@@ -642,10 +665,19 @@ class Config:
         user, password = self.sasl_plain_username, self.sasl_plain_password
         provider = self.sasl_oauth_token_provider
         if mechanism == "OAUTHBEARER":
+            oidc = self._stray(_OIDC_OPTIONS)
+            if provider is not None and oidc:
+                raise ConfigError(
+                    f"{', '.join(oidc)} and sasl_oauth_token_provider are both set: kafkawire "
+                    f"fetches the tokens from the token endpoint, or calls the provider, not both"
+                )
+            if oidc:
+                provider = self._oidc_provider()
             if provider is None:
                 raise ConfigError(
                     "sasl_mechanism 'OAUTHBEARER' needs sasl_oauth_token_provider: a callable "
-                    "returning the token, or (token, expiry_ms)"
+                    "returning the token, or (token, expiry_ms); or sasl_oauthbearer_token_endpoint_url "
+                    "with sasl_oauthbearer_client_id and sasl_oauthbearer_client_secret"
                 )
             stray = self._stray(("sasl_plain_username", "sasl_plain_password"))
             if stray:
@@ -661,7 +693,7 @@ class Config:
                     f"sasl_mechanism {mechanism!r} needs {' and '.join(missing)} (Java's "
                     f"sasl.jaas.config username and password; they serve SCRAM too)"
                 )
-            stray = self._stray(("sasl_oauth_token_provider", "sasl_oauthbearer_extensions"))
+            stray = self._stray(("sasl_oauth_token_provider", "sasl_oauthbearer_extensions", *_OIDC_OPTIONS))
             if stray:
                 raise ConfigError(
                     f"{' and '.join(stray)} {'is' if len(stray) == 1 else 'are'} for "
@@ -679,6 +711,29 @@ class Config:
             option = ("sasl_oauthbearer_extensions" if mechanism == "OAUTHBEARER"
                       else "sasl_plain_username / sasl_plain_password")
             raise ConfigError(f"{option}: {exc}") from None
+
+    def _oidc_provider(self) -> Any:
+        """The token provider that fetches from sasl_oauthbearer_token_endpoint_url."""
+        from kafkawire.client._oidc import OidcTokenProvider
+        from kafkawire.protocol.sasl import OidcLogin
+
+        if not self.sasl_oauthbearer_token_endpoint_url:
+            raise ConfigError("sasl_oauthbearer_client_id / _client_secret / _scope / _assertion_file "
+                              "need sasl_oauthbearer_token_endpoint_url, the token endpoint to ask")
+        try:
+            login = OidcLogin(self.sasl_oauthbearer_token_endpoint_url,
+                              client_id=self.sasl_oauthbearer_client_id,
+                              client_secret=self.sasl_oauthbearer_client_secret,
+                              scope=self.sasl_oauthbearer_scope,
+                              assertion=self.sasl_oauthbearer_assertion_file is not None,
+                              retry_backoff_ms=self.sasl_login_retry_backoff_ms,
+                              retry_backoff_max_ms=self.sasl_login_retry_backoff_max_ms)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+        # Three quarters of the setup's time: the rest is for TCP, TLS, ApiVersions and the
+        # SASL exchange around the fetch, so the fetch's own error ends the setup, not its timer.
+        return OidcTokenProvider(login, timeout_ms=self.socket_connection_setup_timeout_ms * 3 // 4,
+                                 assertion_file=self.sasl_oauthbearer_assertion_file)
 
     @property
     def sasl(self) -> Any:
@@ -703,7 +758,7 @@ class Config:
 
     def __repr__(self) -> str:
         shown = self.as_dict()
-        for secret in ("sasl_plain_password", "ssl_password"):
+        for secret in ("sasl_plain_password", "ssl_password", "sasl_oauthbearer_client_secret"):
             if shown.get(secret) is not None:
                 shown[secret] = "***"
         return f"Config({self._kind}, {shown!r})"

@@ -36,7 +36,7 @@ Time is never read here: every function that needs the time takes ``now_ms``, an
 random choice takes its random number (a float in [0, 1]) from the caller.
 
 Every name is imported from here; the code sits in private modules: ``_mechanism`` (the
-base class and PLAIN), ``_scram``, ``_oauthbearer``, ``_saslprep``, ``_timing``
+base class and PLAIN), ``_scram``, ``_oauthbearer``, ``_oidc`` (tokens from a token endpoint), ``_saslprep``, ``_timing``
 (re-authentication, KIP-368, and token refresh), ``_exchange`` (the handshake plan) and
 ``_errors``.  :func:`create_mechanism`, which picks a mechanism by its configured name,
 is defined here.
@@ -71,6 +71,16 @@ from kafkawire.protocol.sasl._exchange import (
 )
 from kafkawire.protocol.sasl._mechanism import PlainMechanism, SaslMechanism
 from kafkawire.protocol.sasl._oauthbearer import OAuthBearerMechanism, OAuthBearerToken, TokenProvider
+from kafkawire.protocol.sasl._oidc import (
+    OAuthBearerCredentialsError,
+    OAuthBearerEndpointError,
+    OAuthBearerEndpointTimeoutError,
+    OAuthBearerLoginError,
+    OAuthBearerTokenResponseError,
+    OidcLogin,
+    TokenRequest,
+    jwt_claims,
+)
 from kafkawire.protocol.sasl._saslprep import saslprep, scram_escape_username
 from kafkawire.protocol.sasl._scram import (
     SCRAM_MAX_ITERATIONS,  # noqa: F401 - importable from here as before, not in __all__
@@ -90,6 +100,10 @@ __all__ = [
     "OAuthBearerMechanism",
     "OAuthBearerToken",
     "TokenProvider",
+    # tokens from an OAuth 2 / OIDC token endpoint (KIP-768)
+    "OidcLogin",
+    "TokenRequest",
+    "jwt_claims",
     "MECHANISMS",
     "create_mechanism",
     "saslprep",
@@ -118,6 +132,11 @@ __all__ = [
     "ScramServerError",
     "OAuthBearerTokenError",
     "OAuthBearerServerError",
+    "OAuthBearerLoginError",
+    "OAuthBearerCredentialsError",
+    "OAuthBearerTokenResponseError",
+    "OAuthBearerEndpointError",
+    "OAuthBearerEndpointTimeoutError",
     "SaslUnsupportedMechanismError",
     "SaslAuthenticationError",
     "SaslIllegalStateError",
