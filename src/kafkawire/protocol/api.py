@@ -125,7 +125,8 @@ def _fields(api: str, specs: Sequence[FieldSpec], low: int, high: int) -> list[F
         last = high if until is None else min(until, high)
         where = f"{api}.{g.py}"
         nullable_since = None
-        if g.nullable is not None:
+        # Nullable only in versions below those spoken (ShareFetch's Records in v0): not at all.
+        if g.nullable is not None and (g.nullable[1] is None or g.nullable[1] >= max(since, low)):
             if g.nullable[1] is not None and g.nullable[1] < last:
                 raise ValueError(f"{where}: nullable only in {g.nullable}; the schema has no such form")
             nullable_since = g.nullable[0]
