@@ -109,7 +109,7 @@ def test_bootstrap_tries_each_address_once_and_says_what_each_did():
     sim = Sim(runner)
     assert sim.run(bootstrap_steps([("h", 1), ("h", 2), ("h", 3), ("h", 4)], 5.0, attempt)) is None
     assert tried == [1, 2, 3]
-    failed = Sim(runner).run(bootstrap_steps([("h", 1), ("h", 2)], 5.0, attempt))
+    failed = str(Sim(runner).run(bootstrap_steps([("h", 1), ("h", 2)], 5.0, attempt)))
     assert "h:1: KafkaConnectionError: connection refused" in failed
     assert "h:2: KafkaTimeoutError: Metadata: no answer in time" in failed and "5 s allowed" in failed
 

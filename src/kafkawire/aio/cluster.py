@@ -20,7 +20,7 @@ from kafkawire.aio.conn import AsyncBrokerConnection
 from kafkawire.core import fork as _fork
 from kafkawire.core.fork import ForkedClientError
 from kafkawire.core.config import Config
-from kafkawire.errors import KafkaConnectionError, KafkaTimeoutError, NoBrokersAvailableError
+from kafkawire.errors import KafkaConnectionError, KafkaTimeoutError
 from kafkawire.protocol import apis
 from kafkawire.protocol.metadata import (
     Backoff,
@@ -216,17 +216,18 @@ class AsyncCluster(ClusterView):
 
     async def bootstrap(self, timeout: float) -> None:
         """Fetch metadata from the first bootstrap address that answers, within
-        ``timeout``; each address is tried once, so nothing listening fails at once
-        (NoBrokersAvailableError) instead of at the limit."""
+        ``timeout``: a refused or reset connection is tried again after its reconnect
+        backoff until then; an address that cannot be resolved, or refuses for good,
+        ends it at once (NoBrokersAvailableError, see protocol.metadata.bootstrap_steps)."""
         self.check_fork()
 
         def attempt(host: str, port: int, deadline: float) -> asyncio.Future:
             return _background(self._fetch_metadata(deadline, ("bootstrap", host, port)))
 
-        failed = await self.run(bootstrap_steps(self.config.bootstrap_servers, timeout, attempt),
+        failed = await self.run(bootstrap_steps(self.config.bootstrap_servers, timeout, attempt, self.backoffs),
                                 self._now() + timeout, "Metadata")
         if failed is not None:
-            raise NoBrokersAvailableError(failed)
+            raise failed
 
     def _refresh_attempt(self, deadline: float) -> asyncio.Future:
         """The refresh in flight (one at a time; callers share it), or a new one."""

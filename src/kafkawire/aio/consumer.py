@@ -25,7 +25,7 @@ from typing import Any, AsyncIterator, Iterable, Mapping
 from kafkawire.aio.cluster import AsyncCluster
 from kafkawire.aio.group import AsyncConsumerGroup
 from kafkawire.core.config import Config, merge_options
-from kafkawire.errors import ClientClosedError
+from kafkawire.errors import ClientClosedError, NoBrokersAvailableError
 from kafkawire.protocol import apis
 from kafkawire.protocol.fetcher import (
     EARLIEST,
@@ -249,7 +249,12 @@ class AsyncConsumer(ConsumerBase):
         self._check_poll()
         deadline = self._now() + timeout
         if not self._started:
-            await self.start(timeout)
+            try:
+                await self.start(timeout)
+            except NoBrokersAvailableError as exc:
+                if not exc.retriable:
+                    raise
+                return []  # no broker up yet within this poll's time: the next asks again
         while True:
             lookup = self._poll_start(deadline)
             if lookup is not None:

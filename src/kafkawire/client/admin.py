@@ -67,7 +67,7 @@ class Admin:
         self.config = c = Config.client(**merge_options("Admin", config, options))
         self.cluster = Cluster(c)
         try:
-            self.cluster.bootstrap(c.request_timeout_ms / 1000.0)
+            self.cluster.probe(c.request_timeout_ms / 1000.0)  # a broker not up yet: the first call waits
         except BaseException:
             self.cluster.close()
             raise

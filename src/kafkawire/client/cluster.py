@@ -30,11 +30,7 @@ from typing import Any, Generator
 
 from kafkawire.core.config import Config
 from kafkawire.client.conn import BrokerConnection, Poller
-from kafkawire.errors import (
-    KafkaConnectionError,
-    KafkaTimeoutError,
-    NoBrokersAvailableError,
-)
+from kafkawire.errors import KafkaConnectionError, KafkaTimeoutError, NoBrokersAvailableError
 from kafkawire.core.future import Future
 from kafkawire.client.steps import run_blocking
 from kafkawire.protocol import apis
@@ -227,14 +223,19 @@ class Cluster(ClusterView):
     # -- running step generators (protocol/steps.py) --------------------------------------
 
     def run(self, steps: Generator[Any, Any, Any], deadline: float, what: str, *,
-            prepare: Prepare | None = None, late: Late | None = None) -> Any:
+            prepare: Prepare | None = None, late: Late | None = None, bootstrap: bool = True) -> Any:
         """Run ``steps`` here, blocking, by ``deadline`` (time.monotonic()): requests go
         to their broker (connecting and waiting for it), Refresh fetches the metadata,
         sleeps poll the connections.  An answer not in by the deadline has
         KafkaTimeoutError ("``what``: no answer in time") thrown in, or, given ``late``,
         what ``late(step, conn)`` says of the request waited for (see protocol/steps.py's
         Late: its connection may be closed).  ``prepare(step, conn)`` gives a request's
-        (version, request) where the step's own version and build do not do."""
+        (version, request) where the step's own version and build do not do.  Until a
+        Metadata answer has come, the cluster bootstraps first (unless not ``bootstrap``),
+        within the same deadline: the clients' constructors do not, as they never wait
+        for a broker."""
+        if bootstrap and not self.meta.brokers:
+            self.bootstrap(max(0.0, deadline - time.monotonic()))
         sent: list[Any] = []  # the Request step and connection last sent
 
         def on_late() -> BaseException:
@@ -281,15 +282,31 @@ class Cluster(ClusterView):
 
     # -- metadata -----------------------------------------------------------------------
 
-    def bootstrap(self, timeout: float) -> None:
-        """Fetch metadata from the first bootstrap address that answers, within ``timeout``."""
+    def bootstrap(self, timeout: float, retry: bool = True) -> None:
+        """Fetch metadata from the first bootstrap address that answers, within ``timeout``:
+        a refused or reset connection is tried again after its reconnect backoff until
+        then (``retry``; else each address once); an address that cannot be resolved, or
+        refuses for good, ends it at once (NoBrokersAvailableError, or the login's error;
+        see protocol.metadata.bootstrap_steps)."""
         def attempt(host: str, port: int, deadline: float) -> Future:
             return self._send_metadata(self._connect(("bootstrap", host, port), host, port, None, deadline))
 
-        failed = self.run(bootstrap_steps(self.bootstrap_addresses, timeout, attempt),
-                          time.monotonic() + timeout, "Metadata")
+        steps = bootstrap_steps(self.bootstrap_addresses, timeout, attempt, self.backoffs if retry else None)
+        failed = self.run(steps, time.monotonic() + timeout, "Metadata", bootstrap=False)
         if failed is not None:
-            raise NoBrokersAvailableError(failed)
+            raise failed
+
+    def probe(self, timeout: float) -> None:
+        """A client constructor's look at the cluster: each bootstrap address once.  A
+        broker that answers gives the metadata now; one that refuses for good (a host name
+        that does not resolve, TLS, a login) raises now; nothing listening yet, or no
+        answer, is left to the first call that needs the cluster, which retries it up to
+        its own deadline (a broker still starting does not fail the constructor)."""
+        try:
+            self.bootstrap(timeout, retry=False)
+        except NoBrokersAvailableError as exc:
+            if not exc.retriable:
+                raise
 
     def _send_metadata(self, conn: BrokerConnection) -> Future:
         version = conn.version_for(METADATA)
@@ -347,7 +364,8 @@ class Cluster(ClusterView):
         self.interest.update(topics)
         steps = refresh_steps(timeout, self.config.retry_backoff_ms / 1000, self._refresh_attempt,
                               self.next_connect_delay)
-        self.run(steps, time.monotonic() + timeout, "Metadata")
+        # Any broker will do, the bootstrap addresses too: no bootstrap of its own first.
+        self.run(steps, time.monotonic() + timeout, "Metadata", bootstrap=False)
 
     def partitions_for(self, topic: str, timeout: float) -> list[int]:
         """Partition ids of ``topic``, fetching its metadata (and waiting for a leaderless

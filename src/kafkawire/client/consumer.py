@@ -33,7 +33,7 @@ from kafkawire.core import fork as _fork
 from kafkawire.core.fork import ForkedClientError
 from kafkawire.client.cluster import Cluster
 from kafkawire.core.config import Config, merge_options
-from kafkawire.errors import ClientClosedError
+from kafkawire.errors import ClientClosedError, NoBrokersAvailableError
 from kafkawire.client.group import ConsumerGroup, ConsumerRebalanceListener
 from kafkawire.protocol import apis
 from kafkawire.protocol.fetcher import (
@@ -75,7 +75,9 @@ class Consumer(ConsumerBase):
         self._forked_member = False  # a group member's copy in a forked child: unusable
         self.cluster = Cluster(c)
         try:
-            self.cluster.bootstrap(c.request_timeout_ms / 1000.0)
+            # A broker not up yet does not fail this: the first call that needs the
+            # cluster bootstraps (Cluster.run), retrying it up to its own deadline.
+            self.cluster.probe(c.request_timeout_ms / 1000.0)
         except BaseException:
             self.cluster.close()
             raise
@@ -92,7 +94,11 @@ class Consumer(ConsumerBase):
         topic's partitions) once a Metadata answer says so."""
         tps = self._assignment(partitions)
         # A leader unknown: ask now, as this call may wait (no answer: poll() keeps trying).
-        self._refuse_missing(tps, self._timeout(None))
+        try:
+            self._refuse_missing(tps, self._timeout(None))
+        except NoBrokersAvailableError as exc:
+            if not exc.retriable:
+                raise
         self._assign(tps)
 
     def _refuse_missing(self, tps: list[TopicPartition], timeout: float) -> None:
@@ -233,7 +239,11 @@ class Consumer(ConsumerBase):
         while True:
             lookup = self._poll_start(deadline)
             if lookup is not None:
-                self.cluster.run(*lookup, "ListOffsets")
+                try:
+                    self.cluster.run(*lookup, "ListOffsets")
+                except NoBrokersAvailableError as exc:
+                    if not exc.retriable:
+                        raise  # else no broker up yet: this poll is empty, the next asks again
             out = self._fetch_round(max_records, columnar, deadline)
             if out is not None:
                 return out

@@ -59,7 +59,7 @@ from kafkawire.protocol.accumulator import (
     Batch,
 )
 from kafkawire.protocol.idempotence import INIT_PRODUCER_ID
-from kafkawire.protocol.metadata import check_topic_name
+from kafkawire.protocol.metadata import check_topic_name, unreached
 from kafkawire.protocol.producer import NEED_COUNT, lone_produce_request, partition_check
 from kafkawire.protocol.steps import StepRun
 from kafkawire.protocol.transactions import TransactionAbortedError, TransactionManager
@@ -166,8 +166,9 @@ class Producer:
         # record (so a record that fits a batch fits a request), not closing.
         self._fast = (self._key_ser is None and self._value_ser is None and c.transactional_id is None
                       and self._batch_size <= self._max_request - _BATCH_OVERHEAD - 64)
-        # Fail fast on a bad address: bootstrap before the caller's first send.
-        self.cluster.bootstrap(c.max_block_ms / 1000.0)
+        # A broker not up yet does not fail this: the sender thread fetches the metadata,
+        # retrying it, and send() waits for it up to max_block_ms.
+        self.cluster.probe(c.max_block_ms / 1000.0)
         self._poller = self.cluster.poller
         self._fork_generation = _fork.generation
         _fork.register(self)
@@ -241,6 +242,11 @@ class Producer:
                 remaining = deadline - time.monotonic()
                 if self._closed:
                     raise ClientClosedError("the producer is closed")
+                if not meta.brokers:  # no Metadata answer yet: is any broker reachable?
+                    exc = unreached(self.cluster.backoffs, self.cluster.bootstrap_addresses,
+                                    time.monotonic() - asked, self.config.max_block_ms / 1000, remaining <= 0)
+                    if exc is not None:
+                        raise exc
                 if remaining <= 0:
                     raise KafkaTimeoutError(
                         f"topic {topic!r} not found in metadata within max_block_ms="

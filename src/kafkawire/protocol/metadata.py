@@ -24,7 +24,7 @@ from kafkawire.protocol.steps import NOW, Await, Refresh, Request, Sleep
 __all__ = ["ClusterMetadata", "ClusterView", "TopicMetadata", "PartitionMetadata", "Backoff", "Backoffs", "reconnect_delay_ms",
            "check_topic_name", "check_partition_in_range", "unknown_partition", "missing_partitions_steps", "list_topics_steps", "MAX_TOPIC_NAME_LENGTH", "bootstrap_failure",
            "BrokerAttempts", "refresh_timeout", "refresh_wait", "candidates", "partitions_steps",
-           "bootstrap_steps", "refresh_steps"]
+           "bootstrap_steps", "refresh_steps", "ends_at_once", "unreached"]
 
 METADATA = apis.get("Metadata")
 
@@ -58,11 +58,12 @@ def check_topic_name(topic: Any) -> str:
 
 
 def bootstrap_failure(failures: list[str], spent: float, timeout: float) -> str:
-    """The message of a bootstrap that reached no address: each address's failure, and
-    the time spent (a refused connection fails in milliseconds, not at the limit)."""
+    """The message of a bootstrap that reached no address: each address's attempts and
+    last failure, and the time spent (an address that cannot be resolved, or refuses
+    for good, ends it at once, before the limit)."""
     took = f"{spent * 1000:.0f} ms" if spent < 1 else f"{spent:.1f} s"
     return (f"could not bootstrap from bootstrap_servers (gave up after {took} of the "
-            f"{timeout:g} s allowed); tried:\n  " + "\n  ".join(failures or ["(no time to try any)"])
+            f"{timeout:.3g} s allowed); tried:\n  " + "\n  ".join(failures or ["(no time to try any)"])
             + "\ncheck the addresses and that the brokers are running")
 
 
@@ -76,7 +77,7 @@ class BrokerAttempts:
 
     def failed(self, host: str, port: int, exc: BaseException) -> None:
         self.tried.append(f"{host}:{port}: {type(exc).__name__}: {exc}")
-        self.final = self.final and not getattr(exc, "retriable", True)
+        self.final = self.final and ends_at_once(exc)
 
     def error(self) -> errors.NoBrokersAvailableError:
         """NoBrokersAvailableError listing each attempt; not retriable when every broker
@@ -230,27 +231,87 @@ def candidates(brokers: dict[int, tuple[str, int]], bootstrap: list[tuple[str, i
     return unique
 
 
+def ends_at_once(exc: BaseException) -> bool:
+    """Whether a failure to reach a broker is one no wait fixes: a host name that does
+    not resolve, or a refusal that is not retriable (a TLS certificate, a protocol
+    mismatch, an authentication).  A refused or reset connection (a broker still
+    starting, a pod whose sidecar is not up yet) is retried."""
+    return isinstance(exc, errors.BrokerResolutionError) or not getattr(exc, "retriable", True)
+
+
+def unreached(backoffs: Backoffs, addresses: list[tuple[str, int]], spent: float, timeout: float,
+              at_deadline: bool) -> BaseException | None:
+    """For a client whose connections (made elsewhere, by its sender thread) have reached
+    no bootstrap address yet: NoBrokersAvailableError naming each address's failures, at
+    the deadline (``at_deadline``, retriable), or before it once every address failed for
+    good (:func:`ends_at_once`, not retriable); else None (wait on)."""
+    tried = [(h, p, backoffs.by_address.get((h, p))) for h, p in addresses]
+    final = all(b is not None and b.last_error is not None and ends_at_once(b.last_error) for _h, _p, b in tried)
+    if not (final or at_deadline):
+        return None
+    if final:
+        for _h, _p, b in tried:
+            if not isinstance(b.last_error, errors.KafkaConnectionError):
+                return b.last_error  # a login refused: its own error, as a bootstrap raises it
+    failures = [f"{h}:{p}: " + ("no answer in time" if b is None or b.last_error is None else
+                                (f"{b.failures} attempts, the last " if b.failures > 1 else "")
+                                + f"{type(b.last_error).__name__}: {b.last_error}") for h, p, b in tried]
+    err = errors.NoBrokersAvailableError(bootstrap_failure(failures, spent, timeout))
+    err.retriable = not final
+    return err
+
+
 def bootstrap_steps(addresses: list[tuple[str, int]], timeout: float,
-                    attempt: Callable[[str, int, float], Any]) -> Generator[Any, Any, str | None]:
-    """Bootstrap: each address in turn, until one answers Metadata, within ``timeout``
+                    attempt: Callable[[str, int, float], Any],
+                    backoffs: Backoffs | None = None
+                    ) -> Generator[Any, Any, errors.NoBrokersAvailableError | None]:
+    """Bootstrap: the addresses in turn until one answers Metadata, within ``timeout``
     seconds (a step generator).  ``attempt(host, port, deadline)`` connects there and
-    asks; it returns the answer's future (or raises).  Returns None once one answered,
-    else the failure's message for NoBrokersAvailableError: nothing listening fails at
-    once, stating the time spent, rather than at the limit."""
+    asks; it returns the answer's future (or raises).  An address whose connection is
+    refused or reset is tried again once it leaves its reconnect backoff in
+    ``backoffs`` (reconnect_backoff_ms doubling up to reconnect_backoff_max_ms; the
+    shell records each failure there), until the deadline; one that cannot be resolved,
+    or that refuses for good (:func:`ends_at_once`), is not tried again, and when no
+    address is left the bootstrap ends at once.  Without ``backoffs``, each address is
+    tried once (a client's constructor: see Cluster.probe).  Returns None once one answered, else
+    NoBrokersAvailableError (for the shell to raise) naming each address's attempts and
+    last error, and the time spent: retriable when it gave up at the deadline, not when
+    every address refused for good."""
     start = yield NOW
     deadline = start + timeout
-    failures: list[str] = []
+    tried: dict[tuple[str, int], list[Any]] = {}  # address -> [attempts, last error]
+    left = list(dict.fromkeys(addresses))
     now = start
-    for host, port in addresses:
-        if now >= deadline:
-            break
-        try:
-            yield Await(attempt(host, port, deadline))
-            return None
-        except (errors.KafkaConnectionError, errors.KafkaTimeoutError) as exc:
-            failures.append(f"{host}:{port}: {type(exc).__name__}: {exc}")
-        now = yield NOW
-    return bootstrap_failure(failures, now - start, timeout)
+    while left and now < deadline:
+        waits = []
+        for host, port in list(left):
+            if now >= deadline:
+                break
+            wait = backoffs.remaining(host, port, now) if backoffs is not None else 0.0
+            if wait > 0:
+                waits.append(wait)
+                continue
+            try:
+                yield Await(attempt(host, port, deadline))
+                return None
+            except (errors.KafkaConnectionError, errors.KafkaTimeoutError) as exc:
+                entry = tried.setdefault((host, port), [0, exc])
+                entry[0] += 1
+                entry[1] = exc
+                if backoffs is None or ends_at_once(exc):
+                    left.remove((host, port))
+                elif backoffs.remaining(host, port, now) <= 0:
+                    backoffs.failed(backoffs.get(host, port), exc, now)  # the shell did not
+            now = yield NOW
+            waits.append(backoffs.remaining(host, port, now) if backoffs is not None else 0.0)
+        if left and waits and min(waits) > 0 and now < deadline:
+            yield Sleep(min(min(waits), deadline - now))
+            now = yield NOW
+    failures = [f"{h}:{p}: {n} attempt{'s' if n != 1 else ''}, the last {type(e).__name__}: {e}"
+                if n > 1 else f"{h}:{p}: {type(e).__name__}: {e}" for (h, p), (n, e) in tried.items()]
+    err = errors.NoBrokersAvailableError(bootstrap_failure(failures, now - start, timeout))
+    err.retriable = not (tried and all(ends_at_once(e) for _n, e in tried.values()))
+    return err
 
 
 def refresh_steps(timeout: float, retry_backoff: float, attempt: Callable[[float], Any],
