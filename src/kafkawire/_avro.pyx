@@ -12,7 +12,8 @@ kafkawire._pyavro (same names, same buffers, same errors).
 from libc.stdlib cimport realloc, free
 from libc.string cimport memcpy, memset
 from libc.stdint cimport int64_t, uint64_t, int32_t, uint8_t, INT64_MAX
-from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING, PyBytes_GET_SIZE
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+from cpython.buffer cimport PyBuffer_FillInfo
 
 from kafkawire import _avro_columns as _plan
 from kafkawire._avro_columns import AvroDecodeError, AvroSchemaError
@@ -52,13 +53,20 @@ class Bad(Exception):
 
 
 cdef class _Buf:
-    """A growing C buffer."""
+    """A growing C buffer; exported as it is (the buffer protocol), Arrow keeps it alive."""
     cdef char* p
     cdef Py_ssize_t n
     cdef Py_ssize_t cap
 
     def __dealloc__(self):
         free(self.p)
+
+    def __getbuffer__(self, Py_buffer* view, int flags):
+        PyBuffer_FillInfo(view, self, self.p if self.p != NULL else <char*>_EMPTY, self.n, 1,
+                          flags)
+
+    def __releasebuffer__(self, Py_buffer* view):
+        pass
 
     cdef int grow(self, Py_ssize_t extra) except -1:
         cdef Py_ssize_t cap = self.cap * 2
@@ -94,8 +102,6 @@ cdef class _Buf:
         self.n += k
         return 0
 
-    cdef bytes take(self):
-        return PyBytes_FromStringAndSize(self.p, self.n)
 
 
 cdef inline int32_t _last32(_Buf b) noexcept:
@@ -295,14 +301,22 @@ cdef class _Col:
         return self.set_valid()
 
     cdef tuple export(self):
-        valid = self.valid.take() if self.nullable else None
+        # the buffers themselves go (no copy); the column starts again on new ones
+        valid = self.valid if self.nullable else None
         if self.width:
-            return (self.count, valid, self.values.take(), None)
-        if self.kind == K_BIN:
-            return (self.count, valid, self.offsets.take(), self.data.take())
-        if self.kind == K_LIST or self.kind == K_MAP:
-            return (self.count, valid, self.offsets.take(), None)
-        return (self.count, valid, None, None)
+            out = (self.count, valid, self.values, None)
+        elif self.kind == K_BIN:
+            out = (self.count, valid, self.offsets, self.data)
+        elif self.kind == K_LIST or self.kind == K_MAP:
+            out = (self.count, valid, self.offsets, None)
+        else:
+            out = (self.count, valid, None, None)
+        self.valid = _Buf()
+        self.values = _Buf()
+        self.offsets = _Buf()
+        self.data = _Buf()
+        self.reset()
+        return out
 
 
 cdef class State:
@@ -334,9 +348,7 @@ cdef class State:
 
     def export(self):
         cdef _Col c
-        out = [c.export() for c in self.cols]
-        self.reset()
-        return out
+        return [c.export() for c in self.cols]
 
 
 cdef inline Py_ssize_t _long(const uint8_t* d, Py_ssize_t pos, Py_ssize_t end,
