@@ -357,3 +357,21 @@ def test_incompatible_schema_on_register(client: Any, topic: str) -> None:
     with pytest.raises(errors.IncompatibleSchemaError) as info:
         AvroSerializer(client, breaks, topic=topic)({"other": "x"})
     assert info.value.code == 409 and subject in str(info.value) and f"topic {topic!r}" in str(info.value)
+
+
+def test_generated_encoder_path_is_byte_identical_too(client: Any, confluent: Any, topic: str) -> None:
+    # RICH without its four-branch union and fixed decimal: a schema the generated
+    # encoder covers.
+    schema = dict(RICH, fields=[f for f in RICH["fields"] if f["name"] not in ("choice", "fee")])
+    text = compact(schema)
+    serializer = AvroSerializer(client, text)
+    ours = serializer.for_topic(topic)
+    theirs = CKSerializer(confluent, text)
+    values = [{k: v for k, v in rich_value(i).items() if k not in ("choice", "fee")} for i in range(8)]
+    # And values it leaves to fastavro: a naive datetime, a field left to its default, a
+    # tuple for an array.
+    values += [values[0] | {"created": datetime.datetime(2026, 1, 1, 12)},
+               {k: v for k, v in values[1].items() if k != "note"}, values[2] | {"tags": ("t", "u")}]
+    assert [ours(v) for v in values] == [theirs(v, ck_ctx(topic)) for v in values]
+    assert [t[4] is not None for t in serializer._targets.values()] == [True]  # the generated encoder
+    assert [AvroDeserializer(client)(p) for p in [ours(v) for v in values[:8]]] == values[:8]

@@ -32,6 +32,7 @@ from fastavro import parse_schema, schemaless_reader, schemaless_writer
 from fastavro._read_common import SchemaResolutionError as _FastavroResolutionError
 
 from kafkawire.errors import ConfigError
+from kafkawire.schema._avro_writer import compile_writer
 from kafkawire.schema._core import Schema, _as_schema
 from kafkawire.schema._serde import KEY, VALUE, RecordContext, SubjectNameStrategy, context_of, strategy
 from kafkawire.schema.errors import (
@@ -128,19 +129,32 @@ class AvroSerializer:
         self.normalize = normalize
         self.to_dict = to_dict
         self._parsed: Any = None
-        # (topic, field) -> (header bytes, parsed writer schema, schema id, subject)
-        self._targets: dict[tuple[str | None, str], tuple[bytes, Any, int, str]] = {}
+        # (topic, field) -> (header bytes, parsed writer schema, schema id, subject, the
+        # schema's generated encoder or None)
+        self._targets: dict[tuple[str | None, str], tuple[bytes, Any, int, str, Any]] = {}
+        self._writers: dict[int, Any] = {}  # id(parsed schema) -> its generated encoder
 
     def for_topic(self, topic: str) -> Callable[[Any], bytes | None]:
         """This serializer for ``topic``: the one-argument callable the clients' options take."""
         ctx = RecordContext(topic, self.field)
+        key = (topic, self.field)
+        targets = self._targets
 
         def serialize(value: Any) -> bytes | None:
+            # The per-record path once the schema id is known: no context to build.
+            target = targets.get(key)
+            if target is not None and target[4] is not None and self.to_dict is None:
+                framed = bytearray(target[0])
+                try:
+                    target[4](value, framed)
+                    return bytes(framed)
+                except Exception:
+                    pass  # None, or a value for fastavro to write or name the error of
             return self(value, ctx)
 
         return serialize
 
-    def _target(self, ctx: RecordContext) -> tuple[bytes, Any, int, str]:
+    def _target(self, ctx: RecordContext) -> tuple[bytes, Any, int, str, Any]:
         if self.schema is not None and self._parsed is None:
             self._parsed = parse_avro(self.schema, self.registry)
         name = _record_name(self._parsed) if self._parsed is not None else None
@@ -161,7 +175,9 @@ class AvroSerializer:
         else:
             schema_id = self.registry.lookup_schema(subject, self.schema, normalize=self.normalize).schema_id
             parsed = self._parsed
-        target = (frame_header(schema_id), parsed, schema_id, subject)
+        if id(parsed) not in self._writers:
+            self._writers[id(parsed)] = compile_writer(parsed)
+        target = (frame_header(schema_id), parsed, schema_id, subject, self._writers[id(parsed)])
         self._targets[(ctx.topic, ctx.field)] = target
         return target
 
@@ -178,6 +194,16 @@ class AvroSerializer:
             target = self._targets.get((ctx.topic, ctx.field)) or self._target(ctx)
         if self.to_dict is not None:
             value = self.to_dict(value, ctx if ctx is not None else RecordContext(self.topic, self.field))
+        write = target[4]
+        if write is not None:
+            # The generated encoder writes fastavro's bytes or gives up on the value (any
+            # exception): fastavro then writes it, or raises the error that names it.
+            framed = bytearray(target[0])
+            try:
+                write(value, framed)
+                return bytes(framed)
+            except Exception:
+                pass
         out = BytesIO()
         out.write(target[0])
         try:
@@ -186,7 +212,7 @@ class AvroSerializer:
             raise self._value_error(value, target, ctx or RecordContext(self.topic, self.field), exc) from exc
         return out.getvalue()
 
-    def _value_error(self, value: Any, target: tuple[bytes, Any, int, str], ctx: RecordContext,
+    def _value_error(self, value: Any, target: tuple[bytes, Any, int, str, Any], ctx: RecordContext,
                      exc: Exception) -> SerializationError:
         from fastavro.validation import ValidationError, validate
 
