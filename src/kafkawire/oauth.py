@@ -13,6 +13,17 @@ then reuses it and one after gets a new one.
 from __future__ import annotations
 
 from kafkawire.client._oidc import MskIamTokenProvider, OidcTokenProvider
-from kafkawire.protocol.sasl import OAuthBearerToken, OidcLogin
+from kafkawire.protocol.sasl import (
+    OAuthBearerCredentialsError,
+    OAuthBearerEndpointError,
+    OAuthBearerEndpointTimeoutError,
+    OAuthBearerLoginError,
+    OAuthBearerToken,
+    OAuthBearerTokenResponseError,
+    OidcLogin,
+)
 
-__all__ = ["MskIamTokenProvider", "OidcTokenProvider", "OidcLogin", "OAuthBearerToken"]
+__all__ = ["MskIamTokenProvider", "OidcTokenProvider", "OidcLogin", "OAuthBearerToken",
+           # what a token fetch raises (also importable from kafkawire.protocol.sasl)
+           "OAuthBearerLoginError", "OAuthBearerCredentialsError", "OAuthBearerTokenResponseError",
+           "OAuthBearerEndpointError", "OAuthBearerEndpointTimeoutError"]

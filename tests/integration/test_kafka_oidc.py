@@ -25,7 +25,7 @@ from kafkawire.protocol.sasl import (
     OAuthBearerServerError,
 )
 from kafkawire.testing.brokers import free_port
-from kafkawire.testing.kafka import _DEFAULT_JVM_OPTIONS, KafkaCluster
+from kafkawire.testing.kafka import KafkaCluster
 from kafkawire.testing.oidc import OidcServer
 
 pytestmark = [pytest.mark.broker, pytest.mark.kafka]
@@ -41,8 +41,7 @@ def oidc():
 
 @pytest.fixture(scope="module")
 def kafka(oidc):
-    with KafkaCluster(1, listeners=["SASL_PLAINTEXT"], broker_config=oidc.broker_config(),
-                      jvm_options=[*_DEFAULT_JVM_OPTIONS, *oidc.jvm_options()]) as cluster:
+    with KafkaCluster(1, listeners=["SASL_PLAINTEXT"], **oidc.kafka_options()) as cluster:
         yield cluster
 
 

@@ -9,8 +9,8 @@
 * ``/jwks``: the key's public half as a JSON Web Key Set, for Kafka's
   ``sasl.oauthbearer.jwks.endpoint.url``.
 
-:meth:`OidcServer.broker_config` and :meth:`OidcServer.jvm_options` give what a
-:class:`~kafkawire.testing.KafkaCluster` needs to validate those tokens on its SASL
+:meth:`OidcServer.kafka_options` (:meth:`OidcServer.broker_config` and
+:meth:`OidcServer.jvm_options`) gives what a :class:`~kafkawire.testing.KafkaCluster` needs to validate those tokens on its SASL
 listeners.  Needs ``cryptography`` (the test extra has it).
 """
 
@@ -102,6 +102,14 @@ class OidcServer(Lifecycle):
         """Kafka 4 refuses to fetch a JWKS (or token) URL not allowed by this system
         property (KIP-1098's allow list; before 4.0 every URL was allowed)."""
         return [f"-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls={self.jwks_endpoint_url}"]
+
+    def kafka_options(self, listeners: tuple[str, ...] = ("SASL_PLAINTEXT",)) -> dict[str, Any]:
+        """``broker_config`` and ``jvm_options`` for a :class:`~kafkawire.testing.KafkaCluster`
+        whose OAUTHBEARER on ``listeners`` validates this provider's tokens."""
+        from kafkawire.testing.kafka import _DEFAULT_JVM_OPTIONS
+
+        return {"broker_config": self.broker_config(listeners),
+                "jvm_options": [*_DEFAULT_JVM_OPTIONS, *self.jvm_options()]}
 
     # -- tokens --------------------------------------------------------------------------
 
