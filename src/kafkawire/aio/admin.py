@@ -203,3 +203,20 @@ class AsyncAdmin:
     ) -> dict[str, None]:
         """As :meth:`kafkawire.Admin.alter_user_scram_credentials`."""
         return await self._call(self._core.alter_user_scram_credentials(alterations, raise_on_error), timeout)
+
+    # -- ACLs (KIP-140) ----------------------------------------------------------------------
+
+    async def create_acls(self, bindings: Iterable[AclBinding], timeout: float | None = None,
+                          raise_on_error: bool = True) -> dict[AclBinding, None]:
+        """As :meth:`kafkawire.Admin.create_acls`."""
+        return await self._call(self._core.create_acls(bindings, raise_on_error), timeout)
+
+    async def describe_acls(self, acl_filter: AclBindingFilter | None = None,
+                            timeout: float | None = None) -> list[AclBinding]:
+        """As :meth:`kafkawire.Admin.describe_acls`."""
+        return await self._call(self._core.describe_acls(acl_filter or AclBindingFilter()), timeout)
+
+    async def delete_acls(self, filters: Iterable[AclBindingFilter], timeout: float | None = None,
+                          raise_on_error: bool = True) -> dict[AclBindingFilter, list[AclBinding]]:
+        """As :meth:`kafkawire.Admin.delete_acls`."""
+        return await self._call(self._core.delete_acls(filters, raise_on_error), timeout)

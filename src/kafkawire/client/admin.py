@@ -248,3 +248,23 @@ class Admin:
         may hold any character Kafka stores, but Kafka's SCRAM login accepts ASCII user names
         only (its client-first message grammar), so a non-ASCII name cannot log in."""
         return self._call(self._core.alter_user_scram_credentials(alterations, raise_on_error), timeout)
+
+    # -- ACLs (KIP-140) ----------------------------------------------------------------------
+
+    def create_acls(self, bindings: Iterable[AclBinding], timeout: float | None = None,
+                    raise_on_error: bool = True) -> dict[AclBinding, None]:
+        """Create ACLs; None per binding once made (making one that exists is no error).
+        The broker needs an authorizer (else SecurityDisabledError per binding)."""
+        return self._call(self._core.create_acls(bindings, raise_on_error), timeout)
+
+    def describe_acls(self, acl_filter: AclBindingFilter | None = None,
+                      timeout: float | None = None) -> list[AclBinding]:
+        """The ACLs that match ``acl_filter`` (default: every ACL), sorted by resource,
+        then principal, host, operation and permission."""
+        return self._call(self._core.describe_acls(acl_filter or AclBindingFilter()), timeout)
+
+    def delete_acls(self, filters: Iterable[AclBindingFilter], timeout: float | None = None,
+                    raise_on_error: bool = True) -> dict[AclBindingFilter, list[AclBinding]]:
+        """Delete every ACL that matches each filter; returns, per filter, the ACLs it
+        deleted (a binding matched by two filters is listed under each that deleted it)."""
+        return self._call(self._core.delete_acls(filters, raise_on_error), timeout)

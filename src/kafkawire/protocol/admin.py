@@ -13,6 +13,7 @@ time with NOW, the runner's clock, which the call's deadline is on.
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, field
 from typing import Any, Callable, Generator, Iterable, Mapping, NamedTuple
 
@@ -31,6 +32,10 @@ from kafkawire.protocol.steps import NOW, Refresh, Request, Sleep
 
 # The calls' results and errors: kafkawire.client.admin and kafkawire.aio.admin hand them out.
 RESULT_TYPES = [
+    "AclBinding",
+    "AclBindingFilter",
+    "AclOperation",
+    "AclPermissionType",
     "AdminError",
     "BrokerInfo",
     "ClusterDescription",
@@ -46,6 +51,8 @@ RESULT_TYPES = [
     "OffsetAndMetadata",
     "PartitionInfo",
     "PartitionLag",
+    "PatternType",
+    "ResourceType",
     "ScramCredentialInfo",
     "TopicDescription",
     "TopicPartition",
@@ -72,6 +79,9 @@ LIST_GROUPS = apis.get("ListGroups")
 DELETE_GROUPS = apis.get("DeleteGroups")
 DESCRIBE_USER_SCRAM_CREDENTIALS = apis.get("DescribeUserScramCredentials")
 ALTER_USER_SCRAM_CREDENTIALS = apis.get("AlterUserScramCredentials")
+DESCRIBE_ACLS = apis.get("DescribeAcls")
+CREATE_ACLS = apis.get("CreateAcls")
+DELETE_ACLS = apis.get("DeleteAcls")
 
 # Answers worth asking again after a backoff: the cluster is moving (leaders, controller,
 # coordinators) or was slow.  Other codes the error table calls retriable, such as
@@ -309,6 +319,179 @@ class UserScramCredentialDeletion:
 
     user: str
     mechanism: str
+
+
+# -- ACLs (KIP-140): Kafka's codes, and bindings and filters in its terms ---------------------
+
+
+class ResourceType(enum.IntEnum):
+    """What an ACL is on.  ANY (filters only) matches every type; UNKNOWN stands for a
+    code this client does not know."""
+
+    UNKNOWN = 0
+    ANY = 1
+    TOPIC = 2
+    GROUP = 3
+    CLUSTER = 4
+    TRANSACTIONAL_ID = 5
+    DELEGATION_TOKEN = 6
+    USER = 7
+
+
+class PatternType(enum.IntEnum):
+    """How an ACL's resource name matches (KIP-290).  A binding is LITERAL (the name, or
+    ``*`` for every resource of its type) or PREFIXED; a filter may also say MATCH (every
+    binding that would apply to the named resource: literal, wildcard and prefixes) or ANY
+    (every binding whatever its pattern)."""
+
+    UNKNOWN = 0
+    ANY = 1
+    MATCH = 2
+    LITERAL = 3
+    PREFIXED = 4
+
+
+class AclOperation(enum.IntEnum):
+    """What an ACL allows or denies.  ANY matches every operation in a filter."""
+
+    UNKNOWN = 0
+    ANY = 1
+    ALL = 2
+    READ = 3
+    WRITE = 4
+    CREATE = 5
+    DELETE = 6
+    ALTER = 7
+    DESCRIBE = 8
+    CLUSTER_ACTION = 9
+    DESCRIBE_CONFIGS = 10
+    ALTER_CONFIGS = 11
+    IDEMPOTENT_WRITE = 12
+    CREATE_TOKENS = 13
+    DESCRIBE_TOKENS = 14
+    TWO_PHASE_COMMIT = 15
+
+
+class AclPermissionType(enum.IntEnum):
+    """Whether an ACL allows or denies.  ANY matches both in a filter."""
+
+    UNKNOWN = 0
+    ANY = 1
+    DENY = 2
+    ALLOW = 3
+
+
+def _acl_enum(cls: Any, value: Any, what: str) -> Any:
+    """``value`` (a member, its code, or its name in any case, ``-`` for ``_``) as a
+    member of ``cls``."""
+    if isinstance(value, cls):
+        return value
+    if isinstance(value, str):
+        try:
+            return cls[value.strip().upper().replace("-", "_")]
+        except KeyError:
+            pass
+    elif isinstance(value, int) and not isinstance(value, bool):
+        try:
+            return cls(value)
+        except ValueError:
+            pass
+    names = ", ".join(m.name for m in cls if m.name != "UNKNOWN")
+    raise ValueError(f"{what} must be one of {names}; got {value!r}")
+
+
+def _acl_code(cls: Any, code: int) -> Any:
+    # A newer broker may answer with a code added after this client: kept as UNKNOWN.
+    try:
+        return cls(code)
+    except ValueError:
+        return cls.UNKNOWN
+
+
+@dataclass(frozen=True)
+class AclBinding:
+    """One ACL: ``principal`` (``User:alice``, or ``User:*`` for everyone) from ``host``
+    (``*``: any) is allowed or denied ``operation`` on the resources ``resource_type`` /
+    ``name`` / ``pattern_type`` name (``name`` ``*`` with LITERAL: all of that type; the
+    cluster's one resource is named ``kafka-cluster``).  The enums may be given by name
+    (``"topic"``, ``"read"``) or code."""
+
+    resource_type: ResourceType
+    name: str
+    principal: str
+    operation: AclOperation
+    permission_type: AclPermissionType = AclPermissionType.ALLOW
+    host: str = "*"
+    pattern_type: PatternType = PatternType.LITERAL
+
+    def __post_init__(self) -> None:
+        for attr, cls in (("resource_type", ResourceType), ("operation", AclOperation),
+                          ("permission_type", AclPermissionType), ("pattern_type", PatternType)):
+            object.__setattr__(self, attr, _acl_enum(cls, getattr(self, attr), attr))
+
+    def _sort_key(self) -> tuple[Any, ...]:
+        return (self.resource_type, self.name, self.pattern_type, self.principal, self.host,
+                self.operation, self.permission_type)
+
+    def _check(self) -> None:
+        """Refuse what only a filter may say, before anything is sent."""
+        if self.resource_type in (ResourceType.ANY, ResourceType.UNKNOWN):
+            raise ValueError(f"{self}: a binding needs a resource type, not {self.resource_type.name}")
+        if self.pattern_type not in (PatternType.LITERAL, PatternType.PREFIXED):
+            raise ValueError(f"{self}: a binding's pattern type is LITERAL or PREFIXED, "
+                             f"not {self.pattern_type.name} (that is for filters)")
+        if self.operation in (AclOperation.ANY, AclOperation.UNKNOWN):
+            raise ValueError(f"{self}: a binding needs an operation, not {self.operation.name}")
+        if self.permission_type not in (AclPermissionType.ALLOW, AclPermissionType.DENY):
+            raise ValueError(f"{self}: a binding is ALLOW or DENY, not {self.permission_type.name}")
+        if not self.name or not self.principal or not self.host:
+            raise ValueError(f"{self}: name, principal and host must not be empty")
+
+
+@dataclass(frozen=True)
+class AclBindingFilter:
+    """Which ACLs to describe or delete: every field left at its default (ANY, or None
+    for the strings) matches everything; ``pattern_type`` MATCH with a ``name`` matches the
+    bindings that apply to that resource (its literal name, ``*``, and prefixes of it)."""
+
+    resource_type: ResourceType = ResourceType.ANY
+    name: str | None = None
+    pattern_type: PatternType = PatternType.ANY
+    principal: str | None = None
+    host: str | None = None
+    operation: AclOperation = AclOperation.ANY
+    permission_type: AclPermissionType = AclPermissionType.ANY
+
+    def __post_init__(self) -> None:
+        for attr, cls in (("resource_type", ResourceType), ("operation", AclOperation),
+                          ("permission_type", AclPermissionType), ("pattern_type", PatternType)):
+            value = _acl_enum(cls, getattr(self, attr), attr)
+            if value is cls.UNKNOWN:
+                raise ValueError(f"{attr} UNKNOWN matches nothing; use ANY to match every {attr}")
+            object.__setattr__(self, attr, value)
+
+    @classmethod
+    def of(cls, binding: AclBinding) -> AclBindingFilter:
+        """The filter that matches exactly ``binding``."""
+        return cls(binding.resource_type, binding.name, binding.pattern_type, binding.principal,
+                   binding.host, binding.operation, binding.permission_type)
+
+
+def _acl_binding(x: Any) -> AclBinding:
+    """A binding from the broker's answer (any struct with the binding's fields)."""
+    return AclBinding(_acl_code(ResourceType, x.resource_type), x.resource_name, x.principal,
+                      _acl_code(AclOperation, x.operation), _acl_code(AclPermissionType, x.permission_type),
+                      x.host, _acl_code(PatternType, x.pattern_type))
+
+
+def _acl_version_check(version: int, what: str, pattern: PatternType, resource: ResourceType) -> None:
+    # v0 has no pattern type (every name literal); USER resources need v3.
+    if version < 1 and pattern not in (PatternType.LITERAL, PatternType.ANY):
+        raise errors.UnsupportedVersionError(
+            f"{what}: pattern type {pattern.name} needs v1 (Kafka 2.0), the broker speaks v0 only")
+    if version < 3 and resource is ResourceType.USER:
+        raise errors.UnsupportedVersionError(
+            f"{what}: ACLs on USER resources need v3 (Kafka 2.8), the broker speaks v{version}")
 
 
 def _scram_mechanism_type(mechanism: Any) -> int:
@@ -1325,6 +1508,106 @@ class AdminCore:
                     return  # the rounds back off before what is left
 
         return self._rounds("alter_user_scram_credentials", queues, step, raise_on_error)
+
+    # -- ACLs (KIP-140) ----------------------------------------------------------------------
+    # Any broker answers: Kafka's brokers forward the changes to the active controller and
+    # describe from the metadata log.
+
+    def create_acls(self, bindings: Iterable[AclBinding], raise_on_error: bool) -> Op:
+        wanted = list(dict.fromkeys(bindings))
+        for b in wanted:
+            if not isinstance(b, AclBinding):
+                raise TypeError(f"expected an AclBinding, got {b!r}")
+            b._check()
+        AC = CREATE_ACLS.Request.AclCreation
+
+        def step(progress: _Progress, deadline: float) -> Steps:
+            todo = list(progress.todo)
+
+            def build(version: int) -> Any:
+                for b in todo:
+                    _acl_version_check(version, f"create_acls {b}", b.pattern_type, b.resource_type)
+                return CREATE_ACLS.Request(creations=[AC(
+                    resource_type=int(b.resource_type), resource_name=b.name,
+                    resource_pattern_type=int(b.pattern_type), principal=b.principal, host=b.host,
+                    operation=int(b.operation), permission_type=int(b.permission_type)) for b in todo])
+
+            _v, resp = yield from self._send(None, CREATE_ACLS, build)
+            # One result per creation, in the request's order.
+            for b, r in zip(todo, resp.results):
+                self._settle(progress, b, r.error_code, f"ACL {_acl_label(b)}", None, r.error_message)
+
+        return self._rounds("create_acls", wanted, step, raise_on_error)
+
+    def describe_acls(self, acl_filter: AclBindingFilter) -> Op:
+        f = acl_filter
+
+        def fetch(deadline: float) -> Steps:
+            def build(version: int) -> Any:
+                _acl_version_check(version, "describe_acls", f.pattern_type, f.resource_type)
+                return DESCRIBE_ACLS.Request(
+                    resource_type_filter=int(f.resource_type), resource_name_filter=f.name,
+                    pattern_type_filter=int(f.pattern_type), principal_filter=f.principal,
+                    host_filter=f.host, operation=int(f.operation), permission_type=int(f.permission_type))
+
+            _v, resp = yield from self._send(None, DESCRIBE_ACLS, build)
+            if resp.error_code:
+                raise broker_error(resp.error_code, f"describe_acls {f}", resp.error_message)
+            found = [_described_binding(res, a) for res in resp.resources for a in res.acls]
+            return sorted(found, key=AclBinding._sort_key)
+
+        return self._one("describe_acls", fetch)
+
+    def delete_acls(self, filters: Iterable[AclBindingFilter], raise_on_error: bool) -> Op:
+        wanted = list(dict.fromkeys(filters))
+        for f in wanted:
+            if not isinstance(f, AclBindingFilter):
+                raise TypeError(f"expected an AclBindingFilter, got {f!r}")
+        DF = DELETE_ACLS.Request.DeleteAclsFilter
+
+        def step(progress: _Progress, deadline: float) -> Steps:
+            todo = list(progress.todo)
+
+            def build(version: int) -> Any:
+                for f in todo:
+                    _acl_version_check(version, f"delete_acls {f}", f.pattern_type, f.resource_type)
+                return DELETE_ACLS.Request(filters=[DF(
+                    resource_type_filter=int(f.resource_type), resource_name_filter=f.name,
+                    pattern_type_filter=int(f.pattern_type), principal_filter=f.principal,
+                    host_filter=f.host, operation=int(f.operation),
+                    permission_type=int(f.permission_type)) for f in todo])
+
+            _v, resp = yield from self._send(None, DELETE_ACLS, build)
+            for f, r in zip(todo, resp.filter_results):
+                if r.error_code:
+                    self._settle(progress, f, r.error_code, f"delete_acls {f}", None, r.error_message)
+                    continue
+                deleted, failed = [], []
+                for m in r.matching_acls:
+                    b = _acl_binding(m)
+                    if m.error_code:
+                        failed.append(broker_error(m.error_code, f"deleting ACL {_acl_label(b)}", m.error_message))
+                    else:
+                        deleted.append(b)
+                if failed:
+                    # The filter's result is its first failure; the rest of its bindings
+                    # were deleted (describe_acls shows what is left).
+                    progress.done(f, failed[0])
+                else:
+                    progress.done(f, sorted(deleted, key=AclBinding._sort_key))
+
+        return self._rounds("delete_acls", wanted, step, raise_on_error)
+
+
+def _described_binding(res: Any, a: Any) -> AclBinding:
+    """One ACL of a DescribeAcls answer, its resource's fields beside its own."""
+    return AclBinding(_acl_code(ResourceType, res.resource_type), res.resource_name, a.principal,
+                      _acl_code(AclOperation, a.operation), _acl_code(AclPermissionType, a.permission_type),
+                      a.host, _acl_code(PatternType, res.pattern_type))
+
+def _acl_label(b: AclBinding) -> str:
+    return (f"{b.permission_type.name} {b.principal} from {b.host} {b.operation.name} on "
+            f"{b.resource_type.name} {b.pattern_type.name} {b.name!r}")
 
 
 def _outcome(operation: str, results: dict[Any, Any], raise_on_error: bool) -> dict[Any, Any]:
