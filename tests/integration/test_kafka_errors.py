@@ -24,7 +24,7 @@ from topics import create_topic, ensure_topic, unique_name
 
 from kafkawire import errors
 from kafkawire.aio.cluster import AsyncCluster
-from kafkawire.client.admin import Admin
+from kafkawire.client.admin import AclBinding, Admin
 from kafkawire.client.cluster import Cluster
 from kafkawire.client.config import Config
 from kafkawire.client.consumer import TopicPartition
@@ -143,19 +143,12 @@ def test_send_batch_refuses_a_missing_partition_and_takes_bare_values(kafka, top
 @pytest.fixture(scope="module")
 def describe_only(kafka):
     """A topic bob may Describe (so Metadata answers him) but not Write or Read: his
-    Produce and Fetch are refused by those calls themselves.  (confluent-kafka's admin
-    client makes the ACL: kafkawire's Admin has no CreateAcls yet.)"""
-    from confluent_kafka.admin import (AclBinding, AclOperation, AclPermissionType, AdminClient,
-                                       ResourcePatternType, ResourceType)
-
+    Produce and Fetch are refused by those calls themselves."""
     topic = create_topic(kafka.bootstrap, "describe-only", partitions=1)
     with Producer(bootstrap_servers=kafka.bootstrap) as p:
         p.send(topic, b"secret", partition=0).result(30)
-    binding = AclBinding(ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, "User:bob", "*",
-                         AclOperation.DESCRIBE, AclPermissionType.ALLOW)
-    ck_admin = AdminClient({"bootstrap.servers": kafka.bootstrap})  # alive until the ACL is made
-    for fut in ck_admin.create_acls([binding]).values():
-        fut.result(30)
+    with Admin(bootstrap_servers=kafka.bootstrap) as admin:
+        admin.create_acls([AclBinding("topic", topic, "User:bob", "describe")], timeout=30)
     return topic
 
 
@@ -229,15 +222,9 @@ def test_group_authorization_ends_commit_and_committed_at_once(shell, bob, descr
 
 
 def test_a_subscribed_topic_the_member_may_not_describe_ends_poll(kafka, shell, bob, topic4):
-    from confluent_kafka.admin import (AclBinding, AclOperation, AclPermissionType, AdminClient,
-                                       ResourcePatternType, ResourceType)
-
     group = unique_name("g")
-    binding = AclBinding(ResourceType.GROUP, group, ResourcePatternType.LITERAL, "User:bob", "*",
-                         AclOperation.READ, AclPermissionType.ALLOW)
-    ck_admin = AdminClient({"bootstrap.servers": kafka.bootstrap})
-    for fut in ck_admin.create_acls([binding]).values():
-        fut.result(30)
+    with Admin(bootstrap_servers=kafka.bootstrap) as admin:
+        admin.create_acls([AclBinding("group", group, "User:bob", "read")], timeout=30)
     with shell.Consumer(**bob, group_id=group, auto_offset_reset="earliest") as c:
         c.subscribe([topic4])
         with pytest.raises(errors.TopicAuthorizationFailedError):
