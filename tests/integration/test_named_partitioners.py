@@ -76,6 +76,18 @@ def test_unknown_partitioner_names_and_bad_positional_options_say_what_to_do(she
         shell.Consumer({"bootstrap.servers": "127.0.0.1:1"}, bootstrap_servers="127.0.0.1:1")
 
 
+def test_every_client_takes_its_options_as_one_dict():
+    # The asyncio clients' constructors do no I/O: their config is all there is to see.
+    from kafkawire.aio import AsyncAdmin, AsyncConsumer, AsyncProducer
+
+    for cls in (AsyncProducer, AsyncConsumer, AsyncAdmin):
+        client = cls({"bootstrap.servers": "127.0.0.1:1", "client.id": "dict"}, request_timeout_ms=1234)
+        assert client.config.bootstrap_servers == [("127.0.0.1", 1)]
+        assert (client.config.client_id, client.config.request_timeout_ms) == ("dict", 1234)
+    with pytest.raises(ConfigError, match="unknown client option 'bootstrap.server'; did you mean"):
+        AsyncAdmin({"bootstrap.server": "127.0.0.1:1"})
+
+
 def test_the_consumer_lists_topics_and_partitions_as_the_producer(kafka_broker, shell):
     topic = _create(kafka_broker, 3)
     c = shell.Consumer({"bootstrap.servers": kafka_broker.bootstrap, "group.id": f"g-{uuid.uuid4().hex[:6]}"})

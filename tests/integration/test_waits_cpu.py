@@ -115,3 +115,33 @@ def test_waits_on_a_stopped_broker_do_not_spin(kafka_cluster_factory, shell):
     finally:
         c.close(1)
         p.close(1)
+
+
+def test_waits_for_a_broker_not_up_yet_do_not_spin(shell):
+    """Refused connections retried with backoff until the deadline: a sleep between
+    attempts, not a loop (nothing listens on the port; no broker is needed)."""
+    from kafkawire.errors import NoBrokersAvailableError
+    from kafkawire.testing import free_port
+
+    boot = f"127.0.0.1:{free_port()}"
+    options = {"reconnect_backoff_ms": 10, "reconnect_backoff_max_ms": 100}
+    p = shell.Producer(bootstrap_servers=boot, max_block_ms=int(WAIT * 1000), **options) \
+        if shell.Producer.__module__ == "kafkawire.client.producer" else None
+    if p is not None:
+        try:
+            _check("send() before the broker is up", lambda: p.send("t", b"v"), NoBrokersAvailableError)
+        finally:
+            p.close(1)
+        c = shell.Consumer(bootstrap_servers=boot, request_timeout_ms=int(WAIT * 1000), **options)
+        try:
+            _check("end_offsets() before the broker is up", lambda: c.end_offsets([("t", 0)]),
+                   NoBrokersAvailableError)
+        finally:
+            c.close()
+    else:  # the asyncio shell bootstraps in start(), which its constructor here runs
+        _check("AsyncProducer.start() before the broker is up",
+               lambda: shell.Producer(bootstrap_servers=boot, max_block_ms=int(WAIT * 1000), **options),
+               NoBrokersAvailableError)
+        _check("AsyncConsumer.start() before the broker is up",
+               lambda: shell.Consumer(bootstrap_servers=boot, request_timeout_ms=int(WAIT * 1000), **options),
+               NoBrokersAvailableError)
