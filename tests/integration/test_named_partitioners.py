@@ -88,7 +88,7 @@ def test_every_client_takes_its_options_as_one_dict():
         AsyncAdmin({"bootstrap.server": "127.0.0.1:1"})
 
 
-def test_the_consumer_lists_topics_and_partitions_as_the_producer(kafka_broker, shell):
+def test_the_consumer_and_the_producer_list_topics_and_partitions_alike(kafka_broker, shell):
     topic = _create(kafka_broker, 3)
     c = shell.Consumer({"bootstrap.servers": kafka_broker.bootstrap, "group.id": f"g-{uuid.uuid4().hex[:6]}"})
     p = shell.Producer({"bootstrap.servers": kafka_broker.bootstrap})
@@ -99,6 +99,8 @@ def test_the_consumer_lists_topics_and_partitions_as_the_producer(kafka_broker, 
         topics = c.list_topics()
         assert topics[topic] == [0, 1, 2] and "__consumer_offsets" not in topics
         assert "__consumer_offsets" in c.list_topics(include_internal=True)
+        assert p.list_topics()[topic] == [0, 1, 2] and "__consumer_offsets" not in p.list_topics()
+        assert set(p.list_topics(include_internal=True)) == set(c.list_topics(include_internal=True))
         assert c.config.group_id is not None
     finally:
         p.close()

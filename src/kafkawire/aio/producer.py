@@ -35,7 +35,7 @@ from kafkawire.core.records import RecordFuture, RecordMetadata
 from kafkawire.protocol import apis
 from kafkawire.protocol.accumulator import Accumulator, Appender, Batch
 from kafkawire.protocol.idempotence import INIT_PRODUCER_ID
-from kafkawire.protocol.metadata import check_topic_name
+from kafkawire.protocol.metadata import check_topic_name, list_topics_steps
 from kafkawire.protocol.producer import NEED_COUNT, lone_produce_request, partition_check
 from kafkawire.protocol.transactions import TransactionAbortedError, TransactionManager
 
@@ -227,6 +227,16 @@ class AsyncProducer:
 
     async def partitions_for(self, topic: str) -> list[int]:
         return list(range(await self._num_partitions(topic)))
+
+    async def list_topics(self, timeout: float | None = None, include_internal: bool = False
+                          ) -> dict[str, list[int]]:
+        """Every topic of the cluster and its partition ids (internal ones only with
+        ``include_internal``), as the consumer's, within ``timeout`` seconds (default
+        max_block_ms)."""
+        if self._closing:
+            raise ClientClosedError("the producer is closed")
+        wait = self.config.max_block_ms / 1000 if timeout is None else timeout
+        return await self.cluster.run(list_topics_steps(include_internal), self._now() + wait, "Metadata")
 
     async def send(self, topic: str, value: Any = None, key: Any = None, partition: int | None = None,
                    timestamp: int | None = None, headers: Iterable[tuple[str, Any]] | None = None

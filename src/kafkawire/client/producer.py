@@ -59,7 +59,7 @@ from kafkawire.protocol.accumulator import (
     Batch,
 )
 from kafkawire.protocol.idempotence import INIT_PRODUCER_ID
-from kafkawire.protocol.metadata import check_topic_name, unreached
+from kafkawire.protocol.metadata import check_topic_name, list_topics_steps, unreached
 from kafkawire.protocol.producer import NEED_COUNT, lone_produce_request, partition_check
 from kafkawire.protocol.steps import StepRun
 from kafkawire.protocol.transactions import TransactionAbortedError, TransactionManager
@@ -273,6 +273,17 @@ class Producer:
         ``max_block_ms``) for its metadata."""
         wait = self.config.max_block_ms / 1000.0 if timeout is None else timeout
         return list(range(self._num_partitions(topic, time.monotonic() + wait)))
+
+    def list_topics(self, timeout: float | None = None, include_internal: bool = False) -> dict[str, list[int]]:
+        """Every topic of the cluster and its partition ids (internal ones such as
+        __consumer_offsets only with ``include_internal``), as the consumer's, within
+        ``timeout`` seconds (default ``max_block_ms``)."""
+        if self._closing:
+            raise ClientClosedError("the producer is closed")
+        wait = self.config.max_block_ms / 1000.0 if timeout is None else timeout
+        # A cluster of its own for this one call: the producer's belongs to its sender thread.
+        with Cluster(self.config) as cluster:
+            return cluster.run(list_topics_steps(include_internal), time.monotonic() + wait, "Metadata")
 
     def send(
         self,
