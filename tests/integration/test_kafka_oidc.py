@@ -26,7 +26,7 @@ from kafkawire.protocol.sasl import (
 )
 from kafkawire.testing.brokers import free_port
 from kafkawire.testing.kafka import KafkaCluster
-from kafkawire.testing.oidc import OidcServer
+from kafkawire.testing.oidc import OidcServer, sign_jwt
 
 pytestmark = [pytest.mark.broker, pytest.mark.kafka]
 
@@ -170,3 +170,36 @@ def test_an_unreachable_endpoint_is_retried_until_the_deadline(kafka, oidc, shel
     text = str(err)
     assert f"127.0.0.1:{port}/token" in text and "attempts" in text and "Connection refused" in text
     assert "sasl_oauthbearer_token_endpoint_url" in text
+
+
+def _assertion(oidc: OidcServer, key: Any, *, issuer: str = "orders-workload", lifetime_s: int = 300) -> str:
+    now = int(time.time())
+    return sign_jwt({"iss": issuer, "sub": "orders-service", "aud": oidc.token_endpoint_url,
+                     "iat": now, "exp": now + lifetime_s, "jti": uuid.uuid4().hex}, key)
+
+
+def test_the_jwt_bearer_grant_logs_in_with_an_assertion_from_a_file(kafka, oidc, shell, tmp_path):  # noqa: F811
+    """KIP-1139's grant with an assertion made elsewhere: kafkawire reads the file at each
+    fetch and sends it; the provider (which checks its signature, audience and expiry)
+    answers a token Kafka accepts, for the assertion's subject."""
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    oidc.trust_assertions("orders-workload", key.public_key())
+    path = tmp_path / "assertion.jwt"
+    path.write_text(_assertion(oidc, key) + "\n")
+    config = {"bootstrap_servers": kafka.bootstrap_for("SASL_PLAINTEXT"), "security_protocol": "SASL_PLAINTEXT",
+              "sasl_mechanism": "OAUTHBEARER", "sasl_oauthbearer_token_endpoint_url": oidc.token_endpoint_url,
+              "sasl_oauthbearer_assertion_file": str(path)}
+    topic = f"oidc-assertion-{uuid.uuid4().hex[:8]}"
+    with shell.Producer(linger_ms=1, max_block_ms=20000, **config) as p:
+        assert p.send(topic, b"asserted", partition=0).result(20).offset == 0
+        conns = _conns(p)
+    assert conns and all(c.sasl_result.mechanism == "OAUTHBEARER" for c in conns)
+    # An assertion signed by a key the provider does not trust: refused at once, typed.
+    other = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    path.write_text(_assertion(oidc, other))
+    with pytest.raises(OAuthBearerCredentialsError) as info:
+        shell.Producer(max_block_ms=20000, **config)
+    assert info.value.status == 400 and info.value.error == "invalid_grant"
+    assert "sasl_oauthbearer_assertion_file" in str(info.value)

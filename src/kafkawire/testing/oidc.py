@@ -6,6 +6,10 @@
   by HTTP Basic or by ``client_id``/``client_secret`` form fields, answering a JWT signed
   RS256 with a key generated at start (``iss``, ``aud``, ``sub`` = the client id, ``iat``,
   ``exp``, ``scope``) and its ``expires_in``; a wrong secret gets 401 ``invalid_client``;
+* the JWT bearer grant (RFC 7523, KIP-1139): an RS256 assertion signed by a key trusted
+  for its ``iss`` (:meth:`OidcServer.trust_assertions`), with ``aud`` the token endpoint's
+  URL and ``exp`` not passed, gets a token for its ``sub``; any other gets 400
+  ``invalid_grant``;
 * ``/jwks``: the key's public half as a JSON Web Key Set, for Kafka's
   ``sasl.oauthbearer.jwks.endpoint.url``.
 
@@ -28,7 +32,7 @@ from urllib.parse import parse_qs, unquote
 
 from kafkawire.testing._process import Lifecycle
 
-__all__ = ["OidcServer"]
+__all__ = ["OidcServer", "sign_jwt"]
 
 LOOPBACK = "127.0.0.1"
 
@@ -39,6 +43,36 @@ def _b64url(data: bytes) -> str:
 
 def _uint(n: int) -> str:
     return _b64url(n.to_bytes((n.bit_length() + 7) // 8, "big"))
+
+
+def sign_jwt(claims: Mapping[str, Any], private_key: Any, kid: str | None = None) -> str:
+    """``claims`` as a JWS compact token signed RS256 with ``private_key`` (cryptography's
+    RSA key): what the provider issues, and what a test signs as a jwt-bearer assertion."""
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.asymmetric import padding
+
+    header = {"alg": "RS256", "typ": "JWT", **({"kid": kid} if kid else {})}
+    signing_input = (_b64url(json.dumps(header).encode()) + "." + _b64url(json.dumps(dict(claims)).encode())).encode()
+    signature = private_key.sign(signing_input, padding.PKCS1v15(), hashes.SHA256())
+    return signing_input.decode() + "." + _b64url(signature)
+
+
+def _verified_claims(token: str, public_key: Any) -> dict[str, Any] | None:
+    from cryptography.exceptions import InvalidSignature
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.asymmetric import padding
+
+    try:
+        head, body, sig = token.split(".")
+        header = json.loads(base64.urlsafe_b64decode(head + "=" * (-len(head) % 4)))
+        if header.get("alg") != "RS256":
+            return None
+        public_key.verify(base64.urlsafe_b64decode(sig + "=" * (-len(sig) % 4)), f"{head}.{body}".encode(),
+                          padding.PKCS1v15(), hashes.SHA256())
+        claims = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
+    except (ValueError, InvalidSignature):
+        return None
+    return claims if isinstance(claims, dict) else None
 
 
 class OidcServer(Lifecycle):
@@ -58,6 +92,11 @@ class OidcServer(Lifecycle):
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
+        self._assertion_keys: dict[str, Any] = {}
+
+    def trust_assertions(self, issuer: str, public_key: Any) -> None:
+        """Accept jwt-bearer assertions from ``issuer`` signed by ``public_key``."""
+        self._assertion_keys[issuer] = public_key
 
     # -- addresses -----------------------------------------------------------------------
 
@@ -115,21 +154,34 @@ class OidcServer(Lifecycle):
 
     def issue(self, subject: str, *, lifetime_s: float | None = None, scope: str | None = None) -> tuple[str, float]:
         """A signed JWT for ``subject`` and its lifetime in seconds."""
-        from cryptography.hazmat.primitives import hashes
-        from cryptography.hazmat.primitives.asymmetric import padding
-
         lifetime = self.token_lifetime_s if lifetime_s is None else lifetime_s
         now = time.time()
-        header = {"alg": "RS256", "typ": "JWT", "kid": self.kid}
         claims: dict[str, Any] = {"iss": self.issuer, "aud": self.audience, "sub": subject,
                                   "iat": int(now), "exp": int(now + lifetime), "jti": uuid.uuid4().hex}
         if scope:
             claims["scope"] = scope
-        signing_input = (_b64url(json.dumps(header).encode()) + "." + _b64url(json.dumps(claims).encode())).encode()
-        signature = self._key.sign(signing_input, padding.PKCS1v15(), hashes.SHA256())
+        token = sign_jwt(claims, self._key, self.kid)
         with self._lock:
             self.tokens_issued += 1
-        return signing_input.decode() + "." + _b64url(signature), lifetime
+        return token, lifetime
+
+    def _assertion_subject(self, assertion: str) -> str | None:
+        """The ``sub`` of a valid jwt-bearer assertion, else None."""
+        unverified = assertion.split(".")
+        if len(unverified) != 3:
+            return None
+        try:
+            body = unverified[1]
+            issuer = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))).get("iss")
+        except (ValueError, AttributeError):
+            return None
+        key = self._assertion_keys.get(issuer)
+        claims = _verified_claims(assertion, key) if key is not None else None
+        if (claims is None or claims.get("aud") != self.token_endpoint_url
+                or not isinstance(claims.get("exp"), (int, float)) or claims["exp"] <= time.time()
+                or not isinstance(claims.get("sub"), str)):
+            return None
+        return claims["sub"]
 
     def jwks(self) -> dict[str, Any]:
         numbers = self._key.public_key().public_numbers()
@@ -175,6 +227,14 @@ class OidcServer(Lifecycle):
                     provider.token_requests += 1
                 size = int(self.headers.get("Content-Length") or 0)
                 form = {k: v[0] for k, v in parse_qs(self.rfile.read(size).decode()).items()}
+                if form.get("grant_type") == "urn:ietf:params:oauth:grant-type:jwt-bearer":
+                    subject = provider._assertion_subject(form.get("assertion", ""))
+                    if subject is None:
+                        self._answer(400, {"error": "invalid_grant", "error_description": "assertion not accepted"})
+                        return
+                    token, lifetime = provider.issue(subject, scope=form.get("scope"))
+                    self._answer(200, {"access_token": token, "token_type": "Bearer", "expires_in": lifetime})
+                    return
                 cid, secret = form.get("client_id"), form.get("client_secret")
                 auth = self.headers.get("Authorization") or ""
                 if auth.startswith("Basic "):

@@ -207,7 +207,7 @@ class OidcLogin:
                 option = ("sasl_oauthbearer_client_id / sasl_oauthbearer_client_secret" if status in (401, 403)
                           else "sasl_oauthbearer_token_endpoint_url")
             raise OAuthBearerCredentialsError(
-                f"{where} refused the {self._grant_name()} request for client {self.client_id!r} with "
+                f"{where} refused the {self._grant_name()} request{self._for_client()} with "
                 f"HTTP {status}{_said(data, body)}: check {option}",
                 status=status, error=error, error_description=description if isinstance(description, str) else None)
         if not isinstance(data, dict):
@@ -260,9 +260,12 @@ class OidcLogin:
         last = errors[-1] if errors else None
         return OAuthBearerEndpointTimeoutError(
             f"no OAUTHBEARER token from {self.url} within {elapsed_ms} ms: {len(errors)} "
-            f"attempt{'s' if len(errors) != 1 else ''} with the {self._grant_name()} grant for client "
-            f"{self.client_id!r}, the last: {last}; check that sasl_oauthbearer_token_endpoint_url "
+            f"attempt{'s' if len(errors) != 1 else ''} with the {self._grant_name()} grant"
+            f"{self._for_client()}, the last: {last}; check that sasl_oauthbearer_token_endpoint_url "
             f"is reachable from here (the wait is 3/4 of socket_connection_setup_timeout_ms)", errors)
+
+    def _for_client(self) -> str:
+        return f" for client {self.client_id!r}" if self.client_id else ""
 
     def _grant_name(self) -> str:
         return "client_credentials" if self.grant == CLIENT_CREDENTIALS else "jwt-bearer"
