@@ -375,3 +375,33 @@ def test_generated_encoder_path_is_byte_identical_too(client: Any, confluent: An
     assert [ours(v) for v in values] == [theirs(v, ck_ctx(topic)) for v in values]
     assert [t[4] is not None for t in serializer._targets.values()] == [True]  # the generated encoder
     assert [AvroDeserializer(client)(p) for p in [ours(v) for v in values[:8]]] == values[:8]
+
+
+def test_reader_with_top_level_fields_added_and_removed(client: Any, confluent: Any, topic: str) -> None:
+    # Read as written, then fields dropped and defaulted: the same records as Avro's
+    # resolution gives (confluent-kafka's deserializer, fastavro's resolution per record).
+    writer = compact({"type": "record", "name": "Evt", "namespace": "kw.avro", "fields": [
+        {"name": "id", "type": "long"}, {"name": "gone", "type": "string"},
+        {"name": "where", "type": {"type": "record", "name": "Loc", "fields": [{"name": "x", "type": "int"}]}}]})
+    reader = compact({"type": "record", "name": "Evt", "namespace": "kw.avro", "fields": [
+        {"name": "id", "type": "long"},
+        {"name": "where", "type": {"type": "record", "name": "Loc", "fields": [{"name": "x", "type": "int"}]}},
+        {"name": "tags", "type": {"type": "array", "items": "string"}, "default": ["a"]},
+        {"name": "note", "type": ["null", "string"], "default": None},
+        {"name": "level", "type": "int", "default": 3}]})
+    payloads = [AvroSerializer(client, writer, topic=topic)({"id": i, "gone": "x", "where": {"x": i}}) for i in range(3)]
+    ours = AvroDeserializer(client, reader)
+    got = [ours(p) for p in payloads]
+    assert got == [CKDeserializer(confluent, reader)(p, ck_ctx(topic)) for p in payloads]
+    assert got[0] == {"id": 0, "where": {"x": 0}, "tags": ["a"], "note": None, "level": 3}
+    assert list(ours._pairs.values())[0][2] is not None  # read by the plan, not per-record resolution
+    got[0]["tags"].append("mutated")  # a default handed out is the record's own
+    assert ours(payloads[1])["tags"] == ["a"]
+    # A nested record that evolved is resolved by fastavro, record by record.
+    nested = compact({"type": "record", "name": "Evt", "namespace": "kw.avro", "fields": [
+        {"name": "id", "type": "long"},
+        {"name": "where", "type": {"type": "record", "name": "Loc", "fields": [
+            {"name": "x", "type": "int"}, {"name": "y", "type": "int", "default": -1}]}}]})
+    deep = AvroDeserializer(client, nested)
+    assert deep(payloads[2]) == {"id": 2, "where": {"x": 2, "y": -1}}
+    assert list(deep._pairs.values())[0][2] is None

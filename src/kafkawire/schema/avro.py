@@ -25,6 +25,7 @@ calls block the loop once per new schema (bounded by the client's ``timeout_ms``
 from __future__ import annotations
 
 import json
+from copy import deepcopy
 from io import BytesIO
 from typing import Any, Callable
 
@@ -267,8 +268,8 @@ class AvroDeserializer:
         self.from_dict = from_dict
         self.return_record_name = return_record_name
         self._reader: Any = None
-        # (schema id, topic) -> (parsed writer, parsed reader or None when it is the writer)
-        self._pairs: dict[tuple[int, str | None], tuple[Any, Any]] = {}
+        # (schema id, topic) -> (parsed writer, parsed reader or None, top-level plan or None)
+        self._pairs: dict[tuple[int, str | None], tuple[Any, Any, Any]] = {}
 
     def for_topic(self, topic: str) -> Callable[[Any], Any]:
         """This deserializer for ``topic``: the one-argument callable the clients' options take."""
@@ -294,7 +295,7 @@ class AvroDeserializer:
                 fo = BytesIO(data)
                 fo.seek(HEADER_SIZE)
                 try:
-                    record = schemaless_reader(fo, pair[0], pair[1], self.return_record_name)
+                    record = self._read(fo, pair)
                 except Exception:
                     pass
                 else:
@@ -317,7 +318,7 @@ class AvroDeserializer:
         payload = framed.payload
         fo = BytesIO(payload)
         try:
-            record = schemaless_reader(fo, pair[0], pair[1], self.return_record_name)
+            record = self._read(fo, pair)
         except _FastavroResolutionError as exc:
             raise SchemaResolutionError(
                 f"{ctx.what()} was written with schema id {schema_id}, which does "
@@ -335,7 +336,17 @@ class AvroDeserializer:
             return self.from_dict(record, ctx)
         return record
 
-    def _pair(self, schema_id: int, ctx: RecordContext) -> tuple[Any, Any]:
+    def _read(self, fo: BytesIO, pair: tuple[Any, Any, Any]) -> Any:
+        record = schemaless_reader(fo, pair[0], pair[1], self.return_record_name)
+        plan = pair[2]
+        if plan is not None:
+            for name in plan[0]:
+                del record[name]
+            for name, default in plan[1]:
+                record[name] = deepcopy(default) if isinstance(default, (dict, list)) else default
+        return record
+
+    def _pair(self, schema_id: int, ctx: RecordContext) -> tuple[Any, Any, Any]:
         try:
             writer_schema = self.registry.get_schema(schema_id)
         except SchemaNotFoundError as exc:
@@ -359,11 +370,73 @@ class AvroDeserializer:
             if self._reader is None:
                 self._reader = parse_avro(self.reader_schema, self.registry)
             reader = self._reader
+        plan = None
         if reader is not None and reader == writer:
             reader = None  # read as written: no resolution to do per record
-        pair = (writer, reader)
+        elif reader is not None:
+            plan = _top_level_plan(writer, reader)
+            if plan is not None:
+                reader = None  # read as written, then drop and default top-level fields
+        pair = (writer, reader, plan)
         self._pairs[(schema_id, ctx.topic)] = pair
         return pair
+
+
+# -- schema evolution at the top level, without fastavro's per-record resolution -------------
+
+class _Recursive(Exception):
+    pass
+
+
+def _expanded(schema: Any, named: dict[str, Any], seen: frozenset[str] = frozenset()) -> Any:
+    """A parsed schema with its named types written out in place, to compare two schemas
+    parsed apart (a writer's and a reader's)."""
+    if isinstance(schema, str):
+        if schema in named:
+            if schema in seen:
+                raise _Recursive
+            return _expanded(named[schema], named, seen | {schema})
+        return schema
+    if isinstance(schema, list):
+        return [_expanded(s, named, seen) for s in schema]
+    out = {k: v for k, v in schema.items() if not k.startswith("__")}
+    for key in ("items", "values"):
+        if key in out:
+            out[key] = _expanded(out[key], named, seen)
+    if "fields" in out:
+        out["fields"] = [dict(f, type=_expanded(f["type"], named, seen)) for f in out["fields"]]
+    return out
+
+
+def _top_level_plan(writer: Any, reader: Any) -> tuple[list[str], list[tuple[str, Any]]] | None:
+    """When the reader record differs from the writer's only by top-level fields added
+    (with defaults) or removed, what Avro's resolution gives is the record read as
+    written, the removed fields dropped and the added ones set to their defaults, as
+    fastavro sets them: (fields to drop, (field, default) to add).  None when the
+    difference is anything else (a type changed, a nested record evolved, aliases), which
+    fastavro resolves per record."""
+    if not (isinstance(writer, dict) and isinstance(reader, dict)):
+        return None
+    if writer.get("type") != "record" or reader.get("type") != "record" or writer.get("name") != reader.get("name"):
+        return None
+    writer_named, reader_named = writer.get("__named_schemas", {}), reader.get("__named_schemas", {})
+    written = {f["name"]: f for f in writer["fields"]}
+    defaults = []
+    try:
+        for f in reader["fields"]:
+            if f.get("aliases"):
+                return None
+            w = written.get(f["name"])
+            if w is None:
+                if "default" not in f:
+                    return None  # fastavro's resolution names the error
+                defaults.append((f["name"], f["default"]))
+            elif _expanded(w["type"], writer_named) != _expanded(f["type"], reader_named):
+                return None
+    except _Recursive:
+        return None
+    kept = {f["name"] for f in reader["fields"]}
+    return [name for name in written if name not in kept], defaults
 
 
 # -- naming what is wrong in a payload that does not decode ---------------------------------------
