@@ -1,0 +1,268 @@
+"""The share consumer (KIP-932, "queues for Kafka"): members of a share group read the same
+partitions together, each record acquired by one member under a time-limited lock and
+acknowledged one by one.
+
+Every decision is the I/O-free :class:`~kafkawire.protocol.share_group.ShareGroupMember`'s;
+this shell sends the requests it asks for on the cluster's connections, hands back the
+answers, and runs the caller's acknowledgement callback.  Nothing runs between calls: the
+heartbeat goes out from poll(), commit_sync() and close(), so call poll() at least every
+few seconds (the group's ``group.share.session.timeout.ms``, 45 s by default, ends a
+member that is not heard from, and a record's lock, 30 s by default, ends sooner).
+
+Not thread-safe: call it from one thread.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, Iterable, Mapping
+
+from kafkawire.client.cluster import Cluster
+from kafkawire.core.config import Config, merge_options
+from kafkawire.errors import ClientClosedError, ConfigError, KafkaConnectionError, KafkaTimeoutError
+from kafkawire.protocol.fetcher import TopicPartition
+from kafkawire.protocol.metadata import check_topic_name
+from kafkawire.protocol.share_group import (
+    ACCEPT,
+    Failed,
+    MetadataNeeded,
+    Send,
+    ShareConsumerRecord,
+    ShareGroupMember,
+)
+
+__all__ = ["ShareConsumer", "ShareConsumerRecord", "share_options"]
+
+AcknowledgementCallback = Callable[[dict[TopicPartition, list[int]], "BaseException | None"], Any]
+
+_MODE_KEYS = ("share_acknowledgement_mode", "share.acknowledgement.mode")
+
+
+def share_options(client: str, config: Mapping[str, Any] | None, options: dict[str, Any]) -> tuple[Config, str]:
+    """A share consumer's options: the consumer's, plus ``share_acknowledgement_mode``
+    ("implicit" or "explicit", the Java client's share.acknowledgement.mode)."""
+    merged = dict(merge_options(client, config, options))
+    mode = "implicit"
+    for key in _MODE_KEYS:
+        if key in merged:
+            mode = str(merged.pop(key)).lower()
+    c = Config.consumer(**merged)
+    if not c.group_id:
+        raise ConfigError(f"{client} needs group_id: the share group its members read together")
+    if mode not in ("implicit", "explicit"):
+        raise ConfigError(f"share_acknowledgement_mode must be 'implicit' or 'explicit', not {mode!r}")
+    return c, mode
+
+
+def new_member(c: Config, mode: str) -> ShareGroupMember:
+    return ShareGroupMember(
+        c.group_id, acknowledgement_mode=mode, max_wait_ms=c.fetch_max_wait_ms, min_bytes=c.fetch_min_bytes,
+        max_bytes=c.fetch_max_bytes, max_records=c.max_poll_records, retry_backoff_ms=c.retry_backoff_ms,
+        check_crcs=c.check_crcs, key_deserializer=c.key_deserializer, value_deserializer=c.value_deserializer)
+
+
+class ShareConsumer:
+    """A member of share group ``group_id``.  Options are the consumer's (Java names in
+    snake_case), plus ``share_acknowledgement_mode``: "implicit" (the default: the records a
+    poll() returned are accepted by the next poll() or commit, unless acknowledge()d
+    otherwise) or "explicit" (acknowledge() every record before the next poll()).
+
+    ``poll()`` returns :class:`ShareConsumerRecord` objects (``delivery_count`` says how
+    often the record was delivered); ``acknowledge(record, ACCEPT | RELEASE | REJECT)``;
+    ``commit_sync()`` / ``commit_async()`` send the acknowledgements at once rather than
+    with the next fetch; ``close()`` releases what the consumer holds and leaves."""
+
+    def __init__(self, config: Mapping[str, Any] | None = None, /, **options: Any):
+        self.config, mode = share_options("ShareConsumer", config, options)
+        self.cluster = Cluster(self.config)
+        try:
+            self.cluster.probe(self.config.request_timeout_ms / 1000.0)
+        except BaseException:
+            self.cluster.close()
+            raise
+        self._member = new_member(self.config, mode)
+        self._answers: list[tuple[Send, Any, BaseException | None]] = []
+        self._callback: AcknowledgementCallback | None = None
+        self._closed = False
+        self._answer_timeout = (self.config.request_timeout_ms + self.config.fetch_max_wait_ms) / 1000.0
+
+    # -- the caller's calls ---------------------------------------------------------------
+
+    @property
+    def member_id(self) -> str:
+        return self._member.member_id
+
+    @property
+    def acquisition_lock_timeout_ms(self) -> int | None:
+        """The acquisition lock the broker named in its latest ShareFetch answer."""
+        return self._member.acquisition_lock_timeout_ms
+
+    def subscribe(self, topics: Iterable[str]) -> None:
+        """Read ``topics`` with the share group (replacing an earlier subscription)."""
+        self._check_open()
+        if isinstance(topics, str):
+            topics = [topics]
+        names = [check_topic_name(t) for t in topics]
+        self.cluster.interest.update(names)
+        self._member.subscribe(names, time.monotonic())
+
+    def subscription(self) -> list[str]:
+        return list(self._member.subscription)
+
+    def assignment(self) -> set[TopicPartition]:
+        """The partitions the group coordinator gave this member (shared with others)."""
+        return set(self._member.assignment)
+
+    def unsubscribe(self) -> None:
+        self._check_open()
+        self._member.unsubscribe(time.monotonic())
+
+    def set_acknowledgement_commit_callback(self, callback: AcknowledgementCallback | None) -> None:
+        """``callback(offsets, error)`` runs (inside poll(), commit_*() or close()) once the
+        broker answered acknowledgements: ``offsets`` is {TopicPartition: [offset, ...]},
+        ``error`` None or the typed error for them (InvalidRecordStateError: the lock ran
+        out first)."""
+        self._callback = callback
+
+    def acknowledge(self, record: Any, type: int = ACCEPT) -> None:
+        """Acknowledge a record the last poll() returned: ACCEPT (done), RELEASE (deliver it
+        again) or REJECT (never again).  Sent with the next poll() or commit."""
+        self._check_open()
+        self._member.acknowledge(record, type)
+
+    def poll(self, timeout: float = 1.0, max_records: int | None = None) -> list[ShareConsumerRecord]:
+        """Records acquired for this member, waiting up to ``timeout`` seconds for some."""
+        self._check_open()
+        m = self._member
+        limit = max_records or self.config.max_poll_records
+        deadline = time.monotonic() + timeout
+        out = m.take_records(limit)  # settles the last poll's records first
+        while True:
+            self._step(fetch=True)
+            if not out:
+                out = m.take_records(limit)
+            if out:
+                self._step(fetch=True)  # the next fetch goes out while the caller works
+                return out
+            now = time.monotonic()
+            if now >= deadline:
+                return out
+            self._wait(deadline, now)
+
+    def commit_sync(self, timeout: float | None = None) -> dict[TopicPartition, BaseException | None]:
+        """Send the acknowledgements held (the last poll's too, in implicit mode) and wait
+        for the answers: {partition: None, or the typed error for its acknowledgements}."""
+        self._check_open()
+        deadline = time.monotonic() + self._timeout(timeout)
+        c = self._member.commit(time.monotonic())
+        while True:
+            self._step(fetch=False)
+            if c.done:
+                return dict(c.results)
+            now = time.monotonic()
+            if now >= deadline:
+                raise KafkaTimeoutError(
+                    f"commit_sync: no answer for the acknowledgements of {sorted(c.pending | set(c.acks))} "
+                    f"within {self._timeout(timeout):g}s")
+            self._wait(deadline, now)
+
+    def commit_async(self) -> None:
+        """Send the acknowledgements held now; their results reach the acknowledgement
+        commit callback from a later call."""
+        self._check_open()
+        self._member.commit(time.monotonic())
+        self._step(fetch=False)
+
+    def close(self, timeout: float | None = None) -> None:
+        """Release the records held and not delivered (and, in explicit mode, the last
+        poll's unacknowledged ones; implicit mode accepts them), close the share sessions
+        and leave the group, within ``timeout`` seconds (default request_timeout_ms)."""
+        if self._closed:
+            return
+        deadline = time.monotonic() + self._timeout(timeout)
+        try:
+            self._member.close(time.monotonic())
+            while not self._member.closed:
+                now = time.monotonic()
+                if now >= deadline:
+                    break
+                self._step(fetch=False)
+                if self._member.closed:
+                    break
+                self._wait(deadline, time.monotonic())
+        finally:
+            self._closed = True
+            self.cluster.close()
+
+    def __enter__(self) -> ShareConsumer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- the shell's loop -----------------------------------------------------------------
+
+    def _timeout(self, timeout: float | None) -> float:
+        return self.config.request_timeout_ms / 1000.0 if timeout is None else timeout
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ClientClosedError("the share consumer is closed")
+
+    def _step(self, fetch: bool) -> None:
+        m = self._member
+        answers, self._answers = self._answers, []
+        for send, resp, exc in answers:
+            now = time.monotonic()
+            if exc is None:
+                m.on_answer(send, resp, now, self.cluster.meta)
+            else:
+                m.on_failure(send, exc, now)
+        failed = None
+        for ev in m.events():
+            if isinstance(ev, MetadataNeeded):
+                self.cluster.interest.update(ev.topics)
+                self.cluster.meta.need_refresh = True
+            elif isinstance(ev, Failed):
+                failed = ev.error
+        self.cluster.maybe_refresh()
+        for send in m.poll(time.monotonic(), self.cluster.meta, fetch):
+            self._start(send)
+        self._run_callbacks()
+        if failed is not None:
+            raise failed
+
+    def _start(self, send: Send) -> None:
+        conn = self.cluster.any_ready_connection() if send.node is None else self.cluster.ready_connection(send.node)
+        if conn is None:
+            # Connecting: the member asks again after its backoff, by when it may be ready.
+            self._answers.append((send, None, KafkaConnectionError(
+                f"{send.api.name}: broker {send.node} is not connected yet")))
+            return
+        try:
+            conn.send_nowait(send.api, send.request, conn.version_for(send.api), timeout=self._answer_timeout,
+                             on_answer=lambda resp, exc, send=send: self._answers.append((send, resp, exc)))
+        except Exception as exc:  # noqa: BLE001 - the member decides what a failure means
+            self._answers.append((send, None, exc))
+
+    def _wait(self, deadline: float, now: float) -> None:
+        if self._answers:
+            return
+        wait = deadline - now
+        wake = self._member.next_wakeup(now)
+        if wake is not None:
+            wait = min(wait, wake - now)
+        delay = self.cluster.next_connect_delay()
+        if delay > 0:
+            wait = min(wait, delay)
+        if self.cluster.meta.need_refresh:
+            # A refresh held back by retry_backoff_ms goes out from the next step.
+            wait = min(wait, self.config.retry_backoff_ms / 1000.0)
+        self.cluster.poll(max(wait, 0.0))
+
+    def _run_callbacks(self) -> None:
+        done = self._member.completions()
+        if self._callback is None:
+            return
+        for c in done:
+            self._callback(c.offsets, c.error)

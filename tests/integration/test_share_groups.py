@@ -1,0 +1,222 @@
+"""Share groups (KIP-932) on Apache Kafka: kafkawire's ShareConsumer in groups of one and
+several, records acquired under a lock and acknowledged one by one.
+
+The cluster is this module's own: a 2 s acquisition lock (the default is 30 s) and a
+delivery count limit of 2, so that a lock running out and archiving are seen within the
+test; every group reads from the earliest offset (share.auto.offset.reset, a group
+config set with IncrementalAlterConfigs on the GROUP resource).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from typing import Any, Iterator
+
+import pytest
+
+from kafkawire import Producer
+from kafkawire.client.cluster import Cluster
+from kafkawire.client.share_consumer import ShareConsumer
+from kafkawire.core.config import Config
+from kafkawire.protocol import apis
+from kafkawire.protocol.share_group import ACCEPT, REJECT, RELEASE
+from kafkawire.testing.kafka import KafkaCluster
+from topics import create_topic, unique_name
+
+pytestmark = [pytest.mark.broker, pytest.mark.groups]
+
+IAC = apis.get("IncrementalAlterConfigs")
+GROUP_RESOURCE = 32  # ConfigResource.Type.GROUP
+LOCK_S = 2.0
+
+
+@pytest.fixture(scope="module")
+def share_kafka() -> Iterator[KafkaCluster]:
+    with KafkaCluster(1, broker_config={
+        "group.share.record.lock.duration.ms": int(LOCK_S * 1000),
+        "group.share.min.record.lock.duration.ms": 1000,
+        "group.share.delivery.count.limit": 2,
+        "group.share.min.delivery.count.limit": 2,
+        # Members learn of a new assignment within a second rather than five.
+        "group.share.heartbeat.interval.ms": 1000,
+        "group.share.min.heartbeat.interval.ms": 1000,
+    }) as cluster:
+        yield cluster
+
+
+def group_config(k: KafkaCluster, group: str, **configs: str) -> None:
+    R = IAC.Request.AlterConfigsResource
+    req = IAC.Request(resources=[R(resource_type=GROUP_RESOURCE, resource_name=group, configs=[
+        R.AlterableConfig(name=n.replace("_", "."), config_operation=0, value=v) for n, v in configs.items()])])
+    with Cluster(Config.client(bootstrap_servers=k.bootstrap)) as cluster:
+        resp = cluster.request(None, IAC, req, 20.0)
+    assert [r.error_code for r in resp.responses] == [0], resp
+
+
+def new_group(k: KafkaCluster) -> str:
+    group = unique_name("share")
+    group_config(k, group, share_auto_offset_reset="earliest")
+    return group
+
+
+def produce(k: KafkaCluster, topic: str, n: int, start: int = 0) -> None:
+    with Producer(bootstrap_servers=k.bootstrap) as p:
+        for i in range(start, start + n):
+            p.send(topic, key=b"k%d" % i, value=b"v%d" % i)
+        p.flush(20)
+
+
+def consumer(k: KafkaCluster, group: str, topic: str, **options: Any) -> ShareConsumer:
+    c = ShareConsumer(bootstrap_servers=k.bootstrap, group_id=group, **options)
+    c.subscribe([topic])
+    return c
+
+
+def drain(consumers: list[ShareConsumer], want: int, timeout: float = 40.0,
+          ack: Any = None) -> list[list[Any]]:
+    """Poll every consumer in turn until ``want`` records came in all, or ``timeout``."""
+    got: list[list[Any]] = [[] for _ in consumers]
+    deadline = time.monotonic() + timeout
+    while sum(map(len, got)) < want and time.monotonic() < deadline:
+        for i, c in enumerate(consumers):
+            recs = c.poll(0.2)
+            if ack is not None:
+                for r in recs:
+                    c.acknowledge(r, ack(r))
+            got[i].extend(recs)
+    return got
+
+
+def test_one_consumer_reads_all_and_accepted_records_do_not_come_back(share_kafka):
+    k = share_kafka
+    topic = create_topic(k.bootstrap, "share-one")
+    group = new_group(k)
+    produce(k, topic, 50)
+    results: list[tuple[dict, Any]] = []
+    with consumer(k, group, topic) as c:
+        c.set_acknowledgement_commit_callback(lambda offsets, err: results.append((offsets, err)))
+        (got,) = drain([c], 50)
+        assert sorted(r.value for r in got) == sorted(b"v%d" % i for i in range(50))
+        assert {r.delivery_count for r in got} == {1}
+        assert all(r.key == b"k%d" % r.offset and r.topic == topic and r.partition == 0 for r in got)
+        assert c.acquisition_lock_timeout_ms == LOCK_S * 1000
+        assert c.commit_sync(10) == {(topic, 0): None}  # the last poll's, accepted
+        # Accepted: nothing comes again, even after the lock would have run out.
+        time.sleep(LOCK_S + 0.5)
+        assert c.poll(1.5) == []
+    acked = sorted(o for offsets, err in results if err is None for o in offsets.get((topic, 0), []))
+    assert acked == list(range(50))
+
+
+def test_members_get_disjoint_parts_and_together_all(share_kafka):
+    k = share_kafka
+    topic = create_topic(k.bootstrap, "share-many", partitions=2)
+    group = new_group(k)
+    consumers = [consumer(k, group, topic) for _ in range(3)]
+    try:
+        # Everyone joined before the records come, so each has a chance at them.
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not all(c.assignment() for c in consumers):
+            for c in consumers:
+                c.poll(0.1)
+        assert all(c.assignment() for c in consumers)
+        produce(k, topic, 300)
+        got = drain(consumers, 300)
+        keys = [[(r.partition, r.offset) for r in part] for part in got]
+        flat = [x for part in keys for x in part]
+        assert len(flat) == len(set(flat)) == 300  # disjoint, and all of them
+        assert sum(1 for part in got if part) >= 2, [len(p) for p in got]
+        for c in consumers:
+            c.commit_sync(10)
+    finally:
+        for c in consumers:
+            c.close(10)
+
+
+def test_release_redelivers_reject_never_and_past_the_limit_archived(share_kafka):
+    k = share_kafka
+    topic = create_topic(k.bootstrap, "share-acks")
+    group = new_group(k)
+    produce(k, topic, 6)
+    seen: dict[int, list[int]] = {}
+    with consumer(k, group, topic, share_acknowledgement_mode="explicit") as c:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            for r in c.poll(0.5):
+                seen.setdefault(r.offset, []).append(r.delivery_count)
+                # 0-1 released every time (archived after the limit of 2), 2-3 rejected,
+                # 4-5 released once and then accepted.
+                if r.offset < 2:
+                    c.acknowledge(r, RELEASE)
+                elif r.offset < 4:
+                    c.acknowledge(r, REJECT)
+                else:
+                    c.acknowledge(r, RELEASE if r.delivery_count == 1 else ACCEPT)
+            if seen.get(4) == [1, 2] and seen.get(5) == [1, 2] and seen.get(0) == [1, 2]:
+                break
+        results = c.commit_sync(10)
+        assert all(v is None for v in results.values()), results
+        # Nothing more: rejected never again, released twice = archived.
+        assert c.poll(LOCK_S + 1.0) == []
+    assert seen == {0: [1, 2], 1: [1, 2], 2: [1], 3: [1], 4: [1, 2], 5: [1, 2]}
+
+
+def test_close_without_acknowledging_in_explicit_mode_releases_to_the_others(share_kafka):
+    k = share_kafka
+    topic = create_topic(k.bootstrap, "share-close")
+    group = new_group(k)
+    produce(k, topic, 10)
+    first = consumer(k, group, topic, share_acknowledgement_mode="explicit")
+    (held,) = drain([first], 10)
+    first.close(10)  # unacknowledged: released
+    with consumer(k, group, topic) as second:
+        (again,) = drain([second], 10, timeout=20)
+    assert sorted(r.offset for r in again) == sorted(r.offset for r in held) == list(range(10))
+    assert {r.delivery_count for r in again} == {2}
+
+
+KILLED = textwrap.dedent("""
+    import sys, time
+    from kafkawire.client.share_consumer import ShareConsumer
+    c = ShareConsumer(bootstrap_servers=sys.argv[1], group_id=sys.argv[2],
+                      share_acknowledgement_mode="explicit")
+    c.subscribe([sys.argv[3]])
+    got = []
+    deadline = time.monotonic() + 30
+    while len(got) < int(sys.argv[4]) and time.monotonic() < deadline:
+        got += c.poll(0.5)
+    print(len(got), flush=True)
+    time.sleep(60)  # holding them, never acknowledged, until killed
+""")
+
+
+def test_killed_consumer_records_come_again_after_the_lock_with_delivery_count_2(share_kafka):
+    k = share_kafka
+    topic = create_topic(k.bootstrap, "share-kill")
+    group = new_group(k)
+    produce(k, topic, 20)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    proc = subprocess.Popen([sys.executable, "-c", KILLED, k.bootstrap, group, topic, "20"],
+                            stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        line = proc.stdout.readline()  # type: ignore[union-attr]
+        assert line.strip() == "20", line
+        with consumer(k, group, topic) as other:
+            # Held by the live process: nothing for the other member yet.
+            assert other.poll(0.5) == []
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+            killed_at = time.monotonic()
+            (again,) = drain([other], 20, timeout=20)
+            assert time.monotonic() - killed_at < LOCK_S + 10
+        assert sorted(r.offset for r in again) == list(range(20))
+        assert {r.delivery_count for r in again} == {2}
+    finally:
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(10)
