@@ -9,6 +9,7 @@ is checked against the bytes left before anything is appended.  Pure-Python twin
 kafkawire._pyavro (same names, same buffers, same errors).
 """
 
+cimport cython
 from libc.stdlib cimport realloc, free
 from libc.string cimport memcpy, memset
 from libc.stdint cimport int64_t, uint64_t, int32_t, uint8_t, INT64_MAX
@@ -52,6 +53,7 @@ class Bad(Exception):
     """A payload that cannot be decoded (the row loop turns it into AvroDecodeError)."""
 
 
+@cython.final
 cdef class _Buf:
     """A growing C buffer; exported as it is (the buffer protocol), Arrow keeps it alive."""
     cdef char* p
@@ -151,6 +153,7 @@ cdef bint _utf8_ok(const uint8_t* s, Py_ssize_t n) noexcept:
     return 1
 
 
+@cython.final
 cdef class _Col:
     cdef int kind
     cdef bint nullable
@@ -165,6 +168,8 @@ cdef class _Col:
     cdef _Buf offsets
     cdef _Buf data
     cdef list children
+    # bytes per root row each buffer ended with last time: the next call's first size
+    cdef double[4] per_row
 
     def __cinit__(self):
         self.valid = _Buf()
@@ -300,8 +305,26 @@ cdef class _Col:
             self.values.put(&v, 8)
         return self.set_valid()
 
-    cdef tuple export(self):
+    cdef int presize(self, Py_ssize_t rows) except -1:
+        # a fetch is shaped like the one before: reserve its sizes instead of regrowing
+        cdef _Buf b
+        cdef int k = 0
+        cdef Py_ssize_t want
+        for b in (self.valid, self.values, self.offsets, self.data):
+            want = <Py_ssize_t>(self.per_row[k] * rows * 1.125) + 64
+            if want > b.cap and want - b.n > 0:
+                b.grow(want - b.n)
+            k += 1
+        return 0
+
+    cdef tuple export(self, Py_ssize_t rows):
         # the buffers themselves go (no copy); the column starts again on new ones
+        cdef _Buf b
+        cdef int k = 0
+        if rows > 0:
+            for b in (self.valid, self.values, self.offsets, self.data):
+                self.per_row[k] = b.n / <double>rows
+                k += 1
         valid = self.valid if self.nullable else None
         if self.width:
             out = (self.count, valid, self.values, None)
@@ -322,8 +345,9 @@ cdef class _Col:
 cdef class State:
     """The growing buffers of one decoder's columns (reused call after call)."""
     cdef list cols
+    cdef Py_ssize_t root
 
-    def __init__(self, specs):
+    def __init__(self, specs, root=0):
         cdef _Col c
         self.cols = []
         for s in specs:
@@ -339,6 +363,9 @@ cdef class State:
             self.cols.append(c)
         for c, s in zip(self.cols, specs):
             c.children = [self.cols[i] for i in s.children]
+            for k in range(4):
+                c.per_row[k] = 0
+        self.root = root
         self.reset()
 
     def reset(self):
@@ -348,7 +375,13 @@ cdef class State:
 
     def export(self):
         cdef _Col c
-        return [c.export() for c in self.cols]
+        cdef Py_ssize_t rows = (<_Col>self.cols[self.root]).count
+        return [c.export(rows) for c in self.cols]
+
+    def presize(self, Py_ssize_t rows):
+        cdef _Col c
+        for c in self.cols:
+            c.presize(rows)
 
 
 cdef inline Py_ssize_t _long(const uint8_t* d, Py_ssize_t pos, Py_ssize_t end,
@@ -384,6 +417,7 @@ cdef inline Py_ssize_t _length(const uint8_t* d, Py_ssize_t pos, Py_ssize_t end,
     return pos
 
 
+@cython.final
 cdef class _Step:
     cdef int code
     cdef _Col col
@@ -571,6 +605,7 @@ def decode(State state, decoder, offsets, data, valid, unframed, bint permissive
     cdef bint framed = unframed is None
     if has_valid:
         ok = valid
+    state.presize(n)
     bad = []
     for row in range(n):
         if has_valid and not ok[row]:

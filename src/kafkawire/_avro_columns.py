@@ -634,7 +634,7 @@ class AvroColumnDecoder:
         self._normalized: dict[int, Any] = {}
         self.framed = framed
         self._impl = implementation or _load_impl()
-        self._state = self._impl.State(self.columns.cols)
+        self._state = self._impl.State(self.columns.cols, self.columns.root)
         self._plans: dict[int, Any] = {}
         self._unframed = None
         if not framed:

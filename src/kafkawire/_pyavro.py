@@ -118,7 +118,7 @@ class _Col:
 class State:
     """The growing buffers of one decoder's columns (reused call after call)."""
 
-    def __init__(self, specs):
+    def __init__(self, specs, root=0):
         self.cols = [_Col(s) for s in specs]
         for c, s in zip(self.cols, specs):
             c.children = [self.cols[i] for i in s.children]
