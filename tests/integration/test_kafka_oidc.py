@@ -18,7 +18,9 @@ from typing import Any
 import pytest
 from shells import shell  # noqa: F401 - the fixture
 
+from kafkawire.oauth import OidcTokenProvider
 from kafkawire.protocol.sasl import (
+    OidcLogin,
     OAuthBearerCredentialsError,
     OAuthBearerEndpointError,
     OAuthBearerEndpointTimeoutError,
@@ -109,6 +111,13 @@ def test_short_lived_tokens_are_refreshed_and_the_connection_logs_in_again(kafka
     oidc.token_lifetime_s = 6
     try:
         config = _config(kafka, oidc)
+        # The provider the options would build, made here to read its counts.
+        provider = OidcTokenProvider(OidcLogin(oidc.token_endpoint_url, client_id="kafkawire-client",
+                                               client_secret="client-secret"), timeout_ms=7500)
+        for option in ("sasl_oauthbearer_token_endpoint_url", "sasl_oauthbearer_client_id",
+                       "sasl_oauthbearer_client_secret"):
+            del config[option]
+        config["sasl_oauth_token_provider"] = provider
         issued = oidc.tokens_issued
         producer = shell.Producer(linger_ms=5, max_block_ms=20000, **config)
         try:
@@ -135,8 +144,11 @@ def test_short_lived_tokens_are_refreshed_and_the_connection_logs_in_again(kafka
         assert c.setups == 1
         assert c.reauthentications >= 2, c.reauthentications
         assert c.sasl_result.session_lifetime_ms <= 6000
-    # A new token for each re-login window (about every 5 s over 14 s), not one per login.
+    # A new token for each re-login window (about every 5 s over 14 s), not one per login,
+    # the later ones fetched ahead on the provider's timer thread, not inside a login.
     assert 3 <= oidc.tokens_issued - issued <= 6, oidc.tokens_issued - issued
+    assert provider.fetches == oidc.tokens_issued - issued
+    assert provider.background_fetches >= 2, (provider.fetches, provider.background_fetches)
 
 
 def test_a_wrong_client_secret_fails_at_once_naming_the_option(kafka, oidc, shell):  # noqa: F811

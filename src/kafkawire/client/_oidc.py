@@ -8,9 +8,10 @@ client itself has no dependencies, and one POST per token lifetime needs no more
 
 Both shells call a token provider synchronously at each login (the provider contract of
 ``sasl_oauth_token_provider``), so one blocking transport serves the sync and the asyncio
-clients.  A token is fetched only when none is held or the held one is past its refresh
-point (80-85% of its life, jittered); every other login, and every KIP-368 re-login before
-that point, returns the held token at once.
+clients.  The first login fetches; later tokens are fetched ahead on a timer thread at the
+held token's refresh point (80-85% of its life, jittered), while a login still takes the
+token it hands out, so the KIP-368 re-logins (85-95% of the session) rarely wait for the
+endpoint.  A login past the refresh point with no fresh token fetches for itself.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+import weakref
 from typing import Any
 
 from kafkawire.protocol.sasl import (
@@ -61,14 +63,48 @@ class OidcTokenProvider:
         self._attempt_timeout = per_attempt / 1000 if per_attempt else None
         self._lock = threading.Lock()
         self._wait = threading.Event()  # never set: its wait() is the backoff sleep
+        self._timer: threading.Timer | None = None
+        self._handed_out = False  # whether a login took the token held
+        #: Tokens fetched in all, and those fetched ahead on the timer thread.
         self.fetches = 0
+        self.background_fetches = 0
 
     def __call__(self) -> OAuthBearerToken:
         with self._lock:
             login = self.login
-            if not login.needs_token(_now_ms()) and login.token is not None:
-                return login.token
-            return self._fetch()
+            if login.needs_token(_now_ms()) or login.token is None:
+                self._fetch()
+                self._schedule()
+            self._handed_out = True
+            assert login.token is not None
+            return login.token
+
+    def _schedule(self) -> None:
+        # Fetch the next token on a timer thread at the held one's refresh point, so the
+        # re-logins after it (KIP-368, at 85-95% of the session) find it ready instead of
+        # fetching inside the login, on the sync shell's I/O thread or the asyncio loop.
+        at = self.login.refresh_at_ms
+        if self._timer is not None:
+            self._timer.cancel()
+        if at is None:
+            return
+        timer = threading.Timer(max(0.0, (at - _now_ms()) / 1000), _prefetch, args=(weakref.ref(self),))
+        timer.daemon = True
+        timer.name = "kafkawire-oauthbearer-refresh"
+        self._timer = timer
+        timer.start()
+
+    def __del__(self) -> None:
+        timer = getattr(self, "_timer", None)
+        if timer is not None:
+            timer.cancel()  # its thread ends now rather than at the refresh point
+
+    def close(self) -> None:
+        """Stop fetching ahead (a timer holds only a weak reference: this is optional)."""
+        with self._lock:
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
 
     def _fetch(self) -> OAuthBearerToken:
         login = self.login
@@ -92,6 +128,7 @@ class OidcTokenProvider:
                 self._wait.wait(pause)
                 continue
             self.fetches += 1
+            self._handed_out = False
             return token
 
     def _attempt(self, timeout: float) -> OAuthBearerToken:
@@ -116,6 +153,23 @@ class OidcTokenProvider:
         except (OSError, ValueError) as exc:  # timeouts, resets, a broken HTTP answer
             raise login.unreachable(f"{type(exc).__name__}: {exc}") from None
         return login.accept(status, body, now_ms=_now_ms(), jitter=random.random())
+
+
+def _prefetch(ref: weakref.ref[OidcTokenProvider]) -> None:
+    provider = ref()
+    if provider is None:
+        return
+    with provider._lock:  # noqa: SLF001 - the provider's own timer
+        # A token no login took since it was fetched: the client is gone or idle; the
+        # next login fetches for itself.
+        if not provider._handed_out or not provider.login.needs_token(_now_ms()):
+            return
+        try:
+            provider._fetch()
+        except OAuthBearerLoginError:
+            return  # the next login fetches again, and raises what it meets
+        provider.background_fetches += 1
+        provider._schedule()
 
 
 def _now_ms() -> int:
