@@ -2,13 +2,15 @@
 
 fastavro's encoder walks the schema for every value; most of a small record's time goes
 there.  :func:`compile_writer` writes, for one parsed schema, a function with the schema
-unrolled into straight-line code (field by field, a table for small varints) and returns
+unrolled into straight-line code (field by field; varints of up to 14 bits from a table)
+and returns
 it, or None when the schema has a part it does not cover (unions other than ``[null, X]``,
 fixed decimals, local timestamps, ...), in which case the caller keeps fastavro.
 
 The generated function is strict: any value it is not sure to encode as fastavro does
 (a missing field, a bool where an int goes, a naive datetime, a tuple for a record)
-raises :class:`Fallback`, and the caller encodes that value with fastavro instead.  So
+raises (:class:`Fallback`, or what Python raised on the way, a KeyError for a missing
+field), and the caller encodes that value with fastavro instead.  So
 every payload is fastavro's, byte for byte (the differential test checks it), and the
 fast path is only taken where it agrees.
 """
@@ -38,7 +40,6 @@ def _zigzag_bytes(n: int) -> bytes:
     return bytes(out)
 
 
-_SMALL = tuple(_zigzag_bytes(n) for n in range(-64, 64))
 _LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
 _INT_MIN, _INT_MAX = -(1 << 31), (1 << 31) - 1
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
@@ -136,8 +137,10 @@ class _Gen:
         return name
 
     def emit_varint(self, out: list[str], ind: str, expr: str, lo: int, hi: int) -> None:
+        z = self.var("z")
         out.append(f"{ind}if type({expr}) is not int or not {lo} <= {expr} <= {hi}: raise Fallback")
-        out.append(f"{ind}o += _SMALL[{expr} + 64] if -64 <= {expr} < 64 else _long({expr})")
+        out.append(f"{ind}{z} = ({expr} << 1) ^ ({expr} >> 63)")
+        out.append(f"{ind}o += _LAST[{z}] if {z} < 16384 else _long({expr})")
 
     def emit(self, schema: Any, expr: str, out: list[str], ind: str) -> None:
         if isinstance(schema, str) and schema in self.named:
@@ -169,11 +172,11 @@ class _Gen:
             b = self.var("b")
             out.append(f"{ind}if type({expr}) is not str: raise Fallback")
             out.append(f"{ind}{b} = {expr}.encode()")
-            out.append(f"{ind}o += _SMALL[len({b}) + 64] if len({b}) < 64 else _long(len({b}))")
+            out.append(f"{ind}o += _LAST[len({b}) << 1] if len({b}) < 8192 else _long(len({b}))")
             out.append(f"{ind}o += {b}")
         elif kind == "bytes":
             out.append(f"{ind}if type({expr}) is not bytes: raise Fallback")
-            out.append(f"{ind}o += _SMALL[len({expr}) + 64] if len({expr}) < 64 else _long(len({expr}))")
+            out.append(f"{ind}o += _LAST[len({expr}) << 1] if len({expr}) < 8192 else _long(len({expr}))")
             out.append(f"{ind}o += {expr}")
         elif kind == "fixed":
             out.append(f"{ind}if type({expr}) is not bytes or len({expr}) != {int(schema['size'])}: raise Fallback")
@@ -185,7 +188,7 @@ class _Gen:
             item = self.var("i")
             out.append(f"{ind}if type({expr}) is not list: raise Fallback")
             out.append(f"{ind}if {expr}:")
-            out.append(f"{ind}    o += _SMALL[len({expr}) + 64] if len({expr}) < 64 else _long(len({expr}))")
+            out.append(f"{ind}    o += _LAST[len({expr}) << 1] if len({expr}) < 8192 else _long(len({expr}))")
             out.append(f"{ind}    for {item} in {expr}:")
             self.emit(schema["items"], item, out, ind + "        ")
             out.append(f"{ind}o += b'\\x00'")
@@ -193,11 +196,11 @@ class _Gen:
             k, v, kb = self.var("k"), self.var("v"), self.var("kb")
             out.append(f"{ind}if type({expr}) is not dict: raise Fallback")
             out.append(f"{ind}if {expr}:")
-            out.append(f"{ind}    o += _SMALL[len({expr}) + 64] if len({expr}) < 64 else _long(len({expr}))")
+            out.append(f"{ind}    o += _LAST[len({expr}) << 1] if len({expr}) < 8192 else _long(len({expr}))")
             out.append(f"{ind}    for {k}, {v} in {expr}.items():")
             out.append(f"{ind}        if type({k}) is not str: raise Fallback")
             out.append(f"{ind}        {kb} = {k}.encode()")
-            out.append(f"{ind}        o += _SMALL[len({kb}) + 64] if len({kb}) < 64 else _long(len({kb}))")
+            out.append(f"{ind}        o += _LAST[len({kb}) << 1] if len({kb}) < 8192 else _long(len({kb}))")
             out.append(f"{ind}        o += {kb}")
             self.emit(schema["values"], v, out, ind + "        ")
             out.append(f"{ind}o += b'\\x00'")
@@ -232,7 +235,7 @@ class _Gen:
             b = self.var("b")
             out.append(f"{ind}if type({expr}) is not _Decimal: raise Fallback")
             out.append(f"{ind}{b} = _decimal_bytes({expr}, {scale}, {precision})")
-            out.append(f"{ind}o += _SMALL[len({b}) + 64] if len({b}) < 64 else _long(len({b}))")
+            out.append(f"{ind}o += _LAST[len({b}) << 1] if len({b}) < 8192 else _long(len({b}))")
             out.append(f"{ind}o += {b}")
         elif logical in ("timestamp-millis", "timestamp-micros") and kind == "long":
             unit = "_MILLI" if logical == "timestamp-millis" else "_MICRO"
@@ -270,7 +273,7 @@ def compile_writer(parsed: Any) -> Callable[[Any, bytearray], None] | None:
     if len(body) > 5000:  # a schema this large gains little and compiles slowly
         return None
     scope: dict[str, Any] = {
-        "Fallback": Fallback, "_SMALL": _SMALL, "_long": _long, "_pack": struct.pack,
+        "Fallback": Fallback, "_LAST": _LAST, "_long": _long, "_pack": struct.pack,
         "_decimal_bytes": _decimal_bytes, "_timestamp": _timestamp, "_MILLI": _MILLI, "_MICRO": _MICRO, "_date": _date, "_time": _time,
         "_Decimal": decimal.Decimal, "_UUID": uuid.UUID, **gen.consts,
     }
