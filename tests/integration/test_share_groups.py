@@ -9,6 +9,7 @@ config set with IncrementalAlterConfigs on the GROUP resource).
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
@@ -20,6 +21,7 @@ from typing import Any, Iterator
 import pytest
 
 from kafkawire import Producer
+from kafkawire.aio.share_consumer import AsyncShareConsumer
 from kafkawire.client.cluster import Cluster
 from kafkawire.client.share_consumer import ShareConsumer
 from kafkawire.core.config import Config
@@ -220,3 +222,45 @@ def test_killed_consumer_records_come_again_after_the_lock_with_delivery_count_2
         if proc.poll() is None:
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait(10)
+
+
+def test_async_members_disjoint_all_release_and_callback(share_kafka):
+    k = share_kafka
+    topic = create_topic(k.bootstrap, "share-aio", partitions=2)
+    group = new_group(k)
+    produce(k, topic, 200)
+
+    async def main() -> tuple[list[list[Any]], list[Any], list[tuple[dict, Any]]]:
+        results: list[tuple[dict, Any]] = []
+        members = [AsyncShareConsumer(bootstrap_servers=k.bootstrap, group_id=group) for _ in range(2)]
+        try:
+            for c in members:
+                await c.start()
+                c.subscribe([topic])
+                c.set_acknowledgement_commit_callback(lambda offsets, err: results.append((offsets, err)))
+            got: list[list[Any]] = [[], []]
+            released: list[Any] = []
+            deadline = asyncio.get_running_loop().time() + 40
+            while sum(map(len, got)) < 200 and asyncio.get_running_loop().time() < deadline:
+                for i, c in enumerate(members):
+                    for r in await c.poll(0.2):
+                        if r.offset == 7 and r.partition == 0 and r.delivery_count == 1:
+                            c.acknowledge(r, RELEASE)  # comes again, to one of them
+                            released.append(r)
+                        else:
+                            got[i].append(r)
+            for c in members:
+                assert all(v is None for v in (await c.commit_sync(10)).values())
+            return got, released, results
+        finally:
+            for c in members:
+                await c.close(10)
+
+    got, released, results = asyncio.run(asyncio.wait_for(main(), 90))
+    flat = [(r.partition, r.offset) for part in got for r in part]
+    assert len(flat) == len(set(flat)) == 200
+    assert len(released) == 1
+    again = [r for part in got for r in part if (r.partition, r.offset) == (0, 7)]
+    assert [r.delivery_count for r in again] == [2]
+    accepted = {(tp[1], o) for offsets, err in results if err is None for tp, offs in offsets.items() for o in offs}
+    assert accepted == set(flat)  # every record given was accepted, (0, 7) on its second delivery
