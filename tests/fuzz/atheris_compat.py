@@ -61,7 +61,6 @@ def _seeds(build) -> list[bytes]:
 # ---- kafka-python ---------------------------------------------------------------------
 
 def _kafka_python():
-    import kafka.errors as k_errors
     import kafka.record.memory_records as k_memory
     from kafka.consumer.fetcher import Fetcher
     from kafka.structs import TopicPartition
