@@ -220,3 +220,27 @@ class AsyncAdmin:
                           raise_on_error: bool = True) -> dict[AclBindingFilter, list[AclBinding]]:
         """As :meth:`kafkawire.Admin.delete_acls`."""
         return await self._call(self._core.delete_acls(filters, raise_on_error), timeout)
+
+    # -- transactions (KIP-664) ----------------------------------------------------------------
+
+    async def list_transactions(self, *, states: Iterable[str] | None = None,
+                                producer_ids: Iterable[int] | None = None, min_duration_ms: int | None = None,
+                                timeout: float | None = None) -> dict[str, TransactionListing]:
+        """As :meth:`kafkawire.Admin.list_transactions`."""
+        return await self._call(self._core.list_transactions(states, producer_ids, min_duration_ms), timeout)
+
+    async def describe_transactions(self, transactional_ids: Iterable[str], timeout: float | None = None,
+                                    raise_on_error: bool = True) -> dict[str, TransactionDescription]:
+        """As :meth:`kafkawire.Admin.describe_transactions`."""
+        return await self._call(self._core.describe_transactions(transactional_ids, raise_on_error), timeout)
+
+    async def describe_producers(self, partitions: Iterable[Any], timeout: float | None = None,
+                                 raise_on_error: bool = True) -> dict[TopicPartition, list[ProducerState]]:
+        """As :meth:`kafkawire.Admin.describe_producers`."""
+        return await self._call(self._core.describe_producers(partitions, raise_on_error), timeout)
+
+    async def abort_transaction(self, partition: Any, producer_id: int, producer_epoch: int,
+                                coordinator_epoch: int, timeout: float | None = None) -> None:
+        """As :meth:`kafkawire.Admin.abort_transaction`."""
+        return await self._call(self._core.abort_transaction(partition, producer_id, producer_epoch,
+                                                             coordinator_epoch), timeout)

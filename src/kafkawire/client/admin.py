@@ -268,3 +268,36 @@ class Admin:
         """Delete every ACL that matches each filter; returns, per filter, the ACLs it
         deleted (a binding matched by two filters is listed under each that deleted it)."""
         return self._call(self._core.delete_acls(filters, raise_on_error), timeout)
+
+    # -- transactions (KIP-664) ----------------------------------------------------------------
+
+    def list_transactions(self, *, states: Iterable[str] | None = None,
+                          producer_ids: Iterable[int] | None = None, min_duration_ms: int | None = None,
+                          timeout: float | None = None) -> dict[str, TransactionListing]:
+        """Every transactional id the brokers coordinate, by id: only those in one of
+        ``states`` (Kafka's names: Ongoing, PrepareCommit, CompleteAbort, ...), of one of
+        ``producer_ids``, or open for at least ``min_duration_ms`` (ListTransactions v1,
+        Kafka 3.8), when given."""
+        return self._call(self._core.list_transactions(states, producer_ids, min_duration_ms), timeout)
+
+    def describe_transactions(self, transactional_ids: Iterable[str], timeout: float | None = None,
+                              raise_on_error: bool = True) -> dict[str, TransactionDescription]:
+        """Each transactional id's state, producer, timeout and open partitions, from its
+        coordinator; an unknown id holds TransactionalIdNotFoundError."""
+        return self._call(self._core.describe_transactions(transactional_ids, raise_on_error), timeout)
+
+    def describe_producers(self, partitions: Iterable[Any], timeout: float | None = None,
+                           raise_on_error: bool = True) -> dict[TopicPartition, list[ProducerState]]:
+        """The producers each partition's leader remembers (by producer id), with the
+        offset where each one's open transaction began."""
+        return self._call(self._core.describe_producers(partitions, raise_on_error), timeout)
+
+    def abort_transaction(self, partition: Any, producer_id: int, producer_epoch: int,
+                          coordinator_epoch: int, timeout: float | None = None) -> None:
+        """Write an abort marker for ``producer_id``'s open transaction on ``partition``
+        (WriteTxnMarkers to its leader), as Kafka's ``kafka-transactions abort`` does for a
+        hanging transaction, one its coordinator no longer knows.  The producer's epoch and
+        coordinator epoch come from :meth:`describe_producers`.  Needs ClusterAction on the
+        cluster.  Raises the partition's error."""
+        return self._call(self._core.abort_transaction(partition, producer_id, producer_epoch,
+                                                       coordinator_epoch), timeout)

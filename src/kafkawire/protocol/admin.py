@@ -22,7 +22,7 @@ from kafkawire.errors import KafkaConnectionError, KafkaTimeoutError, NoBrokersA
 from kafkawire.protocol import apis
 from kafkawire.protocol import consumer as consumer_protocol
 from kafkawire.protocol.api import Api, ApiVersionError
-from kafkawire.protocol.coordinator import COORDINATOR_MOVED, FIND_COORDINATOR, GROUP, find_request
+from kafkawire.protocol.coordinator import COORDINATOR_MOVED, FIND_COORDINATOR, GROUP, TRANSACTION, find_request
 from kafkawire.protocol.coordinator import answers as coordinator_answers
 from kafkawire.protocol.fetcher import OffsetAndTimestamp, TopicPartition
 from kafkawire.protocol.fetcher import as_topic_partition as _tp
@@ -52,10 +52,13 @@ RESULT_TYPES = [
     "PartitionInfo",
     "PartitionLag",
     "PatternType",
+    "ProducerState",
     "ResourceType",
     "ScramCredentialInfo",
     "TopicDescription",
     "TopicPartition",
+    "TransactionDescription",
+    "TransactionListing",
     "UserScramCredentialDeletion",
     "UserScramCredentialUpsertion",
 ]
@@ -82,6 +85,10 @@ ALTER_USER_SCRAM_CREDENTIALS = apis.get("AlterUserScramCredentials")
 DESCRIBE_ACLS = apis.get("DescribeAcls")
 CREATE_ACLS = apis.get("CreateAcls")
 DELETE_ACLS = apis.get("DeleteAcls")
+WRITE_TXN_MARKERS = apis.get("WriteTxnMarkers")
+DESCRIBE_PRODUCERS = apis.get("DescribeProducers")
+DESCRIBE_TRANSACTIONS = apis.get("DescribeTransactions")
+LIST_TRANSACTIONS = apis.get("ListTransactions")
 
 # Answers worth asking again after a backoff: the cluster is moving (leaders, controller,
 # coordinators) or was slow.  Other codes the error table calls retriable, such as
@@ -494,6 +501,50 @@ def _acl_version_check(version: int, what: str, pattern: PatternType, resource: 
             f"{what}: ACLs on USER resources need v3 (Kafka 2.8), the broker speaks v{version}")
 
 
+# -- transactions (KIP-664) ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TransactionListing:
+    """One transactional id as its coordinator lists it; ``state`` is Kafka's name
+    (Empty, Ongoing, PrepareCommit, PrepareAbort, CompleteCommit, CompleteAbort, Dead,
+    PrepareEpochFence)."""
+
+    transactional_id: str
+    producer_id: int
+    state: str
+
+
+@dataclass(frozen=True)
+class TransactionDescription:
+    """A transactional id's state at its ``coordinator`` (node id): its producer id and
+    epoch, timeout, when its latest transaction began (ms since the epoch; None before its
+    first) and the partitions the open one has written to."""
+
+    transactional_id: str
+    coordinator: int
+    state: str
+    producer_id: int
+    producer_epoch: int
+    timeout_ms: int
+    start_time_ms: int | None
+    partitions: list[TopicPartition]
+
+
+@dataclass(frozen=True)
+class ProducerState:
+    """A producer a partition's leader remembers: its last sequence and timestamp, and the
+    offset where its open transaction began (None: no transaction open there).
+    ``coordinator_epoch`` is what an abort of that transaction must carry."""
+
+    producer_id: int
+    producer_epoch: int
+    last_sequence: int
+    last_timestamp: int
+    coordinator_epoch: int
+    current_txn_start_offset: int | None
+
+
 def _scram_mechanism_type(mechanism: Any) -> int:
     name = mechanism.upper() if isinstance(mechanism, str) else mechanism
     if name not in SCRAM_MECHANISM_TYPES:
@@ -628,6 +679,7 @@ class AdminCore:
         self.config = config
         self.meta = meta
         self.coordinators: dict[str, int] = {}
+        self.txn_coordinators: dict[str, int] = {}  # by transactional id
         #: The type ("classic" or "consumer") each group was last described as: the API
         #: asked first for it next time.
         self.group_types: dict[str, str] = {}
@@ -1597,6 +1649,146 @@ class AdminCore:
                     progress.done(f, sorted(deleted, key=AclBinding._sort_key))
 
         return self._rounds("delete_acls", wanted, step, raise_on_error)
+
+    # -- transactions (KIP-664) ----------------------------------------------------------------
+
+    def _txn_coordinators(self, ids: list[str]) -> Generator[Any, Any, dict[str, int | BaseException]]:
+        """Each transactional id's coordinator node id (cached), or FindCoordinator's error."""
+        known = self.txn_coordinators
+        out: dict[str, int | BaseException] = {t: known[t] for t in ids if t in known}
+        todo = [t for t in ids if t not in out]
+        while todo:
+            version, resp = yield from self._send(
+                None, FIND_COORDINATOR, lambda v: find_request(todo if v >= 4 else todo[:1], TRANSACTION))
+            keys, todo = (todo, []) if version >= 4 else (todo[:1], todo[1:])
+            for key, node, _host, _port, code, message in coordinator_answers(resp, keys):
+                if key not in ids or key in out:
+                    continue
+                if code:
+                    out[key] = broker_error(code, f"finding the coordinator of transactional id {key!r}", message)
+                elif node not in self.meta.brokers:
+                    self.meta.need_refresh = True
+                    out[key] = broker_error(15, f"transactional id {key!r}: coordinator {node} is not in "
+                                                f"the metadata yet")
+                else:
+                    out[key] = known[key] = node
+        return out
+
+    def list_transactions(self, states: Iterable[str] | None, producer_ids: Iterable[int] | None,
+                          min_duration_ms: int | None) -> Op:
+        state_filters = [] if states is None else list(states)
+        pid_filters = [] if producer_ids is None else [int(p) for p in producer_ids]
+        duration = -1 if min_duration_ms is None else int(min_duration_ms)
+        if duration < -1:
+            raise ValueError(f"min_duration_ms must be >= 0, got {min_duration_ms!r}")
+
+        def build(version: int) -> Any:
+            if version < 1 and duration >= 0:
+                raise errors.UnsupportedVersionError(
+                    "list_transactions: the duration filter needs ListTransactions v1 (Kafka 3.8)")
+            return LIST_TRANSACTIONS.Request(state_filters=state_filters, producer_id_filters=pid_filters,
+                                             duration_filter=duration)
+
+        def step(progress: _Progress, deadline: float) -> Steps:
+            # Each broker coordinates the transactional ids of its transaction log partitions.
+            for node in list(progress.todo):
+                _v, resp = yield from self._send(node, LIST_TRANSACTIONS, build)
+                if resp.unknown_state_filters:
+                    raise ValueError(f"list_transactions: broker {node} knows no transaction state "
+                                     f"{', '.join(resp.unknown_state_filters)}; Kafka's states are Empty, "
+                                     f"Ongoing, PrepareCommit, PrepareAbort, CompleteCommit, CompleteAbort, "
+                                     f"Dead and PrepareEpochFence")
+                if resp.error_code:
+                    progress.failed(node, broker_error(resp.error_code, f"ListTransactions on broker {node}"))
+                    continue
+                progress.done(node, [TransactionListing(t.transactional_id, t.producer_id, t.transaction_state)
+                                     for t in resp.transaction_states])
+
+        def steps(budget: Budget) -> Steps:
+            cluster = yield from self.describe_cluster().steps(self._rest(budget.deadline, (yield NOW), 0.001))
+            per_node = yield from self._rounds("list_transactions", cluster.brokers, step, True).steps(
+                self._rest(budget.deadline, (yield NOW)))
+            out = {t.transactional_id: t for listing in per_node.values() for t in listing}
+            return dict(sorted(out.items()))
+
+        return Op("list_transactions", steps)
+
+    def describe_transactions(self, transactional_ids: Iterable[str], raise_on_error: bool) -> Op:
+        wanted = list(dict.fromkeys(transactional_ids))
+
+        def step(progress: _Progress, deadline: float) -> Steps:
+            by_node: dict[int, list[str]] = {}
+            for tid, node in (yield from self._txn_coordinators(list(progress.todo))).items():
+                if isinstance(node, BaseException):
+                    progress.failed(tid, node)
+                else:
+                    by_node.setdefault(node, []).append(tid)
+            for node, tids in by_node.items():
+                _v, resp = yield from self._send(node, DESCRIBE_TRANSACTIONS,
+                                                 lambda v, tids=tids: DESCRIBE_TRANSACTIONS.Request(transactional_ids=tids))
+                for t in resp.transaction_states:
+                    if t.error_code in COORDINATOR_MOVED:
+                        self.txn_coordinators.pop(t.transactional_id, None)
+                    parts = sorted(TopicPartition(x.topic, p) for x in t.topics for p in x.partitions)
+                    value = TransactionDescription(
+                        t.transactional_id, node, t.transaction_state, t.producer_id, t.producer_epoch,
+                        t.transaction_timeout_ms,
+                        None if t.transaction_start_time_ms < 0 else t.transaction_start_time_ms, parts)
+                    self._settle(progress, t.transactional_id, t.error_code,
+                                 f"transactional id {t.transactional_id!r}", value)
+
+        return self._rounds("describe_transactions", wanted, step, raise_on_error)
+
+    def describe_producers(self, partitions: Iterable[Any], raise_on_error: bool) -> Op:
+        wanted = list(dict.fromkeys(_tp(p) for p in partitions))
+        TR = DESCRIBE_PRODUCERS.Request.TopicRequest
+
+        def step(progress: _Progress, deadline: float) -> Steps:
+            # The partition's leader keeps its producers' state.
+            for node, tps in (yield from self._by_leader(progress)).items():
+                topics: dict[str, list[int]] = {}
+                for tp in tps:
+                    topics.setdefault(tp.topic, []).append(tp.partition)
+                _v, resp = yield from self._send(node, DESCRIBE_PRODUCERS, lambda v, topics=topics: DESCRIBE_PRODUCERS.Request(
+                    topics=[TR(name=t, partition_indexes=ps) for t, ps in topics.items()]))
+                for t in resp.topics:
+                    for p in t.partitions:
+                        tp = TopicPartition(t.name, p.partition_index)
+                        value = sorted((ProducerState(
+                            s.producer_id, s.producer_epoch, s.last_sequence, s.last_timestamp, s.coordinator_epoch,
+                            None if s.current_txn_start_offset < 0 else s.current_txn_start_offset)
+                            for s in p.active_producers), key=lambda s: s.producer_id)
+                        self._settle(progress, tp, p.error_code, _label(tp), value, p.error_message)
+
+        return self._rounds("describe_producers", wanted, step, raise_on_error)
+
+    def abort_transaction(self, partition: Any, producer_id: int, producer_epoch: int,
+                          coordinator_epoch: int) -> Op:
+        tp = _tp(partition)
+        M = WRITE_TXN_MARKERS.Request.WritableTxnMarker
+
+        def step(progress: _Progress, deadline: float) -> Steps:
+            # The abort marker goes straight to the partition's leader, as the coordinator
+            # would write it: the way to end a transaction its coordinator lost (KIP-664).
+            for node, tps in (yield from self._by_leader(progress)).items():
+                request = WRITE_TXN_MARKERS.Request(markers=[M(
+                    producer_id=producer_id, producer_epoch=producer_epoch, transaction_result=False,
+                    topics=[M.WritableTxnMarkerTopic(name=tp.topic, partition_indexes=[tp.partition])],
+                    coordinator_epoch=coordinator_epoch)])
+                _v, resp = yield from self._send(node, WRITE_TXN_MARKERS, lambda v: request)
+                for m in resp.markers:
+                    for t in m.topics:
+                        for p in t.partitions:
+                            self._settle(progress, TopicPartition(t.name, p.partition_index), p.error_code,
+                                         f"aborting producer {producer_id}'s transaction on {_label(tp)}")
+
+        def steps(budget: Budget) -> Steps:
+            result = (yield from self._rounds("abort_transaction", [tp], step, False).steps(budget))[tp]
+            if isinstance(result, BaseException):
+                raise result
+            return None
+
+        return Op("abort_transaction", steps)
 
 
 def _described_binding(res: Any, a: Any) -> AclBinding:
