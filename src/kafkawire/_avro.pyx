@@ -19,7 +19,6 @@ from cpython.buffer cimport PyBuffer_FillInfo
 from kafkawire import _avro_columns as _plan
 from kafkawire._avro_columns import AvroDecodeError, AvroSchemaError
 
-import numpy as _np
 
 __all__ = ["State", "compile", "decode"]
 
@@ -346,6 +345,7 @@ cdef class State:
     """The growing buffers of one decoder's columns (reused call after call)."""
     cdef list cols
     cdef Py_ssize_t root
+    cdef int64_t empty_left
 
     def __init__(self, specs, root=0):
         cdef _Col c
@@ -431,6 +431,7 @@ cdef class _Step:
     cdef bytes raw
     cdef object msg
     cdef tuple members
+    cdef State state
 
     cdef Py_ssize_t run(self, const uint8_t* d, Py_ssize_t pos, Py_ssize_t end) except -1:
         cdef int code = self.code
@@ -540,9 +541,10 @@ cdef class _Step:
             if width:
                 if ucount > <uint64_t>((end - pos) // width):
                     raise Bad(f"a block of {ucount} items past the end of the payload")
-            elif ucount > <uint64_t>MAX_EMPTY_ITEMS:
-                raise Bad(f"a block of {ucount} items of no bytes each (at most "
-                          f"{MAX_EMPTY_ITEMS})")
+            elif ucount > <uint64_t>self.state.empty_left:
+                raise Bad(f"more than {MAX_EMPTY_ITEMS} items of no bytes each in one payload")
+            else:
+                self.state.empty_left -= <int64_t>ucount
             k = 0
             while k < ucount:
                 if self.code == O_MAP:
@@ -565,6 +567,7 @@ cdef class _Step:
 def compile(State state, op):
     """The runnable form of a plan step (its column resolved to the state's buffer)."""
     cdef _Step s = _Step()
+    s.state = state
     s.code = op.code
     s.col = state.cols[op.col] if op.col >= 0 else None
     s.subs = tuple(compile(state, o) for o in op.subs)
@@ -614,6 +617,7 @@ def decode(State state, decoder, offsets, data, valid, unframed, bint permissive
         start = offs[row]
         end = offs[row + 1]
         sid = -1
+        state.empty_left = MAX_EMPTY_ITEMS
         try:
             if framed:
                 if end - start < 5:

@@ -42,8 +42,8 @@ WIDTHS = {K_BOOL: 1, K_I32: 4, K_I64: 8, K_F32: 4, K_F64: 8, K_DEC: 16}
 
 _PRIMITIVES = ("null", "boolean", "int", "long", "float", "double", "bytes", "string")
 _NAMED = ("record", "error", "enum", "fixed")
-# Items of an array block whose items take no bytes (nulls, empty records) are not bounded by
-# the bytes left; a block may still not claim more than this many.
+# Items that take no bytes (nulls, empty records) are not bounded by the bytes left; one
+# payload may still not hold more than this many (arrays of arrays of them multiply).
 MAX_EMPTY_ITEMS = 1 << 20
 
 

@@ -119,6 +119,7 @@ class State:
     """The growing buffers of one decoder's columns (reused call after call)."""
 
     def __init__(self, specs, root=0):
+        self.empty_left = MAX_EMPTY_ITEMS
         self.cols = [_Col(s) for s in specs]
         for c, s in zip(self.cols, specs):
             c.children = [self.cols[i] for i in s.children]
@@ -134,12 +135,13 @@ class State:
 
 
 class _Step:
-    __slots__ = ("code", "col", "arg", "subs", "msg", "min_size", "members")
+    __slots__ = ("code", "col", "arg", "subs", "msg", "min_size", "members", "state")
 
 
 def compile(state, op):
     """The runnable form of a plan step (its column resolved to the state's buffer)."""
     s = _Step()
+    s.state = state
     s.code = op.code
     s.col = state.cols[op.col] if op.col >= 0 else None
     s.arg = op.arg
@@ -293,9 +295,10 @@ def _run(s, data, pos, end):
             if width:
                 if count > (end - pos) // width:
                     raise Bad(f"a block of {count} items past the end of the payload")
-            elif count > MAX_EMPTY_ITEMS:
-                raise Bad(f"a block of {count} items of no bytes each (at most "
-                          f"{MAX_EMPTY_ITEMS})")
+            elif count > s.state.empty_left:
+                raise Bad(f"more than {MAX_EMPTY_ITEMS} items of no bytes each in one payload")
+            else:
+                s.state.empty_left -= count
             for _ in range(count):
                 if code == O_MAP:
                     n, pos = _length(data, pos, end)
@@ -337,6 +340,7 @@ def decode(state, decoder, offsets, data, valid, unframed, permissive):
         start = int(offsets[row])
         end = int(offsets[row + 1])
         sid = None
+        state.empty_left = MAX_EMPTY_ITEMS
         try:
             if unframed is None:
                 if end - start < 5:

@@ -503,8 +503,18 @@ def test_zero_byte_items_are_bounded(impl):
     schema = {"type": "array", "items": "null"}
     decoder = AvroColumnDecoder(schema, framed=False, implementation=impl)
     assert decoder.decode(column([b"\x06\x00"])).to_pylist() == [[None] * 3]
-    with pytest.raises(AvroDecodeError, match="items of no bytes each"):
+    with pytest.raises(AvroDecodeError, match="more than 1048576 items of no bytes each"):
         decoder.decode(column([b"\xfe\xff\xff\xff\xff\xff\xff\xff\x7f\x00"]))
+    # many blocks, or arrays of arrays, share one budget per payload
+    nested = AvroColumnDecoder({"type": "array", "items": schema}, framed=False,
+                               implementation=impl)
+    inner = b"\x80\x80\x40\x00"  # 2**19 nulls
+    assert nested.decode(column([b"\x04" + inner * 2 + b"\x00"])).value_lengths().to_pylist() \
+        == [2]
+    with pytest.raises(AvroDecodeError, match="more than 1048576 items of no bytes each"):
+        nested.decode(column([b"\x06" + inner * 3 + b"\x00"]))
+    with pytest.raises(AvroDecodeError, match="more than 1048576 items of no bytes each"):
+        decoder.decode(column([b"\x80\x80\x40" * 3 + b"\x00"]))
 
 
 # --------------------------------------------------------------------------- inputs
