@@ -18,7 +18,8 @@ from typing import Any
 __version__ = "0.1.0"
 
 __all__ = ["__version__", "codec", "errors", "protocol", "Producer", "Consumer", "Admin",
-           "TopicPartition", "ConsumerRebalanceListener"]
+           "TopicPartition", "ConsumerRebalanceListener", "ShareConsumer", "ShareConsumerRecord",
+           "AcknowledgeType"]
 
 _LAZY = {
     "Producer": ("kafkawire.client.producer", "Producer"),
@@ -26,6 +27,9 @@ _LAZY = {
     "Admin": ("kafkawire.client.admin", "Admin"),
     "TopicPartition": ("kafkawire.client.consumer", "TopicPartition"),
     "ConsumerRebalanceListener": ("kafkawire.client.group", "ConsumerRebalanceListener"),
+    "ShareConsumer": ("kafkawire.client.share_consumer", "ShareConsumer"),
+    "ShareConsumerRecord": ("kafkawire.protocol.share_group", "ShareConsumerRecord"),
+    "AcknowledgeType": ("kafkawire.protocol.share_group", "AcknowledgeType"),
     "codec": ("kafkawire.codec", None),
     "errors": ("kafkawire.errors", None),
     "protocol": ("kafkawire.protocol", None),

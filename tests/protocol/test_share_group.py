@@ -294,3 +294,20 @@ def test_connection_failure_resets_the_session_and_backs_off():
     assert not [s for s in m.poll(0.05, meta) if s.kind == "fetch"]
     f = one_fetch(m, meta, 0.2)
     assert f.request.share_session_epoch == 0
+
+
+def test_share_options_mode_and_group_id():
+    from kafkawire.core.config import Config
+    from kafkawire.errors import ConfigError
+    from kafkawire.protocol.share_group import member_for, share_mode
+
+    rest, mode = share_mode({"share.acknowledgement.mode": "EXPLICIT", "group_id": "g"})
+    assert rest == {"group_id": "g"} and mode == "explicit"
+    assert share_mode({})[1] == "implicit"
+    with pytest.raises(ConfigError, match="implicit"):
+        share_mode({"share_acknowledgement_mode": "auto"})
+    m = member_for(Config.consumer(bootstrap_servers="127.0.0.1:9", group_id="g", max_poll_records=7,
+                                   fetch_max_wait_ms=100), mode)
+    assert m.explicit and m.max_records == 7 and m.max_wait_ms == 100
+    with pytest.raises(ConfigError, match="group_id"):
+        member_for(Config.consumer(bootstrap_servers="127.0.0.1:9"), "implicit")

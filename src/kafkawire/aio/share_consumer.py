@@ -13,11 +13,20 @@ import asyncio
 from typing import Any, Iterable, Mapping
 
 from kafkawire.aio.cluster import AsyncCluster
-from kafkawire.client.share_consumer import AcknowledgementCallback, new_member, share_options
+from kafkawire.core.config import Config, merge_options
 from kafkawire.errors import ClientClosedError, KafkaTimeoutError
 from kafkawire.protocol.fetcher import TopicPartition
 from kafkawire.protocol.metadata import check_topic_name
-from kafkawire.protocol.share_group import ACCEPT, Failed, MetadataNeeded, Send, ShareConsumerRecord
+from kafkawire.protocol.share_group import (
+    ACCEPT,
+    AcknowledgementCallback,
+    Failed,
+    MetadataNeeded,
+    Send,
+    ShareConsumerRecord,
+    member_for,
+    share_mode,
+)
 
 __all__ = ["AsyncShareConsumer"]
 
@@ -27,9 +36,10 @@ class AsyncShareConsumer:
     :class:`kafkawire.ShareConsumer`'s (``await`` poll, commit_sync, close)."""
 
     def __init__(self, config: Mapping[str, Any] | None = None, /, **options: Any):
-        self.config, mode = share_options("AsyncShareConsumer", config, options)
+        opts, mode = share_mode(merge_options("AsyncShareConsumer", config, options))
+        self.config = Config.consumer(**opts)
+        self._member = member_for(self.config, mode)
         self.cluster = AsyncCluster(self.config)
-        self._member = new_member(self.config, mode)
         self._answers: list[tuple[Send, Any, BaseException | None]] = []
         self._tasks: set[asyncio.Task] = set()
         self._waiter: asyncio.Future | None = None

@@ -15,51 +15,25 @@ Not thread-safe: call it from one thread.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
 from kafkawire.client.cluster import Cluster
 from kafkawire.core.config import Config, merge_options
-from kafkawire.errors import ClientClosedError, ConfigError, KafkaConnectionError, KafkaTimeoutError
+from kafkawire.errors import ClientClosedError, KafkaConnectionError, KafkaTimeoutError
 from kafkawire.protocol.fetcher import TopicPartition
 from kafkawire.protocol.metadata import check_topic_name
 from kafkawire.protocol.share_group import (
     ACCEPT,
+    AcknowledgementCallback,
     Failed,
     MetadataNeeded,
     Send,
     ShareConsumerRecord,
-    ShareGroupMember,
+    member_for,
+    share_mode,
 )
 
-__all__ = ["ShareConsumer", "ShareConsumerRecord", "share_options"]
-
-AcknowledgementCallback = Callable[[dict[TopicPartition, list[int]], "BaseException | None"], Any]
-
-_MODE_KEYS = ("share_acknowledgement_mode", "share.acknowledgement.mode")
-
-
-def share_options(client: str, config: Mapping[str, Any] | None, options: dict[str, Any]) -> tuple[Config, str]:
-    """A share consumer's options: the consumer's, plus ``share_acknowledgement_mode``
-    ("implicit" or "explicit", the Java client's share.acknowledgement.mode)."""
-    merged = dict(merge_options(client, config, options))
-    mode = "implicit"
-    for key in _MODE_KEYS:
-        if key in merged:
-            mode = str(merged.pop(key)).lower()
-    c = Config.consumer(**merged)
-    if not c.group_id:
-        raise ConfigError(f"{client} needs group_id: the share group its members read together")
-    if mode not in ("implicit", "explicit"):
-        raise ConfigError(f"share_acknowledgement_mode must be 'implicit' or 'explicit', not {mode!r}")
-    return c, mode
-
-
-def new_member(c: Config, mode: str) -> ShareGroupMember:
-    return ShareGroupMember(
-        c.group_id, acknowledgement_mode=mode, max_wait_ms=c.fetch_max_wait_ms, min_bytes=c.fetch_min_bytes,
-        max_bytes=c.fetch_max_bytes, max_records=c.max_poll_records, retry_backoff_ms=c.retry_backoff_ms,
-        check_crcs=c.check_crcs, key_deserializer=c.key_deserializer, value_deserializer=c.value_deserializer)
-
+__all__ = ["ShareConsumer", "ShareConsumerRecord"]
 
 class ShareConsumer:
     """A member of share group ``group_id``.  Options are the consumer's (Java names in
@@ -73,14 +47,15 @@ class ShareConsumer:
     with the next fetch; ``close()`` releases what the consumer holds and leaves."""
 
     def __init__(self, config: Mapping[str, Any] | None = None, /, **options: Any):
-        self.config, mode = share_options("ShareConsumer", config, options)
+        opts, mode = share_mode(merge_options("ShareConsumer", config, options))
+        self.config = Config.consumer(**opts)
+        self._member = member_for(self.config, mode)
         self.cluster = Cluster(self.config)
         try:
             self.cluster.probe(self.config.request_timeout_ms / 1000.0)
         except BaseException:
             self.cluster.close()
             raise
-        self._member = new_member(self.config, mode)
         self._answers: list[tuple[Send, Any, BaseException | None]] = []
         self._callback: AcknowledgementCallback | None = None
         self._closed = False

@@ -36,7 +36,7 @@ from __future__ import annotations
 import enum
 from collections import deque
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Callable
 
 from kafkawire import codec, errors
 from kafkawire.errors import KafkaWireError
@@ -59,11 +59,45 @@ __all__ = [
     "Failed",
     "AcknowledgementStateError",
     "ShareGroupFatalError",
+    "AcknowledgementCallback",
+    "share_mode",
+    "member_for",
 ]
 
 HEARTBEAT = apis.get("ShareGroupHeartbeat")
 SHARE_FETCH = apis.get("ShareFetch")
 SHARE_ACKNOWLEDGE = apis.get("ShareAcknowledge")
+
+
+#: ``callback(offsets, error)``: {partition: [offset, ...]} answered, None or the typed error.
+AcknowledgementCallback = Callable[[dict[TopicPartition, list[int]], "BaseException | None"], Any]
+
+_MODE_KEYS = ("share_acknowledgement_mode", "share.acknowledgement.mode")
+
+
+def share_mode(options: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """A share consumer's options split into the consumer's and its
+    ``share_acknowledgement_mode`` ("implicit" or "explicit", the Java client's
+    share.acknowledgement.mode)."""
+    rest = dict(options)
+    mode = "implicit"
+    for key in _MODE_KEYS:
+        if key in rest:
+            mode = str(rest.pop(key)).lower()
+    if mode not in ("implicit", "explicit"):
+        raise errors.ConfigError(f"share_acknowledgement_mode must be 'implicit' or 'explicit', not {mode!r}")
+    return rest, mode
+
+
+def member_for(config: Any, mode: str) -> ShareGroupMember:
+    """The member a share consumer with these (consumer) options drives."""
+    if not config.group_id:
+        raise errors.ConfigError("a share consumer needs group_id: the share group its members read together")
+    return ShareGroupMember(
+        config.group_id, acknowledgement_mode=mode, max_wait_ms=config.fetch_max_wait_ms,
+        min_bytes=config.fetch_min_bytes, max_bytes=config.fetch_max_bytes, max_records=config.max_poll_records,
+        retry_backoff_ms=config.retry_backoff_ms, check_crcs=config.check_crcs,
+        key_deserializer=config.key_deserializer, value_deserializer=config.value_deserializer)
 
 
 class AcknowledgeType(enum.IntEnum):
