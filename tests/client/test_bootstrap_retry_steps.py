@@ -14,11 +14,12 @@ from kafkawire.protocol.metadata import Backoffs, bootstrap_steps
 from kafkawire.protocol.steps import Await, Sleep, drive_async
 
 
-def _run(addresses: list[tuple[str, int]], timeout: float, fails: Any) -> tuple[Any, list[Any], float]:
+def _run(addresses: list[tuple[str, int]], timeout: float, fails: Any, base_ms: int = 100,
+         max_ms: int = 400) -> tuple[Any, list[Any], float]:
     """Run the bootstrap; ``fails(host, port, n)`` gives the exception of attempt n there
     (None: it answers).  The shell's side (the attempt records its failure) is played here."""
     clock = [0.0]
-    backoffs = Backoffs(100, 400, jitter=lambda: 1.0)
+    backoffs = Backoffs(base_ms, max_ms, jitter=lambda: 1.0)
     counts: dict[tuple[str, int], int] = {}
     log: list[Any] = []
 
@@ -68,3 +69,9 @@ def test_an_unresolvable_name_or_a_refusal_for_good_ends_at_once():
     out, log, spent = _run([("h", 1), ("h", 3)], 1.0,
                            lambda h, p, n: BrokerResolutionError("x") if p == 1 else BrokerConnectionRefusedError("y"))
     assert spent == 1.0 and [p for _t, _h, p in log].count(1) == 1 and out.retriable
+
+
+def test_no_backoff_configured_still_never_loops_without_a_wait():
+    out, log, spent = _run([("h", 1)], 0.5, lambda h, p, n: BrokerConnectionRefusedError("refused"), 0, 0)
+    assert out.retriable and spent == 0.5
+    assert 40 <= len(log) <= 51  # one attempt per 10 ms at most

@@ -273,10 +273,10 @@ def bootstrap_steps(addresses: list[tuple[str, int]], timeout: float,
     shell records each failure there), until the deadline; one that cannot be resolved,
     or that refuses for good (:func:`ends_at_once`), is not tried again, and when no
     address is left the bootstrap ends at once.  Without ``backoffs``, each address is
-    tried once (a client's constructor: see Cluster.probe).  Returns None once one answered, else
-    NoBrokersAvailableError (for the shell to raise) naming each address's attempts and
-    last error, and the time spent: retriable when it gave up at the deadline, not when
-    every address refused for good."""
+    tried once (a client's constructor: see Cluster.probe).  Returns None once one
+    answered, else NoBrokersAvailableError (for the shell to raise) naming each
+    address's attempts and last error, and the time spent: retriable when it gave up at
+    the deadline, not when every address refused for good."""
     start = yield NOW
     deadline = start + timeout
     tried: dict[tuple[str, int], list[Any]] = {}  # address -> [attempts, last error]
@@ -304,8 +304,10 @@ def bootstrap_steps(addresses: list[tuple[str, int]], timeout: float,
                     backoffs.failed(backoffs.get(host, port), exc, now)  # the shell did not
             now = yield NOW
             waits.append(backoffs.remaining(host, port, now) if backoffs is not None else 0.0)
-        if left and waits and min(waits) > 0 and now < deadline:
-            yield Sleep(min(min(waits), deadline - now))
+        if left and now < deadline:
+            # Every address was tried or is backing off: sleep until the first may be tried
+            # again (at least 10 ms, even with reconnect_backoff_ms=0: never a busy loop).
+            yield Sleep(min(max(min(waits, default=0.0), 0.01), deadline - now))
             now = yield NOW
     failures = [f"{h}:{p}: {n} attempt{'s' if n != 1 else ''}, the last {type(e).__name__}: {e}"
                 if n > 1 else f"{h}:{p}: {type(e).__name__}: {e}" for (h, p), (n, e) in tried.items()]
