@@ -28,6 +28,7 @@ from kafkawire.protocol.admin import *  # noqa: F403 - the result types, defined
 from kafkawire.protocol.admin import AdminCore, Op
 from kafkawire.protocol.fetcher import OffsetAndTimestamp
 from kafkawire.protocol.steps import Request
+from kafkawire.protocol import share_admin
 
 __all__ = ["AsyncAdmin"]
 
@@ -244,3 +245,68 @@ class AsyncAdmin:
         """As :meth:`kafkawire.Admin.abort_transaction`."""
         return await self._call(self._core.abort_transaction(partition, producer_id, producer_epoch,
                                                              coordinator_epoch), timeout)
+
+    # -- client quotas (KIP-546) ------------------------------------------------------------------
+
+    async def describe_client_quotas(self, match: Mapping[str, Any] | None = None, *, strict: bool = False,
+                                     timeout: float | None = None) -> dict[ClientQuotaEntity, dict[str, float]]:
+        """As :meth:`kafkawire.Admin.describe_client_quotas`."""
+        return await self._call(self._core.describe_client_quotas(match, strict), timeout)
+
+    async def alter_client_quotas(self, changes: Mapping[Any, Mapping[str, float | None]], *,
+                                  validate_only: bool = False, timeout: float | None = None,
+                                  raise_on_error: bool = True) -> dict[ClientQuotaEntity, None]:
+        """As :meth:`kafkawire.Admin.alter_client_quotas`."""
+        return await self._call(self._core.alter_client_quotas(changes, validate_only, raise_on_error), timeout)
+
+    # -- partition reassignments and leader elections ----------------------------------------------
+
+    async def alter_partition_reassignments(self, changes: Mapping[Any, Iterable[int] | None],
+                                            timeout: float | None = None, raise_on_error: bool = True
+                                            ) -> dict[TopicPartition, None]:
+        """As :meth:`kafkawire.Admin.alter_partition_reassignments`."""
+        return await self._call(self._core.alter_partition_reassignments(changes, raise_on_error), timeout)
+
+    async def list_partition_reassignments(self, partitions: Iterable[Any] | None = None,
+                                           timeout: float | None = None
+                                           ) -> dict[TopicPartition, PartitionReassignment]:
+        """As :meth:`kafkawire.Admin.list_partition_reassignments`."""
+        return await self._call(self._core.list_partition_reassignments(partitions), timeout)
+
+    async def elect_leaders(self, election_type: str = "preferred", partitions: Iterable[Any] | None = None,
+                            timeout: float | None = None, raise_on_error: bool = True
+                            ) -> dict[TopicPartition, None]:
+        """As :meth:`kafkawire.Admin.elect_leaders`."""
+        return await self._call(self._core.elect_leaders(election_type, partitions, raise_on_error), timeout)
+
+
+    # -- share groups (KIP-932) ---------------------------------------------------------------
+
+    async def list_share_groups(self, timeout: float | None = None) -> dict[str, GroupListing]:
+        """As :meth:`kafkawire.Admin.list_share_groups`."""
+        return await self._call(share_admin.list_share_groups(self._core), timeout)
+
+    async def describe_share_groups(self, group_ids: Iterable[str], timeout: float | None = None,
+                                    raise_on_error: bool = True) -> dict[str, share_admin.ShareGroupDescription]:
+        """As :meth:`kafkawire.Admin.describe_share_groups`."""
+        return await self._call(share_admin.describe_share_groups(self._core, group_ids, raise_on_error), timeout)
+
+    async def list_share_group_offsets(self, group_id: str, partitions: Iterable[Any] | None = None,
+                                       timeout: float | None = None, raise_on_error: bool = True
+                                       ) -> dict[TopicPartition, share_admin.ShareOffset | None]:
+        """As :meth:`kafkawire.Admin.list_share_group_offsets`."""
+        return await self._call(
+            share_admin.list_share_group_offsets(self._core, group_id, partitions, raise_on_error), timeout)
+
+    async def alter_share_group_offsets(self, group_id: str, offsets: Mapping[Any, int],
+                                        timeout: float | None = None, raise_on_error: bool = True
+                                        ) -> dict[TopicPartition, None]:
+        """As :meth:`kafkawire.Admin.alter_share_group_offsets`."""
+        return await self._call(
+            share_admin.alter_share_group_offsets(self._core, group_id, offsets, raise_on_error), timeout)
+
+    async def delete_share_group_offsets(self, group_id: str, topics: Iterable[str], timeout: float | None = None,
+                                         raise_on_error: bool = True) -> dict[str, None]:
+        """As :meth:`kafkawire.Admin.delete_share_group_offsets`."""
+        return await self._call(
+            share_admin.delete_share_group_offsets(self._core, group_id, topics, raise_on_error), timeout)

@@ -52,6 +52,7 @@ from kafkawire.protocol.admin import *  # noqa: F403 - the result types, defined
 from kafkawire.protocol.admin import RESULT_TYPES, AdminCore, Op
 from kafkawire.protocol.fetcher import OffsetAndTimestamp
 from kafkawire.protocol.steps import Request
+from kafkawire.protocol import share_admin
 
 __all__ = ["Admin", *RESULT_TYPES]
 
@@ -301,3 +302,80 @@ class Admin:
         cluster.  Raises the partition's error."""
         return self._call(self._core.abort_transaction(partition, producer_id, producer_epoch,
                                                        coordinator_epoch), timeout)
+
+    # -- client quotas (KIP-546) ------------------------------------------------------------------
+
+    def describe_client_quotas(self, match: Mapping[str, Any] | None = None, *, strict: bool = False,
+                               timeout: float | None = None) -> dict[ClientQuotaEntity, dict[str, float]]:
+        """The quotas (``producer_byte_rate``, ``consumer_byte_rate``, ``request_percentage``,
+        ``controller_mutation_rate``, ``connection_creation_rate``) of each entity that
+        matches: ``match`` maps an entity type ("user", "client-id", "ip") to a name, None
+        for that type's default, or ClientQuotaEntity.ANY for any name; an entity with other
+        types beside those matches too unless ``strict``.  No ``match``: every quota."""
+        return self._call(self._core.describe_client_quotas(match, strict), timeout)
+
+    def alter_client_quotas(self, changes: Mapping[Any, Mapping[str, float | None]], *,
+                            validate_only: bool = False, timeout: float | None = None,
+                            raise_on_error: bool = True) -> dict[ClientQuotaEntity, None]:
+        """Set quotas (a value) or remove them (None), per ClientQuotaEntity; other quotas
+        of the entity are left as they are."""
+        return self._call(self._core.alter_client_quotas(changes, validate_only, raise_on_error), timeout)
+
+    # -- partition reassignments and leader elections ----------------------------------------------
+
+    def alter_partition_reassignments(self, changes: Mapping[Any, Iterable[int] | None],
+                                      timeout: float | None = None, raise_on_error: bool = True
+                                      ) -> dict[TopicPartition, None]:
+        """Move each partition to the given replicas (the first is the preferred leader), or
+        cancel its reassignment in progress (None).  Returns once the controller accepted
+        it: the data moves afterwards (see :meth:`list_partition_reassignments`)."""
+        return self._call(self._core.alter_partition_reassignments(changes, raise_on_error), timeout)
+
+    def list_partition_reassignments(self, partitions: Iterable[Any] | None = None,
+                                     timeout: float | None = None) -> dict[TopicPartition, PartitionReassignment]:
+        """The reassignments in progress (of ``partitions``, or all)."""
+        return self._call(self._core.list_partition_reassignments(partitions), timeout)
+
+    def elect_leaders(self, election_type: str = "preferred", partitions: Iterable[Any] | None = None,
+                      timeout: float | None = None, raise_on_error: bool = True) -> dict[TopicPartition, None]:
+        """Elect leaders: "preferred" (the first replica, when in sync) or "unclean" (any
+        live replica, even one not in sync: may lose records), for ``partitions`` or every
+        partition (then only those elected are listed).  A partition already led as asked
+        holds ElectionNotNeededError."""
+        return self._call(self._core.elect_leaders(election_type, partitions, raise_on_error), timeout)
+
+
+    # -- share groups (KIP-932) ---------------------------------------------------------------
+
+    def list_share_groups(self, timeout: float | None = None) -> dict[str, GroupListing]:
+        """Every share group of the cluster (ListGroups to each broker, type "share")."""
+        return self._call(share_admin.list_share_groups(self._core), timeout)
+
+    def describe_share_groups(self, group_ids: Iterable[str], timeout: float | None = None,
+                              raise_on_error: bool = True) -> dict[str, share_admin.ShareGroupDescription]:
+        """State, epochs, assignor and members (their subscriptions and assignments) of each
+        share group, from its coordinator (ShareGroupDescribe).  An unknown group comes back
+        in state "Dead"."""
+        return self._call(share_admin.describe_share_groups(self._core, group_ids, raise_on_error), timeout)
+
+    def list_share_group_offsets(self, group_id: str, partitions: Iterable[Any] | None = None,
+                                 timeout: float | None = None, raise_on_error: bool = True
+                                 ) -> dict[TopicPartition, share_admin.ShareOffset | None]:
+        """The share group's start offset (and lag) of every partition it reads
+        (``partitions`` None), or of the ones asked for."""
+        return self._call(share_admin.list_share_group_offsets(self._core, group_id, partitions, raise_on_error),
+                          timeout)
+
+    def alter_share_group_offsets(self, group_id: str, offsets: Mapping[Any, int], timeout: float | None = None,
+                                  raise_on_error: bool = True) -> dict[TopicPartition, None]:
+        """Set the share group's start offset per partition (the group must have no
+        members: GroupNotEmptyError otherwise)."""
+        return self._call(share_admin.alter_share_group_offsets(self._core, group_id, offsets, raise_on_error),
+                          timeout)
+
+    def delete_share_group_offsets(self, group_id: str, topics: Iterable[str], timeout: float | None = None,
+                                   raise_on_error: bool = True) -> dict[str, None]:
+        """Forget the share group's start offsets of these topics (the group must have no
+        members reading them)."""
+        return self._call(share_admin.delete_share_group_offsets(self._core, group_id, topics, raise_on_error),
+                          timeout)

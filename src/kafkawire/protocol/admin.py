@@ -37,6 +37,7 @@ RESULT_TYPES = [
     "AclOperation",
     "AclPermissionType",
     "AdminError",
+    "ClientQuotaEntity",
     "BrokerInfo",
     "ClusterDescription",
     "ConfigEntry",
@@ -51,6 +52,7 @@ RESULT_TYPES = [
     "OffsetAndMetadata",
     "PartitionInfo",
     "PartitionLag",
+    "PartitionReassignment",
     "PatternType",
     "ProducerState",
     "ResourceType",
@@ -89,6 +91,11 @@ WRITE_TXN_MARKERS = apis.get("WriteTxnMarkers")
 DESCRIBE_PRODUCERS = apis.get("DescribeProducers")
 DESCRIBE_TRANSACTIONS = apis.get("DescribeTransactions")
 LIST_TRANSACTIONS = apis.get("ListTransactions")
+ELECT_LEADERS = apis.get("ElectLeaders")
+ALTER_PARTITION_REASSIGNMENTS = apis.get("AlterPartitionReassignments")
+LIST_PARTITION_REASSIGNMENTS = apis.get("ListPartitionReassignments")
+DESCRIBE_CLIENT_QUOTAS = apis.get("DescribeClientQuotas")
+ALTER_CLIENT_QUOTAS = apis.get("AlterClientQuotas")
 
 # Answers worth asking again after a backoff: the cluster is moving (leaders, controller,
 # coordinators) or was slow.  Other codes the error table calls retriable, such as
@@ -543,6 +550,42 @@ class ProducerState:
     last_timestamp: int
     coordinator_epoch: int
     current_txn_start_offset: int | None
+
+
+# -- client quotas (KIP-546), reassignments and elections --------------------------------------
+
+
+class ClientQuotaEntity(tuple):
+    """Whom a quota is for: entity type (``"user"``, ``"client-id"``, ``"ip"``) to name,
+    None naming that type's default, as in ``ClientQuotaEntity({"user": "alice"})`` or
+    ``ClientQuotaEntity(user="alice", client_id=None)`` (alice's default for any client
+    id).  Hashable; ``dict(entity)`` gives the mapping back."""
+
+    #: In :meth:`kafkawire.Admin.describe_client_quotas`' ``match``: any name of that type.
+    ANY: Any = type("AnyName", (), {"__repr__": lambda self: "ClientQuotaEntity.ANY"})()
+
+    def __new__(cls, entity: Mapping[str, str | None] | None = None, **names: str | None) -> ClientQuotaEntity:
+        items = dict(entity or {})
+        items.update({k.replace("_", "-"): v for k, v in names.items()})
+        if not items:
+            raise ValueError("a client quota entity names at least one of user, client-id, ip")
+        return super().__new__(cls, tuple(sorted(items.items())))
+
+    def __repr__(self) -> str:
+        return f"ClientQuotaEntity({dict(self)!r})"
+
+
+@dataclass(frozen=True)
+class PartitionReassignment:
+    """A reassignment in progress: the partition's replicas now, and of them the ones being
+    added and the ones to be removed once the added have caught up."""
+
+    replicas: list[int]
+    adding_replicas: list[int]
+    removing_replicas: list[int]
+
+
+_ELECTION_TYPES = {"preferred": 0, "unclean": 1}
 
 
 def _scram_mechanism_type(mechanism: Any) -> int:
@@ -1789,6 +1832,137 @@ class AdminCore:
             return None
 
         return Op("abort_transaction", steps)
+
+    # -- client quotas (KIP-546) ------------------------------------------------------------------
+    # Any broker answers: Kafka's brokers forward the changes to the active controller.
+
+    def describe_client_quotas(self, match: Mapping[str, Any] | None, strict: bool) -> Op:
+        CD = DESCRIBE_CLIENT_QUOTAS.Request.ComponentData
+        components = []
+        for etype, name in (match or {}).items():
+            etype = etype.replace("_", "-")
+            if name is ClientQuotaEntity.ANY:
+                components.append(CD(entity_type=etype, match_type=2, match=None))
+            elif name is None:
+                components.append(CD(entity_type=etype, match_type=1, match=None))
+            else:
+                components.append(CD(entity_type=etype, match_type=0, match=str(name)))
+
+        def fetch(deadline: float) -> Steps:
+            _v, resp = yield from self._send(None, DESCRIBE_CLIENT_QUOTAS, lambda v: DESCRIBE_CLIENT_QUOTAS.Request(
+                components=components, strict=strict))
+            if resp.error_code:
+                raise broker_error(resp.error_code, "describe_client_quotas", resp.error_message)
+            out = {ClientQuotaEntity({e.entity_type: e.entity_name for e in entry.entity}):
+                   dict(sorted((v.key, v.value) for v in entry.values))
+                   for entry in resp.entries or []}
+            return dict(sorted(out.items(), key=lambda kv: [(t, n is not None, n or "") for t, n in kv[0]]))
+
+        return self._one("describe_client_quotas", fetch)
+
+    def alter_client_quotas(self, changes: Mapping[Any, Mapping[str, float | None]], validate_only: bool,
+                            raise_on_error: bool) -> Op:
+        wanted = {e if isinstance(e, ClientQuotaEntity) else ClientQuotaEntity(dict(e)): dict(ops)
+                  for e, ops in changes.items()}
+        ED = ALTER_CLIENT_QUOTAS.Request.EntryData
+
+        def step(progress: _Progress, deadline: float) -> Steps:
+            request = ALTER_CLIENT_QUOTAS.Request(validate_only=validate_only, entries=[ED(
+                entity=[ED.EntityData(entity_type=t, entity_name=n) for t, n in e],
+                # A None value removes the quota: the entity falls back to the next default.
+                ops=[ED.OpData(key=k, value=0.0 if v is None else float(v), remove=v is None)
+                     for k, v in wanted[e].items()]) for e in progress.todo])
+            _v, resp = yield from self._send(None, ALTER_CLIENT_QUOTAS, lambda v: request)
+            for r in resp.entries:
+                e = ClientQuotaEntity({x.entity_type: x.entity_name for x in r.entity})
+                self._settle(progress, e, r.error_code, f"client quotas of {dict(e)}", None, r.error_message)
+
+        return self._rounds("alter_client_quotas", wanted, step, raise_on_error)
+
+    # -- partition reassignments and leader elections ----------------------------------------------
+
+    def alter_partition_reassignments(self, changes: Mapping[Any, Iterable[int] | None], raise_on_error: bool) -> Op:
+        wanted = {_tp(k): None if v is None else [int(x) for x in v] for k, v in changes.items()}
+        RT = ALTER_PARTITION_REASSIGNMENTS.Request.ReassignableTopic
+
+        def step(progress: _Progress, deadline: float) -> Steps:
+            topics: dict[str, list[Any]] = {}
+            for tp in progress.todo:
+                # Null replicas cancel the partition's reassignment in progress.
+                topics.setdefault(tp.topic, []).append(
+                    RT.ReassignablePartition(partition_index=tp.partition, replicas=wanted[tp]))
+            now = yield NOW
+            _v, resp = yield from self._send(None, ALTER_PARTITION_REASSIGNMENTS, lambda v: ALTER_PARTITION_REASSIGNMENTS.Request(
+                timeout_ms=self._ms_left(deadline, now), topics=[RT(name=t, partitions=ps) for t, ps in topics.items()]))
+            if resp.error_code:
+                for tp in list(progress.todo):
+                    self._settle(progress, tp, resp.error_code, f"reassigning {_label(tp)}", None, resp.error_message)
+                return
+            for t in resp.responses:
+                for p in t.partitions:
+                    tp = TopicPartition(t.name, p.partition_index)
+                    self._settle(progress, tp, p.error_code, f"reassigning {_label(tp)}", None, p.error_message)
+
+        return self._rounds("alter_partition_reassignments", wanted, step, raise_on_error)
+
+    def list_partition_reassignments(self, partitions: Iterable[Any] | None) -> Op:
+        wanted = None if partitions is None else list(dict.fromkeys(_tp(p) for p in partitions))
+        LT = LIST_PARTITION_REASSIGNMENTS.Request.ListPartitionReassignmentsTopics
+
+        def fetch(deadline: float) -> Steps:
+            topics = None
+            if wanted is not None:
+                grouped: dict[str, list[int]] = {}
+                for tp in wanted:
+                    grouped.setdefault(tp.topic, []).append(tp.partition)
+                topics = [LT(name=t, partition_indexes=ps) for t, ps in grouped.items()]
+            now = yield NOW
+            _v, resp = yield from self._send(None, LIST_PARTITION_REASSIGNMENTS, lambda v: LIST_PARTITION_REASSIGNMENTS.Request(
+                timeout_ms=self._ms_left(deadline, now), topics=topics))
+            if resp.error_code:
+                raise broker_error(resp.error_code, "list_partition_reassignments", resp.error_message)
+            out = {TopicPartition(t.name, p.partition_index): PartitionReassignment(
+                       list(p.replicas), list(p.adding_replicas), list(p.removing_replicas))
+                   for t in resp.topics for p in t.partitions}
+            return dict(sorted(out.items()))
+
+        return self._one("list_partition_reassignments", fetch)
+
+    def elect_leaders(self, election_type: str, partitions: Iterable[Any] | None, raise_on_error: bool) -> Op:
+        try:
+            etype = _ELECTION_TYPES[election_type.lower()]
+        except (KeyError, AttributeError):
+            raise ValueError(f"election_type is 'preferred' or 'unclean', not {election_type!r}") from None
+        wanted = None if partitions is None else list(dict.fromkeys(_tp(p) for p in partitions))
+        TPS = ELECT_LEADERS.Request.TopicPartitions
+
+        def fetch(deadline: float) -> Steps:
+            topics = None
+            if wanted is not None:
+                grouped: dict[str, list[int]] = {}
+                for tp in wanted:
+                    grouped.setdefault(tp.topic, []).append(tp.partition)
+                topics = [TPS(topic=t, partitions=ps) for t, ps in grouped.items()]
+            now = yield NOW
+
+            def build(version: int) -> Any:
+                if version < 1 and etype:
+                    raise errors.UnsupportedVersionError("elect_leaders: unclean election needs ElectLeaders v1 (Kafka 2.4)")
+                return ELECT_LEADERS.Request(election_type=etype, topic_partitions=topics,
+                                             timeout_ms=self._ms_left(deadline, now))
+
+            _v, resp = yield from self._send(None, ELECT_LEADERS, build)
+            if resp.error_code:
+                raise broker_error(resp.error_code, f"elect_leaders ({election_type})")
+            out: dict[TopicPartition, Any] = {}
+            for t in resp.replica_election_results:
+                for p in t.partition_result:
+                    tp = TopicPartition(t.topic, p.partition_id)
+                    out[tp] = (broker_error(p.error_code, f"{election_type} election of {_label(tp)}", p.error_message)
+                               if p.error_code else None)
+            return dict(sorted(out.items()))
+
+        return self._checked(self._one("elect_leaders", fetch), raise_on_error)
 
 
 def _described_binding(res: Any, a: Any) -> AclBinding:
