@@ -135,6 +135,7 @@ def test_short_lived_tokens_are_refreshed_and_the_connection_logs_in_again(kafka
             final = {id(c): c for c in _conns(producer)}
         finally:
             producer.close()
+            provider.close()
     finally:
         oidc.token_lifetime_s = 3600.0
     brokers = [c for c in first.values() if c.node_id is not None]
@@ -146,8 +147,9 @@ def test_short_lived_tokens_are_refreshed_and_the_connection_logs_in_again(kafka
         assert c.sasl_result.session_lifetime_ms <= 6000
     # A new token for each re-login window (about every 5 s over 14 s), not one per login,
     # the later ones fetched ahead on the provider's timer thread, not inside a login.
-    assert 3 <= oidc.tokens_issued - issued <= 6, oidc.tokens_issued - issued
-    assert provider.fetches == oidc.tokens_issued - issued
+    # (The endpoint's own count may include a token fetched ahead for an earlier test's
+    # client whose last token was taken just before it closed.)
+    assert 3 <= provider.fetches <= 6 and oidc.tokens_issued - issued >= provider.fetches, provider.fetches
     assert provider.background_fetches >= 2, (provider.fetches, provider.background_fetches)
 
 
