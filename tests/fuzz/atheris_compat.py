@@ -22,6 +22,7 @@ offset near -2**63 is not followed.
 
 from __future__ import annotations
 
+import faulthandler
 import os
 import random
 import struct
@@ -262,6 +263,9 @@ def check(data: bytes) -> None:
     _compare(body, flags)
 
 
+HANG_SECONDS = 120
+
+
 def _mutate(rng: random.Random, data: bytes) -> bytes:
     buf = bytearray(data)
     for _ in range(rng.randint(1, 6)):
@@ -309,14 +313,23 @@ def loop(seconds: float, seed: int, keep_going: bool) -> tuple[int, dict]:
     deadline = time.monotonic() + seconds
     runs = 0
     kinds: dict[str, list] = {}
+    # an input that takes minutes (a loop that does not end, in host or drop-in) ends the
+    # run with every thread's stack; the input is in the file named at the start
+    last = os.path.abspath(f"fuzz-compat-last-input-{os.getpid()}.bin")
+    print(f"each input is written to {last} before it is read", flush=True)
     while time.monotonic() < deadline:
         data = _mutate(rng, rng.choice(corpus))
+        with open(last, "wb") as f:
+            f.write(data)
+        faulthandler.dump_traceback_later(HANG_SECONDS, exit=True)
         try:
             check(data)
         except AssertionError as exc:
             if not keep_going:
                 raise
             kinds.setdefault(_kind(exc), [0, data])[0] += 1
+        finally:
+            faulthandler.cancel_dump_traceback_later()
         runs += 1
         if runs % 50 == 0 and len(corpus) < 5000:
             corpus.append(data)
@@ -336,6 +349,7 @@ def main() -> None:
         keep_going = "--keep-going" in args
         print(f"{host}: mutation loop, seed {seed}, {seconds:.0f} s", flush=True)
         runs, kinds = loop(seconds, seed, keep_going)
+        os.unlink(os.path.abspath(f"fuzz-compat-last-input-{os.getpid()}.bin"))
         if not kinds:
             print(f"{host}: {runs} inputs, no difference", flush=True)
             return
