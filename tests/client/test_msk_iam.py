@@ -14,8 +14,8 @@ from urllib.parse import parse_qsl, quote, urlsplit
 
 import pytest
 
-pytest.importorskip("aws_msk_iam_sasl_signer", reason="the msk-iam extra (aws-msk-iam-sasl-signer-python)")
-
+# The test extra installs AWS's signer: a missing one fails here rather than skipping.
+import aws_msk_iam_sasl_signer  # noqa: E402,F401
 from kafkawire.client import _oidc  # noqa: E402
 from kafkawire.client.config import Config  # noqa: E402
 from kafkawire.oauth import MskIamTokenProvider  # noqa: E402
