@@ -542,6 +542,11 @@ def test_payload_column_forms(impl):
     valid = np.array([p is not None for p in payloads], np.uint8)
     assert decoder.decode((offsets, data, valid)).to_pylist() == expected
     assert decoder.decode(column([])).to_pylist() == []
+    # offsets that point outside the data are refused before anything is read
+    for bad in ((np.array([0, 9, 4]), data), (np.array([-1, 4]), data),
+                (np.array([0, len(data) + 1]), data)):
+        with pytest.raises(AvroSchemaError, match="payload offsets"):
+            decoder.decode(bad)
     unframed = AvroColumnDecoder(SIMPLE, framed=False, implementation=impl)
     assert unframed.decode(column([p and p[5:] for p in payloads])).to_pylist() == expected
 
