@@ -119,12 +119,15 @@ NULL_WRAPPER_MESSAGE = "Value of compressed message is None"
 
 def _wrapper_value(view, magic: int) -> tuple[int, int] | None:
     """(start, length) of the value of the magic 0/1 message ``view`` (one whole entry);
-    None when its key or value length runs past its end (the codec says how)."""
+    None when its key length is invalid or a length runs past its end (the codec says
+    how)."""
     n = len(view)
     pos = _LEGACY_KEY_AT[magic]
     if n - pos < 4:
         return None
     (klen,) = _INT32.unpack_from(view, pos)
+    if klen < -1:
+        return None  # an invalid key length: the codec says so
     pos += 4 + max(klen, 0)
     if n - pos < 4:
         return None
