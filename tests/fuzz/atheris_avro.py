@@ -5,6 +5,10 @@ Run it (installs nothing; `pip install atheris` first) with
 
     .venv/bin/python tests/fuzz/atheris_avro.py -max_total_time=60 [corpus_dir]
 
+or without atheris, a seeded mutation loop over the seeds (byte changes, cuts, insertions):
+
+    .venv/bin/python tests/fuzz/atheris_avro.py --loop [--seconds 300] [--seed N]
+
 The first byte of an input picks one of SCHEMAS; the rest is cut into payloads at each
 0xFF 0xFE pair and each one is framed with schema id 1 (or left as it is when the input's
 second byte is odd, to reach the header checks).  The compiled decoder and the twin must
@@ -318,8 +322,57 @@ def check(data: bytes) -> None:
         assert mine == theirs, (row, mine, theirs)
 
 
-if __name__ == "__main__":  # pragma: no cover
-    import atheris
+def mutate(rng, data: bytes) -> bytes:
+    """``data`` with one to three bytes changed, runs cut out or bytes put in (past its
+    first two, which pick the schema and the framing)."""
+    out = bytearray(data)
+    for _ in range(rng.randrange(1, 4)):
+        j = rng.randrange(2, len(out)) if len(out) > 2 else len(out)
+        op = rng.randrange(3)
+        if op == 0 and j < len(out):
+            out[j] = rng.randrange(256)
+        elif op == 1:
+            del out[j:j + rng.randrange(1, 4)]
+        else:
+            out[j:j] = bytes([rng.randrange(256)])
+    return bytes(out)
 
-    atheris.Setup(sys.argv, check)
-    atheris.Fuzz()
+
+def loop(seconds: float, seed: int) -> int:
+    """Mutations of the seeds checked for ``seconds``; the input that fails is printed."""
+    import random
+    import time
+
+    rng = random.Random(seed)
+    corpus = seeds()
+    for data in corpus:
+        check(data)
+    count = 0
+    stop = time.monotonic() + seconds
+    while time.monotonic() < stop:
+        data = mutate(rng, rng.choice(corpus))
+        try:
+            check(data)
+        except AssertionError:
+            print(f"disagreement on {data!r}", file=sys.stderr)
+            raise
+        count += 1
+    print(f"atheris_avro --loop: {count} inputs, no disagreement (seed {seed})")
+    return count
+
+
+if __name__ == "__main__":  # pragma: no cover
+    if "--loop" in sys.argv:
+        import argparse
+
+        ap = argparse.ArgumentParser()
+        ap.add_argument("--loop", action="store_true")
+        ap.add_argument("--seconds", type=float, default=300)
+        ap.add_argument("--seed", type=int, default=1)
+        opts = ap.parse_args()
+        loop(opts.seconds, opts.seed)
+    else:
+        import atheris
+
+        atheris.Setup(sys.argv, check)
+        atheris.Fuzz()
