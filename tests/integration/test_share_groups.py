@@ -21,7 +21,9 @@ from typing import Any, Iterator
 import pytest
 
 from kafkawire import Producer
+from kafkawire.aio.admin import AsyncAdmin
 from kafkawire.aio.share_consumer import AsyncShareConsumer
+from kafkawire.client.admin import Admin
 from kafkawire.client.cluster import Cluster
 from kafkawire.client.share_consumer import ShareConsumer
 from kafkawire.core.config import Config
@@ -264,3 +266,69 @@ def test_async_members_disjoint_all_release_and_callback(share_kafka):
     assert [r.delivery_count for r in again] == [2]
     accepted = {(tp[1], o) for offsets, err in results if err is None for tp, offs in offsets.items() for o in offs}
     assert accepted == set(flat)  # every record given was accepted, (0, 7) on its second delivery
+
+
+def test_admin_lists_describes_and_moves_share_group_offsets(share_kafka):
+    k = share_kafka
+    topic = create_topic(k.bootstrap, "share-admin", partitions=2)
+    group = new_group(k)
+    with Producer(bootstrap_servers=k.bootstrap) as p:
+        for i in range(20):
+            p.send(topic, value=b"v%d" % i, partition=i % 2)
+        p.flush(20)
+    members = [consumer(k, group, topic) for _ in range(2)]
+    with Admin(bootstrap_servers=k.bootstrap) as admin:
+        try:
+            early: list[Any] = []  # what polls gave while the members were joining
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline and not all(c.assignment() for c in members):
+                for c in members:
+                    early += c.poll(0.1)
+            assert group in admin.list_share_groups()
+            desc = admin.describe_share_groups([group])[group]
+            assert desc.state == "Stable" and desc.group_epoch >= 1
+            assert sorted(m.member_id for m in desc.members) == sorted(c.member_id for c in members)
+            assert all(m.subscription == [topic] for m in desc.members)
+            owned = sorted(p for m in desc.members for p in m.assignment.get(topic, []))
+            assert owned == [0, 1]
+            assert {(topic, p) for m in desc.members for p in m.assignment[topic]} == \
+                set().union(*(c.assignment() for c in members))
+            got = drain(members, 20 - len(early))
+            assert sorted((r.partition, r.offset) for r in early + [r for part in got for r in part]) == \
+                [(p, o) for p in (0, 1) for o in range(10)]
+            for c in members:
+                c.commit_sync(10)
+        finally:
+            for c in members:
+                c.close(10)
+        # Every record accepted: no lag left on either partition.  (Kafka 4.4 may still name
+        # the start offset the group began at: the lag is what says all was acknowledged.)
+        deadline = time.monotonic() + 20
+        while True:
+            offsets = admin.list_share_group_offsets(group)
+            if [o.lag for o in offsets.values()] == [0, 0] or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        assert sorted(offsets) == [(topic, 0), (topic, 1)]
+        assert [o.lag for o in offsets.values()] == [0, 0]
+        assert all(0 <= o.start_offset <= 10 for o in offsets.values())
+        assert admin.describe_share_groups([group])[group].state == "Empty"
+        assert admin.describe_share_groups(["no-such-share-group"])["no-such-share-group"].state == "Dead"
+
+        # Back to 4 on partition 0: its records from there come again, as new deliveries.
+        assert admin.alter_share_group_offsets(group, {(topic, 0): 4}) == {(topic, 0): None}
+        assert admin.list_share_group_offsets(group, [(topic, 0)])[(topic, 0)].start_offset == 4
+        with consumer(k, group, topic) as again:
+            (recs,) = drain([again], 6, timeout=20)
+        assert sorted((r.partition, r.offset, r.delivery_count) for r in recs) == [(0, o, 1) for o in range(4, 10)]
+
+        assert admin.delete_share_group_offsets(group, [topic]) == {topic: None}
+        assert admin.list_share_group_offsets(group) == {}
+
+        async def described() -> Any:
+            async with AsyncAdmin(bootstrap_servers=k.bootstrap) as aadmin:
+                return (await aadmin.list_share_groups(), await aadmin.describe_share_groups([group]),
+                        await aadmin.list_share_group_offsets(group))
+
+        listed, adesc, aoffsets = asyncio.run(asyncio.wait_for(described(), 30))
+        assert group in listed and adesc[group].state == "Empty" and aoffsets == {}
