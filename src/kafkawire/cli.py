@@ -1,5 +1,6 @@
 """The ``kafkawire`` command: produce, consume, metadata, offsets, topics (list, describe,
-config, create, delete), groups (list, describe, delete, reset-offsets), broker, registry, bench, demo.
+config, create, delete), groups (list, describe, delete, reset-offsets), acls, quotas, transactions,
+reassign, broker, registry, bench, demo.
 
 Run ``kafkawire <command> --help`` (or ``python -m kafkawire ...``) for each command's
 options.  Progress of long work goes to stderr; data goes to stdout.
@@ -923,6 +924,343 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+# -- acls, quotas, transactions, reassign: the operator's commands ---------------------------
+
+
+def _plain(value: Any) -> Any:
+    """``value`` (results of the admin calls) as JSON's types: enums by name."""
+    import dataclasses
+    import enum
+
+    if isinstance(value, enum.Enum):
+        return value.name
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _partition_arg(text: str) -> tuple[str, int]:
+    topic, sep, partition = text.rpartition(":")
+    if not sep or not topic or not partition.isdigit():
+        raise SystemExit(f"kafkawire: expected TOPIC:PARTITION, got {text!r}")
+    return topic, int(partition)
+
+
+def _failures(command: str, results: dict[Any, Any], say: Any) -> int:
+    """Print each result's line (``say(item, result)``) or its error; 2 if any failed."""
+    failed = 0
+    for item, result in results.items():
+        if isinstance(result, BaseException):
+            failed += 1
+            print(f"kafkawire {command}: {result}", file=sys.stderr)
+        else:
+            say(item, result)
+    return 2 if failed else 0
+
+
+def _acl_filter(args: argparse.Namespace) -> Any:
+    from kafkawire.client.admin import AclBindingFilter
+
+    try:
+        return AclBindingFilter(args.resource_type or "any", args.name, args.pattern_type or "any",
+                                args.principal, args.host, args.operation or "any", args.permission or "any")
+    except ValueError as exc:
+        raise SystemExit(f"kafkawire acls: {exc}") from None
+
+
+def _acl_row(b: Any) -> list[Any]:
+    return [b.resource_type.name, b.name, b.pattern_type.name, b.principal, b.host, b.operation.name,
+            b.permission_type.name]
+
+
+_ACL_HEADERS = ["RESOURCE-TYPE", "NAME", "PATTERN", "PRINCIPAL", "HOST", "OPERATION", "PERMISSION"]
+
+
+def cmd_acls(args: argparse.Namespace) -> int:
+    from kafkawire.client.admin import AclBinding
+
+    if args.action == "add":
+        try:
+            bindings = [AclBinding(args.resource_type, args.name, principal, op,
+                                   "deny" if args.deny else "allow", args.host or "*", args.pattern_type or "literal")
+                        for principal in args.principal for op in args.operation]
+            for b in bindings:
+                b._check()
+        except ValueError as exc:
+            raise SystemExit(f"kafkawire acls add: {exc}") from None
+        with _admin(args) as admin:
+            done = admin.create_acls(bindings, raise_on_error=False)
+        if args.json:
+            print(json.dumps([dict(_plain(b), error=None if r is None else str(r)) for b, r in done.items()], indent=2))
+            return 2 if any(r is not None for r in done.values()) else 0
+        return _failures("acls add", done, lambda b, _r: print("added " + " ".join(map(str, _acl_row(b)))))
+    acl_filter = _acl_filter(args)
+    with _admin(args) as admin:
+        if args.action == "list":
+            found = admin.describe_acls(acl_filter)
+            if args.json:
+                print(json.dumps(_plain(found), indent=2))
+            else:
+                _table(_ACL_HEADERS, [_acl_row(b) for b in found])
+            return 0
+        if acl_filter == type(acl_filter)() and not args.all:
+            raise SystemExit("kafkawire acls remove: no filter given; pass --all to remove every ACL")
+        deleted = admin.delete_acls([acl_filter], raise_on_error=False)[acl_filter]
+    if isinstance(deleted, BaseException):
+        print(f"kafkawire acls remove: {deleted}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(_plain(deleted), indent=2))
+    else:
+        for b in deleted:
+            print("removed " + " ".join(map(str, _acl_row(b))))
+    return 0
+
+
+def _quota_entity(args: argparse.Namespace, *, for_match: bool) -> dict[str, Any]:
+    from kafkawire.client.admin import ClientQuotaEntity
+
+    entity: dict[str, Any] = {}
+    for etype, name, default in (("user", args.user, args.user_default),
+                                 ("client-id", args.client_id, args.client_default), ("ip", args.ip, args.ip_default)):
+        if name is not None and default:
+            raise SystemExit(f"kafkawire quotas: give a {etype} name or its default, not both")
+        if name is not None:
+            entity[etype] = name
+        elif default:
+            entity[etype] = None
+        elif for_match and getattr(args, "any_" + etype.replace("-", "_"), False):
+            entity[etype] = ClientQuotaEntity.ANY
+    return entity
+
+
+def _entity_text(entity: Any) -> str:
+    return ", ".join(f"{t} {'<default>' if n is None else repr(n)}" for t, n in entity)
+
+
+def cmd_quotas(args: argparse.Namespace) -> int:
+    from kafkawire.client.admin import ClientQuotaEntity
+
+    if args.action == "list":
+        match = _quota_entity(args, for_match=True)
+        with _admin(args) as admin:
+            found = admin.describe_client_quotas(match or None, strict=args.strict)
+        if args.json:
+            print(json.dumps([{"entity": dict(e), "quotas": q} for e, q in found.items()], indent=2))
+        else:
+            _table(["ENTITY", "QUOTA", "VALUE"], [[_entity_text(e), k, v] for e, q in found.items() for k, v in q.items()])
+        return 0
+    entity = _quota_entity(args, for_match=False)
+    if not entity:
+        raise SystemExit("kafkawire quotas set: name the entity: --user, --client-id, --ip or their --*-default")
+    ops: dict[str, float | None] = {}
+    for name, value in _key_values(args.set, "--set").items():
+        try:
+            ops[name] = float(value)
+        except ValueError:
+            raise SystemExit(f"kafkawire quotas set: --set {name}= expects a number, got {value!r}") from None
+    ops.update(dict.fromkeys(args.delete or []))
+    if not ops:
+        raise SystemExit("kafkawire quotas set: nothing to change: give --set NAME=VALUE or --delete NAME")
+    key = ClientQuotaEntity(entity)
+    with _admin(args) as admin:
+        result = admin.alter_client_quotas({key: ops}, raise_on_error=False)[key]
+    if isinstance(result, BaseException):
+        print(f"kafkawire quotas set: {result}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps({"entity": dict(key), "changed": ops}, indent=2))
+    else:
+        print(f"altered quotas of {_entity_text(key)}")
+    return 0
+
+
+def cmd_transactions(args: argparse.Namespace) -> int:
+    with _admin(args) as admin:
+        if args.action == "list":
+            try:
+                found = admin.list_transactions(states=args.state, producer_ids=args.producer_id,
+                                                min_duration_ms=args.min_duration_ms)
+            except ValueError as exc:
+                raise SystemExit(f"kafkawire transactions list: {exc}") from None
+            if args.json:
+                print(json.dumps(_plain(found), indent=2))
+            else:
+                _table(["TRANSACTIONAL-ID", "PRODUCER-ID", "STATE"],
+                       [[t.transactional_id, t.producer_id, t.state] for t in found.values()])
+            return 0
+        if args.action == "describe":
+            described = admin.describe_transactions(args.transactional_ids, raise_on_error=False)
+            if args.json:
+                print(json.dumps({k: str(v) if isinstance(v, BaseException) else _plain(v)
+                                  for k, v in described.items()}, indent=2))
+                return 2 if any(isinstance(v, BaseException) for v in described.values()) else 0
+            rows: list[list[Any]] = []
+            code = _failures("transactions describe", described, lambda k, d: rows.append([
+                d.transactional_id, d.coordinator, d.state, d.producer_id, d.producer_epoch, d.timeout_ms,
+                d.start_time_ms, ",".join(f"{p.topic}-{p.partition}" for p in d.partitions) or None]))
+            if rows:
+                _table(["TRANSACTIONAL-ID", "COORDINATOR", "STATE", "PRODUCER-ID", "EPOCH", "TIMEOUT-MS",
+                        "START-TIME-MS", "PARTITIONS"], rows)
+            return code
+        tp = _partition_arg(args.partition)
+        producers = admin.describe_producers([tp], raise_on_error=False)
+        states = next(iter(producers.values()))
+        if isinstance(states, BaseException):
+            print(f"kafkawire transactions {args.action}: {states}", file=sys.stderr)
+            return 2
+        if args.action == "producers":
+            if args.json:
+                print(json.dumps(_plain(states), indent=2))
+            else:
+                _table(["PRODUCER-ID", "EPOCH", "LAST-SEQUENCE", "LAST-TIMESTAMP", "COORDINATOR-EPOCH",
+                        "TXN-START-OFFSET"],
+                       [[s.producer_id, s.producer_epoch, s.last_sequence, s.last_timestamp, s.coordinator_epoch,
+                         s.current_txn_start_offset] for s in states])
+            return 0
+        # abort: the producer whose open transaction began at --start-offset, as Kafka's tool finds it.
+        match = [s for s in states if s.current_txn_start_offset == args.start_offset]
+        if not match:
+            print(f"kafkawire transactions abort: no open transaction on {args.partition} begins at offset "
+                  f"{args.start_offset}; `kafkawire transactions producers {args.partition}` lists them",
+                  file=sys.stderr)
+            return 2
+        s = match[0]
+        admin.abort_transaction(tp, s.producer_id, s.producer_epoch, max(s.coordinator_epoch, 0))
+        if args.json:
+            print(json.dumps({"aborted": _plain(s)}, indent=2))
+        else:
+            print(f"aborted producer {s.producer_id}'s transaction on {args.partition} "
+                  f"(begun at offset {args.start_offset})")
+    return 0
+
+
+def cmd_reassign(args: argparse.Namespace) -> int:
+    with _admin(args) as admin:
+        if args.action == "list":
+            found = admin.list_partition_reassignments()
+            if args.json:
+                print(json.dumps({f"{tp.topic}:{tp.partition}": _plain(r) for tp, r in found.items()}, indent=2))
+            else:
+                _table(["PARTITION", "REPLICAS", "ADDING", "REMOVING"],
+                       [[f"{tp.topic}:{tp.partition}", _replicas(r.replicas), _replicas(r.adding_replicas),
+                         _replicas(r.removing_replicas)] for tp, r in found.items()])
+            return 0
+        if args.action == "elect":
+            parts = [_partition_arg(p) for p in args.partitions] or None
+            results = admin.elect_leaders("unclean" if args.unclean else "preferred", parts, raise_on_error=False)
+            verb = "elected"
+        else:
+            changes: dict[Any, Any] = {}
+            for item in args.partitions:
+                if args.action == "cancel":
+                    changes[_partition_arg(item)] = None
+                    continue
+                where, sep, replicas = item.partition("=")
+                try:
+                    nodes = [int(n) for n in replicas.split(",")] if sep else []
+                except ValueError:
+                    nodes = []
+                if not nodes:
+                    raise SystemExit(f"kafkawire reassign move: expected TOPIC:PARTITION=NODE,NODE..., got {item!r}")
+                changes[_partition_arg(where)] = nodes
+            results = admin.alter_partition_reassignments(changes, raise_on_error=False)
+            verb = "cancelled the reassignment of" if args.action == "cancel" else "reassigning"
+    if args.json:
+        print(json.dumps({f"{tp.topic}:{tp.partition}": None if r is None else str(r) for tp, r in results.items()},
+                         indent=2))
+        return 2 if any(r is not None for r in results.values()) else 0
+    return _failures(f"reassign {args.action}", results,
+                     lambda tp, _r: print(f"{verb} {tp.topic}:{tp.partition}"))
+
+
+def _add_operations_commands(sub: Any, client: Any) -> None:
+    """`acls`, `quotas`, `transactions` and `reassign`."""
+    p = sub.add_parser("acls", help="list, add or remove ACLs (the brokers need an authorizer)")
+    actions = p.add_subparsers(dest="action", required=True)
+    for name, helptext in (("list", "the ACLs that match the filter options (all: every ACL)"),
+                           ("add", "allow (or --deny) principals operations on a resource"),
+                           ("remove", "remove every ACL that matches the filter options")):
+        q = actions.add_parser(name, help=helptext)
+        client(q)
+        q.add_argument("--json", action="store_true")
+        adding = name == "add"
+        q.add_argument("--resource-type", required=adding,
+                       help="topic, group, cluster, transactional_id, delegation_token, user" + ("" if adding else ", any"))
+        q.add_argument("--name", required=adding, help="the resource's name (* for all; kafka-cluster for the cluster)")
+        q.add_argument("--pattern-type", help="literal or prefixed" + ("" if adding else ", match or any (default)"))
+        q.add_argument("--principal", action="append" if adding else "store", required=adding,
+                       help="User:NAME" + (", repeatable" if adding else ""))
+        q.add_argument("--host", help="the client's address (default: any)")
+        q.add_argument("--operation", action="append" if adding else "store", required=adding,
+                       help="read, write, create, delete, alter, describe, all, ..." + (", repeatable" if adding else ""))
+        if adding:
+            q.add_argument("--deny", action="store_true", help="deny instead of allow")
+        else:
+            q.add_argument("--permission", help="allow or deny (default: either)")
+        if name == "remove":
+            q.add_argument("--all", action="store_true", help="with no filter option: remove every ACL")
+    p.set_defaults(func=cmd_acls)
+
+    p = sub.add_parser("quotas", help="list or set client quotas (by user, client id, IP)")
+    actions = p.add_subparsers(dest="action", required=True)
+    for name in ("list", "set"):
+        q = actions.add_parser(name, help="quotas that match" if name == "list" else "set or delete an entity's quotas")
+        client(q)
+        q.add_argument("--json", action="store_true")
+        for flag in ("user", "client-id", "ip"):
+            q.add_argument(f"--{flag}", help=f"the {flag}")
+            short = flag.split("-")[0]
+            q.add_argument(f"--{short}-default", action="store_true", help=f"the default {flag}")
+            if name == "list":
+                q.add_argument(f"--any-{flag}", action="store_true", help=f"any {flag} with its own quotas")
+        if name == "list":
+            q.add_argument("--strict", action="store_true", help="only entities with exactly the types given")
+        else:
+            q.add_argument("--set", action="append", metavar="NAME=VALUE",
+                           help="producer_byte_rate, consumer_byte_rate, request_percentage, ...; repeatable")
+            q.add_argument("--delete", action="append", metavar="NAME", help="remove that quota; repeatable")
+    p.set_defaults(func=cmd_quotas)
+
+    p = sub.add_parser("transactions", help="list and describe transactions, their producers; abort a hanging one")
+    actions = p.add_subparsers(dest="action", required=True)
+    q = actions.add_parser("list", help="every transactional id, with its producer and state")
+    q.add_argument("--state", action="append", help="only in this state (Ongoing, CompleteCommit, ...); repeatable")
+    q.add_argument("--producer-id", action="append", type=int, help="only of this producer id; repeatable")
+    q.add_argument("--min-duration-ms", type=int, help="only open at least this long")
+    q2 = actions.add_parser("describe", help="state, producer, timeout and partitions of transactional ids")
+    q2.add_argument("transactional_ids", nargs="+", metavar="TRANSACTIONAL_ID")
+    q3 = actions.add_parser("producers", help="the producers a partition's leader remembers")
+    q3.add_argument("partition", metavar="TOPIC:PARTITION")
+    q4 = actions.add_parser("abort", help="abort the open transaction that began at --start-offset")
+    q4.add_argument("partition", metavar="TOPIC:PARTITION")
+    q4.add_argument("--start-offset", type=int, required=True, help="where the transaction began "
+                                                                   "(`transactions producers` shows it)")
+    for q in (q, q2, q3, q4):
+        client(q)
+        q.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_transactions)
+
+    p = sub.add_parser("reassign", help="move partitions' replicas, list or cancel moves, elect leaders")
+    actions = p.add_subparsers(dest="action", required=True)
+    q = actions.add_parser("list", help="the reassignments in progress")
+    q2 = actions.add_parser("move", help="move partitions to the given replicas (the first is preferred leader)")
+    q2.add_argument("partitions", nargs="+", metavar="TOPIC:PARTITION=NODE,NODE...")
+    q3 = actions.add_parser("cancel", help="cancel partitions' reassignments in progress")
+    q3.add_argument("partitions", nargs="+", metavar="TOPIC:PARTITION")
+    q4 = actions.add_parser("elect", help="elect the preferred leader (or --unclean: any live replica)")
+    q4.add_argument("partitions", nargs="*", metavar="TOPIC:PARTITION", help="default: every partition")
+    q4.add_argument("--unclean", action="store_true", help="elect a replica not in sync if need be (may lose records)")
+    for q in (q, q2, q3, q4):
+        client(q)
+        q.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_reassign)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kafkawire", description="A Kafka client with a compiled codec.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -1072,6 +1410,7 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--no-spark", action="store_true",
                            help="skip the Spark stage (windowed totals to a second topic through format('kafkawire'))")
         p.set_defaults(func=cmd_bench if name == "bench" else cmd_demo)
+    _add_operations_commands(sub, client)
     return parser
 
 
