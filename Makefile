@@ -137,9 +137,15 @@ soak-kafka: build kafka
 demo: build
 	$(PY) -m kafkawire demo
 
+# The codec's two implementations against each other, each drop-in against its host
+# (tests/fuzz/atheris_compat.py), and the Avro column decoder against its twin and fastavro
+# (tests/fuzz/atheris_avro.py); `--loop` in the last two runs them without atheris.
 fuzz: build
 	$(PY) -m pip install --quiet atheris
 	$(PY) tests/fuzz/atheris_codec.py -max_total_time=$${FUZZ_SECONDS:-300}
+	$(PY) tests/fuzz/atheris_compat.py kafka-python -max_total_time=$${FUZZ_SECONDS:-300}
+	$(PY) tests/fuzz/atheris_compat.py aiokafka -max_total_time=$${FUZZ_SECONDS:-300}
+	$(PY) tests/fuzz/atheris_avro.py -max_total_time=$${FUZZ_SECONDS:-300}
 
 # `make dist`: the sdist, a manylinux wheel and a pure-Python py3-none-any wheel in dist/,
 # then proof: each wheel goes into a fresh virtualenv (made here, from the same Python) on a
@@ -193,6 +199,7 @@ dist: $(STAMP)
 	$(PY) -m zipfile -l dist/*-manylinux*.whl | grep -q '_accumulate.*\.so' || { echo "dist: no accumulator extension in the manylinux wheel" >&2; exit 1; }
 	$(PY) -m zipfile -l dist/*-manylinux*.whl | grep -q '_compat.*\.so' || { echo "dist: no drop-in record factory extension in the manylinux wheel" >&2; exit 1; }
 	$(PY) -m zipfile -l dist/*-manylinux*.whl | grep -q '_frames.*\.so' || { echo "dist: no frames extension in the manylinux wheel" >&2; exit 1; }
+	$(PY) -m zipfile -l dist/*-manylinux*.whl | grep -q '/_avro\..*\.so' || { echo "dist: no Avro column decoder extension in the manylinux wheel" >&2; exit 1; }
 	! $(PY) -m zipfile -l dist/*-py3-none-any.whl | grep -E '\.(so|pyd|c) ' || { echo "dist: compiled files in the pure wheel" >&2; exit 1; }
 	@echo "== proof: the manylinux wheel, Cython codec"
 	$(call dist_prove,dist/*-manylinux*.whl,cython,$(DIST_WORK)/cython)
@@ -201,4 +208,4 @@ dist: $(STAMP)
 	@ls -l dist
 
 clean:
-	rm -rf build dist src/kafkawire/_codec.c src/kafkawire/_accumulate.c src/kafkawire/_compat.c src/kafkawire/_frames.c src/kafkawire/*.so
+	rm -rf build dist src/kafkawire/_codec.c src/kafkawire/_accumulate.c src/kafkawire/_compat.c src/kafkawire/_frames.c src/kafkawire/_avro.c src/kafkawire/*.so

@@ -32,7 +32,8 @@ SRC_DIR = PACKAGE_DIR.parent
 
 TOP_MODULES = ["codec", "_pycodec", "compression", "errors", "_errors_base", "_errors_codec",
                "_errors_table", "_errors_client", "_columnar", "_pycodec_crc", "_pycodec_primitives",
-               "_pycodec_records", "_pycodec_decode", "_pycodec_columnar", "_pycodec_encode"]
+               "_pycodec_records", "_pycodec_decode", "_pycodec_columnar", "_pycodec_encode",
+               "_avro_columns", "_pyavro", "_errors_sasl"]
 
 
 def sans_io_files() -> dict[str, Path]:
