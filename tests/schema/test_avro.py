@@ -405,3 +405,15 @@ def test_reader_with_top_level_fields_added_and_removed(client: Any, confluent: 
     deep = AvroDeserializer(client, nested)
     assert deep(payloads[2]) == {"id": 2, "where": {"x": 2, "y": -1}}
     assert list(deep._pairs.values())[0][2] is None
+
+
+def test_an_asyncio_registry_client_is_refused_with_the_fix(apicurio_registry: ApicurioRegistry) -> None:
+    from kafkawire.schema import AsyncSchemaRegistryClient
+
+    aclient = AsyncSchemaRegistryClient(apicurio_registry.url)
+    for make in (lambda: AvroSerializer(aclient, V1), lambda: AvroDeserializer(aclient)):
+        with pytest.raises(ConfigError, match="not an AsyncSchemaRegistryClient"):
+            make()
+    import asyncio
+
+    asyncio.run(aclient.close())

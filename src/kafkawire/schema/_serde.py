@@ -14,6 +14,7 @@ __all__ = [
     "VALUE",
     "RecordContext",
     "SubjectNameStrategy",
+    "blocking_registry",
     "record_subject",
     "strategy",
     "topic_record_subject",
@@ -108,6 +109,19 @@ def strategy(value: str | SubjectNameStrategy) -> SubjectNameStrategy:
         raise ConfigError(f"subject_name_strategy {value!r}: use 'topic', 'record' or 'topic-record', "
                           f"or a callable (topic, field, record_name) -> subject")
     return found
+
+
+def blocking_registry(registry: Any, what: str) -> Any:
+    """``registry`` if the serializers can call it: a blocking client (they run inside
+    the clients' synchronous send and poll paths), not the asyncio one."""
+    import inspect
+
+    if inspect.iscoroutinefunction(getattr(registry, "_call", None)):
+        raise ConfigError(
+            f"{what} takes a SchemaRegistryClient, not an AsyncSchemaRegistryClient: the clients "
+            f"call serializers synchronously, also in asyncio programs, and the registry is asked "
+            f"only once per schema (cached), so give it SchemaRegistryClient(url)")
+    return registry
 
 
 def context_of(ctx: Any, topic: str | None, field: str) -> RecordContext:

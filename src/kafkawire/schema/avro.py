@@ -35,7 +35,15 @@ from fastavro._read_common import SchemaResolutionError as _FastavroResolutionEr
 from kafkawire.errors import ConfigError
 from kafkawire.schema._avro_writer import compile_writer
 from kafkawire.schema._core import Schema, _as_schema
-from kafkawire.schema._serde import KEY, VALUE, RecordContext, SubjectNameStrategy, context_of, strategy
+from kafkawire.schema._serde import (
+    KEY,
+    VALUE,
+    RecordContext,
+    SubjectNameStrategy,
+    blocking_registry,
+    context_of,
+    strategy,
+)
 from kafkawire.schema.errors import (
     IncompatibleSchemaError,
     PayloadDecodeError,
@@ -118,7 +126,7 @@ class AvroSerializer:
                               "auto_register would replace with this one: pass auto_register=False")
         if schema is None and not use_latest_version:
             raise ConfigError("give the writer schema, or use_latest_version=True (with auto_register=False)")
-        self.registry = registry
+        self.registry = registry if registry is None else blocking_registry(registry, type(self).__name__)
         self.schema = None if schema is None else _as_schema(schema)
         if self.schema is not None and self.schema.schema_type != "AVRO":
             raise ConfigError(f"AvroSerializer takes an AVRO schema, not {self.schema.schema_type}")
@@ -259,7 +267,7 @@ class AvroDeserializer:
         if use_latest_version and reader_schema is not None:
             raise ConfigError("use_latest_version reads into the subject's latest schema: give it "
                               "or a reader_schema, not both")
-        self.registry = registry
+        self.registry = registry if registry is None else blocking_registry(registry, type(self).__name__)
         self.reader_schema = None if reader_schema is None else _as_schema(reader_schema)
         self.topic = topic
         self.field = KEY if is_key else VALUE

@@ -20,7 +20,15 @@ from typing import Any, Callable
 
 from kafkawire.errors import ConfigError
 from kafkawire.schema._core import Schema
-from kafkawire.schema._serde import KEY, VALUE, RecordContext, SubjectNameStrategy, context_of, strategy
+from kafkawire.schema._serde import (
+    KEY,
+    VALUE,
+    RecordContext,
+    SubjectNameStrategy,
+    blocking_registry,
+    context_of,
+    strategy,
+)
 from kafkawire.schema.errors import (
     IncompatibleSchemaError,
     PayloadDecodeError,
@@ -129,7 +137,7 @@ class JSONSerializer:
                               "auto_register would replace with this one: pass auto_register=False")
         if schema is None and not use_latest_version:
             raise ConfigError("give the schema, or use_latest_version=True (with auto_register=False)")
-        self.registry = registry
+        self.registry = registry if registry is None else blocking_registry(registry, type(self).__name__)
         self.schema = None if schema is None else _as_json_schema(schema)
         self.topic = topic
         self.field = KEY if is_key else VALUE
@@ -204,7 +212,7 @@ class JSONDeserializer:
                  from_dict: Callable[[Any, RecordContext], Any] | None = None):
         if registry is None and validate and schema is None:
             raise ConfigError("to validate, give the registry (the writer's schema) or a schema")
-        self.registry = registry
+        self.registry = registry if registry is None else blocking_registry(registry, type(self).__name__)
         self.topic = topic
         self.field = KEY if is_key else VALUE
         self.validate = validate

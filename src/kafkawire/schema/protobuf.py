@@ -20,7 +20,15 @@ from typing import Any, Callable
 
 from kafkawire.errors import ConfigError
 from kafkawire.schema._core import Schema, SchemaReference
-from kafkawire.schema._serde import KEY, VALUE, RecordContext, SubjectNameStrategy, context_of, strategy
+from kafkawire.schema._serde import (
+    KEY,
+    VALUE,
+    RecordContext,
+    SubjectNameStrategy,
+    blocking_registry,
+    context_of,
+    strategy,
+)
 from kafkawire.schema.errors import (
     IncompatibleSchemaError,
     PayloadDecodeError,
@@ -81,7 +89,7 @@ class ProtobufSerializer:
         descriptor = getattr(message_type, "DESCRIPTOR", None)
         if descriptor is None or not hasattr(descriptor, "file"):
             raise ConfigError(f"message_type must be a generated Protobuf message class, not {message_type!r}")
-        self.registry = registry
+        self.registry = registry if registry is None else blocking_registry(registry, type(self).__name__)
         self.message_type = message_type
         self.topic = topic
         self.field = KEY if is_key else VALUE
