@@ -29,7 +29,7 @@ from kafkawire.client.share_consumer import ShareConsumer
 from kafkawire.core.config import Config
 from kafkawire.protocol import apis
 from kafkawire.protocol.share_group import ACCEPT, REJECT, RELEASE
-from kafkawire.testing.kafka import KafkaCluster
+from kafkawire.testing.kafka import KAFKA_VERSION, KafkaCluster, java_binary, kafka_jars
 from topics import create_topic, unique_name
 
 pytestmark = [pytest.mark.broker, pytest.mark.groups]
@@ -332,3 +332,55 @@ def test_admin_lists_describes_and_moves_share_group_offsets(share_kafka):
 
         listed, adesc, aoffsets = asyncio.run(asyncio.wait_for(described(), 30))
         assert group in listed and adesc[group].state == "Empty" and aoffsets == {}
+
+
+JAVA_READER = os.path.join(os.path.dirname(__file__), "java", "ShareReader.java")
+
+
+def test_kafkawire_and_java_share_consumers_in_one_group(share_kafka):
+    k = share_kafka
+    topic = create_topic(k.bootstrap, "share-java", partitions=3)
+    group = new_group(k)
+    libs = os.path.join(kafka_jars(KAFKA_VERSION), "*")
+    java = subprocess.Popen([java_binary(), "-cp", libs, JAVA_READER, k.bootstrap, group, topic, "6", "60"],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    members = [consumer(k, group, topic) for _ in range(2)]
+    try:
+        got: list[Any] = []
+        with Admin(bootstrap_servers=k.bootstrap) as admin:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                for c in members:
+                    got += c.poll(0.2)
+                desc = admin.describe_share_groups([group])[group]
+                if len(desc.members) == 3 and all(m.assignment for m in desc.members):
+                    break
+            assert len(desc.members) == 3
+            client_ids = {m.client_id for m in desc.members}
+        with Producer(bootstrap_servers=k.bootstrap) as p:
+            for i in range(300):
+                p.send(topic, value=b"v%d" % i, partition=i % 3)
+            p.flush(20)
+        while java.poll() is None:
+            for c in members:
+                got += c.poll(0.2)
+        out, _ = java.communicate(timeout=10)
+        assert java.returncode == 0
+        java_got = [tuple(int(x) for x in line.split("\t")[1:]) for line in out.splitlines()
+                    if line.startswith("record\t")]
+        deadline = time.monotonic() + 20
+        while len(got) + len(java_got) < 300 and time.monotonic() < deadline:
+            for c in members:
+                got += c.poll(0.2)
+        ours = [(r.partition, r.offset) for r in got]
+        theirs = [(p, o) for p, o, _count in java_got]
+        # Disjoint, and together every record (each once: nothing was redelivered).
+        assert java_got and ours, (len(java_got), len(ours), client_ids)
+        assert {count for _p, _o, count in java_got} == {1} and {r.delivery_count for r in got} == {1}
+        assert sorted(ours + theirs) == [(p, o) for p in range(3) for o in range(100)]
+    finally:
+        if java.poll() is None:
+            java.kill()
+            java.wait(10)
+        for c in members:
+            c.close(10)
