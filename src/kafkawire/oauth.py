@@ -12,7 +12,7 @@ then reuses it and one after gets a new one.
 
 from __future__ import annotations
 
-from kafkawire.client._oidc import MskIamTokenProvider, OidcTokenProvider
+from kafkawire.core.oidc import MskIamTokenProvider, OidcTokenProvider
 from kafkawire.protocol.sasl import (
     OAuthBearerCredentialsError,
     OAuthBearerEndpointError,

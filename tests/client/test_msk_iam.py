@@ -16,7 +16,7 @@ import pytest
 
 # The test extra installs AWS's signer: a missing one fails here rather than skipping.
 import aws_msk_iam_sasl_signer  # noqa: E402,F401
-from kafkawire.client import _oidc  # noqa: E402
+from kafkawire.core import oidc as _oidc  # noqa: E402
 from kafkawire.client.config import Config  # noqa: E402
 from kafkawire.oauth import MskIamTokenProvider  # noqa: E402
 from kafkawire.protocol.sasl import OAuthBearerToken  # noqa: E402

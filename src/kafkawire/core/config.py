@@ -714,7 +714,7 @@ class Config:
 
     def _oidc_provider(self) -> Any:
         """The token provider that fetches from sasl_oauthbearer_token_endpoint_url."""
-        from kafkawire.client._oidc import OidcTokenProvider
+        from kafkawire.core.oidc import OidcTokenProvider
         from kafkawire.protocol.sasl import OidcLogin
 
         if not self.sasl_oauthbearer_token_endpoint_url:

@@ -1,7 +1,7 @@
 """OAUTHBEARER tokens from an OAuth 2 / OIDC token endpoint (KIP-768), as decisions with no
 I/O: what to send (:meth:`OidcLogin.request`), what an answer means
 (:meth:`OidcLogin.accept`: a token, or a typed error), when to fetch the next token and
-how long to wait between failed attempts.  A transport (``kafkawire.client._oidc``) sends
+how long to wait between failed attempts.  A transport (``kafkawire.core.oidc``) sends
 the request, reads the clock and sleeps.
 
 Grants: ``client_credentials`` (RFC 6749 section 4.4), with the client authenticated by
