@@ -311,3 +311,22 @@ def test_share_options_mode_and_group_id():
     assert m.explicit and m.max_records == 7 and m.max_wait_ms == 100
     with pytest.raises(ConfigError, match="group_id"):
         member_for(Config.consumer(bootstrap_servers="127.0.0.1:9"), "implicit")
+
+
+def test_explicit_commit_sends_what_is_acknowledged_and_keeps_the_rest():
+    m, meta = joined(acknowledgement_mode="explicit")
+    f = one_fetch(m, meta)
+    m.on_answer(f, fetch_answer(0, range(3), [(0, 2, 1)]), 0.0, meta)
+    recs = m.take_records(10)
+    m.acknowledge(recs[1], REJECT)
+    c = m.commit(0.0)
+    (ack,) = [s for s in m.poll(0.0, meta) if s.kind == "ack"]
+    assert batches(ack) == {0: [(1, 1, [REJECT])]}
+    m.on_answer(ack, ack_answer({0: 0}), 0.0, meta)
+    assert c.done and c.results == {("t", 0): None}
+    with pytest.raises(AcknowledgementStateError, match="2 record"):
+        m.take_records(10)
+    m.acknowledge(recs[0])
+    m.acknowledge(recs[2], RELEASE)
+    assert m.take_records(10) == []
+    assert batches(one_fetch(m, meta))[0] == [(0, 0, [ACCEPT]), (2, 2, [RELEASE])]

@@ -406,8 +406,19 @@ class ShareGroupMember:
             self._delivered.setdefault(TopicPartition(r.topic, r.partition), {})[r.offset] = None
         return out
 
-    def _settle_delivered(self) -> None:
+    def _settle_delivered(self, partial: bool = False) -> None:
+        """The last poll's records into the acknowledgements to send: with ``partial``
+        (an explicit-mode commit) only those acknowledged, the rest wait for theirs."""
         if not self._delivered:
+            return
+        if partial and self.explicit:
+            for tp, offs in self._delivered.items():
+                done = {o: t for o, t in offs.items() if t is not None}
+                if done:
+                    self._acks.setdefault(tp, {}).update(done)
+                    for o in done:
+                        del offs[o]
+            self._delivered = {tp: offs for tp, offs in self._delivered.items() if offs}
             return
         if self.explicit:
             missing = sum(1 for offs in self._delivered.values() for t in offs.values() if t is None)
@@ -446,8 +457,9 @@ class ShareGroupMember:
 
     def commit(self, now: float) -> Commit:
         """Send every acknowledgement held (the last poll's too) in ShareAcknowledge
-        requests; the Commit is done when their answers are in."""
-        self._settle_delivered()
+        requests; the Commit is done when their answers are in.  In explicit mode only the
+        records acknowledged so far go; the others can still be acknowledged."""
+        self._settle_delivered(partial=True)
         c = Commit(self._acks)
         self._acks = {}
         if not c.done:
