@@ -45,7 +45,7 @@ def sans_io_files() -> dict[str, Path]:
         if parts[-1] == "__init__":
             parts.pop()
         files[".".join(parts)] = path
-    files.update({f"kafkawire.schema.{m}": PACKAGE_DIR / "schema" / f"{m}.py" for m in ("_core", "errors", "framing")})
+    files.update({f"kafkawire.schema.{m}": PACKAGE_DIR / "schema" / f"{m}.py" for m in ("_core", "errors", "framing", "_serde", "_avro_writer")})
     return files
 
 
