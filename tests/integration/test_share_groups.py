@@ -384,3 +384,42 @@ def test_kafkawire_and_java_share_consumers_in_one_group(share_kafka):
             java.wait(10)
         for c in members:
             c.close(10)
+
+
+EXAMPLE = '''
+from kafkawire import Admin, AcknowledgeType, Producer, ShareConsumer
+
+with Producer(bootstrap_servers=BOOTSTRAP) as producer:
+    for job in (b"resize", b"flaky", b"poison", b"thumbnail"):
+        producer.send("jobs", value=job)
+
+# A new share group starts at the end of the topic: start this one at the beginning.
+with Admin(bootstrap_servers=BOOTSTRAP) as admin:
+    admin.alter_share_group_offsets("workers", {("jobs", 0): 0})
+
+done = []
+with ShareConsumer(bootstrap_servers=BOOTSTRAP, group_id="workers",
+                   share_acknowledgement_mode="explicit") as worker:
+    worker.subscribe(["jobs"])
+    while len(done) < 4:
+        for job in worker.poll(timeout=1.0):
+            if job.value == b"flaky" and job.delivery_count == 1:
+                worker.acknowledge(job, AcknowledgeType.RELEASE)  # delivered again, count 2
+                continue
+            if job.value == b"poison":
+                worker.acknowledge(job, AcknowledgeType.REJECT)   # never delivered again
+            else:
+                worker.acknowledge(job, AcknowledgeType.ACCEPT)
+            done.append((job.value, job.delivery_count))
+print(sorted(done))
+'''
+
+
+def test_readme_work_queue_example(share_kafka, capsys):
+    """The example given for the README's "work queues with share groups", run as written
+    but on a fresh topic and group."""
+    topic, group = create_topic(share_kafka.bootstrap, "jobs"), unique_name("workers")
+    code = EXAMPLE.replace('"jobs"', repr(topic)).replace('"workers"', repr(group))
+    exec(compile(code, "README example", "exec"), {"BOOTSTRAP": share_kafka.bootstrap})
+    assert capsys.readouterr().out.strip() == \
+        "[(b'flaky', 2), (b'poison', 1), (b'resize', 1), (b'thumbnail', 1)]"
