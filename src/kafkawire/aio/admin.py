@@ -310,3 +310,15 @@ class AsyncAdmin:
         """As :meth:`kafkawire.Admin.delete_share_group_offsets`."""
         return await self._call(
             share_admin.delete_share_group_offsets(self._core, group_id, topics, raise_on_error), timeout)
+
+    # -- log directories --------------------------------------------------------------------------
+
+    async def describe_log_dirs(self, brokers: Iterable[int] | None = None, timeout: float | None = None,
+                                raise_on_error: bool = True) -> dict[int, dict[str, LogDirDescription]]:
+        """As :meth:`kafkawire.Admin.describe_log_dirs`."""
+        return await self._call(self._core.describe_log_dirs(brokers, raise_on_error), timeout)
+
+    async def alter_replica_log_dirs(self, moves: Mapping[Any, str], timeout: float | None = None,
+                                     raise_on_error: bool = True) -> dict[TopicPartitionReplica, None]:
+        """As :meth:`kafkawire.Admin.alter_replica_log_dirs`."""
+        return await self._call(self._core.alter_replica_log_dirs(moves, raise_on_error), timeout)

@@ -379,3 +379,18 @@ class Admin:
         members reading them)."""
         return self._call(share_admin.delete_share_group_offsets(self._core, group_id, topics, raise_on_error),
                           timeout)
+
+    # -- log directories --------------------------------------------------------------------------
+
+    def describe_log_dirs(self, brokers: Iterable[int] | None = None, timeout: float | None = None,
+                          raise_on_error: bool = True) -> dict[int, dict[str, LogDirDescription]]:
+        """Each broker's (of ``brokers``, or all) log directories by path, with the replicas
+        in each, their sizes and lags, and the directory's total and usable bytes."""
+        return self._call(self._core.describe_log_dirs(brokers, raise_on_error), timeout)
+
+    def alter_replica_log_dirs(self, moves: Mapping[Any, str], timeout: float | None = None,
+                               raise_on_error: bool = True) -> dict[TopicPartitionReplica, None]:
+        """Move replicas (TopicPartitionReplica or (topic, partition, broker id)) to another
+        log directory of their broker.  Returns once the broker accepted: it copies the
+        replica into a future one there and swaps them when it has caught up."""
+        return self._call(self._core.alter_replica_log_dirs(moves, raise_on_error), timeout)

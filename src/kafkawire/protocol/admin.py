@@ -47,6 +47,7 @@ RESULT_TYPES = [
     "GroupDescription",
     "GroupLag",
     "GroupListing",
+    "LogDirDescription",
     "MemberDescription",
     "NewTopic",
     "OffsetAndMetadata",
@@ -54,11 +55,13 @@ RESULT_TYPES = [
     "PartitionLag",
     "PartitionReassignment",
     "PatternType",
+    "ReplicaInfo",
     "ProducerState",
     "ResourceType",
     "ScramCredentialInfo",
     "TopicDescription",
     "TopicPartition",
+    "TopicPartitionReplica",
     "TransactionDescription",
     "TransactionListing",
     "UserScramCredentialDeletion",
@@ -96,6 +99,8 @@ ALTER_PARTITION_REASSIGNMENTS = apis.get("AlterPartitionReassignments")
 LIST_PARTITION_REASSIGNMENTS = apis.get("ListPartitionReassignments")
 DESCRIBE_CLIENT_QUOTAS = apis.get("DescribeClientQuotas")
 ALTER_CLIENT_QUOTAS = apis.get("AlterClientQuotas")
+DESCRIBE_LOG_DIRS = apis.get("DescribeLogDirs")
+ALTER_REPLICA_LOG_DIRS = apis.get("AlterReplicaLogDirs")
 
 # Answers worth asking again after a backoff: the cluster is moving (leaders, controller,
 # coordinators) or was slow.  Other codes the error table calls retriable, such as
@@ -586,6 +591,40 @@ class PartitionReassignment:
 
 
 _ELECTION_TYPES = {"preferred": 0, "unclean": 1}
+
+
+# -- log directories --------------------------------------------------------------------------
+
+
+class TopicPartitionReplica(NamedTuple):
+    """One replica: a partition on one broker (by node id)."""
+
+    topic: str
+    partition: int
+    broker_id: int
+
+
+@dataclass(frozen=True)
+class ReplicaInfo:
+    """A replica in a log directory: its size on disk, how far it lags the leader's log end
+    (or the current replica, for a future one) and whether it is the copy a move is making."""
+
+    size: int
+    offset_lag: int
+    is_future: bool
+
+
+@dataclass(frozen=True)
+class LogDirDescription:
+    """One log directory of a broker: its error (an offline directory holds
+    KafkaStorageError), its replicas, and its total and usable bytes (None before
+    DescribeLogDirs v4)."""
+
+    path: str
+    error: BaseException | None
+    replicas: dict[TopicPartition, ReplicaInfo]
+    total_bytes: int | None
+    usable_bytes: int | None
 
 
 def _scram_mechanism_type(mechanism: Any) -> int:
@@ -1963,6 +2002,62 @@ class AdminCore:
             return dict(sorted(out.items()))
 
         return self._checked(self._one("elect_leaders", fetch), raise_on_error)
+
+    # -- log directories --------------------------------------------------------------------------
+
+    def describe_log_dirs(self, brokers: Iterable[int] | None, raise_on_error: bool) -> Op:
+        def step(progress: _Progress, deadline: float) -> Steps:
+            for node in list(progress.todo):
+                # Null topics: every replica of every directory.
+                _v, resp = yield from self._send(node, DESCRIBE_LOG_DIRS, lambda v: DESCRIBE_LOG_DIRS.Request(topics=None))
+                if resp.error_code:
+                    progress.failed(node, broker_error(resp.error_code, f"DescribeLogDirs on broker {node}"))
+                    continue
+                dirs = {}
+                for d in resp.results:
+                    replicas = {TopicPartition(t.name, p.partition_index): ReplicaInfo(p.partition_size, p.offset_lag,
+                                                                                       bool(p.is_future_key))
+                                for t in d.topics for p in t.partitions}
+                    dirs[d.log_dir] = LogDirDescription(
+                        d.log_dir, broker_error(d.error_code, f"log directory {d.log_dir!r} of broker {node}")
+                        if d.error_code else None, dict(sorted(replicas.items())),
+                        None if d.total_bytes < 0 else d.total_bytes, None if d.usable_bytes < 0 else d.usable_bytes)
+                progress.done(node, dict(sorted(dirs.items())))
+
+        def steps(budget: Budget) -> Steps:
+            cluster = yield from self.describe_cluster().steps(self._rest(budget.deadline, (yield NOW), 0.001))
+            nodes = sorted(cluster.brokers if brokers is None else {int(n) for n in brokers})
+            # A node id the cluster does not have would only wait for the deadline.
+            unknown = {n: ValueError(f"broker {n} is not in the cluster (its brokers: "
+                                     f"{', '.join(map(str, sorted(cluster.brokers)))})")
+                       for n in nodes if n not in cluster.brokers}
+            found = yield from self._rounds("describe_log_dirs", [n for n in nodes if n not in unknown], step,
+                                            False).steps(self._rest(budget.deadline, (yield NOW)))
+            return _outcome("describe_log_dirs", {n: unknown.get(n) or found[n] for n in nodes}, raise_on_error)
+
+        return Op("describe_log_dirs", steps)
+
+    def alter_replica_log_dirs(self, moves: Mapping[Any, str], raise_on_error: bool) -> Op:
+        wanted = {TopicPartitionReplica(*r): str(path) for r, path in moves.items()}
+        D = ALTER_REPLICA_LOG_DIRS.Request.AlterReplicaLogDir
+
+        def step(progress: _Progress, deadline: float) -> Steps:
+            # Each broker moves its own replicas between its directories.
+            by_node: dict[int, dict[str, dict[str, list[int]]]] = {}
+            for r in progress.todo:
+                by_node.setdefault(r.broker_id, {}).setdefault(wanted[r], {}).setdefault(r.topic, []).append(r.partition)
+            for node, paths in by_node.items():
+                request = ALTER_REPLICA_LOG_DIRS.Request(dirs=[D(path=path, topics=[
+                    D.AlterReplicaLogDirTopic(name=t, partitions=ps) for t, ps in topics.items()])
+                    for path, topics in paths.items()])
+                _v, resp = yield from self._send(node, ALTER_REPLICA_LOG_DIRS, lambda v, request=request: request)
+                for t in resp.results:
+                    for p in t.partitions:
+                        r = TopicPartitionReplica(t.topic_name, p.partition_index, node)
+                        self._settle(progress, r, p.error_code,
+                                     f"moving {t.topic_name}[{p.partition_index}] on broker {node} to {wanted.get(r)!r}")
+
+        return self._rounds("alter_replica_log_dirs", wanted, step, raise_on_error)
 
 
 def _described_binding(res: Any, a: Any) -> AclBinding:
