@@ -7,7 +7,9 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 // group beside kafkawire's, for tests/integration/test_share_groups.py: prints
 // "record<TAB>partition<TAB>offset<TAB>delivery count" per record (implicitly accepted),
 // and stops once it has had records and then none for idle seconds, or after max seconds.
-// Arguments: bootstrap servers, group id, topic, idle seconds, max seconds.
+// Arguments: bootstrap servers, group id, topic, idle seconds, max seconds, and optionally
+// a record count: then no line per record, but "count<TAB>n<TAB>ms" once that many came
+// (ms from the first record to the last; bench/compare_share.py).
 public class ShareReader {
     public static void main(String[] args) throws Exception {
         Properties props = new Properties();
@@ -18,9 +20,18 @@ public class ShareReader {
             c.subscribe(List.of(args[2]));
             System.out.println("subscribed");
             System.out.flush();
-            long last = -1;
+            long last = -1, first = -1, n = 0, want = args.length > 5 ? Long.parseLong(args[5]) : -1;
             while (System.currentTimeMillis() < end && (last < 0 || System.currentTimeMillis() - last < idleMs)) {
                 ConsumerRecords<byte[], byte[]> recs = c.poll(Duration.ofMillis(200));
+                if (want >= 0) {
+                    if (recs.count() > 0 && first < 0) first = System.nanoTime();
+                    n += recs.count();
+                    if (n >= want) {
+                        System.out.println("count\t" + n + "\t" + (System.nanoTime() - first) / 1000000);
+                        break;
+                    }
+                    continue;
+                }
                 for (ConsumerRecord<byte[], byte[]> r : recs) {
                     System.out.println("record\t" + r.partition() + "\t" + r.offset() + "\t" + r.deliveryCount().orElse((short) -1));
                     last = System.currentTimeMillis();
