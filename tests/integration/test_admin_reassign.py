@@ -99,3 +99,20 @@ def test_a_throttled_reassignment_is_listed_until_cancelled(kafka3, admin):
         assert isinstance(got[tp], errors.NoReassignmentInProgressError)
     finally:
         admin.alter_configs({b: dict.fromkeys(rates) for b in brokers}, timeout=TIMEOUT)
+
+
+def test_describe_cluster_lists_a_stopped_broker_as_fenced(kafka3, admin):
+    assert sorted(admin.describe_cluster(timeout=TIMEOUT).brokers) == [1, 2, 3]
+    described = admin.describe_cluster(timeout=TIMEOUT, include_fenced_brokers=True)
+    assert [(b.node_id, b.fenced) for b in described.brokers.values()] == [(1, False), (2, False), (3, False)]
+    assert described.controller_id in (1, 2, 3) and described.cluster_id == kafka3.cluster_id
+    kafka3.stop_node(2)  # node 3, with its data: restarted below
+    try:
+        # Metadata leaves a fenced broker out; DescribeCluster v2 lists it, fenced.
+        eventually(lambda: sorted(admin.describe_cluster(timeout=TIMEOUT).brokers), [1, 2], TIMEOUT)
+        eventually(lambda: {n: b.fenced for n, b in admin.describe_cluster(
+            timeout=TIMEOUT, include_fenced_brokers=True).brokers.items()}, {1: False, 2: False, 3: True}, TIMEOUT)
+    finally:
+        kafka3.restart(2)
+    eventually(lambda: {n: b.fenced for n, b in admin.describe_cluster(
+        timeout=TIMEOUT, include_fenced_brokers=True).brokers.items()}, {1: False, 2: False, 3: False}, TIMEOUT)

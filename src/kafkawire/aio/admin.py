@@ -92,9 +92,10 @@ class AsyncAdmin:
 
     # -- cluster and topics ------------------------------------------------------------
 
-    async def describe_cluster(self, timeout: float | None = None) -> ClusterDescription:
+    async def describe_cluster(self, timeout: float | None = None, *, include_fenced_brokers: bool = False
+                               ) -> ClusterDescription:
         """As :meth:`kafkawire.Admin.describe_cluster`."""
-        return await self._call(self._core.describe_cluster(), timeout)
+        return await self._call(self._core.describe_cluster(include_fenced_brokers), timeout)
 
     async def list_topics(self, timeout: float | None = None, include_internal: bool = False
                           ) -> dict[str, TopicDescription]:

@@ -102,9 +102,12 @@ class Admin:
 
     # -- cluster and topics ------------------------------------------------------------
 
-    def describe_cluster(self, timeout: float | None = None) -> ClusterDescription:
-        """The cluster id, the controller's node id and every broker (from Metadata)."""
-        return self._call(self._core.describe_cluster(), timeout)
+    def describe_cluster(self, timeout: float | None = None, *, include_fenced_brokers: bool = False
+                         ) -> ClusterDescription:
+        """The cluster id, the controller's node id and every broker (from Metadata).  With
+        ``include_fenced_brokers`` (DescribeCluster v2, Kafka 4.0) the brokers the controller
+        has fenced (stopped, or not heartbeating) are listed too, with ``fenced`` True."""
+        return self._call(self._core.describe_cluster(include_fenced_brokers), timeout)
 
     def list_topics(self, timeout: float | None = None, include_internal: bool = False
                     ) -> dict[str, TopicDescription]:

@@ -101,6 +101,7 @@ DESCRIBE_CLIENT_QUOTAS = apis.get("DescribeClientQuotas")
 ALTER_CLIENT_QUOTAS = apis.get("AlterClientQuotas")
 DESCRIBE_LOG_DIRS = apis.get("DescribeLogDirs")
 ALTER_REPLICA_LOG_DIRS = apis.get("AlterReplicaLogDirs")
+DESCRIBE_CLUSTER = apis.get("DescribeCluster")
 
 # Answers worth asking again after a backoff: the cluster is moving (leaders, controller,
 # coordinators) or was slow.  Other codes the error table calls retriable, such as
@@ -183,6 +184,7 @@ class BrokerInfo:
     host: str
     port: int
     rack: str | None = None
+    fenced: bool = False  # from describe_cluster(include_fenced_brokers=True) only
 
 
 @dataclass(frozen=True)
@@ -922,13 +924,32 @@ class AdminCore:
 
         return (yield from self._send(None, METADATA, build))[1]
 
-    def describe_cluster(self) -> Op:
+    def describe_cluster(self, include_fenced_brokers: bool = False) -> Op:
+        if include_fenced_brokers:
+            return self._one("describe_cluster", self._described_cluster)
+
         def fetch(deadline: float) -> Steps:
             resp = yield from self._metadata([])
             brokers = {b.node_id: BrokerInfo(b.node_id, b.host, b.port, b.rack) for b in resp.brokers}
             return ClusterDescription(resp.cluster_id, resp.controller_id, brokers)
 
         return self._one("describe_cluster", fetch)
+
+    def _described_cluster(self, deadline: float) -> Steps:
+        def build(version: int) -> Any:
+            if version < 2:
+                raise errors.UnsupportedVersionError(
+                    f"describe_cluster: listing fenced brokers needs DescribeCluster v2 (Kafka 4.0); "
+                    f"the broker speaks v{version}")
+            return DESCRIBE_CLUSTER.Request(include_cluster_authorized_operations=False, endpoint_type=1,
+                                            include_fenced_brokers=True)
+
+        _v, resp = yield from self._send(None, DESCRIBE_CLUSTER, build)
+        if resp.error_code:
+            raise broker_error(resp.error_code, "describe_cluster", resp.error_message)
+        brokers = {b.broker_id: BrokerInfo(b.broker_id, b.host, b.port, b.rack, bool(b.is_fenced))
+                   for b in resp.brokers}
+        return ClusterDescription(resp.cluster_id, resp.controller_id, dict(sorted(brokers.items())))
 
     def list_topics(self, include_internal: bool) -> Op:
         def fetch(deadline: float) -> Steps:
