@@ -330,3 +330,14 @@ def test_explicit_commit_sends_what_is_acknowledged_and_keeps_the_rest():
     m.acknowledge(recs[2], RELEASE)
     assert m.take_records(10) == []
     assert batches(one_fetch(m, meta))[0] == [(0, 0, [ACCEPT]), (2, 2, [RELEASE])]
+
+
+def test_records_arriving_after_close_are_released_with_the_last_request():
+    m, meta = joined()
+    f = one_fetch(m, meta)
+    m.close(0.0)
+    assert m.poll(0.0, meta) == []  # the fetch in flight comes back first
+    m.on_answer(f, fetch_answer(0, range(3), [(0, 2, 1)]), 0.0, meta)
+    (ack,) = m.poll(0.0, meta)
+    assert ack.request.share_session_epoch == -1 and batches(ack) == {0: [(0, 2, [RELEASE])]}
+    assert m.take_records(10) == []

@@ -836,6 +836,10 @@ class ShareGroupMember:
                     gaps[o] = GAP
                 expect = r.offset + 1
                 r.delivery_count = count
+                if self._closing:
+                    # Fetched while closing: given back with the session's last request.
+                    gaps[r.offset] = RELEASE
+                    continue
                 if kdes is not None and r.key is not None:
                     r.key = kdes(r.key)
                 if vdes is not None and r.value is not None:
