@@ -239,6 +239,12 @@ class AsyncConsumer(ConsumerBase):
         f.fetched(resp, positions, self.cluster.meta, node, self._now())
         self._wake()
 
+    def metrics(self) -> dict[str, Any]:
+        """As the sync Consumer.metrics(): what is buffered, the fetches in flight, the
+        partitions read from a replica their leader named (``client_rack``, KIP-392) and
+        the records data each broker's answers carried."""
+        return {**self._fetcher.metrics(), "fetches_in_flight": len(self._inflight)}
+
     def _wake(self) -> None:
         """End the wait of a poll() with nothing to return (a fetch's answer, the group's news)."""
         waiter = self._waiter

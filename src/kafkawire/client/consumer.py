@@ -178,6 +178,10 @@ class Consumer(ConsumerBase):
             # follow, and the partitions are fetched once it is ready.
             conn = self.cluster.ready_connection(node)
             if conn is None:
+                if not self.cluster.connecting(node):
+                    # Refused or in reconnect backoff: a replica read from instead of
+                    # the leader (KIP-392) is given up, as a failed fetch would.
+                    f.replica_failed(node)
                 continue
             req, positions = f.request(tps, offsets, buffered, self.cluster.topics)
             # In flight from here: the answer (or a failure) may come before send_nowait returns.
@@ -286,8 +290,8 @@ class Consumer(ConsumerBase):
         self._fetcher.forget_fetches()
         self._inflight.clear()
 
-    def metrics(self) -> dict[str, int]:
-        """What the consumer holds that poll() has not returned yet:
+    def metrics(self) -> dict[str, Any]:
+        """What the consumer holds that poll() has not returned yet, and where it reads:
 
         * ``buffered_records``: decoded records waiting (poll()'s max_records cut them off);
         * ``buffered_bytes``: their keys and values, plus the undecoded records data of
@@ -296,31 +300,12 @@ class Consumer(ConsumerBase):
         * ``retained_bytes``: the size of the fetch answers that data keeps in memory
           (it is read without copying, so a partition's slice keeps its whole answer,
           up to ``fetch_max_bytes``, alive);
-        * ``buffered_partitions``, ``fetches_in_flight``.
+        * ``buffered_partitions``, ``fetches_in_flight``;
+        * ``preferred_read_replicas``: {partition: broker id} of the partitions read from
+          a replica their leader named (``client_rack``, KIP-392) rather than the leader;
+        * ``fetched_bytes_by_node``: {broker id: bytes of records data its answers carried}.
         """
-        records = nbytes = parts = 0
-        answers: dict[int, int] = {}
-        for st in self._fetcher.assigned.values():
-            if st.buffer is None and not st.pending:
-                continue
-            parts += 1
-            if st.buffer is not None:
-                records += len(st.buffer)
-                for r in st.buffer:
-                    k, v = r.key, r.value
-                    nbytes += (len(k) if isinstance(k, (bytes, bytearray, memoryview, str)) else 0) + \
-                              (len(v) if isinstance(v, (bytes, bytearray, memoryview, str)) else 0)
-            for chunk in st.pending:
-                nbytes += len(chunk)
-                base = chunk.obj if isinstance(chunk, memoryview) else chunk
-                answers[id(base)] = len(base) if isinstance(base, (bytes, bytearray)) else len(chunk)
-        return {
-            "buffered_records": records,
-            "buffered_bytes": nbytes,
-            "retained_bytes": sum(answers.values()),
-            "buffered_partitions": parts,
-            "fetches_in_flight": len(self._inflight),
-        }
+        return {**self._fetcher.metrics(), "fetches_in_flight": len(self._inflight)}
 
     # -- groups and offsets -----------------------------------------------------------------
 

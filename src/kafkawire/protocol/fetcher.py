@@ -15,6 +15,12 @@ fetched), and the broker answers only for partitions with news, so an assigned p
 without data costs nothing per fetch; the poll loop touches only partitions with data
 buffered, and plans again only after something changed.
 
+With ``client_rack`` set, each Fetch names the consumer's rack (v11+) and a leader whose
+broker runs a replica selector may name a closer replica to read from (KIP-392): the
+partition is then fetched from that replica until the lease ends (metadata_max_age_ms, as
+the Java client), the replica answers with an error or fails, or it leaves the metadata,
+and from the leader again after that.
+
 Under read_committed, batches of aborted transactions are dropped on their headers before
 anything is decoded, by the Fetch answer's aborted_transactions list and the producers'
 ABORT markers, as Kafka's consumer does (KIP-98); control batches are never handed out.
@@ -315,6 +321,11 @@ _INT32_MAX = 2**31 - 1
 _NOWHERE = object()  # plan(): a partition not among those to fetch
 # Whole-response codes that say the broker lost or refused the session: fetch in full again.
 _SESSION_ERRORS = frozenset((70, 71, 106))  # FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH, FETCH_SESSION_TOPIC_ID_ERROR
+# Partition errors from a preferred read replica that send the partition back to its
+# leader rather than to the caller (KIP-392, as the Java client): OFFSET_OUT_OF_RANGE,
+# NOT_LEADER_OR_FOLLOWER, REPLICA_NOT_AVAILABLE, KAFKA_STORAGE_ERROR, FENCED_LEADER_EPOCH,
+# UNKNOWN_LEADER_EPOCH, OFFSET_NOT_AVAILABLE.
+_REPLICA_RETRY = frozenset((1, 6, 9, 56, 74, 75, 78))
 
 
 class FetchSession:
@@ -415,6 +426,15 @@ class Fetcher:
         self._settled_len = -1
         # When each partition without a leader was first found so (see _missing).
         self._leaderless_since: dict[TopicPartition, float] = {}
+        #: KIP-392: the consumer's rack, sent with every Fetch (v11+).
+        self.client_rack = getattr(config, "client_rack", "") or ""
+        # How long a replica a leader named is read from before the leader is asked again.
+        self._lease = getattr(config, "metadata_max_age_ms", 300000) / 1000
+        #: Partition -> (the replica its leader named to read from, when that lease ends).
+        self.preferred: dict[TopicPartition, tuple[int, float]] = {}
+        self._lease_end = float("inf")  # the earliest lease end in preferred
+        #: Broker id -> bytes of records data its Fetch answers carried (which node served).
+        self.bytes_from: dict[int, int] = {}
 
     # -- positions (the same for both shells) -------------------------------------------
 
@@ -551,6 +571,8 @@ class Fetcher:
                 offset = st.next_fetch()
                 if offset is not None:
                     leader = leader_for(*tp)
+                    if leader is not None and tp in self.preferred:
+                        leader = self._read_replica(tp, leader, leader_for)
         if offset is None:
             if old is not _NOWHERE:
                 del plannable[old][tp]
@@ -560,6 +582,89 @@ class Fetcher:
         # The same leader keeps the partition's place: plans list partitions in assignment order.
         plannable.setdefault(leader, {})[tp] = offset
         self._slot[tp] = leader
+
+    def _read_replica(self, tp: TopicPartition, leader: int, leader_for: Any) -> int:
+        """Where to fetch ``tp`` from: the replica its leader named, unless the metadata
+        (``leader_for``'s ClusterMetadata) no longer lists it as a live replica of the
+        partition; then the leader, with a refresh asked for (it may be stale)."""
+        node = self.preferred[tp][0]
+        meta = getattr(leader_for, "__self__", None)
+        brokers = getattr(meta, "brokers", None)
+        if node == leader or not isinstance(brokers, dict):
+            return node
+        topic = meta.topics.get(tp.topic)
+        part = topic.partitions.get(tp.partition) if topic is not None else None
+        if node in brokers and part is not None and (not part.replicas or node in part.replicas):
+            return node
+        del self.preferred[tp]
+        meta.need_refresh = True
+        return leader
+
+    def _prefer(self, tp: TopicPartition, node: int, now: float) -> None:
+        """The leader named ``node`` as ``tp``'s replica to read from (KIP-392)."""
+        old = self.preferred.get(tp)
+        end = now + self._lease
+        self.preferred[tp] = (node, end)
+        self._lease_end = min(self._lease_end, end)
+        if old is None or old[0] != node:
+            self._dirty.add(tp)
+            self._changed = True
+
+    def _unprefer(self, tps: Any) -> bool:
+        """Read ``tps`` from their leaders again; whether any had a replica to read from."""
+        dropped = False
+        for tp in tps:
+            if self.preferred.pop(tp, None) is not None:
+                self._dirty.add(tp)
+                dropped = True
+        if dropped:
+            self._changed = True
+        return dropped
+
+    def replica_failed(self, node: int) -> None:
+        """Broker ``node`` failed (a connection lost or refused, a whole-answer error): the
+        partitions read from it as their preferred replica go back to their leaders."""
+        if self.preferred:
+            self._unprefer([tp for tp, (n, _end) in self.preferred.items() if n == node])
+
+    def _expire_leases(self, now: float) -> None:
+        if now < self._lease_end:
+            return
+        self._unprefer([tp for tp, (_n, end) in self.preferred.items() if end <= now])
+        self._lease_end = min((end for _n, end in self.preferred.values()), default=float("inf"))
+
+    def metrics(self) -> dict[str, Any]:
+        """What is buffered and where partitions are read from (the consumers' metrics())."""
+        records = nbytes = parts = 0
+        answers: dict[int, int] = {}
+        for st in self.assigned.values():
+            if st.buffer is None and not st.pending:
+                continue
+            parts += 1
+            if st.buffer is not None:
+                records += len(st.buffer)
+                for r in st.buffer:
+                    k, v = r.key, r.value
+                    nbytes += (len(k) if isinstance(k, (bytes, bytearray, memoryview, str)) else 0) + \
+                              (len(v) if isinstance(v, (bytes, bytearray, memoryview, str)) else 0)
+            for chunk in st.pending:
+                nbytes += len(chunk)
+                base = chunk.obj if isinstance(chunk, memoryview) else chunk
+                answers[id(base)] = len(base) if isinstance(base, (bytes, bytearray)) else len(chunk)
+        return {
+            "buffered_records": records,
+            "buffered_bytes": nbytes,
+            "retained_bytes": sum(answers.values()),
+            "buffered_partitions": parts,
+            "preferred_read_replicas": {tp: node for tp, (node, _end) in self.preferred.items()},
+            "fetched_bytes_by_node": dict(self.bytes_from),
+        }
+
+    def read_replica(self, tp: Any) -> int:
+        """The broker ``tp`` is read from when it is not its leader (KIP-392), else -1
+        (the Java client's preferred-read-replica metric)."""
+        got = self.preferred.get(as_topic_partition(tp))
+        return -1 if got is None else got[0]
 
     def request(self, tps: list[TopicPartition], offsets: dict[TopicPartition, int], buffered: bool,
                 topics: Mapping[str, Any]) -> tuple[Any, dict[TopicPartition, int]]:
@@ -589,7 +694,7 @@ class Fetcher:
             min_bytes=cfg.fetch_min_bytes, max_bytes=cfg.fetch_max_bytes,
             isolation_level=self.isolation, session_id=session_id, session_epoch=epoch,
             topics=self.fetch_topics(listed, cfg.max_partition_fetch_bytes, topics),
-            forgotten_topics_data=forgotten)
+            forgotten_topics_data=forgotten, rack_id=self.client_rack)
         self._in_flight.update(tps)
         return req, positions
 
@@ -610,6 +715,8 @@ class Fetcher:
         out brokers in ``busy`` (a fetch in flight) or backing off.  ``meta`` is the
         ClusterMetadata: a partition without a known leader asks it for a refresh, and a
         permanent error its answer carries for an assigned topic is raised by the next poll."""
+        if self.preferred:
+            self._expire_leases(now)
         if (not self._changed and self._quiet and len(self.assigned) == self._plan_len
                 and all(node in busy for node in self._plan_nodes)):
             # Every fetch planned last time is still in flight and nothing it depends on
@@ -652,7 +759,7 @@ class Fetcher:
                 # full again at once (not an error for the caller).
                 self.on_failure(positions)
                 return
-        refresh, back_off = self.on_response(resp, positions, meta.topic_names, node)
+        refresh, back_off = self.on_response(resp, positions, meta.topic_names, node, now)
         if refresh:
             meta.need_refresh = True
         if back_off:
@@ -665,6 +772,7 @@ class Fetcher:
         and leaves the broker alone for retry_backoff_ms; anything else (no Fetch version
         the broker serves, KIP-896) is raised by the next poll."""
         self.on_failure(positions)
+        self.replica_failed(node)
         session = self.sessions.get(node)
         if session is not None:
             session.reset()  # whether the broker saw the request is unknown
@@ -692,6 +800,7 @@ class Fetcher:
             st.clear()
         self.backoff.clear()
         self.sessions.clear()  # the parent's sessions: the child opens its own
+        self._unprefer(list(self.preferred))
         self._ready.clear()
         self._in_flight.clear()
         self._changed = self._rescan = True
@@ -706,9 +815,10 @@ class Fetcher:
         self._in_flight.difference_update(positions)
 
     def on_response(self, resp: Any, positions: dict[TopicPartition, int], topic_names: Mapping[Any, str],
-                    node: int) -> tuple[bool, bool]:
+                    node: int, now: float | None = None) -> tuple[bool, bool]:
         """Apply the Fetch answer for ``positions`` from broker ``node`` (``topic_names``:
-        ClusterMetadata.topic_names, for v13+); returns (refresh the metadata, back off
+        ClusterMetadata.topic_names, for v13+; ``now``: the shell's clock, which a
+        preferred read replica's lease needs); returns (refresh the metadata, back off
         from that broker)."""
         self.on_failure(positions)  # no longer being fetched
         refresh = backoff = False
@@ -718,6 +828,7 @@ class Fetcher:
         code = getattr(resp, "error_code", 0)
         if code:
             refresh = code in REFRESH_METADATA_CODES
+            self.replica_failed(node)
             if errors.for_code(code).retriable:
                 backoff = True
             else:
@@ -736,14 +847,23 @@ class Fetcher:
                 if code == 0:
                     st.high_watermark = p.high_watermark
                     st.last_stable_offset = p.last_stable_offset
+                    # KIP-392: the leader names a replica to read from (and sends no records).
+                    replica = getattr(p, "preferred_read_replica", -1)
+                    if replica >= 0 and now is not None:
+                        self._prefer(tp, replica, now)
                     records = p.records
                     if records is not None and len(records):
+                        self.bytes_from[node] = self.bytes_from.get(node, 0) + len(records)
                         st.pending.append(records)
                         # Kafka brokers list aborted transactions to read_committed fetches only.
                         aborted = p.aborted_transactions if self.isolation else None
                         st.txns.append(_AbortedTxns(aborted) if aborted else None)
                         st.fetch_offset = _next_offset(records)
                         self._ready[tp] = None
+                elif tp in self.preferred and self._unprefer((tp,)) and code in _REPLICA_RETRY:
+                    # A replica other than the leader refused: fetch from the leader at the
+                    # same position (out of range at a lagging follower is no reset).
+                    refresh = refresh or code in REFRESH_METADATA_CODES
                 elif code == 1:  # OFFSET_OUT_OF_RANGE
                     st.reset_to = -1
                     self._unsettled = True
