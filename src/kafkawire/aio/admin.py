@@ -323,3 +323,16 @@ class AsyncAdmin:
                                      raise_on_error: bool = True) -> dict[TopicPartitionReplica, None]:
         """As :meth:`kafkawire.Admin.alter_replica_log_dirs`."""
         return await self._call(self._core.alter_replica_log_dirs(moves, raise_on_error), timeout)
+
+    # -- features ---------------------------------------------------------------------------------
+
+    async def describe_features(self, timeout: float | None = None) -> FeatureMetadata:
+        """As :meth:`kafkawire.Admin.describe_features`."""
+        return await self._call(self._core.describe_features(), timeout)
+
+    async def update_features(self, levels: Mapping[str, int], *, upgrade_type: str = "upgrade",
+                              validate_only: bool = False, timeout: float | None = None,
+                              raise_on_error: bool = True) -> dict[str, None]:
+        """As :meth:`kafkawire.Admin.update_features`."""
+        return await self._call(self._core.update_features(levels, upgrade_type, validate_only, raise_on_error),
+                                timeout)

@@ -397,3 +397,19 @@ class Admin:
         log directory of their broker.  Returns once the broker accepted: it copies the
         replica into a future one there and swaps them when it has caught up."""
         return self._call(self._core.alter_replica_log_dirs(moves, raise_on_error), timeout)
+
+    # -- features ---------------------------------------------------------------------------------
+
+    def describe_features(self, timeout: float | None = None) -> FeatureMetadata:
+        """The features in force (``metadata.version``, ``transaction.version``,
+        ``group.version``, ...) with their levels, and those the broker supports."""
+        return self._call(self._core.describe_features(), timeout)
+
+    def update_features(self, levels: Mapping[str, int], *, upgrade_type: str = "upgrade",
+                        validate_only: bool = False, timeout: float | None = None,
+                        raise_on_error: bool = True) -> dict[str, None]:
+        """Set features' finalized levels: ``upgrade_type`` "upgrade", "safe_downgrade" or
+        "unsafe_downgrade" (may lose metadata); level 0 turns a feature off.  Brokers of
+        Kafka 4.0+ (UpdateFeatures v2) refuse or accept the request whole, so every
+        feature then holds the same error."""
+        return self._call(self._core.update_features(levels, upgrade_type, validate_only, raise_on_error), timeout)

@@ -44,6 +44,7 @@ RESULT_TYPES = [
     "ConfigResource",
     "CreatedTopic",
     "DeletedRecords",
+    "FeatureMetadata",
     "GroupDescription",
     "GroupLag",
     "GroupListing",
@@ -102,6 +103,8 @@ ALTER_CLIENT_QUOTAS = apis.get("AlterClientQuotas")
 DESCRIBE_LOG_DIRS = apis.get("DescribeLogDirs")
 ALTER_REPLICA_LOG_DIRS = apis.get("AlterReplicaLogDirs")
 DESCRIBE_CLUSTER = apis.get("DescribeCluster")
+UPDATE_FEATURES = apis.get("UpdateFeatures")
+API_VERSIONS = apis.get("ApiVersions")
 
 # Answers worth asking again after a backoff: the cluster is moving (leaders, controller,
 # coordinators) or was slow.  Other codes the error table calls retriable, such as
@@ -627,6 +630,20 @@ class LogDirDescription:
     replicas: dict[TopicPartition, ReplicaInfo]
     total_bytes: int | None
     usable_bytes: int | None
+
+
+@dataclass(frozen=True)
+class FeatureMetadata:
+    """The cluster's features as a broker sees them: ``finalized`` (name: (min, max) level
+    in force, with the ``epoch`` of that state) and ``supported`` (name: (min, max) level
+    the broker could run)."""
+
+    finalized: dict[str, tuple[int, int]]
+    epoch: int | None
+    supported: dict[str, tuple[int, int]]
+
+
+_UPGRADE_TYPES = {"upgrade": 1, "safe_downgrade": 2, "unsafe_downgrade": 3}
 
 
 def _scram_mechanism_type(mechanism: Any) -> int:
@@ -2079,6 +2096,58 @@ class AdminCore:
                                      f"moving {t.topic_name}[{p.partition_index}] on broker {node} to {wanted.get(r)!r}")
 
         return self._rounds("alter_replica_log_dirs", wanted, step, raise_on_error)
+
+    # -- features ---------------------------------------------------------------------------------
+
+    def describe_features(self) -> Op:
+        def fetch(deadline: float) -> Steps:
+            # ApiVersions v3+ carries them; kafkawire's client name goes along as on connecting.
+            _v, resp = yield from self._send(None, API_VERSIONS, lambda v: API_VERSIONS.Request(
+                client_software_name="kafkawire", client_software_version="0"))
+            if resp.error_code:
+                raise broker_error(resp.error_code, "describe_features")
+            return FeatureMetadata(
+                dict(sorted((f.name, (f.min_version_level, f.max_version_level)) for f in resp.finalized_features or [])),
+                None if resp.finalized_features_epoch < 0 else resp.finalized_features_epoch,
+                dict(sorted((f.name, (f.min_version, f.max_version)) for f in resp.supported_features or [])))
+
+        return self._one("describe_features", fetch)
+
+    def update_features(self, levels: Mapping[str, int], upgrade_type: str, validate_only: bool,
+                        raise_on_error: bool) -> Op:
+        try:
+            kind = _UPGRADE_TYPES[upgrade_type]
+        except KeyError:
+            raise ValueError(f"upgrade_type is one of {', '.join(_UPGRADE_TYPES)}, not {upgrade_type!r}") from None
+        wanted = {str(k): int(v) for k, v in levels.items()}
+        FU = UPDATE_FEATURES.Request.FeatureUpdateKey
+
+        def step(progress: _Progress, deadline: float) -> Steps:
+            now = yield NOW
+            todo = list(progress.todo)
+
+            def build(version: int) -> Any:
+                if version < 1 and (kind == 3 or validate_only):
+                    raise errors.UnsupportedVersionError(
+                        "update_features: an unsafe downgrade or validate_only needs UpdateFeatures v1 (Kafka 3.3)")
+                return UPDATE_FEATURES.Request(timeout_ms=self._ms_left(deadline, now), validate_only=validate_only,
+                                               feature_updates=[FU(feature=f, max_version_level=wanted[f],
+                                                                   allow_downgrade=kind != 1, upgrade_type=kind)
+                                                                for f in todo])
+
+            # Any broker: Kafka forwards it to the active controller.
+            version, resp = yield from self._send(None, UPDATE_FEATURES, build)
+            if resp.error_code or version >= 2:
+                # From v2 the one error is the whole request's: no feature changed if any failed.
+                for f in todo:
+                    self._settle(progress, f, resp.error_code, f"feature {f!r} to level {wanted[f]}", None,
+                                 resp.error_message)
+                return
+            for r in resp.results:
+                self._settle(progress, r.feature, r.error_code, f"feature {r.feature!r} to level {wanted.get(r.feature)}",
+                             None, r.error_message)
+
+        return self._rounds("update_features", wanted, step, raise_on_error)
 
 
 def _described_binding(res: Any, a: Any) -> AclBinding:
