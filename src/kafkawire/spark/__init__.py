@@ -35,6 +35,7 @@ except ImportError as exc:  # pragma: no cover - depends on the installation
     raise
 from kafkawire.spark._io import KafkawireDataLossError, WriteError
 from kafkawire.spark._options import KafkawireOptionError
+from kafkawire.spark._typed import KafkawireDecodeError
 
 __all__ = [
     "register",
@@ -43,6 +44,7 @@ __all__ = [
     "KafkaRange",
     "KafkawireOptionError",
     "KafkawireDataLossError",
+    "KafkawireDecodeError",
     "WriteError",
     "KAFKA_SCHEMA",
     "KAFKA_SCHEMA_WITH_HEADERS",

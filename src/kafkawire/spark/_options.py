@@ -16,6 +16,7 @@ from typing import Any, Mapping
 from kafkawire.core.config import Config
 from kafkawire.errors import ConfigError
 from kafkawire.spark._errors import KafkawireOptionError
+from kafkawire.spark import _typed
 from kafkawire.spark._security import translate
 
 __all__ = ["KafkawireOptionError", "SourceOptions", "SinkOptions", "EARLIEST", "LATEST"]
@@ -47,6 +48,7 @@ _SOURCE_KEYS = {
     "maxoffsetspertrigger", "minoffsetspertrigger", "maxtriggerdelay", "minpartitions",
     "maxrecordsperpartition", "includeheaders", "groupidprefix", "kafkaconsumer.polltimeoutms",
     "fetchoffset.numretries", "fetchoffset.retryintervalms",
+    "key.format", "value.format", "key.schema", "value.schema", "key.subject", "value.subject", "mode",
 }
 _SINK_KEYS = {"topic", "includeheaders"}
 # lowercase -> the documented spelling, for error messages and "did you mean".
@@ -54,7 +56,8 @@ _SPELLING = {name.lower(): name for name in (
     "assign", "subscribe", "subscribePattern", "startingOffsets", "endingOffsets", "startingTimestamp",
     "startingOffsetsByTimestamp", "endingTimestamp", "endingOffsetsByTimestamp",
     "startingOffsetsByTimestampStrategy", "failOnDataLoss", "maxOffsetsPerTrigger", "minOffsetsPerTrigger",
-    "maxTriggerDelay", "minPartitions", "maxRecordsPerPartition", "includeHeaders", "topic")}
+    "maxTriggerDelay", "minPartitions", "maxRecordsPerPartition", "includeHeaders", "topic",
+    "key.format", "value.format", "key.schema", "value.schema", "key.subject", "value.subject", "mode")}
 
 
 def _lower(options: Mapping[str, Any]) -> dict[str, str]:
@@ -67,6 +70,10 @@ def _check_names(opts: dict[str, str], known: set[str], where: str) -> None:
     for name in sorted(opts):
         if name.startswith("kafka.") or name in known:
             continue
+        if name.startswith(_typed.REGISTRY_PREFIX):
+            if "value.format" in known:
+                continue  # checked with the typed-column options
+            raise KafkawireOptionError(f"option {name!r} does not apply {where}")
         if name in _SPELLING or name in _SOURCE_KEYS:
             raise KafkawireOptionError(f"option {name!r} does not apply {where}")
         # 0.8 lets one wrong letter of a five-letter name through ('topik' for 'topic').
@@ -186,6 +193,7 @@ class SourceOptions:
     max_records_per_partition: int | None = None
     include_headers: bool = False
     poll_timeout_ms: int = 120000
+    typed: Any = None  # _typed.TypedColumns: keys/values decoded into columns; None: binary
 
     @classmethod
     def parse(cls, options: Mapping[str, Any], streaming: bool) -> SourceOptions:
@@ -216,6 +224,7 @@ class SourceOptions:
             except re.error as exc:
                 raise KafkawireOptionError(f"option 'subscribePattern' is not a valid regular expression: {exc}") from None
         self._parse_offsets(opts, streaming)
+        self.typed = _typed.parse(opts)
         if "failondataloss" in opts:
             self.fail_on_data_loss = parse_bool("failOnDataLoss", opts["failondataloss"])
         if "includeheaders" in opts:

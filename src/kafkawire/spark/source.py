@@ -37,7 +37,7 @@ from pyspark.sql.types import (
 )
 
 from kafkawire.errors import KafkaWireError
-from kafkawire.spark import _io, _options
+from kafkawire.spark import _io, _options, _typed
 from kafkawire.spark._options import KafkawireOptionError, SinkOptions, SourceOptions
 from kafkawire.spark._plan import Pushdown, offsets_from_json, offsets_to_json, rate_limit, split_ranges
 
@@ -59,6 +59,9 @@ KAFKA_SCHEMA = StructType([
     StructField("timestampType", IntegerType()),
 ])
 KAFKA_SCHEMA_WITH_HEADERS = StructType(KAFKA_SCHEMA.fields + [StructField("headers", HEADERS_TYPE)])
+# What the fetched records are, before typed key/value columns are decoded from them.
+_RAW_ARROW = to_arrow_schema(KAFKA_SCHEMA, timezone="UTC")
+_RAW_ARROW_WITH_HEADERS = to_arrow_schema(KAFKA_SCHEMA_WITH_HEADERS, timezone="UTC")
 
 
 def _option_error_first(method: Any) -> Any:
@@ -117,15 +120,20 @@ class KafkawireDataSource(DataSource):
         # streamReader(), which know the kind.  (Writes never call schema().)
         _check_either_kind(self.options)
         headers = _options.parse_bool("includeHeaders", str(self.options.get("includeHeaders", "false")))
-        return KAFKA_SCHEMA_WITH_HEADERS if headers else KAFKA_SCHEMA
+        base = KAFKA_SCHEMA_WITH_HEADERS if headers else KAFKA_SCHEMA
+        opts = _options._lower(self.options)
+        typed = _typed.parse(opts)
+        if typed is None:
+            return base
+        return _typed.spark_schema(base, _typed.resolve(typed, opts))
 
     @_option_error_first
     def reader(self, schema: StructType) -> DataSourceReader:
-        return KafkawireReader(SourceOptions.parse(self.options, streaming=False), schema)
+        return KafkawireReader(_with_reader_schemas(self.options, False, schema), schema)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         try:
-            opts = SourceOptions.parse(self.options, streaming=True)
+            opts = _with_reader_schemas(self.options, True, schema)
         except KafkawireOptionError as exc:
             # PySpark 4.3's stream runner stops the reader in a `finally` even when making
             # it failed, and the UnboundLocalError that raises replaces the option error:
@@ -140,6 +148,22 @@ class KafkawireDataSource(DataSource):
     @_option_error_first
     def streamWriter(self, schema: StructType, overwrite: bool) -> KafkawireStreamWriter:
         return KafkawireStreamWriter(_sink_options(self.options, schema, overwrite))
+
+
+def _with_reader_schemas(options: Any, streaming: bool, schema: StructType) -> SourceOptions:
+    """The parsed options, typed columns' reader schemas fixed for every task.  A subject's
+    latest version is asked again here (schema() ran in another process), and must still
+    give the schema Spark planned with."""
+    opts = SourceOptions.parse(options, streaming=streaming)
+    if opts.typed is not None:
+        _typed.resolve(opts.typed, _options._lower(options))
+        base = StructType(schema.fields[:len(KAFKA_SCHEMA_WITH_HEADERS.fields if opts.include_headers
+                                             else KAFKA_SCHEMA.fields)])
+        if _typed.spark_schema(base, opts.typed) != schema:
+            raise KafkawireOptionError(
+                "the reader schema changed between load() and this query (a new latest version of the "
+                "subject?): load() the DataFrame again")
+    return opts
 
 
 def _check_either_kind(options: Any) -> None:
@@ -168,8 +192,13 @@ class _RangeReading:
             return iter(())
         topic, part, start, end = partition.value
         o = self.opts
-        return _io.read_range(o.client, topic, part, start, end, self.arrow_schema, o.include_headers,
-                              o.poll_timeout_ms, o.fail_on_data_loss, self.pushdown)
+        if o.typed is None:
+            return _io.read_range(o.client, topic, part, start, end, self.arrow_schema, o.include_headers,
+                                  o.poll_timeout_ms, o.fail_on_data_loss, self.pushdown)
+        raw = _RAW_ARROW_WITH_HEADERS if o.include_headers else _RAW_ARROW
+        batches = _io.read_range(o.client, topic, part, start, end, raw, o.include_headers,
+                                 o.poll_timeout_ms, o.fail_on_data_loss, self.pushdown)
+        return (_typed.decode_batch(rb, topic, part, o.typed, self.arrow_schema) for rb in batches)
 
 
 def _ranges(start: dict, end: dict, opts: SourceOptions) -> list[KafkaRange]:

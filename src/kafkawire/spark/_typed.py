@@ -1,0 +1,428 @@
+"""Typed key and value columns for ``format("kafkawire")``: Avro payloads decoded into
+Spark columns in the executors, with no jar and no Python object per record.
+
+The driver parses the options (:func:`parse`, no I/O) and fixes the reader schema once per
+query (:func:`resolve`: the inline schema, or the subject's latest version from the Schema
+Registry), so every task decodes into the same Spark type.  Executors decode each fetched
+batch's column in one pass with :class:`kafkawire._avro_columns.AvroColumnDecoder`; the
+writer schemas are fetched lazily, once per schema id per worker process, when a batch
+names an id the worker has not met yet.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from kafkawire.errors import KafkaWireError
+from kafkawire.spark._errors import KafkawireOptionError
+
+__all__ = ["TypedColumns", "ColumnFormat", "KafkawireDecodeError", "parse", "resolve", "spark_schema",
+           "decode_batch", "OPTION_NAMES"]
+
+FORMATS = ("raw", "avro")
+MODES = ("FAILFAST", "PERMISSIVE")
+REGISTRY_PREFIX = "schema.registry."
+# The registry client's options a Spark option can set (all but callables and contexts),
+# spelt with dots after the prefix: schema.registry.basic.auth.user.info.
+_REGISTRY_OPTIONS = {
+    "basic_auth_user_info": str, "bearer_auth_token": str, "bearer_auth_logical_cluster": str,
+    "bearer_auth_identity_pool_id": str, "ssl_cafile": str, "ssl_capath": str, "ssl_certfile": str,
+    "ssl_keyfile": str, "ssl_password": str, "ssl_crlfile": str, "ssl_ciphers": str,
+    "ssl_check_hostname": bool, "ssl_endpoint_identification_algorithm": str, "timeout_ms": float,
+    "request_timeout_ms": float, "retry_backoff_ms": float, "retry_backoff_max_ms": float,
+    "cache_capacity": int,
+}
+#: Source option names this module owns (lowercase -> documented spelling).
+OPTION_NAMES = {name.lower(): name for name in (
+    "key.format", "value.format", "key.schema", "value.schema", "key.subject", "value.subject", "mode")}
+
+
+class KafkawireDecodeError(KafkaWireError, ValueError):
+    """A key or value that does not decode (FAILFAST): ``topic``, ``partition``,
+    ``offset`` and ``schema_id`` (None when the header is wrong) say which record, ``reason``
+    what was wrong.  ``mode=PERMISSIVE`` reads such a record as a null with the error in a
+    column instead."""
+
+    def __init__(self, column: str, topic: str, partition: int, offset: int, schema_id: int | None,
+                 reason: str):
+        self.column, self.topic, self.partition, self.offset = column, topic, partition, offset
+        self.schema_id, self.reason = schema_id, reason
+        sid = "" if schema_id is None else f" (schema id {schema_id})"
+        super().__init__(
+            f"the {column} of {topic}[{partition}] at offset {offset} is not valid Avro{sid}: {reason}; "
+            f"set the option mode=PERMISSIVE to read such records as null with the error in "
+            f"'{column}_error'")
+
+
+KafkawireDecodeError.__module__ = "kafkawire.spark"
+
+
+@dataclass
+class ColumnFormat:
+    """How one of ``key``/``value`` is decoded.  ``reader`` is the reader schema's JSON
+    text once :func:`resolve` fixed it."""
+
+    column: str
+    inline: str | None = None  # key.schema / value.schema as given
+    subject: str | None = None  # key.subject / value.subject, or the topic name strategy's
+    reader: str | None = None
+
+
+@dataclass
+class TypedColumns:
+    formats: dict[str, ColumnFormat] = field(default_factory=dict)
+    registry: dict[str, Any] | None = None  # {"url": ..., client options}
+    mode: str = "FAILFAST"
+
+    @property
+    def permissive(self) -> bool:
+        return self.mode == "PERMISSIVE"
+
+
+def _registry_options(opts: dict[str, str]) -> dict[str, Any] | None:
+    given = {k[len(REGISTRY_PREFIX):]: v for k, v in opts.items() if k.startswith(REGISTRY_PREFIX)}
+    if not given:
+        return None
+    out: dict[str, Any] = {}
+    spelt = {name.replace("_", "."): name for name in _REGISTRY_OPTIONS}
+    for name, raw in given.items():
+        if name == "url":
+            if not raw.strip():
+                raise KafkawireOptionError("option 'schema.registry.url' is empty; give the registry's URL")
+            out["url"] = raw.strip()
+            continue
+        key = spelt.get(name)
+        if key is None:
+            close = difflib.get_close_matches(name, ["url", *spelt], n=1, cutoff=0.75)
+            hint = f"; did you mean {REGISTRY_PREFIX + close[0]!r}?" if close else (
+                f"; the registry options are {', '.join(REGISTRY_PREFIX + s for s in ['url', *sorted(spelt)])}")
+            raise KafkawireOptionError(f"unknown option {REGISTRY_PREFIX + name!r}{hint}")
+        kind = _REGISTRY_OPTIONS[key]
+        try:
+            if kind is bool:
+                if raw.strip().lower() not in ("true", "false"):
+                    raise ValueError
+                value: Any = raw.strip().lower() == "true"
+            else:
+                value = kind(raw)
+        except ValueError:
+            raise KafkawireOptionError(
+                f"option {REGISTRY_PREFIX + name!r} must be {'true or false' if kind is bool else kind.__name__}, "
+                f"got {raw!r}") from None
+        out[key] = value
+    if "url" not in out:
+        raise KafkawireOptionError(
+            f"options {sorted(REGISTRY_PREFIX + k for k in given)} need 'schema.registry.url' too")
+    return out
+
+
+def parse(opts: dict[str, str]) -> TypedColumns | None:
+    """The typed-column options of a read (``opts`` lowercased), checked; None when keys
+    and values stay binary.  No I/O."""
+    typed = TypedColumns()
+    for column in ("key", "value"):
+        fmt = opts.get(f"{column}.format", "raw").strip().lower()
+        if fmt not in FORMATS:
+            later = " (Protobuf and JSON Schema are not decoded into columns yet)" if fmt in (
+                "protobuf", "json", "json_schema", "jsonschema") else ""
+            raise KafkawireOptionError(
+                f"option '{column}.format' must be one of {', '.join(FORMATS)}, got {opts[f'{column}.format']!r}{later}")
+        for what in ("schema", "subject"):
+            if fmt == "raw" and f"{column}.{what}" in opts:
+                raise KafkawireOptionError(
+                    f"option '{column}.{what}' applies with {column}.format=avro only")
+        if fmt == "avro":
+            inline = opts.get(f"{column}.schema")
+            if inline is not None:
+                try:
+                    json.loads(inline)
+                except ValueError:
+                    if inline.strip().strip('"') not in ("null", "boolean", "int", "long", "float", "double",
+                                                         "bytes", "string"):
+                        raise KafkawireOptionError(
+                            f"option '{column}.schema' is not an Avro schema (JSON): {inline[:200]!r}") from None
+                    inline = json.dumps(inline.strip().strip('"'))
+            subject = opts.get(f"{column}.subject")
+            if subject is not None and not subject.strip():
+                raise KafkawireOptionError(f"option '{column}.subject' is empty")
+            typed.formats[column] = ColumnFormat(column, inline, subject.strip() if subject else None)
+    typed.registry = _registry_options(opts)
+    mode = opts.get("mode")
+    if not typed.formats:
+        if mode is not None:
+            raise KafkawireOptionError("option 'mode' applies with key.format=avro or value.format=avro only")
+        if typed.registry is not None:
+            raise KafkawireOptionError(
+                "the schema.registry.* options apply with key.format=avro or value.format=avro only")
+        return None
+    if mode is not None:
+        typed.mode = mode.strip().upper()
+        if typed.mode not in MODES:
+            raise KafkawireOptionError(f"option 'mode' must be FAILFAST or PERMISSIVE, got {mode!r}")
+    for f in typed.formats.values():
+        if typed.registry is None and f.inline is None:
+            raise KafkawireOptionError(
+                f"{f.column}.format=avro needs 'schema.registry.url' (the writer schemas come from the "
+                f"registry) or an inline '{f.column}.schema' (every record written with that schema)")
+        if typed.registry is None and f.subject is not None:
+            raise KafkawireOptionError(f"option '{f.column}.subject' needs 'schema.registry.url'")
+    return typed
+
+
+# -- the driver: the reader schema and the Spark type -------------------------------------
+
+_lock = threading.Lock()
+_registries: dict[tuple, Any] = {}
+
+
+def registry_client(options: dict[str, Any]) -> Any:
+    """One SchemaRegistryClient per configuration per process (its caches hold the ids)."""
+    key = tuple(sorted((k, repr(v)) for k, v in options.items()))
+    with _lock:
+        client = _registries.get(key)
+        if client is None:
+            from kafkawire.errors import ConfigError
+            from kafkawire.schema import SchemaRegistryClient
+
+            opts = dict(options)
+            try:
+                client = SchemaRegistryClient(opts.pop("url"), **opts)
+            except ConfigError as exc:
+                raise KafkawireOptionError(f"the schema.registry.* options are not accepted: {exc}") from None
+            _registries[key] = client
+        return client
+
+
+def _topics(opts: dict[str, str]) -> list[str] | None:
+    """The topics a read names (None for subscribePattern, which names none)."""
+    if "subscribe" in opts:
+        return [t.strip() for t in opts["subscribe"].split(",") if t.strip()]
+    if "assign" in opts:
+        try:
+            return sorted(json.loads(opts["assign"]))
+        except (ValueError, TypeError):
+            return None
+    return None
+
+
+def resolve(typed: TypedColumns, opts: dict[str, str]) -> TypedColumns:
+    """``typed`` with each column's reader schema fixed: the inline schema, or the latest
+    version of its subject (``<topic>-key``/``-value`` for the one topic read, unless a
+    subject is given).  Asks the registry; raises KafkawireOptionError saying what to set."""
+    from kafkawire._avro_columns import AvroSchemaError, arrow_type
+
+    for f in typed.formats.values():
+        if f.inline is not None:
+            f.reader = f.inline
+        else:
+            subject = f.subject
+            if subject is None:
+                topics = _topics(opts)
+                if not topics or len(topics) != 1:
+                    raise KafkawireOptionError(
+                        f"{f.column}.format=avro without '{f.column}.schema' takes the reader schema from the "
+                        f"subject <topic>-{f.column}, which needs exactly one topic; this read names "
+                        f"{topics if topics else 'a pattern'}: set '{f.column}.subject' or '{f.column}.schema'")
+                subject = f"{topics[0]}-{f.column}"
+            from kafkawire.schema.errors import SubjectNotFoundError, VersionNotFoundError
+
+            try:
+                latest = registry_client(typed.registry).get_latest_version(subject)
+            except (SubjectNotFoundError, VersionNotFoundError):
+                raise KafkawireOptionError(
+                    f"the Schema Registry has no subject {subject!r} (the {f.column} reader schema); "
+                    f"register a schema under it, or set '{f.column}.subject' or '{f.column}.schema'") from None
+            if latest.schema.schema_type not in (None, "AVRO"):
+                raise KafkawireOptionError(
+                    f"subject {subject!r} holds a {latest.schema.schema_type} schema, not Avro: "
+                    f"{f.column}.format=avro reads Avro")
+            if latest.schema.references:
+                raise KafkawireOptionError(
+                    f"subject {subject!r}'s schema has references, which typed columns do not resolve yet; "
+                    f"give the schema with the referenced types written out as '{f.column}.schema'")
+            f.subject = subject
+            f.reader = latest.schema.schema_str
+        try:
+            arrow_type(f.reader)
+        except (AvroSchemaError, ValueError) as exc:
+            raise KafkawireOptionError(f"the {f.column} reader schema cannot be read into columns: {exc}") from None
+    return typed
+
+
+def _spark_type(t: Any) -> Any:
+    import pyarrow as pa
+    from pyspark.sql import types as T
+
+    if pa.types.is_boolean(t):
+        return T.BooleanType()
+    if pa.types.is_int32(t):
+        return T.IntegerType()
+    if pa.types.is_int64(t):
+        return T.LongType()
+    if pa.types.is_float32(t):
+        return T.FloatType()
+    if pa.types.is_float64(t):
+        return T.DoubleType()
+    if pa.types.is_string(t):
+        return T.StringType()
+    if pa.types.is_binary(t):
+        return T.BinaryType()
+    if pa.types.is_decimal(t):
+        return T.DecimalType(t.precision, t.scale)
+    if pa.types.is_date32(t):
+        return T.DateType()
+    if pa.types.is_timestamp(t):
+        return T.TimestampType() if t.tz else T.TimestampNTZType()
+    if pa.types.is_null(t):
+        return T.NullType()
+    if pa.types.is_map(t):
+        return T.MapType(_spark_type(t.key_type), _spark_type(t.item_type), True)
+    if pa.types.is_list(t):
+        return T.ArrayType(_spark_type(t.value_type), True)
+    if pa.types.is_struct(t):
+        return T.StructType([T.StructField(t.field(i).name, _spark_type(t.field(i).type), True)
+                             for i in range(t.num_fields)])
+    raise KafkawireOptionError(f"no Spark type for the Arrow type {t}")
+
+
+def spark_schema(base: Any, typed: TypedColumns) -> Any:
+    """``base`` (the Kafka read schema) with the typed columns' types, plus
+    ``<column>_raw`` and ``<column>_error`` for each of them in PERMISSIVE mode.  Every
+    field is nullable: a record may be null (a tombstone), and Spark's Arrow transfer
+    takes nullable fields."""
+    from pyspark.sql.types import BinaryType, StringType, StructField, StructType
+
+    from kafkawire._avro_columns import arrow_type
+
+    fields = []
+    for f in base.fields:
+        fmt = typed.formats.get(f.name)
+        fields.append(f if fmt is None else StructField(f.name, _spark_type(arrow_type(fmt.reader)), True))
+    if typed.permissive:
+        for column in ("key", "value"):
+            if column in typed.formats:
+                fields += [StructField(f"{column}_raw", BinaryType(), True),
+                           StructField(f"{column}_error", StringType(), True)]
+    return StructType(fields)
+
+
+# -- the executors: decoding ---------------------------------------------------------------
+
+class _Column:
+    """One worker's decoder for one column: the writer schemas met so far, by id."""
+
+    def __init__(self, fmt: ColumnFormat, registry: dict[str, Any] | None):
+        self.fmt = fmt
+        self.registry = registry
+        self.writers: dict[int, str] = {}
+        self.unknown: set[int] = set()  # ids the registry does not know: their rows fail
+        self.decoder: Any = None
+
+    def _learn(self, ids: Any, topic: str, partition: int) -> None:
+        from kafkawire.schema.errors import SchemaNotFoundError
+
+        new = [int(i) for i in ids if int(i) not in self.writers and int(i) not in self.unknown]
+        if not new:
+            return
+        client = registry_client(self.registry)
+        for schema_id in new:
+            try:
+                schema = client.get_schema(schema_id)
+            except SchemaNotFoundError:
+                self.unknown.add(schema_id)
+                continue
+            except KafkaWireError as exc:
+                raise type(exc)(f"reading {topic}[{partition}]: fetching the writer schema id {schema_id} "
+                                f"of the {self.fmt.column}s: {exc}") from exc
+            if schema.schema_type not in (None, "AVRO") or schema.references:
+                self.unknown.add(schema_id)  # its rows fail, saying the id is not usable here
+                continue
+            self.writers[schema_id] = schema.schema_str
+        self.decoder = None
+
+    def decoder_for(self, payloads: Any, topic: str, partition: int) -> Any:
+        """The decoder for ``payloads``, knowing every writer schema id they name."""
+        from kafkawire._avro_columns import AvroColumnDecoder
+
+        if self.registry is not None:
+            self._learn(_schema_ids(payloads), topic, partition)
+        if self.decoder is None:
+            writers = dict(self.writers) if self.registry is not None else None
+            self.decoder = AvroColumnDecoder(self.fmt.reader, writers)
+        return self.decoder
+
+
+def _schema_ids(payloads: Any) -> Any:
+    """The distinct schema ids in the Confluent headers of a binary column."""
+    import numpy as np
+
+    n = len(payloads)
+    if n == 0:
+        return ()
+    bufs = payloads.buffers()
+    if bufs[2] is None:
+        return ()
+    offs = np.frombuffer(bufs[1], dtype=np.int32)[payloads.offset:payloads.offset + n + 1].astype(np.int64)
+    data = np.frombuffer(bufs[2], dtype=np.uint8)
+    starts = offs[:-1][(np.diff(offs) >= 5)]
+    if payloads.null_count:
+        valid = np.asarray(payloads.is_valid())[np.diff(offs) >= 5]
+        starts = starts[valid]
+    starts = starts[data[starts] == 0]
+    if not len(starts):
+        return ()
+    ids = ((data[starts + 1].astype(np.uint32) << 24) | (data[starts + 2].astype(np.uint32) << 16)
+           | (data[starts + 3].astype(np.uint32) << 8) | data[starts + 4].astype(np.uint32))
+    return np.unique(ids).tolist()
+
+
+_columns: dict[tuple, _Column] = {}
+
+
+def _column(fmt: ColumnFormat, registry: dict[str, Any] | None) -> _Column:
+    key = (fmt.column, fmt.reader, tuple(sorted((k, repr(v)) for k, v in (registry or {}).items())))
+    with _lock:
+        col = _columns.get(key)
+        if col is None:
+            col = _columns[key] = _Column(fmt, registry)
+        return col
+
+
+_ROW = re.compile(r"^Avro payload at row \d+")
+
+
+def decode_batch(rb: Any, topic: str, partition: int, typed: TypedColumns, schema: Any) -> Any:
+    """``rb`` (Spark's Kafka columns, binary key and value, records of ``topic``'s
+    ``partition``) with its typed columns decoded, as a RecordBatch of the Arrow ``schema``
+    (spark_schema's)."""
+    import pyarrow as pa
+
+    from kafkawire._avro_columns import AvroDecodeError
+
+    cols = dict(zip(rb.schema.names, rb.columns))
+    for column, fmt in typed.formats.items():
+        raw = cols[column]
+        decoder = _column(fmt, typed.registry).decoder_for(raw, topic, partition)
+        if typed.permissive:
+            array, errors = decoder.decode_permissive(raw)
+            if errors.null_count < len(errors):
+                offsets = rb.column("offset")
+                errors = pa.array([None if e is None else _ROW.sub(
+                    f"Avro payload at {topic}[{partition}] offset {offsets[i].as_py()}", e)
+                    for i, e in enumerate(errors.to_pylist())], pa.string())
+            cols[f"{column}_raw"] = raw
+            cols[f"{column}_error"] = errors
+        else:
+            try:
+                array = decoder.decode(raw)
+            except AvroDecodeError as exc:
+                raise KafkawireDecodeError(column, topic, partition, rb.column("offset")[exc.row].as_py(),
+                                           exc.schema_id, exc.reason) from None
+        target = schema.field(column).type
+        cols[column] = array if array.type == target else array.cast(target)
+    return pa.RecordBatch.from_arrays([cols[name] for name in schema.names], schema=schema)
