@@ -336,3 +336,11 @@ class AsyncAdmin:
         """As :meth:`kafkawire.Admin.update_features`."""
         return await self._call(self._core.update_features(levels, upgrade_type, validate_only, raise_on_error),
                                 timeout)
+
+    # -- topics a page at a time ------------------------------------------------------------------
+
+    async def describe_topic_partitions(self, topics: Iterable[str], *, page_size: int = 2000,
+                                        timeout: float | None = None, raise_on_error: bool = True
+                                        ) -> dict[str, TopicDescription]:
+        """As :meth:`kafkawire.Admin.describe_topic_partitions`."""
+        return await self._call(self._core.describe_topic_partitions(topics, page_size, raise_on_error), timeout)

@@ -413,3 +413,14 @@ class Admin:
         Kafka 4.0+ (UpdateFeatures v2) refuse or accept the request whole, so every
         feature then holds the same error."""
         return self._call(self._core.update_features(levels, upgrade_type, validate_only, raise_on_error), timeout)
+
+    # -- topics a page at a time ------------------------------------------------------------------
+
+    def describe_topic_partitions(self, topics: Iterable[str], *, page_size: int = 2000,
+                                  timeout: float | None = None, raise_on_error: bool = True
+                                  ) -> dict[str, TopicDescription]:
+        """As :meth:`describe_topics`, from DescribeTopicPartitions (KIP-966, Kafka 3.8):
+        the broker answers ``page_size`` partitions at a time, so a topic of many thousand
+        partitions is not one huge answer, and each partition also carries its eligible
+        leader replicas."""
+        return self._call(self._core.describe_topic_partitions(topics, page_size, raise_on_error), timeout)

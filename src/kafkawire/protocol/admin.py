@@ -105,6 +105,7 @@ ALTER_REPLICA_LOG_DIRS = apis.get("AlterReplicaLogDirs")
 DESCRIBE_CLUSTER = apis.get("DescribeCluster")
 UPDATE_FEATURES = apis.get("UpdateFeatures")
 API_VERSIONS = apis.get("ApiVersions")
+DESCRIBE_TOPIC_PARTITIONS = apis.get("DescribeTopicPartitions")
 
 # Answers worth asking again after a backoff: the cluster is moving (leaders, controller,
 # coordinators) or was slow.  Other codes the error table calls retriable, such as
@@ -207,6 +208,10 @@ class PartitionInfo:
     replicas: list[int]
     isr: list[int]
     offline_replicas: list[int]
+    # From describe_topic_partitions (KIP-966): the replicas that may still be elected
+    # cleanly though out of the ISR, and the last ones known when none is left.
+    eligible_leader_replicas: list[int] | None = None
+    last_known_elr: list[int] | None = None
 
 
 @dataclass(frozen=True)
@@ -2148,6 +2153,49 @@ class AdminCore:
                              None, r.error_message)
 
         return self._rounds("update_features", wanted, step, raise_on_error)
+
+    # -- topics a page at a time ------------------------------------------------------------------
+
+    def describe_topic_partitions(self, topics: Iterable[str], page_size: int, raise_on_error: bool) -> Op:
+        wanted = list(dict.fromkeys(topics))
+        if page_size < 1:
+            raise ValueError(f"page_size must be at least 1, got {page_size!r}")
+        R = DESCRIBE_TOPIC_PARTITIONS.Request
+
+        def step(progress: _Progress, deadline: float) -> Steps:
+            todo = sorted(progress.todo)
+            parts: dict[str, dict[int, PartitionInfo]] = {}
+            heads: dict[str, Any] = {}
+            cursor = None
+            while True:
+                # The broker walks the topics in name order from the cursor, at most page_size
+                # partitions per answer, and says where to go on.
+                _v, resp = yield from self._send(None, DESCRIBE_TOPIC_PARTITIONS, lambda v, cursor=cursor: R(
+                    topics=[R.TopicRequest(name=t) for t in todo], response_partition_limit=page_size, cursor=cursor))
+                for t in resp.topics:
+                    if t.error_code:
+                        self._settle(progress, t.name, t.error_code, f"topic {t.name!r}")
+                        continue
+                    heads[t.name] = t
+                    for p in t.partitions:
+                        parts.setdefault(t.name, {})[p.partition_index] = PartitionInfo(
+                            p.partition_index, p.leader_id, p.leader_epoch, list(p.replica_nodes), list(p.isr_nodes),
+                            list(p.offline_replicas),
+                            None if p.eligible_leader_replicas is None else list(p.eligible_leader_replicas),
+                            None if p.last_known_elr is None else list(p.last_known_elr))
+                nxt = resp.next_cursor
+                if nxt is None:
+                    break
+                if (yield NOW) >= deadline:
+                    raise KafkaTimeoutError(f"describe_topic_partitions: no time left for the pages after "
+                                            f"{nxt.topic_name}[{nxt.partition_index}]; pass a longer timeout "
+                                            f"or a larger page_size")
+                cursor = R.Cursor(topic_name=nxt.topic_name, partition_index=nxt.partition_index)
+            for name, t in heads.items():
+                progress.done(name, TopicDescription(name, t.topic_id, bool(t.is_internal),
+                                                     dict(sorted(parts.get(name, {}).items()))))
+
+        return self._rounds("describe_topic_partitions", wanted, step, raise_on_error)
 
 
 def _described_binding(res: Any, a: Any) -> AclBinding:
