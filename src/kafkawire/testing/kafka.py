@@ -304,7 +304,8 @@ class KafkaCluster(Lifecycle):
     ``_-.``; SCRAM for all), ``ssl_client_auth`` is the SSL listener's ``ssl.client.auth``.
     ``transaction_version`` / ``group_version`` set those KRaft features at format time
     (``transaction_version=0`` formats Kafka 4 without KIP-890).  ``broker_config`` adds or
-    overrides server.properties entries on every node.  ``plaintext_port`` fixes node 1's
+    overrides server.properties entries on every node, ``node_config`` ({node id: {key:
+    value}}) on one node (``broker.rack``, say).  ``plaintext_port`` fixes node 1's
     PLAINTEXT port (default: a free one, as for every other port).
 
     ``super_users`` (SASL user names) turns on Kafka's ACL authorizer (StandardAuthorizer):
@@ -328,6 +329,7 @@ class KafkaCluster(Lifecycle):
         transaction_version: int | None = None,
         group_version: int | None = None,
         broker_config: Mapping[str, Any] | None = None,
+        node_config: Mapping[int, Mapping[str, Any]] | None = None,
         plaintext_port: int | None = None,
         super_users: Iterable[str] | None = None,
         jvm_options: Iterable[str] = _DEFAULT_JVM_OPTIONS,
@@ -355,6 +357,7 @@ class KafkaCluster(Lifecycle):
         self.transaction_version = transaction_version
         self.group_version = group_version
         self.broker_config = dict(broker_config or {})
+        self.node_config = {int(k): dict(v) for k, v in (node_config or {}).items()}
         self.plaintext_port = plaintext_port
         self.super_users = None if super_users is None else list(super_users)
         self.jvm_options = list(jvm_options)
@@ -502,7 +505,7 @@ class KafkaCluster(Lifecycle):
             props["authorizer.class.name"] = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
             props["super.users"] = ";".join(f"User:{u}" for u in ["ANONYMOUS", *self.super_users])
         props.update({k: str(v).lower() if isinstance(v, bool) else str(v)
-                      for k, v in self.broker_config.items()})
+                      for k, v in {**self.broker_config, **self.node_config.get(node.node_id, {})}.items()})
         return props
 
     def _write_node(self, node: KafkaNode) -> None:
