@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from typing import Any, Iterator
 
@@ -68,10 +69,17 @@ def new_group(k: KafkaCluster) -> str:
     return group
 
 
-def produce(k: KafkaCluster, topic: str, n: int, start: int = 0) -> None:
+def produce(k: KafkaCluster, topic: str, n: int, start: int = 0, partitions: int = 0) -> None:
+    """``n`` records; with ``partitions``, round-robin over them and one batch each, so that
+    a ShareFetch can acquire a few at a time (the broker hands out whole batches) and every
+    member of a group gets a share rather than the first to ask taking them all."""
     with Producer(bootstrap_servers=k.bootstrap) as p:
         for i in range(start, start + n):
-            p.send(topic, key=b"k%d" % i, value=b"v%d" % i)
+            if partitions:
+                p.send(topic, key=b"k%d" % i, value=b"v%d" % i, partition=i % partitions)
+                p.flush(20)
+            else:
+                p.send(topic, key=b"k%d" % i, value=b"v%d" % i)
         p.flush(20)
 
 
@@ -121,7 +129,7 @@ def test_members_get_disjoint_parts_and_together_all(share_kafka):
     k = share_kafka
     topic = create_topic(k.bootstrap, "share-many", partitions=2)
     group = new_group(k)
-    consumers = [consumer(k, group, topic) for _ in range(3)]
+    consumers = [consumer(k, group, topic, max_poll_records=5) for _ in range(3)]
     try:
         # Everyone joined before the records come, so each has a chance at them.
         deadline = time.monotonic() + 20
@@ -129,11 +137,15 @@ def test_members_get_disjoint_parts_and_together_all(share_kafka):
             for c in consumers:
                 c.poll(0.1)
         assert all(c.assignment() for c in consumers)
-        produce(k, topic, 300)
+        # Produced while the members poll: a member's fetch acquires records as they come,
+        # and records acquired while nobody polls would outlive the 2 s lock.
+        producing = threading.Thread(target=produce, args=(k, topic, 300), kwargs={"partitions": 2})
+        producing.start()
         got = drain(consumers, 300)
+        producing.join(30)
         keys = [[(r.partition, r.offset) for r in part] for part in got]
         flat = [x for part in keys for x in part]
-        assert len(flat) == len(set(flat)) == 300  # disjoint, and all of them
+        assert sorted(flat) == [(p, o) for p in (0, 1) for o in range(150)]  # all, each once
         assert sum(1 for part in got if part) >= 2, [len(p) for p in got]
         for c in consumers:
             c.commit_sync(10)
@@ -344,7 +356,7 @@ def test_kafkawire_and_java_share_consumers_in_one_group(share_kafka):
     libs = os.path.join(kafka_jars(KAFKA_VERSION), "*")
     java = subprocess.Popen([java_binary(), "-cp", libs, JAVA_READER, k.bootstrap, group, topic, "6", "60"],
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    members = [consumer(k, group, topic) for _ in range(2)]
+    members = [consumer(k, group, topic, max_poll_records=5) for _ in range(2)]
     try:
         got: list[Any] = []
         with Admin(bootstrap_servers=k.bootstrap) as admin:
@@ -357,13 +369,12 @@ def test_kafkawire_and_java_share_consumers_in_one_group(share_kafka):
                     break
             assert len(desc.members) == 3
             client_ids = {m.client_id for m in desc.members}
-        with Producer(bootstrap_servers=k.bootstrap) as p:
-            for i in range(300):
-                p.send(topic, value=b"v%d" % i, partition=i % 3)
-            p.flush(20)
+        producing = threading.Thread(target=produce, args=(k, topic, 300), kwargs={"partitions": 3})
+        producing.start()
         while java.poll() is None:
             for c in members:
                 got += c.poll(0.2)
+        producing.join(30)
         out, _ = java.communicate(timeout=10)
         assert java.returncode == 0
         java_got = [tuple(int(x) for x in line.split("\t")[1:]) for line in out.splitlines()
