@@ -33,7 +33,7 @@ from kafkawire.protocol.share_group import ACCEPT, REJECT, RELEASE
 from kafkawire.testing.kafka import KAFKA_VERSION, KafkaCluster, java_binary, kafka_jars
 from topics import create_topic, unique_name
 
-pytestmark = [pytest.mark.broker, pytest.mark.groups]
+pytestmark = [pytest.mark.broker, pytest.mark.kafka, pytest.mark.groups]
 
 IAC = apis.get("IncrementalAlterConfigs")
 GROUP_RESOURCE = 32  # ConfigResource.Type.GROUP
