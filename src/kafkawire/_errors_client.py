@@ -9,6 +9,7 @@ this module does no I/O.
 from __future__ import annotations
 
 from kafkawire._errors_base import KafkaWireError
+from typing import Any
 
 __all__ = [
     "KafkaConnectionError",
@@ -85,7 +86,76 @@ class RequestTimeoutError(KafkaConnectionError):
 
 
 class NoBrokersAvailableError(KafkaConnectionError):
-    """None of the bootstrap (or known) brokers answered; the message lists each attempt."""
+    """None of the bootstrap (or known) brokers answered; the message lists each attempt.
+
+    ``errors`` holds each attempt's typed exception, in order, and ``__cause__`` the
+    first of them, so a program tells a wrong CA from a broker not up yet without
+    reading the message: ``any(isinstance(e, BrokerTLSError) for e in exc.errors)``.
+
+    When every address refused for a reason no wait fixes (a certificate that does not
+    verify, a protocol mismatch: ``retriable`` is False), the error is *also* an
+    instance of that refusal's class: ``except BrokerTLSError`` catches a bootstrap
+    that met a wrong CA, as it catches the same refusal from a connection made later,
+    while ``except NoBrokersAvailableError`` keeps catching it too.  Raising the
+    refusal itself instead would have lost the other addresses' attempts from the
+    summary and silently stopped ``except NoBrokersAvailableError`` from catching a
+    permanent bootstrap failure.  A refused SASL login is raised as its own error
+    (SaslAuthenticationError ...), not summed up: every address shares the
+    credentials, so the first refusal ends the bootstrap."""
+
+    def __init__(self, message: str, *, host: str | None = None, port: int | None = None,
+                 errors: Any = ()):
+        # KafkaConnectionError's own, not the next class in a combined class's order
+        # (a refusal's class may take other arguments).
+        KafkaConnectionError.__init__(self, message, host=host, port=port)
+        self.errors: list[BaseException] = list(errors)
+
+    @classmethod
+    def summing(cls, message: str, errors: Any, *, final: bool,
+                decisive: BaseException | None = None) -> "NoBrokersAvailableError":
+        """The error for attempts ``errors`` that all failed; ``final``: every address
+        ended with a refusal no wait fixes, ``decisive`` (default: the first error): not
+        retriable then, an instance of ``decisive``'s class too, and its ``__cause__``.
+        Otherwise the first error is the ``__cause__``."""
+        errs = list(errors)
+        first = (decisive if final and decisive is not None else None) or (errs[0] if errs else None)
+        kind: type = cls
+        if final and first is not None and not isinstance(first, cls):
+            kind = _also(type(first))
+        err = kind(message, errors=errs)
+        if kind is not cls and first is not None:
+            for name, value in vars(first).items():  # host, port, mechanism ... of the refusal
+                if name not in ("errors", "retriable") and not name.startswith("_"):
+                    err.__dict__.setdefault(name, value)
+            err.host, err.port = getattr(first, "host", None), getattr(first, "port", None)
+        err.retriable = not (final and errs)
+        if first is not None:
+            err.__cause__ = first
+        return err
+
+    def __reduce__(self) -> Any:
+        return (_rebuild_no_brokers, (self.args[0] if self.args else "", self.errors, not self.retriable))
+
+
+_COMBINED: dict[type, type] = {}
+
+
+def _also(refusal: type) -> type:
+    """NoBrokersAvailableError that is also a ``refusal`` (made once per class)."""
+    kind = _COMBINED.get(refusal)
+    if kind is None:
+        try:
+            kind = type("NoBrokersAvailableError", (NoBrokersAvailableError, refusal),
+                        {"__module__": __name__, "__doc__": NoBrokersAvailableError.__doc__,
+                         "__qualname__": f"NoBrokersAvailableError[{refusal.__name__}]"})
+        except TypeError:  # a class that cannot be combined (layout): the summary alone
+            kind = NoBrokersAvailableError
+        _COMBINED[refusal] = kind
+    return kind
+
+
+def _rebuild_no_brokers(message: str, errors: list[BaseException], final: bool) -> NoBrokersAvailableError:
+    return NoBrokersAvailableError.summing(message, errors, final=final)
 
 
 # Codes after which the leader map is stale: refresh metadata before retrying.  (Whether a

@@ -105,7 +105,9 @@ class AsyncCluster(ClusterView):
             raise KafkaTimeoutError(f"no time left to connect to {host}:{port}")
         try:
             return await asyncio.wait_for(asyncio.shield(task), remaining)
-        except asyncio.TimeoutError:
+        except asyncio.TimeoutError as exc:
+            if _ended(task, exc):
+                raise  # the setup's own error (a KafkaTimeoutError is a TimeoutError too)
             raise KafkaTimeoutError(f"connecting to {host}:{port} did not finish in time") from None
 
     async def _setup(self, conn: AsyncBrokerConnection, b: Backoff) -> AsyncBrokerConnection:
@@ -186,7 +188,9 @@ class AsyncCluster(ClusterView):
                 return await asyncio.shield(step.answer)
             try:
                 return await asyncio.wait_for(asyncio.shield(step.answer), max(0.0, deadline - self._now()))
-            except asyncio.TimeoutError:
+            except asyncio.TimeoutError as exc:
+                if _ended(step.answer, exc):
+                    raise  # the answer's own error, e.g. a refresh's KafkaTimeoutError
                 raise KafkaTimeoutError(f"{what}: no answer in time") from None
         assert isinstance(step, Request), step
         own = deadline is None  # the request's own timeout is the only one
@@ -204,9 +208,12 @@ class AsyncCluster(ClusterView):
             # The caller's deadline ends only its wait: the request keeps request_timeout_ms
             # (see conn.request), so a short one does not close a busy connection.
             return await conn.request(step.api, request, version, wait=max(0.001, deadline - self._now()))
+        exchange = asyncio.ensure_future(conn.request(step.api, request, version))
         try:
-            return await asyncio.wait_for(conn.request(step.api, request, version), max(0.0, deadline - self._now()))
-        except asyncio.TimeoutError:
+            return await asyncio.wait_for(exchange, max(0.0, deadline - self._now()))
+        except asyncio.TimeoutError as exc:
+            if _ended(exchange, exc):
+                raise
             abandon, err = late(step, conn)
             if abandon is not None:
                 conn.close(abandon)
@@ -310,3 +317,11 @@ def _background(coro: Any) -> asyncio.Future:
     task = asyncio.ensure_future(coro)
     task.add_done_callback(lambda t: t.cancelled() or t.exception())
     return task
+
+
+def _ended(fut: Any, exc: BaseException) -> bool:
+    """Whether ``exc``, a TimeoutError out of asyncio.wait_for(``fut``), is ``fut``'s own
+    (KafkaTimeoutError is a TimeoutError), not the wait's: then it keeps its class.  The
+    object itself is compared, as ``fut`` may end while the wait, timed out, cancels."""
+    return (isinstance(fut, asyncio.Future) and fut.done() and not fut.cancelled()
+            and fut.exception() is exc)

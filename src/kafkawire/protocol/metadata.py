@@ -73,27 +73,32 @@ class BrokerAttempts:
 
     def __init__(self) -> None:
         self.tried: list[str] = []
+        self.errors: list[BaseException] = []
         self.final = True  # every failure so far is one waiting does not fix
 
     def failed(self, host: str, port: int, exc: BaseException) -> None:
         self.tried.append(f"{host}:{port}: {type(exc).__name__}: {exc}")
+        self.errors.append(exc)
         self.final = self.final and ends_at_once(exc)
 
     def error(self) -> errors.NoBrokersAvailableError:
         """NoBrokersAvailableError listing each attempt; not retriable when every broker
         refused for a reason waiting does not fix (a TLS certificate, a protocol
         mismatch), so that a refresh ends at once instead of at its deadline."""
-        err = errors.NoBrokersAvailableError(
+        return errors.NoBrokersAvailableError.summing(
             "no broker could be reached; tried:\n  " + "\n  ".join(self.tried)
-            + "\ncheck bootstrap_servers and that the brokers are running")
-        err.retriable = not (self.final and self.tried)
-        return err
+            + "\ncheck bootstrap_servers and that the brokers are running",
+            self.errors, final=self.final and bool(self.tried))  # final: each one ends_at_once
 
 
 def refresh_timeout(timeout: float, last: BaseException | None) -> errors.KafkaTimeoutError:
     took = f"{timeout:g}s" if timeout >= 1 else f"{timeout * 1000:.3g} ms"
-    return errors.KafkaTimeoutError(f"cluster metadata not refreshed within {took}"
-                                    + (f"; last error: {last}" if last else ""))
+    err = errors.KafkaTimeoutError(f"cluster metadata not refreshed within {took}"
+                                   + (f"; last error: {last}" if last else ""))
+    err.errors = [last] if last is not None else []  # type: ignore[attr-defined]
+    if last is not None:
+        err.__cause__ = last  # a wrong CA met by the last try stays catchable by its class
+    return err
 
 
 def refresh_wait(exc: BaseException, remaining: float, retry_backoff: float, connect_delay: float) -> float:
@@ -256,9 +261,9 @@ def unreached(backoffs: Backoffs, addresses: list[tuple[str, int]], spent: float
     failures = [f"{h}:{p}: " + ("no answer in time" if b is None or b.last_error is None else
                                 (f"{b.failures} attempts, the last " if b.failures > 1 else "")
                                 + f"{type(b.last_error).__name__}: {b.last_error}") for h, p, b in tried]
-    err = errors.NoBrokersAvailableError(bootstrap_failure(failures, spent, timeout))
-    err.retriable = not final
-    return err
+    # The sender thread's Backoffs keep each address's last error only: one per address.
+    last = [b.last_error for _h, _p, b in tried if b is not None and b.last_error is not None]
+    return errors.NoBrokersAvailableError.summing(bootstrap_failure(failures, spent, timeout), last, final=final)
 
 
 def bootstrap_steps(addresses: list[tuple[str, int]], timeout: float,
@@ -280,6 +285,7 @@ def bootstrap_steps(addresses: list[tuple[str, int]], timeout: float,
     start = yield NOW
     deadline = start + timeout
     tried: dict[tuple[str, int], list[Any]] = {}  # address -> [attempts, last error]
+    every: list[BaseException] = []  # each attempt's error, in order
     left = list(dict.fromkeys(addresses))
     now = start
     while left and now < deadline:
@@ -298,6 +304,7 @@ def bootstrap_steps(addresses: list[tuple[str, int]], timeout: float,
                 entry = tried.setdefault((host, port), [0, exc])
                 entry[0] += 1
                 entry[1] = exc
+                every.append(exc)
                 if backoffs is None or ends_at_once(exc):
                     left.remove((host, port))
                 elif backoffs.remaining(host, port, now) <= 0:
@@ -311,9 +318,10 @@ def bootstrap_steps(addresses: list[tuple[str, int]], timeout: float,
             now = yield NOW
     failures = [f"{h}:{p}: {n} attempt{'s' if n != 1 else ''}, the last {type(e).__name__}: {e}"
                 if n > 1 else f"{h}:{p}: {type(e).__name__}: {e}" for (h, p), (n, e) in tried.items()]
-    err = errors.NoBrokersAvailableError(bootstrap_failure(failures, now - start, timeout))
-    err.retriable = not (tried and all(ends_at_once(e) for _n, e in tried.values()))
-    return err
+    return errors.NoBrokersAvailableError.summing(
+        bootstrap_failure(failures, now - start, timeout), every,
+        final=bool(tried) and all(ends_at_once(e) for _n, e in tried.values()),
+        decisive=next((e for e in every if ends_at_once(e)), None))
 
 
 def refresh_steps(timeout: float, retry_backoff: float, attempt: Callable[[float], Any],

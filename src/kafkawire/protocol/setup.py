@@ -11,7 +11,7 @@ sync and the asyncio client fail alike on the same broker.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NoReturn
 from weakref import WeakKeyDictionary
 
 from kafkawire.errors import BrokerConnectTimeoutError, ConnectionClosedError, KafkaWireError
@@ -87,6 +87,15 @@ def sasl_error(exc: BaseException, name: str, mechanism: SaslMechanism, *, close
         text += f"; {fix}"
     exc.args = (text, *exc.args[1:])
     return exc
+
+
+def _reraise(exc: BaseException, err: BaseException) -> NoReturn:
+    """Raise ``err`` in place of ``exc`` without losing why ``exc`` came: the same error
+    (sasl_error renames it in place) keeps its own ``__cause__`` (an OIDC endpoint's
+    timeout under a login's), a new one has ``exc`` as its cause."""
+    if err is exc:
+        raise exc
+    raise err from exc
 
 
 # The correlation id of each connection's first request after its setup (None until the
@@ -248,7 +257,7 @@ class ConnectionSetup:
             feed(exchange)
             step = exchange.next_step()
         except Exception as exc:  # noqa: BLE001 - the typed SASL errors, or a token provider's own
-            raise sasl_error(exc, self.name, self.sasl, login_only=self.login_only) from None
+            _reraise(exc, sasl_error(exc, self.name, self.sasl, login_only=self.login_only))
         if step is None:
             self._authenticated(exchange)
             return []
@@ -268,7 +277,7 @@ class ConnectionSetup:
                 raise SaslProtocolError(f"{exchange.mechanism.name}: the broker sent {len(tokens)} raw "
                                         f"SASL tokens in answer to one")
         except Exception as exc:  # noqa: BLE001 - the typed SASL errors
-            raise sasl_error(exc, self.name, self.sasl) from None
+            _reraise(exc, sasl_error(exc, self.name, self.sasl))
         if not tokens:
             return []
         return self._login_step(lambda ex: ex.receive_raw(tokens[0]))

@@ -248,7 +248,8 @@ class SaslExchange:
         try:
             first = self.mechanism.initial_response()
         except BaseException as exc:
-            raise self._fail(exc) from None
+            self._fail(exc)
+            raise  # as it came: a token provider's error keeps its own cause
         self._pending = first
         self._state = _RAW if self.handshake_version == 0 else _AUTH
 
@@ -280,7 +281,8 @@ class SaslExchange:
         try:
             reply = self.mechanism.respond(challenge)
         except BaseException as exc:
-            raise self._fail(exc) from None
+            self._fail(exc)
+            raise  # as it came: a token provider's error keeps its own cause
         if reply is not None:
             self._pending = reply
             return
