@@ -237,3 +237,67 @@ def test_option_errors_at_load(spark, kafka_broker, registry_url):
         with pytest.raises(Exception) as info:
             read(spark, b, topic, **options)
         assert message in str(info.value), (options, str(info.value)[:2000])
+
+
+def test_avro_keys_beside_raw_values(spark, kafka_broker, registry_url):
+    from kafkawire.schema import SchemaRegistryClient
+    from kafkawire.schema.avro import AvroSerializer
+
+    b = kafka_broker.bootstrap
+    topic = new_topic(b, 1, prefix="avrokey")
+    key_schema = {"type": "record", "name": "Key", "fields": [{"name": "user", "type": "string"},
+                                                             {"name": "shard", "type": ["null", "int"]}]}
+    with SchemaRegistryClient(registry_url) as client:
+        serialize = AvroSerializer(client, json.dumps(key_schema), is_key=True).for_topic(topic)
+        with Producer(bootstrap_servers=b, key_serializer=serialize) as p:
+            for i in range(5):
+                p.send(topic, b"v%d" % i, key={"user": f"u{i}", "shard": None if i % 2 else i}, partition=0)
+            p.send(topic, b"keyless", partition=0)
+    df = read(spark, b, topic, **{"key.format": "avro", "schema.registry.url": registry_url, "mode": "PERMISSIVE"})
+    assert df.columns[-2:] == ["key_raw", "key_error"] and "value_raw" not in df.columns
+    assert df.schema["key"].dataType.simpleString() == "struct<user:string,shard:int>"
+    rows = df.orderBy("offset").collect()
+    assert [(r["key"] and r["key"].asDict(), r["value"], r["key_error"]) for r in rows] == [
+        ({"user": f"u{i}", "shard": None if i % 2 else i}, b"v%d" % i, None) for i in range(5)
+    ] + [(None, b"keyless", None)]
+
+
+def test_writer_schemas_are_fetched_once_per_id_per_worker(registry_url):
+    """The executor side alone: batches naming two schema ids ask the registry for each
+    id the worker does not know, once."""
+    import pyarrow as pa
+
+    from kafkawire.spark import _typed
+    from kafkawire.spark._options import SourceOptions
+    from kafkawire.spark.source import KAFKA_SCHEMA, _RAW_ARROW
+    from pyspark.sql.pandas.types import to_arrow_schema
+    from kafkawire.schema import SchemaRegistryClient
+    from kafkawire.schema.avro import AvroSerializer
+
+    subject_topic = f"fetch-{random.randrange(1 << 30)}"
+    rng = random.Random(5)
+    with SchemaRegistryClient(registry_url) as client:
+        one = AvroSerializer(client, json.dumps(V1)).for_topic(subject_topic)(order(1, rng))
+        two = AvroSerializer(client, json.dumps(V2)).for_topic(subject_topic)(dict(order(2, rng), channel="c"))
+    # A registry URL of its own (a trailing slash) gives this test a fresh client and cache.
+    opts = SourceOptions.parse({"kafka.bootstrap.servers": "127.0.0.1:1", "subscribe": subject_topic,
+                                "value.format": "avro", "schema.registry.url": registry_url + "/"}, False)
+    typed = _typed.resolve(opts.typed, {"subscribe": subject_topic})
+    schema = to_arrow_schema(_typed.spark_schema(KAFKA_SCHEMA, typed), timezone="UTC")
+    registry = _typed.registry_client(typed.registry)
+    before = registry.requests_sent
+
+    def batch(payloads: list[bytes]) -> Any:
+        n = len(payloads)
+        return pa.RecordBatch.from_arrays([
+            pa.nulls(n, pa.binary()), pa.array(payloads, pa.binary()), pa.array([subject_topic] * n),
+            pa.array([0] * n, pa.int32()), pa.array(range(n), pa.int64()),
+            pa.array([0] * n, pa.timestamp("us", tz="UTC")), pa.array([0] * n, pa.int32())], schema=_RAW_ARROW)
+
+    out = _typed.decode_batch(batch([one, two, one]), subject_topic, 0, typed, schema)
+    # V2's id came with the subject's latest version (the reader schema): V1's alone is asked.
+    assert registry.requests_sent - before == 1
+    assert [v["id"] for v in out.column("value").to_pylist()] == [1, 2, 1]
+    assert [v["channel"] for v in out.column("value").to_pylist()] == ["web", "c", "web"]
+    out = _typed.decode_batch(batch([two, one]), subject_topic, 0, typed, schema)
+    assert registry.requests_sent - before == 1 and out.num_rows == 2
