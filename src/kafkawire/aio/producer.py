@@ -66,13 +66,13 @@ class AsyncRecordFuture(RecordFuture):
         return self._metadata(self[0].future.result())
 
     def exception(self, timeout: float | None = None) -> BaseException | None:  # noqa: ARG002
-        return self[0].future.exception()
+        return self[0].future.exception() or self._part_error(self[0].future.result())
 
     def add_callback(self, fn: Any) -> None:
         """Call ``fn(metadata, None)`` or ``fn(None, exception)`` when the record is done."""
 
         def done(f: asyncio.Future) -> None:
-            exc = None if f.cancelled() else f.exception()
+            exc = None if f.cancelled() else f.exception() or self._part_error(f.result())
             if f.cancelled():
                 fn(None, asyncio.CancelledError())
             elif exc is not None:

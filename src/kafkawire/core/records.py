@@ -68,6 +68,8 @@ class RecordFuture(tuple):
 
     def _metadata(self, value: tuple[int, int]) -> RecordMetadata:
         batch, index, timestamp = self
+        if type(value) is not tuple:  # a batch split after MESSAGE_TOO_LARGE (accumulator.SplitOffsets)
+            value, index = value.part(index), 0  # the record's own offset; raises its part's error
         base, append_time = value
         offset = -1 if base < 0 else base + index
         ts = append_time if append_time is not None and append_time >= 0 else timestamp
@@ -80,14 +82,18 @@ class RecordFuture(tuple):
         return self._metadata(self._batch_future.result(timeout))
 
     def exception(self, timeout: float | None = None) -> BaseException | None:
-        return self._batch_future.exception(timeout)
+        return self._batch_future.exception(timeout) or self._part_error(self._batch_future.result())
+
+    def _part_error(self, value: Any) -> BaseException | None:
+        """The error of this record's part of a split batch (None: written, or no split)."""
+        return None if type(value) is tuple else value.error(self[1])
 
     def add_callback(self, fn: Callable[[RecordMetadata | None, BaseException | None], Any]) -> None:
         """Call ``fn(metadata, None)`` on success or ``fn(None, exception)`` on failure,
         on the sender thread (keep it short)."""
 
         def done(f: Future) -> None:
-            exc = f.exception()
+            exc = f.exception() or self._part_error(f.result())
             if exc is not None:
                 fn(None, exc)
             else:

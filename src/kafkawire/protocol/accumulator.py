@@ -42,6 +42,60 @@ from kafkawire.protocol.idempotence import (
 )
 from kafkawire.protocol.producer import produce_request
 
+MESSAGE_TOO_LARGE = 10
+
+
+class SplitOffsets:
+    """What a batch split after MESSAGE_TOO_LARGE resolves to (its parts were written
+    apart, KIP-126): each part's (first record's index, record count, (base offset, log
+    append time) or the error it failed with).  A record's future asks it for its part."""
+
+    __slots__ = ("parts",)
+
+    def __init__(self, parts: list[tuple[int, int, Any]]):
+        self.parts = sorted(parts, key=lambda p: p[0])
+
+    def _find(self, index: int) -> tuple[int, int, Any]:
+        for part in self.parts:
+            if part[0] <= index < part[0] + part[1]:
+                return part
+        raise IndexError(f"record {index} is in no part of the split batch")
+
+    def part(self, index: int) -> tuple[int, int]:
+        """(the offset of record ``index``, log append time); raises the error its part
+        failed with."""
+        start, _n, result = self._find(index)
+        if isinstance(result, BaseException):
+            raise result
+        base, append_time = result
+        return (base + index - start if base >= 0 else base), append_time
+
+    def error(self, index: int) -> BaseException | None:
+        result = self._find(index)[2]
+        return result if isinstance(result, BaseException) else None
+
+    def __repr__(self) -> str:
+        return f"SplitOffsets({self.parts!r})"
+
+
+class _Split:
+    """A batch refused with MESSAGE_TOO_LARGE and resent in parts: the parts still
+    pending and the outcomes of those done.  The batch stays incomplete (holding its
+    memory, its future unresolved) until every part is done."""
+
+    __slots__ = ("parent", "pending", "outcomes")
+
+    def __init__(self, parent: Any):
+        self.parent = parent
+        self.pending = 0
+        self.outcomes: list[tuple[int, int, Any]] = []
+
+    def result(self) -> Any:
+        if all(isinstance(r, BaseException) for _s, _n, r in self.outcomes):
+            return min(self.outcomes, key=lambda o: o[0])[2]
+        return SplitOffsets(self.outcomes)
+
+
 _impl = _twins.load("kafkawire._accumulate", "kafkawire.protocol._accumulate_py")
 
 IMPLEMENTATION: str = _impl.IMPLEMENTATION
@@ -198,6 +252,12 @@ class Accumulator:
         # Why each batch waiting to be resent failed last time: a batch that runs out of
         # delivery_timeout_ms while it waits fails with that reason, not a bare timeout.
         self.last_error: dict[Batch, BaseException] = {}
+        # The parts of batches split after MESSAGE_TOO_LARGE: part -> (its split, the index
+        # of its first record in the batch split).  Parts are queued and sent as batches
+        # are, but never incomplete: the batch split stands for them until all are done.
+        self.parts: dict[Batch, tuple[_Split, int]] = {}
+        # Split batches whose last part expired: expired_error() gives their result.
+        self._split_results: dict[Batch, Any] = {}
         self.used_memory = 0
         # Set when closing a batch gave memory back (close_open): the shell wakes callers
         # waiting for room, then clears it.
@@ -370,11 +430,19 @@ class Accumulator:
                 if now >= b.deadline:
                     if j == 0:  # a later batch waits its turn to expire
                         self.close_open(b)
-                        expired.append(q.popleft())
+                        q.popleft()
                         if not q:
                             emptied.append((topic, partition))
                         if ident is not None:
                             ident.failed(b)
+                        if b in self.parts:
+                            # The batch split fails (or resolves) as its parts do.
+                            done = self._part_done(b, self.expired_error(b))
+                            if done is not None:
+                                self._split_results[done[0]] = done[1]
+                                expired.append(done[0])
+                        else:
+                            expired.append(b)
                     break
                 if ident is not None and not ident.may_send(b):
                     break  # waiting for a producer id (the InitProducerId answer wakes the sender)
@@ -502,7 +570,10 @@ class Accumulator:
     def expired_error(self, b: Batch, meta: Any = None) -> BaseException:
         """What a batch that outlived delivery_timeout_ms fails with; ``meta`` (the
         shell's ClusterMetadata) tells a partition that does not exist from a leader
-        that could not be reached."""
+        that could not be reached.  (A batch split after MESSAGE_TOO_LARGE whose last
+        part expired: what its parts came to, a SplitOffsets where some were written.)"""
+        if b in self._split_results:
+            return self._split_results.pop(b)
         if self.identity is not None and self.identity.fatal is not None:
             return self.identity.fatal
         last = self.last_error.get(b)
@@ -702,7 +773,7 @@ class Accumulator:
         the batches it ends, dequeued, each with its result ((base offset, log append
         time)) or error, for the shell to complete; those to be resent are scheduled
         (:meth:`retry`).  And whether to refresh the metadata."""
-        if exc is None and resp is not None and len(sent) == 1:
+        if exc is None and resp is not None and len(sent) == 1 and not self.parts:
             # One batch acknowledged (a record sent one at a time): the general way's
             # result in fewer steps, as this runs before the waiting caller learns (4 µs
             # of its p50 on Kafka, bench/README.md).  Anything else takes the general way.
@@ -727,13 +798,79 @@ class Accumulator:
         ident = self.identity
         for b, result, retriable in outcomes:
             if isinstance(result, BaseException):
+                if (getattr(result, "code", None) == MESSAGE_TOO_LARGE and not closed and b.count() > 1
+                        and b.records is None and b.columns is None):
+                    self.split(b)
+                    continue
                 if self.retry(b, result, retriable, now, closed):
                     continue
             elif ident is not None:
                 ident.acknowledged(b)
             self.dequeue(b)
+            if b in self.parts:
+                parent = self._part_done(b, result)
+                if parent is not None:
+                    done.append(parent)
+                continue
             done.append((b, result))
         return done, refresh
+
+    def split(self, b: Batch) -> None:
+        """``b`` was refused as too large (MESSAGE_TOO_LARGE) and holds more than one
+        record: it is replaced in its queue by its two halves, sent as any batch (each
+        halved again if refused again, as the Java client splits, KIP-126), so that only
+        a record too large by itself fails.  Under idempotence the halves keep ``b``'s
+        producer id, epoch and sequences (the first half ``b``'s, the second half's
+        following it), so the batches behind ``b`` keep theirs: the broker wrote none of
+        ``b``'s records."""
+        records = record_tuples(b)
+        got = self.parts.pop(b, None)
+        if got is None:
+            split, start = _Split(b), 0
+            b.in_flight = False
+        else:
+            split, start = got
+            split.pending -= 1
+            b.free()
+        self.last_error.pop(b, None)
+        half = len(records) // 2
+        halves = []
+        seq = b.sequence
+        for i, chunk in ((0, records[:half]), (half, records[half:])):
+            part = Batch(b.topic, b.partition, b.created, b.deadline, None)
+            for r in chunk:
+                key, value, ts, headers = _record_parts(r)
+                part.add(key, value, ts, headers)
+                part.size += RECORD_OVERHEAD + (len(key) if key is not None else 0) + (
+                    len(value) if value is not None else 0) + sum(
+                    len(k) + (len(v) if v is not None else 0) + 10 for k, v in headers or ())
+            part.full = True
+            if seq >= 0:
+                part.pid, part.epoch, part.sequence = b.pid, b.epoch, seq
+                seq = (seq + len(chunk)) & 0x7FFFFFFF
+            self.parts[part] = (split, start + i)
+            split.pending += 1
+            halves.append(part)
+        q = self.batches.setdefault((b.topic, b.partition), deque())
+        at = q.index(b) if b in q else 0
+        if b in q:
+            del q[at]
+        q.insert(at, halves[1])
+        q.insert(at, halves[0])
+
+    def _part_done(self, part: Batch, result: Any) -> tuple[Batch, Any] | None:
+        """A part of a split batch is done with ``result``: (the batch split, its result)
+        once every part is."""
+        split, start = self.parts.pop(part)
+        split.outcomes.append((start, part.count(), result))
+        split.pending -= 1
+        self.last_error.pop(part, None)
+        if isinstance(result, BaseException) and self.txn is not None:
+            self.txn.batch_failed(result)
+        part.free()
+        if split.pending:
+            return None
+        return split.parent, split.result()
 
     def _behind_unacknowledged(self, b: Batch) -> bool:
         """An idempotent batch of ``b``'s partition, sent before it under the same
@@ -809,7 +946,17 @@ class Accumulator:
             del self.batches[tp]
         for b in out:
             self.close_open(b)
-        return out
+        # Parts of split batches: the batch split fails in their place, once none of its
+        # parts is left (the transaction is aborted: its written parts are aborted too).
+        parents = []
+        for b in [b for b in out if b in self.parts]:
+            out.remove(b)
+            split, _start = self.parts.pop(b)
+            split.pending -= 1
+            b.free()
+            if not split.pending:
+                parents.append(split.parent)
+        return out + parents
 
     def drop_all(self) -> list[Batch]:
         """Forget every batch (the producer is closing); the ones still incomplete."""
@@ -818,6 +965,8 @@ class Accumulator:
             b.full = True  # closed: the hot path no longer appends to it (Appender)
         self.incomplete.clear()
         self.last_error.clear()
+        self.parts.clear()
+        self._split_results.clear()
         self.batches.clear()
         self.open.clear()
         return left
