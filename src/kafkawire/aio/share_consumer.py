@@ -14,7 +14,7 @@ from typing import Any, Iterable, Mapping
 
 from kafkawire.aio.cluster import AsyncCluster
 from kafkawire.core.config import Config, merge_options
-from kafkawire.errors import ClientClosedError, KafkaTimeoutError
+from kafkawire.errors import ClientClosedError, KafkaTimeoutError, NoBrokersAvailableError
 from kafkawire.protocol.fetcher import TopicPartition
 from kafkawire.protocol.metadata import check_topic_name
 from kafkawire.protocol.share_group import (
@@ -95,10 +95,17 @@ class AsyncShareConsumer:
 
     async def poll(self, timeout: float = 1.0, max_records: int | None = None) -> list[ShareConsumerRecord]:
         """Records acquired for this member, waiting up to ``timeout`` seconds for some."""
-        await self.start()
+        self._check_open()
+        deadline = self._now() + timeout
+        if not self._started:
+            try:
+                await self.start(max(0.001, timeout))
+            except NoBrokersAvailableError as exc:
+                if not exc.retriable:
+                    raise
+                return []  # no broker up yet within this poll's time: the next asks again
         m = self._member
         limit = max_records or self.config.max_poll_records
-        deadline = self._now() + timeout
         out = m.take_records(limit)
         while True:
             self._step(fetch=True)
@@ -113,9 +120,12 @@ class AsyncShareConsumer:
 
     async def commit_sync(self, timeout: float | None = None) -> dict[TopicPartition, BaseException | None]:
         """As :meth:`kafkawire.ShareConsumer.commit_sync`."""
-        await self.start()
+        self._check_open()
         deadline = self._now() + self._timeout(timeout)
         c = self._member.commit(self._now())
+        if c.done:
+            return dict(c.results)  # nothing held: nothing to send
+        await self.start(self._timeout(timeout))
         while True:
             self._step(fetch=False)
             if c.done:
