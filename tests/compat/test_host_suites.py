@@ -23,6 +23,7 @@ def counts(outcomes: dict[str, str]) -> str:
     return ", ".join(f"{c[k]} {k}" for k in ("passed", "failed", "error", "skipped") if c[k])
 
 
+@pytest.mark.hosts
 @pytest.mark.timeout(900)
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("host, version", SUITES, ids=[f"{h}-{v}" for h, v in SUITES])
