@@ -11,6 +11,7 @@ import pytest
 from settle import eventually, until_known
 from shells import make_admin  # noqa: F401 - the fixture
 from topics import unique_name
+from javaview import java_view
 
 from kafkawire import errors
 from kafkawire.client.admin import NewTopic, TopicPartition, TopicPartitionReplica
@@ -63,6 +64,13 @@ def test_describe_and_move_a_replica_between_log_dirs(two_dirs, admin):
     assert size > 10_000 and not future
     assert described[1][here].replicas[tp].offset_lag == 0
     there = next(x for x in dirs if x != here)
+    # Kafka's own Admin client sees the same directories and replicas.
+    view = java_view("ClusterView", cluster.bootstrap, "1")
+    assert sorted(x[1:] for x in view if x[0] == "logdir") == sorted(
+        ["1", path, "-", str(d.total_bytes)] for path, d in described[1].items())
+    assert sorted(x[1:] for x in view if x[0] == "replica") == sorted(
+        ["1", path, f"{tp.topic}-{tp.partition}", str(r.size), str(r.offset_lag), str(r.is_future).lower()]
+        for path, d in admin.describe_log_dirs([1], timeout=TIMEOUT)[1].items() for tp, r in d.replicas.items())
 
     replica = TopicPartitionReplica(topic, 0, 1)
     assert admin.alter_replica_log_dirs({replica: there}, timeout=TIMEOUT) == {replica: None}

@@ -11,6 +11,7 @@ import pytest
 from settle import eventually, until_known
 from shells import make_admin  # noqa: F401 - the fixture
 from topics import unique_name
+from javaview import java_view
 
 from kafkawire import errors
 from kafkawire.client.admin import ConfigResource, NewTopic, PartitionReassignment, TopicPartition
@@ -90,6 +91,9 @@ def test_a_throttled_reassignment_is_listed_until_cancelled(kafka3, admin):
         assert ongoing[tp] == PartitionReassignment([owner, adding], [adding], [])
         assert admin.list_partition_reassignments([tp], timeout=TIMEOUT) == {tp: ongoing[tp]}
         assert admin.list_partition_reassignments([TopicPartition(topic, 7)], timeout=TIMEOUT) == {}
+        # Kafka's own Admin client sees the same move.
+        theirs = [x[1:] for x in java_view("ClusterView", kafka3.bootstrap) if x[0] == "reassignment"]
+        assert theirs == [[f"{topic}-0", f"[{owner}, {adding}]", f"[{adding}]", "[]"]]
 
         assert admin.alter_partition_reassignments({tp: None}, timeout=TIMEOUT) == {tp: None}
         eventually(lambda: admin.list_partition_reassignments(timeout=TIMEOUT), {}, TIMEOUT)
@@ -112,6 +116,9 @@ def test_describe_cluster_lists_a_stopped_broker_as_fenced(kafka3, admin):
         eventually(lambda: sorted(admin.describe_cluster(timeout=TIMEOUT).brokers), [1, 2], TIMEOUT)
         eventually(lambda: {n: b.fenced for n, b in admin.describe_cluster(
             timeout=TIMEOUT, include_fenced_brokers=True).brokers.items()}, {1: False, 2: False, 3: True}, TIMEOUT)
+        ours = admin.describe_cluster(timeout=TIMEOUT, include_fenced_brokers=True).brokers.values()
+        theirs = [x[1:] for x in java_view("ClusterView", kafka3.bootstrap) if x[0] == "node"]
+        assert sorted(theirs) == sorted([str(b.node_id), b.host, str(b.port), str(b.fenced).lower()] for b in ours)
     finally:
         kafka3.restart(2)
     eventually(lambda: {n: b.fenced for n, b in admin.describe_cluster(
