@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 from settle import eventually
 from shells import make_admin  # noqa: F401 - the fixture
+from javaview import java_view
 
 from kafkawire import errors
 from kafkawire.client.admin import AdminError, FeatureMetadata
@@ -34,12 +35,19 @@ def _tv(admin) -> tuple[int, int] | None:
     return admin.describe_features(timeout=TIMEOUT).finalized.get("transaction.version")
 
 
-def test_upgrade_and_downgrade_a_feature(admin):
+def test_upgrade_and_downgrade_a_feature(kafka, admin):
     features = admin.describe_features(timeout=TIMEOUT)
     assert isinstance(features, FeatureMetadata) and features.epoch is not None
     low, high = features.supported["metadata.version"]
     assert low <= features.finalized["metadata.version"][1] <= high
     assert features.supported["transaction.version"] == (0, 2)
+    # Kafka's own Admin client describes the same.
+    view = java_view("ClusterView", kafka.bootstrap)
+    assert {x[1]: (int(x[2]), int(x[3])) for x in view if x[0] == "finalized"} == features.finalized
+    assert {x[1]: (int(x[2]), int(x[3])) for x in view if x[0] == "supported"} == features.supported
+    # The epoch is the metadata log's offset of that state: it only grows.
+    [epoch] = [int(x[1]) for x in view if x[0] == "epoch"]
+    assert epoch >= features.epoch
     start = _tv(admin)
     assert start in (None, (0, 0), (2, 2), (1, 1))  # the other shell's run may have moved it
 

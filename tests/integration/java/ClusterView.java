@@ -3,8 +3,8 @@ import org.apache.kafka.clients.admin.*;
 import org.apache.kafka.common.Node;
 import org.apache.kafka.common.TopicPartition;
 
-// What Kafka's own Admin client (kafka-clients) reports about reassignments, log directories
-// and the cluster's brokers, one tab-separated line per item, for the admin tests to compare.
+// What Kafka's own Admin client (kafka-clients) reports about reassignments, the cluster's
+// brokers, its features and log directories, one tab-separated line per item, for the admin tests to compare.
 // Arguments: bootstrap servers, then the broker ids whose log directories to describe.
 public class ClusterView {
     public static void main(String[] args) throws Exception {
@@ -17,6 +17,12 @@ public class ClusterView {
             }
             for (Node n : admin.describeCluster(new DescribeClusterOptions().includeFencedBrokers(true)).nodes().get())
                 System.out.println("node\t" + n.id() + "\t" + n.host() + "\t" + n.port() + "\t" + n.isFenced());
+            FeatureMetadata f = admin.describeFeatures().featureMetadata().get();
+            for (Map.Entry<String, FinalizedVersionRange> e : f.finalizedFeatures().entrySet())
+                System.out.println("finalized\t" + e.getKey() + "\t" + e.getValue().minVersionLevel() + "\t" + e.getValue().maxVersionLevel());
+            for (Map.Entry<String, SupportedVersionRange> e : f.supportedFeatures().entrySet())
+                System.out.println("supported\t" + e.getKey() + "\t" + e.getValue().minVersion() + "\t" + e.getValue().maxVersion());
+            System.out.println("epoch\t" + f.finalizedFeaturesEpoch().orElse(-1L));
             List<Integer> brokers = new ArrayList<>();
             for (int i = 1; i < args.length; i++) brokers.add(Integer.parseInt(args[i]));
             for (Map.Entry<Integer, Map<String, LogDirDescription>> b : admin.describeLogDirs(brokers).allDescriptions().get().entrySet())
