@@ -43,7 +43,9 @@ METADATA = apis.get("Metadata")
 class AsyncCluster(ClusterView):
     def __init__(self, config: Config):
         self.config = config
-        self.meta = ClusterMetadata(config.metadata_max_age_ms, config.retry_backoff_ms)
+        self.meta = ClusterMetadata(config.metadata_max_age_ms, config.retry_backoff_ms,
+                                    config.metadata_recovery_strategy,
+                                    config.metadata_recovery_rebootstrap_trigger_ms)
         self._conns: dict[Any, AsyncBrokerConnection] = {}
         self._connecting: dict[Any, asyncio.Task] = {}
         self.backoffs = Backoffs(config.reconnect_backoff_ms, config.reconnect_backoff_max_ms)
@@ -147,9 +149,15 @@ class AsyncCluster(ClusterView):
         for conn in self._conns.values():
             if conn.ready:
                 return conn
+        if self.meta.maybe_rebootstrap(self.backoffs, self._now()):
+            # KIP-1102: the known brokers are gone (or one said REBOOTSTRAP_REQUIRED): their
+            # connections go with them, and the bootstrap addresses are asked.
+            for key in [k for k in self._conns if not isinstance(k, tuple)]:
+                if key not in self._connecting:
+                    self._conns.pop(key).close()
         attempts = BrokerAttempts()
         for key, host, port, node_id in candidates(self.meta.brokers, self.config.bootstrap_servers,
-                                                   self.backoffs, self._now()):
+                                                   self.backoffs, self._now(), self.meta.recovery):
             try:
                 return await self._connect(key, host, port, node_id, deadline)
             except (KafkaConnectionError, KafkaTimeoutError) as exc:

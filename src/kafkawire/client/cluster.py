@@ -61,7 +61,9 @@ class Cluster(ClusterView):
         self._own_poller = poller is None
         self.bootstrap_addresses: list[tuple[str, int]] = list(config.bootstrap_servers)
         #: Brokers, topics and leaders, and when to refresh them (I/O-free).
-        self.meta = ClusterMetadata(config.metadata_max_age_ms, config.retry_backoff_ms)
+        self.meta = ClusterMetadata(config.metadata_max_age_ms, config.retry_backoff_ms,
+                                    config.metadata_recovery_strategy,
+                                    config.metadata_recovery_rebootstrap_trigger_ms)
         self._conns: dict[Any, BrokerConnection] = {}  # node id, or ("bootstrap", host, port)
         self.backoffs = Backoffs(config.reconnect_backoff_ms, config.reconnect_backoff_max_ms)
         self._refresh_future: Future | None = None
@@ -188,7 +190,17 @@ class Cluster(ClusterView):
         return self.backoffs.next_delay(time.monotonic())
 
     def _candidates(self) -> list[tuple[Any, str, int, int | None]]:
-        return candidates(self.brokers, self.bootstrap_addresses, self.backoffs, time.monotonic())
+        self._recover()
+        return candidates(self.brokers, self.bootstrap_addresses, self.backoffs, time.monotonic(),
+                          self.meta.recovery)
+
+    def _recover(self) -> None:
+        """KIP-1102: the known brokers all gone for metadata_recovery_rebootstrap_trigger_ms
+        (or a REBOOTSTRAP_REQUIRED answer): forget them and close their connections, so
+        that what comes next asks the bootstrap addresses (see ClusterMetadata.maybe_rebootstrap)."""
+        if self.meta.maybe_rebootstrap(self.backoffs, time.monotonic()):
+            for key in [k for k in self._conns if not isinstance(k, tuple)]:
+                self._conns.pop(key).close()
 
     def any_ready_connection(self) -> BrokerConnection | None:
         """A ready connection to any broker, never waiting; None while there is none,

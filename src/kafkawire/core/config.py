@@ -298,6 +298,8 @@ _COMMON: dict[str, tuple[Any, Callable[[str, Any], Any]]] = {
     "reconnect_backoff_max_ms": (1000, _int(0, INT32_MAX)),
     "socket_connection_setup_timeout_ms": (10000, _int(1, INT32_MAX)),
     "metadata_max_age_ms": (300000, _int(0, INT32_MAX)),
+    "metadata_recovery_strategy": ("rebootstrap", _choice("rebootstrap", "none")),
+    "metadata_recovery_rebootstrap_trigger_ms": (300000, _int(0, INT32_MAX)),
     "connections_max_idle_ms": (540000, _int(-1, 2**62)),
     "max_in_flight_requests_per_connection": (5, _int(1, 1000)),
     # TLS (kafkawire.core.tls builds the context): ssl_context, when given, wins over the
@@ -399,6 +401,8 @@ _DESCRIPTIONS = {
     "reconnect_backoff_max_ms": "Longest pause between reconnection attempts to one broker.",
     "socket_connection_setup_timeout_ms": "Time allowed to open a connection: TCP, TLS handshake, version negotiation and SASL login.",
     "metadata_max_age_ms": "Cluster metadata is refreshed at least this often, even without errors.",
+    "metadata_recovery_strategy": "What the client does when every broker its metadata names is gone (KIP-1102): \"rebootstrap\" forgets them and asks bootstrap_servers again, after metadata_recovery_rebootstrap_trigger_ms or at once when a broker answers REBOOTSTRAP_REQUIRED; \"none\" keeps trying the known brokers only.",
+    "metadata_recovery_rebootstrap_trigger_ms": "How long every broker of the metadata may stay unreachable before the client goes back to bootstrap_servers (with metadata_recovery_strategy=\"rebootstrap\").",
     "connections_max_idle_ms": "Accepted for the Java name's sake; kafkawire does not close idle connections yet.",
     "max_in_flight_requests_per_connection": "Requests sent to one broker before waiting for answers; at most 5 with idempotence.",
     "security_protocol": "PLAINTEXT, SSL (TLS), SASL_PLAINTEXT or SASL_SSL (SASL inside TLS).",

@@ -24,7 +24,7 @@ from kafkawire.protocol.steps import NOW, Await, Refresh, Request, Sleep
 __all__ = ["ClusterMetadata", "ClusterView", "TopicMetadata", "PartitionMetadata", "Backoff", "Backoffs", "reconnect_delay_ms",
            "check_topic_name", "check_partition_in_range", "unknown_partition", "missing_partitions_steps", "list_topics_steps", "MAX_TOPIC_NAME_LENGTH", "bootstrap_failure",
            "BrokerAttempts", "refresh_timeout", "refresh_wait", "candidates", "partitions_steps",
-           "bootstrap_steps", "refresh_steps", "ends_at_once", "unreached"]
+           "bootstrap_steps", "refresh_steps", "ends_at_once", "unreached", "rebootstrap_due", "REBOOTSTRAP_REQUIRED"]
 
 METADATA = apis.get("Metadata")
 
@@ -169,14 +169,17 @@ class Backoff:
     """Reconnect state of one broker address: failures in a row, when it may be tried
     again, and the last error (raised again to a caller that may not wait)."""
 
-    __slots__ = ("failures", "next_attempt", "last_error")
+    __slots__ = ("failures", "next_attempt", "last_error", "since")
 
     def __init__(self) -> None:
         self.failures = 0
         self.next_attempt = 0.0
         self.last_error: BaseException | None = None
+        self.since = 0.0  # when the current run of failures began
 
     def failed(self, exc: BaseException, now: float, base_ms: int, max_ms: int, jitter: float) -> None:
+        if self.failures == 0:
+            self.since = now
         self.failures += 1
         self.next_attempt = now + reconnect_delay_ms(self.failures, base_ms, max_ms, jitter) / 1000.0
         self.last_error = exc
@@ -220,12 +223,15 @@ class Backoffs:
 
 
 def candidates(brokers: dict[int, tuple[str, int]], bootstrap: list[tuple[str, int]], backoffs: Backoffs,
-               now: float) -> list[tuple[Any, str, int, int | None]]:
+               now: float, recovery: str = "rebootstrap") -> list[tuple[Any, str, int, int | None]]:
     """Every broker to ask when any will do, as (connection key, host, port, node id):
     known ones first, then bootstrap addresses (keyed ("bootstrap", host, port)), least
-    recently failed first (one in backoff is tried last), one per address."""
+    recently failed first (one in backoff is tried last), one per address.  With
+    metadata_recovery_strategy ``recovery`` "none", a client that knows its brokers
+    never goes back to the bootstrap addresses (as the Java client)."""
     out: list[tuple[Any, str, int, int | None]] = [(nid, h, p, nid) for nid, (h, p) in brokers.items()]
-    out += [(("bootstrap", h, p), h, p, None) for h, p in bootstrap]
+    if recovery != "none" or not brokers:
+        out += [(("bootstrap", h, p), h, p, None) for h, p in bootstrap]
     out.sort(key=lambda c: backoffs.remaining(c[1], c[2], now))
     seen: set[tuple[str, int]] = set()
     unique = []
@@ -234,6 +240,23 @@ def candidates(brokers: dict[int, tuple[str, int]], bootstrap: list[tuple[str, i
             seen.add((c[1], c[2]))
             unique.append(c)
     return unique
+
+
+REBOOTSTRAP_REQUIRED = 129
+
+
+def rebootstrap_due(brokers: dict[int, tuple[str, int]], backoffs: Backoffs, now: float, trigger: float) -> bool:
+    """KIP-1102: whether every broker the metadata names has failed every attempt to
+    reach it for ``trigger`` seconds or more (metadata_recovery_rebootstrap_trigger_ms),
+    so that the client should forget them and bootstrap again.  A broker not tried
+    yet, or reached since, is not known to be gone."""
+    if not brokers:
+        return False
+    for host, port in brokers.values():
+        b = backoffs.by_address.get((host, port))
+        if b is None or b.failures == 0 or now - b.since < trigger:
+            return False
+    return True
 
 
 def ends_at_once(exc: BaseException) -> bool:
@@ -440,9 +463,17 @@ class ClusterMetadata:
     """The latest Metadata answer and the topics the client cares about
     (``interest``, or every topic with ``all_topics``)."""
 
-    def __init__(self, metadata_max_age_ms: int, retry_backoff_ms: int):
+    def __init__(self, metadata_max_age_ms: int, retry_backoff_ms: int, recovery: str = "rebootstrap",
+                 rebootstrap_trigger_ms: int = 300000):
         self.max_age = metadata_max_age_ms / 1000
         self.retry_backoff = retry_backoff_ms / 1000
+        #: metadata_recovery_strategy and its trigger (seconds): see maybe_rebootstrap.
+        self.recovery = recovery
+        self.rebootstrap_trigger = rebootstrap_trigger_ms / 1000
+        #: A broker answered REBOOTSTRAP_REQUIRED: bootstrap again before the next request.
+        self.rebootstrap_required = False
+        #: How many times the known brokers were forgotten for the bootstrap addresses.
+        self.rebootstraps = 0
         self.brokers: dict[int, tuple[str, int]] = {}
         self.topics: dict[str, TopicMetadata] = {}
         self.cluster_id: str | None = None
@@ -466,6 +497,26 @@ class ClusterMetadata:
         self._errors_taken: dict[str, float | None] = {}  # see take_topic_error
         self._looked_at = -1.0  # see raise_new_topic_error
 
+    def maybe_rebootstrap(self, backoffs: Backoffs, now: float) -> bool:
+        """KIP-1102, with metadata_recovery_strategy "rebootstrap": when a broker answered
+        REBOOTSTRAP_REQUIRED, or every known broker has been unreachable for the trigger
+        (:func:`rebootstrap_due`), forget the brokers (and the cluster id: the addresses
+        may now lead to another cluster) so that the next Metadata request goes to the
+        bootstrap addresses, and return True: the shell then closes its connections to
+        the forgotten brokers.  The topics stay, to be refreshed."""
+        if self.recovery != "rebootstrap" or not self.brokers:
+            self.rebootstrap_required = False
+            return False
+        if not (self.rebootstrap_required or rebootstrap_due(self.brokers, backoffs, now, self.rebootstrap_trigger)):
+            return False
+        self.brokers = {}
+        self.cluster_id = None
+        self.controller_id = -1
+        self.need_refresh = True
+        self.rebootstrap_required = False
+        self.rebootstraps += 1
+        return True
+
     def request(self, version: int) -> tuple[Any, frozenset[str]]:
         """The Metadata request for ``version`` and the topics it asks about."""
         topics: Any
@@ -478,7 +529,19 @@ class ClusterMetadata:
         return METADATA.Request(topics=topics, allow_auto_topic_creation=True), frozenset(self.interest)
 
     def apply(self, resp: Any, now: float) -> None:
-        """Take in a Metadata answer."""
+        """Take in a Metadata answer.  One whose top-level error is REBOOTSTRAP_REQUIRED
+        (KIP-1102) is not taken in: the brokers are forgotten at the next
+        :meth:`maybe_rebootstrap`, or, with metadata_recovery_strategy "none", the
+        error is raised."""
+        if getattr(resp, "error_code", 0) == REBOOTSTRAP_REQUIRED:
+            self.need_refresh = True
+            if self.recovery == "none":
+                raise errors.for_code(REBOOTSTRAP_REQUIRED)(
+                    "a broker answered Metadata with REBOOTSTRAP_REQUIRED and metadata_recovery_strategy "
+                    "is 'none': set it to 'rebootstrap' (the default) to have the client go back to "
+                    "bootstrap_servers, or create the client again")
+            self.rebootstrap_required = True
+            return
         self.brokers = {b.node_id: (b.host, b.port) for b in resp.brokers}
         self.cluster_id = getattr(resp, "cluster_id", None)
         self.controller_id = getattr(resp, "controller_id", -1)
