@@ -99,8 +99,11 @@ def test_a_consumer_reads_from_the_replica_in_its_rack_and_falls_back_to_the_lea
         assert m["fetched_bytes_by_node"].get(leader, 0) == 0, m
 
         cluster.stop_node(follower - 1)
+        stopped = time.monotonic()
         _produce(cluster, topic, range(BEFORE, BEFORE + AFTER))
         got += _poll_until(c, AFTER)
+        print(f"\nsync: {AFTER} records written and read through the leader "
+              f"{time.monotonic() - stopped:.2f}s after the follower stopped")
         assert _values(got) == list(range(BEFORE + AFTER))  # no gap, no duplicate, in order
         m = c.metrics()
         assert m["preferred_read_replicas"] == {}, m  # no other replica in the follower's rack
@@ -129,8 +132,11 @@ def test_the_asyncio_consumer_reads_from_the_replica_in_its_rack_and_falls_back(
             assert m["fetched_bytes_by_node"].get(leader, 0) == 0, m
 
             await asyncio.to_thread(cluster.stop_node, follower - 1)
+            stopped = time.monotonic()
             await asyncio.to_thread(_produce, cluster, topic, range(BEFORE, BEFORE + AFTER))
             got += await _apoll_until(c, AFTER)
+            print(f"\nasyncio: {AFTER} records written and read through the leader "
+                  f"{time.monotonic() - stopped:.2f}s after the follower stopped")
             assert _values(got) == list(range(BEFORE + AFTER))
             m = c.metrics()
             assert m["preferred_read_replicas"] == {}, m

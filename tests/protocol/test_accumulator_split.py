@@ -166,3 +166,16 @@ def test_a_lone_record_too_large_is_not_split():
     leader = Leader(limit=1000)
     run(acc, leader)
     assert isinstance(f.exception(0), MessageTooLargeError) and leader.refused == 1 and leader.log == []
+
+
+def test_dropping_the_unsent_parts_fails_the_batch_split_in_their_place():
+    # An aborted transaction drops what was never sent: a split batch's parts not yet
+    # sent go, and the batch split fails in their place (its futures are its records').
+    acc = accumulator(enable_idempotence=False)
+    futures = send(acc, [b"%05d" % i + b"d" * 100 for i in range(10)])
+    by_node, _expired, _wait, _ = acc.collect(0.0, lambda t, p: 1, flushing=True)
+    request, sent, _rest, _failed = acc.produce_request(by_node[1], PRODUCE.max_version, 0.0)
+    done, _ = acc.settle(sent, Leader(limit=100).answer(request), None, "broker 1", 0.0, False)
+    assert done == [] and len(acc.parts) == 2 and [b.count() for b in acc.batches[TP]] == [5, 5]
+    dropped = acc.drop_unsent()
+    assert dropped == [futures[0][0]] and not acc.parts and not acc.batches
