@@ -17,7 +17,10 @@ import pytest
 from kafkawire import errors
 from kafkawire.aio import AsyncAdmin
 from kafkawire.client.admin import (
+    AclBinding,
+    AclBindingFilter,
     AdminError,
+    ClientQuotaEntity,
     ConfigResource,
     NewTopic,
     OffsetAndMetadata,
@@ -213,6 +216,16 @@ def test_every_call_ends_at_its_deadline_with_every_broker_stopped(tansu_broker_
         "describe_configs": ([("topic", topic)],), "alter_configs": ({("topic", topic): {"retention.ms": "1"}},),
         "describe_user_scram_credentials": (),
         "alter_user_scram_credentials": ([UserScramCredentialUpsertion("u", "SCRAM-SHA-256", "pw")],),
+        "create_acls": ([AclBinding("topic", topic, "User:u", "read")],), "describe_acls": (),
+        "delete_acls": ([AclBindingFilter(principal="User:u")],), "list_transactions": (),
+        "describe_transactions": (["tid"],), "describe_producers": ([tp],), "abort_transaction": (tp, 1, 0, 0),
+        "describe_client_quotas": (), "alter_client_quotas": ({ClientQuotaEntity(user="u"): {"producer_byte_rate": 1}},),
+        "alter_partition_reassignments": ({tp: [1]},), "list_partition_reassignments": (),
+        "elect_leaders": ("preferred", [tp]), "describe_log_dirs": (), "alter_replica_log_dirs": ({(topic, 0, 1): "/d"},),
+        "describe_features": (), "update_features": ({"transaction.version": 2},),
+        "describe_topic_partitions": ([topic],),
+        "list_share_groups": (), "describe_share_groups": ([group],), "list_share_group_offsets": (group,),
+        "alter_share_group_offsets": (group, {tp: 0}), "delete_share_group_offsets": (group, [topic]),
     }
     public = {n for n in dir(AsyncAdmin) if not n.startswith("_") and asyncio.iscoroutinefunction(getattr(AsyncAdmin, n))}
     assert public - {"start", "close"} == set(calls)
