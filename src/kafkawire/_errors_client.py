@@ -134,7 +134,13 @@ class NoBrokersAvailableError(KafkaConnectionError):
         return err
 
     def __reduce__(self) -> Any:
-        return (_rebuild_no_brokers, (self.args[0] if self.args else "", self.errors, not self.retriable))
+        return (_rebuild_no_brokers, (self.args[0] if self.args else "", self.errors,
+                                      isinstance(self, _RefusedForGood) and bool(self.errors), self.retriable,
+                                      self.host, self.port))
+
+
+class _RefusedForGood(NoBrokersAvailableError):
+    """The base of the classes :func:`_also` makes: a summary that is a refusal too."""
 
 
 _COMBINED: dict[type, type] = {}
@@ -145,7 +151,7 @@ def _also(refusal: type) -> type:
     kind = _COMBINED.get(refusal)
     if kind is None:
         try:
-            kind = type("NoBrokersAvailableError", (NoBrokersAvailableError, refusal),
+            kind = type("NoBrokersAvailableError", (_RefusedForGood, refusal),
                         {"__module__": __name__, "__doc__": NoBrokersAvailableError.__doc__,
                          "__qualname__": f"NoBrokersAvailableError[{refusal.__name__}]"})
         except TypeError:  # a class that cannot be combined (layout): the summary alone
@@ -154,8 +160,11 @@ def _also(refusal: type) -> type:
     return kind
 
 
-def _rebuild_no_brokers(message: str, errors: list[BaseException], final: bool) -> NoBrokersAvailableError:
-    return NoBrokersAvailableError.summing(message, errors, final=final)
+def _rebuild_no_brokers(message: str, errors: list[BaseException], final: bool, retriable: bool = True,
+                        host: str | None = None, port: int | None = None) -> NoBrokersAvailableError:
+    err = NoBrokersAvailableError.summing(message, errors, final=final)
+    err.retriable, err.host, err.port = retriable, host, port
+    return err
 
 
 # Codes after which the leader map is stale: refresh metadata before retrying.  (Whether a
