@@ -50,7 +50,8 @@ _SOURCE_KEYS = {
     "fetchoffset.numretries", "fetchoffset.retryintervalms",
     "key.format", "value.format", "key.schema", "value.schema", "key.subject", "value.subject", "mode",
 }
-_SINK_KEYS = {"topic", "includeheaders"}
+_SINK_KEYS = {"topic", "includeheaders", "key.format", "value.format", "key.schema", "value.schema",
+              "key.subject", "value.subject"}
 # lowercase -> the documented spelling, for error messages and "did you mean".
 _SPELLING = {name.lower(): name for name in (
     "assign", "subscribe", "subscribePattern", "startingOffsets", "endingOffsets", "startingTimestamp",
@@ -307,6 +308,7 @@ class SinkOptions:
     client: dict[str, Any]
     delivery_timeout_s: float  # how long a task waits for its acknowledgements
     topic: str | None = None
+    typed: Any = None  # _typed.TypedColumns: key/value columns written as Avro; None: as given
 
     @classmethod
     def parse(cls, options: Mapping[str, Any]) -> SinkOptions:
@@ -319,4 +321,5 @@ class SinkOptions:
             if not topic:
                 raise KafkawireOptionError("option 'topic' is empty; give a topic name or drop the option")
             self.topic = topic
+        self.typed = _typed.parse_sink(opts, self.topic)
         return self

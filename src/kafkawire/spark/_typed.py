@@ -426,3 +426,80 @@ def decode_batch(rb: Any, topic: str, partition: int, typed: TypedColumns, schem
         target = schema.field(column).type
         cols[column] = array if array.type == target else array.cast(target)
     return pa.RecordBatch.from_arrays([cols[name] for name in schema.names], schema=schema)
+
+
+# -- the sink: struct columns written as Avro ---------------------------------------------
+
+def parse_sink(opts: dict[str, str], topic: str | None) -> TypedColumns | None:
+    """The sink's typed-column options (``opts`` lowercased): the writer schema is the
+    inline one (registered under the subject, as Confluent's serializer auto-registers) or
+    the subject's latest version (looked up).  None when key and value are written as
+    given.  No I/O."""
+    if "mode" in opts:
+        raise KafkawireOptionError("option 'mode' applies to reading only")
+    typed = parse(opts)
+    if typed is None:
+        return None
+    if typed.registry is None:
+        raise KafkawireOptionError(
+            "writing Avro needs 'schema.registry.url': Confluent's framing names the schema by its registry id")
+    for f in typed.formats.values():
+        if f.subject is None:
+            if topic is None:
+                raise KafkawireOptionError(
+                    f"{f.column}.format=avro names its subject after the 'topic' option (<topic>-{f.column}); "
+                    f"set 'topic' or '{f.column}.subject'")
+            f.subject = f"{topic}-{f.column}"
+    return typed
+
+
+def _plain(value: Any, t: Any) -> Any:
+    """A value of Arrow type ``t`` as to_pylist gives it, as Avro takes it: maps (lists
+    of pairs) become dicts."""
+    import pyarrow as pa
+
+    if value is None:
+        return None
+    if pa.types.is_map(t):
+        return {k: _plain(v, t.item_type) for k, v in value}
+    if pa.types.is_struct(t):
+        return {t.field(i).name: _plain(value[t.field(i).name], t.field(i).type) for i in range(t.num_fields)}
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return [_plain(v, t.value_type) for v in value]
+    return value
+
+
+_serializers: dict[tuple, Any] = {}
+
+
+def _serializer(fmt: ColumnFormat, registry: dict[str, Any]) -> Any:
+    key = (fmt.column, fmt.subject, fmt.inline, tuple(sorted((k, repr(v)) for k, v in registry.items())))
+    with _lock:
+        found = _serializers.get(key)
+    if found is not None:
+        return found
+    from kafkawire.schema.avro import AvroSerializer
+
+    subject = fmt.subject
+    found = AvroSerializer(registry_client(registry), fmt.inline, topic=subject, is_key=fmt.column == "key",
+                           subject_name_strategy=lambda _topic, _field, _name: subject,
+                           auto_register=fmt.inline is not None, use_latest_version=fmt.inline is None)
+    with _lock:
+        _serializers[key] = found
+    return found
+
+
+def encode_batch(rb: Any, typed: TypedColumns) -> Any:
+    """``rb`` (the sink's columns) with its typed key/value columns written as
+    Confluent-framed Avro (binary)."""
+    import pyarrow as pa
+
+    cols = dict(zip(rb.schema.names, rb.columns))
+    for column, fmt in typed.formats.items():
+        if column not in cols:
+            continue
+        serialize = _serializer(fmt, typed.registry)
+        t = cols[column].type
+        cols[column] = pa.array([None if v is None else serialize(_plain(v, t))
+                                 for v in cols[column].to_pylist()], pa.binary())
+    return pa.RecordBatch.from_pydict(cols)

@@ -431,6 +431,9 @@ def _sink_options(options: Any, schema: StructType, overwrite: bool) -> SinkOpti
         raise KafkawireOptionError("format('kafkawire') only appends to topics; use .mode('append')")
     opts = SinkOptions.parse(options)
     fields = {f.name: f.dataType for f in schema.fields}
+    if opts.typed is not None:
+        # Columns written as Avro may be of any type the schema takes; they are binary once encoded.
+        fields = {k: (BinaryType() if k in opts.typed.formats else v) for k, v in fields.items()}
     if "value" not in fields:
         raise KafkawireOptionError(f"the sink needs a 'value' column (binary or string); the DataFrame has {sorted(fields)}")
     if opts.topic is None and "topic" not in fields:
@@ -461,6 +464,8 @@ class _Writing:
 
     def write(self, iterator: Iterator[Any]) -> KafkawireCommitMessage:
         o = self.opts
+        if o.typed is not None:
+            iterator = (_typed.encode_batch(rb, o.typed) for rb in iterator)
         return KafkawireCommitMessage(_io.write_batches(o.client, o.topic, iterator, o.delivery_timeout_s))
 
 
