@@ -1,5 +1,7 @@
 """What the schema'd serializers share: the subject name strategies, where a record came
-from (topic, key or value, partition, offset), and the wording of where, for errors."""
+from (topic, key or value, partition, offset), the wording of where, for errors, and the
+registry steps every format takes the same way (the schema id to write with, the writer
+schema of an id read)."""
 
 from __future__ import annotations
 
@@ -7,18 +9,29 @@ from dataclasses import dataclass
 from typing import Any, Callable, Union
 
 from kafkawire.errors import ConfigError
-from kafkawire.schema.errors import SerializationError
+from kafkawire.schema.errors import (
+    IncompatibleSchemaError,
+    PayloadDecodeError,
+    SchemaNotFoundError,
+    SerializationError,
+    UnknownSchemaIdError,
+)
 
 __all__ = [
     "KEY",
     "VALUE",
+    "FramedDeserializer",
     "RecordContext",
     "SubjectNameStrategy",
     "blocking_registry",
+    "check_latest_version",
+    "context_of",
+    "register_or_look_up",
     "record_subject",
     "strategy",
     "topic_record_subject",
     "topic_subject",
+    "writer_schema",
 ]
 
 KEY = "key"
@@ -136,3 +149,67 @@ def context_of(ctx: Any, topic: str | None, field: str) -> RecordContext:
         return RecordContext(ctx, field)
     got = getattr(ctx, "field", None)
     return RecordContext(getattr(ctx, "topic", topic), str(got) if got is not None else field)
+
+
+def check_latest_version(use_latest_version: bool, auto_register: bool) -> None:
+    """A serializer's ``use_latest_version`` and ``auto_register`` contradict each other."""
+    if use_latest_version and auto_register:
+        raise ConfigError("use_latest_version writes with the subject's latest schema, which "
+                          "auto_register would replace with this one: pass auto_register=False")
+
+
+def register_or_look_up(registry: Any, subject: str, schema: Any, ctx: RecordContext, *,
+                        auto_register: bool, normalize: bool) -> int:
+    """The id a serializer writes ``schema`` with under ``subject``: registered there
+    (``auto_register``), else looked up; a refused registration names the record's topic."""
+    if not auto_register:
+        return registry.lookup_schema(subject, schema, normalize=normalize).schema_id
+    try:
+        return registry.register_schema(subject, schema, normalize=normalize)
+    except IncompatibleSchemaError as exc:
+        raise IncompatibleSchemaError(
+            f"the schema for {ctx.what()} cannot be registered under subject {subject!r}: {exc}",
+            code=exc.code, status=exc.status, url=exc.url) from exc
+
+
+def writer_schema(registry: Any, schema_id: int, ctx: RecordContext, schema_type: str, format_name: str) -> Any:
+    """The schema a record names by ``schema_id``, which must be a ``schema_type`` one:
+    an id the registry does not know is an :class:`UnknownSchemaIdError` naming the
+    record, another format's schema a :class:`PayloadDecodeError`."""
+    try:
+        schema = registry.get_schema(schema_id)
+    except SchemaNotFoundError as exc:
+        error = UnknownSchemaIdError(
+            f"{ctx.what()} names schema id {schema_id}, which the registry does not know: {exc}",
+            code=exc.code, status=exc.status, url=exc.url)
+        error.schema_id, error.topic, error.partition, error.offset = (
+            schema_id, ctx.topic, ctx.partition, ctx.offset)
+        raise error from exc
+    if schema.schema_type != schema_type:
+        raise PayloadDecodeError(
+            f"{ctx.what()} was written with schema id {schema_id}, a {schema.schema_type} schema, "
+            f"not {format_name}: use that format's deserializer", schema_id=schema_id, **ctx.attributes())
+    return schema
+
+
+class FramedDeserializer:
+    """The calling conventions of a deserializer with ``topic`` and ``field`` whose
+    ``deserialize(data, topic=, partition=, offset=, field=)`` does the reading."""
+
+    topic: str | None
+    field: str
+
+    def deserialize(self, data: Any, *, topic: str | None = None, partition: int | None = None,
+                    offset: int | None = None, field: str | None = None) -> Any:
+        raise NotImplementedError
+
+    def for_topic(self, topic: str) -> Callable[[Any], Any]:
+        """This deserializer for ``topic``: the one-argument callable the clients' options take."""
+        ctx = RecordContext(topic, self.field)
+        return lambda data: self(data, ctx)
+
+    def __call__(self, data: Any, ctx: Any = None) -> Any:
+        if data is None:
+            return None
+        ctx = RecordContext(self.topic, self.field) if ctx is None else context_of(ctx, self.topic, self.field)
+        return self.deserialize(data, topic=ctx.topic, field=ctx.field)

@@ -41,16 +41,16 @@ from kafkawire.schema._serde import (
     RecordContext,
     SubjectNameStrategy,
     blocking_registry,
+    check_latest_version,
     context_of,
+    register_or_look_up,
     strategy,
+    writer_schema,
 )
 from kafkawire.schema.errors import (
-    IncompatibleSchemaError,
     PayloadDecodeError,
-    SchemaNotFoundError,
     SchemaResolutionError,
     SerializationError,
-    UnknownSchemaIdError,
 )
 from kafkawire.schema.framing import HEADER_SIZE, MAGIC_BYTE, frame_header, unframe
 
@@ -121,9 +121,7 @@ class AvroSerializer:
                  is_key: bool = False, subject_name_strategy: str | SubjectNameStrategy = "topic",
                  auto_register: bool = True, use_latest_version: bool = False, normalize: bool = False,
                  to_dict: Callable[[Any, RecordContext], Any] | None = None):
-        if use_latest_version and auto_register:
-            raise ConfigError("use_latest_version writes with the subject's latest schema, which "
-                              "auto_register would replace with this one: pass auto_register=False")
+        check_latest_version(use_latest_version, auto_register)
         if schema is None and not use_latest_version:
             raise ConfigError("give the writer schema, or use_latest_version=True (with auto_register=False)")
         self.registry = registry if registry is None else blocking_registry(registry, type(self).__name__)
@@ -173,16 +171,9 @@ class AvroSerializer:
         if self.use_latest_version:
             latest = self.registry.get_latest_version(subject)
             schema_id, parsed = latest.schema_id, parse_avro(latest.schema, self.registry)
-        elif self.auto_register:
-            try:
-                schema_id = self.registry.register_schema(subject, self.schema, normalize=self.normalize)
-            except IncompatibleSchemaError as exc:
-                raise IncompatibleSchemaError(
-                    f"the schema for {ctx.what()} cannot be registered under subject {subject!r}: "
-                    f"{exc}", code=exc.code, status=exc.status, url=exc.url) from exc
-            parsed = self._parsed
         else:
-            schema_id = self.registry.lookup_schema(subject, self.schema, normalize=self.normalize).schema_id
+            schema_id = register_or_look_up(self.registry, subject, self.schema, ctx,
+                                            auto_register=self.auto_register, normalize=self.normalize)
             parsed = self._parsed
         if id(parsed) not in self._writers:
             self._writers[id(parsed)] = compile_writer(parsed)
@@ -355,21 +346,7 @@ class AvroDeserializer:
         return record
 
     def _pair(self, schema_id: int, ctx: RecordContext) -> tuple[Any, Any, Any]:
-        try:
-            writer_schema = self.registry.get_schema(schema_id)
-        except SchemaNotFoundError as exc:
-            error = UnknownSchemaIdError(
-                f"{ctx.what()} names schema id {schema_id}, which the registry does "
-                f"not know: {exc}", code=exc.code, status=exc.status, url=exc.url)
-            error.schema_id, error.topic, error.partition, error.offset = (
-                schema_id, ctx.topic, ctx.partition, ctx.offset)
-            raise error from exc
-        if writer_schema.schema_type != "AVRO":
-            raise PayloadDecodeError(
-                f"{ctx.what()} was written with schema id {schema_id}, a "
-                f"{writer_schema.schema_type} schema, not Avro: use that format's deserializer",
-                schema_id=schema_id, **ctx.attributes())
-        writer = parse_avro(writer_schema, self.registry)
+        writer = parse_avro(writer_schema(self.registry, schema_id, ctx, "AVRO", "Avro"), self.registry)
         reader = None
         if self.use_latest_version:
             subject = self.subject_name_strategy(ctx.topic, ctx.field, _record_name(writer))

@@ -23,18 +23,19 @@ from kafkawire.schema._core import Schema
 from kafkawire.schema._serde import (
     KEY,
     VALUE,
+    FramedDeserializer,
     RecordContext,
     SubjectNameStrategy,
     blocking_registry,
+    check_latest_version,
     context_of,
+    register_or_look_up,
     strategy,
+    writer_schema,
 )
 from kafkawire.schema.errors import (
-    IncompatibleSchemaError,
     PayloadDecodeError,
-    SchemaNotFoundError,
     SerializationError,
-    UnknownSchemaIdError,
 )
 from kafkawire.schema.framing import frame_header, unframe
 
@@ -132,9 +133,7 @@ class JSONSerializer:
                  subject_name_strategy: str | SubjectNameStrategy = "topic", auto_register: bool = True,
                  use_latest_version: bool = False, normalize: bool = False, validate: bool = True,
                  to_dict: Callable[[Any, RecordContext], Any] | None = None):
-        if use_latest_version and auto_register:
-            raise ConfigError("use_latest_version writes with the subject's latest schema, which "
-                              "auto_register would replace with this one: pass auto_register=False")
+        check_latest_version(use_latest_version, auto_register)
         if schema is None and not use_latest_version:
             raise ConfigError("give the schema, or use_latest_version=True (with auto_register=False)")
         self.registry = registry if registry is None else blocking_registry(registry, type(self).__name__)
@@ -163,15 +162,9 @@ class JSONSerializer:
         if self.use_latest_version:
             latest = self.registry.get_latest_version(subject)
             schema_id, parsed = latest.schema_id, _Parsed(latest.schema, self.registry)
-        elif self.auto_register:
-            try:
-                schema_id = self.registry.register_schema(subject, self.schema, normalize=self.normalize)
-            except IncompatibleSchemaError as exc:
-                raise IncompatibleSchemaError(
-                    f"the schema for {ctx.what()} cannot be registered under subject {subject!r}: {exc}",
-                    code=exc.code, status=exc.status, url=exc.url) from exc
         else:
-            schema_id = self.registry.lookup_schema(subject, self.schema, normalize=self.normalize).schema_id
+            schema_id = register_or_look_up(self.registry, subject, self.schema, ctx,
+                                            auto_register=self.auto_register, normalize=self.normalize)
         target = (frame_header(schema_id), parsed if self.validate else None, schema_id, subject)
         self._targets[(ctx.topic, ctx.field)] = target
         return target
@@ -196,7 +189,7 @@ class JSONSerializer:
                                      schema_id=target[2], topic=ctx.topic) from exc
 
 
-class JSONDeserializer:
+class JSONDeserializer(FramedDeserializer):
     """JSON Schema in Confluent's framing back to Python: ``deserializer(data)`` -> the
     value (or what ``from_dict`` makes of it; None stays None).
 
@@ -219,17 +212,6 @@ class JSONDeserializer:
         self.from_dict = from_dict
         self._reader = None if schema is None else _Parsed(_as_json_schema(schema), registry)
         self._by_id: dict[int, _Parsed | None] = {}
-
-    def for_topic(self, topic: str) -> Callable[[Any], Any]:
-        """This deserializer for ``topic``: the one-argument callable the clients' options take."""
-        ctx = RecordContext(topic, self.field)
-        return lambda data: self(data, ctx)
-
-    def __call__(self, data: Any, ctx: Any = None) -> Any:
-        if data is None:
-            return None
-        ctx = RecordContext(self.topic, self.field) if ctx is None else context_of(ctx, self.topic, self.field)
-        return self.deserialize(data, topic=ctx.topic, field=ctx.field)
 
     def deserialize(self, data: Any, *, topic: str | None = None, partition: int | None = None,
                     offset: int | None = None, field: str | None = None) -> Any:
@@ -263,19 +245,6 @@ class JSONDeserializer:
             return self._reader
         if schema_id in self._by_id:
             return self._by_id[schema_id]
-        try:
-            schema = self.registry.get_schema(schema_id)
-        except SchemaNotFoundError as exc:
-            error = UnknownSchemaIdError(
-                f"{ctx.what()} names schema id {schema_id}, which the registry does not know: {exc}",
-                code=exc.code, status=exc.status, url=exc.url)
-            error.schema_id, error.topic, error.partition, error.offset = (
-                schema_id, ctx.topic, ctx.partition, ctx.offset)
-            raise error from exc
-        if schema.schema_type != "JSON":
-            raise PayloadDecodeError(
-                f"{ctx.what()} was written with schema id {schema_id}, a {schema.schema_type} schema, "
-                f"not JSON Schema: use that format's deserializer", schema_id=schema_id, **ctx.attributes())
-        parsed = _Parsed(schema, self.registry)
+        parsed = _Parsed(writer_schema(self.registry, schema_id, ctx, "JSON", "JSON Schema"), self.registry)
         self._by_id[schema_id] = parsed
         return parsed

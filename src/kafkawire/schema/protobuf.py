@@ -23,14 +23,16 @@ from kafkawire.schema._core import Schema, SchemaReference
 from kafkawire.schema._serde import (
     KEY,
     VALUE,
+    FramedDeserializer,
     RecordContext,
     SubjectNameStrategy,
     blocking_registry,
+    check_latest_version,
     context_of,
+    register_or_look_up,
     strategy,
 )
 from kafkawire.schema.errors import (
-    IncompatibleSchemaError,
     PayloadDecodeError,
     SerializationError,
 )
@@ -83,9 +85,7 @@ class ProtobufSerializer:
                  reference_subject_name_strategy: SubjectNameStrategy = _file_subject,
                  auto_register: bool = True, use_latest_version: bool = False, normalize: bool = False,
                  skip_known_types: bool = True):
-        if use_latest_version and auto_register:
-            raise ConfigError("use_latest_version writes with the subject's latest schema, which "
-                              "auto_register would replace with this one: pass auto_register=False")
+        check_latest_version(use_latest_version, auto_register)
         descriptor = getattr(message_type, "DESCRIPTOR", None)
         if descriptor is None or not hasattr(descriptor, "file"):
             raise ConfigError(f"message_type must be a generated Protobuf message class, not {message_type!r}")
@@ -127,15 +127,8 @@ class ProtobufSerializer:
             schema_id = self.registry.get_latest_version(subject).schema_id
         else:
             schema = Schema(schema_of_file(descriptor.file), "PROTOBUF", self._references(ctx, descriptor.file))
-            if self.auto_register:
-                try:
-                    schema_id = self.registry.register_schema(subject, schema, normalize=self.normalize)
-                except IncompatibleSchemaError as exc:
-                    raise IncompatibleSchemaError(
-                        f"the schema for {ctx.what()} cannot be registered under subject {subject!r}: {exc}",
-                        code=exc.code, status=exc.status, url=exc.url) from exc
-            else:
-                schema_id = self.registry.lookup_schema(subject, schema, normalize=self.normalize).schema_id
+            schema_id = register_or_look_up(self.registry, subject, schema, ctx,
+                                            auto_register=self.auto_register, normalize=self.normalize)
         target = (frame_header(schema_id, self.indexes), schema_id, subject)
         self._targets[(ctx.topic, ctx.field)] = target
         return target
@@ -156,7 +149,7 @@ class ProtobufSerializer:
         return target[0] + message.SerializeToString()
 
 
-class ProtobufDeserializer:
+class ProtobufDeserializer(FramedDeserializer):
     """Protobuf in Confluent's framing back to a message: ``deserializer(data)`` -> an
     instance of ``message_type`` (None stays None).  The schema id is not looked up: the
     message class is the reader's schema, and Protobuf reads what an older or newer
@@ -171,17 +164,6 @@ class ProtobufDeserializer:
         self.message_type = message_type
         self.topic = topic
         self.field = KEY if is_key else VALUE
-
-    def for_topic(self, topic: str) -> Callable[[Any], Any]:
-        """This deserializer for ``topic``: the one-argument callable the clients' options take."""
-        ctx = RecordContext(topic, self.field)
-        return lambda data: self(data, ctx)
-
-    def __call__(self, data: Any, ctx: Any = None) -> Any:
-        if data is None:
-            return None
-        ctx = RecordContext(self.topic, self.field) if ctx is None else context_of(ctx, self.topic, self.field)
-        return self.deserialize(data, topic=ctx.topic, field=ctx.field)
 
     def deserialize(self, data: Any, *, topic: str | None = None, partition: int | None = None,
                     offset: int | None = None, field: str | None = None) -> Any:
