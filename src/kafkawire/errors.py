@@ -65,6 +65,12 @@ _ELSEWHERE = {
     "TransactionStateError": "kafkawire.protocol.transactions",
     "TransactionAbortedError": "kafkawire.protocol.transactions",
     "ForkedClientError": "kafkawire.core.fork",
+    "OAuthBearerLoginError": "kafkawire.protocol.sasl._oidc",
+    "OAuthBearerCredentialsError": "kafkawire.protocol.sasl._oidc",
+    "OAuthBearerTokenResponseError": "kafkawire.protocol.sasl._oidc",
+    "OAuthBearerEndpointError": "kafkawire.protocol.sasl._oidc",
+    "OAuthBearerEndpointTimeoutError": "kafkawire.protocol.sasl._oidc",
+    "UntestedHostError": "kafkawire.compat._guard",
 }
 
 __all__ = [*_errors_base.__all__, *_errors_codec.__all__, *_errors_table.__all__, *_errors_client.__all__,
