@@ -9,6 +9,8 @@ module does no I/O.
 
 from __future__ import annotations
 
+from typing import Any
+
 from kafkawire.errors import KafkaTimeoutError, KafkaWireError
 
 __all__ = [
@@ -45,6 +47,9 @@ __all__ = [
     "for_registry_code",
 ]
 
+# The class for each registry error code: filled by each subclass that names its code.
+_BY_CODE: dict[int, type[SchemaRegistryError]] = {}
+
 
 class SchemaRegistryError(KafkaWireError):
     """A Schema Registry call that did not succeed.  ``code`` is the registry's
@@ -61,6 +66,12 @@ class SchemaRegistryError(KafkaWireError):
             self.code = code
         self.status = status
         self.url = url
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        code = cls.__dict__.get("code")
+        if code is not None:
+            _BY_CODE.setdefault(code, cls)
 
 
 class SchemaRegistryConnectionError(SchemaRegistryError):
@@ -187,16 +198,6 @@ class OperationNotPermittedError(SchemaRegistryError):
 class ReferenceExistsError(SchemaRegistryError):
     code = 42206
     fix = "other schemas reference this one: delete those first (get_referenced_by)"
-
-
-_BY_CODE: dict[int, type[SchemaRegistryError]] = {
-    cls.code: cls for cls in (  # type: ignore[misc]
-        SubjectNotFoundError, VersionNotFoundError, SchemaNotFoundError, SubjectSoftDeletedError,
-        SubjectNotSoftDeletedError, VersionSoftDeletedError, VersionNotSoftDeletedError,
-        SubjectConfigNotFoundError, SubjectModeNotFoundError, IncompatibleSchemaError,
-        InvalidSchemaError, InvalidVersionError, InvalidCompatibilityLevelError, InvalidModeError,
-        OperationNotPermittedError, ReferenceExistsError)
-}
 
 
 # -- Confluent's framing of a record (kafkawire.schema.framing) ------------------------------
