@@ -16,7 +16,6 @@ from kafkawire.aio.cluster import AsyncCluster
 from kafkawire.core.config import Config, merge_options
 from kafkawire.errors import ClientClosedError, KafkaTimeoutError, NoBrokersAvailableError
 from kafkawire.protocol.fetcher import TopicPartition
-from kafkawire.protocol.metadata import check_topic_name
 from kafkawire.protocol.share_group import (
     ACCEPT,
     AcknowledgementCallback,
@@ -69,11 +68,8 @@ class AsyncShareConsumer:
 
     def subscribe(self, topics: Iterable[str]) -> None:
         self._check_open()
-        if isinstance(topics, str):
-            topics = [topics]
-        names = [check_topic_name(t) for t in topics]
-        self.cluster.interest.update(names)
-        self._member.subscribe(names, self._now())
+        self._member.subscribe(topics, self._now())
+        self.cluster.interest.update(self._member.subscription)
 
     def subscription(self) -> list[str]:
         return list(self._member.subscription)
@@ -184,11 +180,7 @@ class AsyncShareConsumer:
         self._check_open()
         m = self._member
         answers, self._answers = self._answers, []
-        for send, resp, exc in answers:
-            if exc is None:
-                m.on_answer(send, resp, self._now(), self.cluster.meta)
-            else:
-                m.on_failure(send, exc, self._now())
+        m.on_answers(answers, self._now(), self.cluster.meta)
         failed = None
         for ev in m.events():
             if isinstance(ev, MetadataNeeded):

@@ -21,7 +21,6 @@ from kafkawire.client.cluster import Cluster
 from kafkawire.core.config import Config, merge_options
 from kafkawire.errors import ClientClosedError, KafkaConnectionError, KafkaTimeoutError
 from kafkawire.protocol.fetcher import TopicPartition
-from kafkawire.protocol.metadata import check_topic_name
 from kafkawire.protocol.share_group import (
     ACCEPT,
     AcknowledgementCallback,
@@ -75,11 +74,8 @@ class ShareConsumer:
     def subscribe(self, topics: Iterable[str]) -> None:
         """Read ``topics`` with the share group (replacing an earlier subscription)."""
         self._check_open()
-        if isinstance(topics, str):
-            topics = [topics]
-        names = [check_topic_name(t) for t in topics]
-        self.cluster.interest.update(names)
-        self._member.subscribe(names, time.monotonic())
+        self._member.subscribe(topics, time.monotonic())
+        self.cluster.interest.update(self._member.subscription)
 
     def subscription(self) -> list[str]:
         return list(self._member.subscription)
@@ -187,12 +183,7 @@ class ShareConsumer:
     def _step(self, fetch: bool) -> None:
         m = self._member
         answers, self._answers = self._answers, []
-        for send, resp, exc in answers:
-            now = time.monotonic()
-            if exc is None:
-                m.on_answer(send, resp, now, self.cluster.meta)
-            else:
-                m.on_failure(send, exc, now)
+        m.on_answers(answers, time.monotonic(), self.cluster.meta)
         failed = None
         for ev in m.events():
             if isinstance(ev, MetadataNeeded):

@@ -44,6 +44,7 @@ from kafkawire.protocol import apis
 from kafkawire.protocol.consumer_group import new_member_id
 from kafkawire.protocol.coordinator import COORDINATOR_MOVED, FIND_COORDINATOR, GROUP, answers, find_request
 from kafkawire.protocol.fetcher import TopicPartition
+from kafkawire.protocol.metadata import check_topic_name
 
 __all__ = [
     "AcknowledgeType",
@@ -367,8 +368,12 @@ class ShareGroupMember:
 
     # -- what the caller does -------------------------------------------------------------
 
-    def subscribe(self, topics: Iterable[str], now: float) -> None:
-        topics = sorted(set(topics))
+    def subscribe(self, topics: Iterable[str] | str, now: float) -> None:
+        """Subscribe to ``topics`` (a name or names; each one Kafka accepts, else
+        InvalidTopicError and nothing changes)."""
+        if isinstance(topics, str):
+            topics = [topics]
+        topics = sorted({check_topic_name(t) for t in topics})
         if not topics:
             self.unsubscribe(now)
             return
@@ -666,6 +671,15 @@ class ShareGroupMember:
         return Send("ack", node, SHARE_ACKNOWLEDGE, req, acks=acks, epoch=epoch, commits=commits)
 
     # -- answers ----------------------------------------------------------------------------
+
+    def on_answers(self, answers: Iterable[tuple[Send, Any, BaseException | None]], now: float,
+                   meta: Any = None) -> None:
+        """The shell's collected ``(send, response, error)`` outcomes, in the order they came."""
+        for send, resp, exc in answers:
+            if exc is None:
+                self.on_answer(send, resp, now, meta)
+            else:
+                self.on_failure(send, exc, now)
 
     def on_answer(self, send: Send, resp: Any, now: float, meta: Any = None) -> None:
         if send.kind == "find":
