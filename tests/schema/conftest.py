@@ -90,3 +90,20 @@ def make_client(request: pytest.FixtureRequest) -> Iterator[Callable[..., Any]]:
 def registry(apicurio_registry: ApicurioRegistry, make_client: Callable[..., Any]) -> Any:
     """A client of the session's registry, in each shell."""
     return make_client(apicurio_registry.url)
+
+
+@pytest.fixture
+def client(apicurio_registry: ApicurioRegistry) -> Iterator[Any]:
+    """A blocking client of the session's registry: what the serializers take."""
+    from kafkawire.schema import SchemaRegistryClient
+
+    with SchemaRegistryClient(apicurio_registry.url) as c:
+        yield c
+
+
+@pytest.fixture
+def confluent(apicurio_registry: ApicurioRegistry) -> Any:
+    """confluent-kafka's client of the session's registry, to hold kafkawire's answers against."""
+    from confluent_kafka.schema_registry import SchemaRegistryClient as CKClient
+
+    return CKClient({"url": apicurio_registry.url})

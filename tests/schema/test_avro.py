@@ -9,12 +9,11 @@ import datetime
 import decimal
 import json
 import uuid
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 from confluent_kafka.schema_registry import Schema as CKSchema
 from confluent_kafka.schema_registry import SchemaReference as CKReference
-from confluent_kafka.schema_registry import SchemaRegistryClient as CKClient
 from confluent_kafka.schema_registry import record_subject_name_strategy, topic_record_subject_name_strategy
 from confluent_kafka.schema_registry.avro import AvroDeserializer as CKDeserializer
 from confluent_kafka.schema_registry.avro import AvroSerializer as CKSerializer
@@ -94,17 +93,6 @@ V2 = compact({"type": "record", "name": "User", "namespace": "kw.avro",
               "fields": [{"name": "name", "type": "string"}, {"name": "age", "type": "long"},
                          {"name": "email", "type": ["null", "string"], "default": None},
                          {"name": "tier", "type": "string", "default": "basic"}]})
-
-
-@pytest.fixture
-def client(apicurio_registry: ApicurioRegistry) -> Iterator[SchemaRegistryClient]:
-    with SchemaRegistryClient(apicurio_registry.url) as c:
-        yield c
-
-
-@pytest.fixture
-def confluent(apicurio_registry: ApicurioRegistry) -> Any:
-    return CKClient({"url": apicurio_registry.url})
 
 
 @pytest.fixture

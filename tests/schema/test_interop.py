@@ -8,7 +8,6 @@ import json
 import struct
 from typing import Any
 
-import pytest
 from confluent_kafka.schema_registry import AsyncSchemaRegistryClient as CKAsyncClient
 from confluent_kafka.schema_registry import Schema as CKSchema
 from confluent_kafka.schema_registry import SchemaReference as CKReference
@@ -25,11 +24,6 @@ def compact(obj: Any) -> str:
 INNER = compact({"type": "record", "name": "Inner", "namespace": "kw.interop", "fields": [{"name": "v", "type": "long"}]})
 OUTER = compact({"type": "record", "name": "Outer", "namespace": "kw.interop",
                  "fields": [{"name": "i", "type": "kw.interop.Inner"}, {"name": "s", "type": "string"}]})
-
-
-@pytest.fixture
-def confluent(apicurio_registry: ApicurioRegistry) -> Any:
-    return CKClient({"url": apicurio_registry.url})
 
 
 def test_confluent_reads_what_kafkawire_registered(registry: Any, confluent: Any, subject: str) -> None:

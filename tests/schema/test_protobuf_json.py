@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import json
 import uuid
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 from confluent_kafka.schema_registry import Schema as CKSchema
 from confluent_kafka.schema_registry import SchemaReference as CKReference
-from confluent_kafka.schema_registry import SchemaRegistryClient as CKClient
 from confluent_kafka.schema_registry.json_schema import JSONDeserializer as CKJSONDeserializer
 from confluent_kafka.schema_registry.json_schema import JSONSerializer as CKJSONSerializer
 from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer as CKProtoDeserializer
@@ -20,10 +19,9 @@ from confluent_kafka.schema_registry.protobuf import ProtobufSerializer as CKPro
 from confluent_kafka.serialization import MessageField, SerializationContext
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, timestamp_pb2
 
-from kafkawire.schema import Schema, SchemaReference, SchemaRegistryClient, errors
+from kafkawire.schema import Schema, SchemaReference, errors
 from kafkawire.schema.json_schema import JSONDeserializer, JSONSerializer
 from kafkawire.schema.protobuf import ProtobufDeserializer, ProtobufSerializer, message_indexes
-from kafkawire.testing.registry import ApicurioRegistry
 
 F = descriptor_pb2.FieldDescriptorProto
 
@@ -90,17 +88,6 @@ def orders() -> list[Any]:
         o.attrs["k"] = i
         out.append(o)
     return out
-
-
-@pytest.fixture
-def client(apicurio_registry: ApicurioRegistry) -> Iterator[SchemaRegistryClient]:
-    with SchemaRegistryClient(apicurio_registry.url) as c:
-        yield c
-
-
-@pytest.fixture
-def confluent(apicurio_registry: ApicurioRegistry) -> Any:
-    return CKClient({"url": apicurio_registry.url})
 
 
 @pytest.fixture
