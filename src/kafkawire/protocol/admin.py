@@ -898,6 +898,34 @@ class AdminCore:
 
         return Op(operation, steps)
 
+    def _every_broker(self, operation: str, api: Api, build: Callable[[int], Any],
+                      listing: Callable[[Any], Iterable[Any]], key: Callable[[Any], Any],
+                      check: Callable[[int, Any], None] | None = None) -> Op:
+        """The call that asks ``api`` of every broker of the cluster (each knows only its
+        own part: the groups or transactions it coordinates) and merges the answers'
+        ``listing(response)`` into one dict by ``key``, sorted.  ``check(node, response)``
+        sees each answer first; a broker's error code fails that broker's part."""
+        name = api.name
+
+        def step(progress: _Progress, deadline: float) -> Steps:
+            for node in list(progress.todo):
+                _v, resp = yield from self._send(node, api, build)
+                if check is not None:
+                    check(node, resp)
+                if resp.error_code:
+                    progress.failed(node, broker_error(resp.error_code, f"{name} on broker {node}"))
+                    continue
+                progress.done(node, list(listing(resp)))
+
+        def steps(budget: Budget) -> Steps:
+            cluster = yield from self.describe_cluster().steps(self._rest(budget.deadline, (yield NOW), 0.001))
+            per_node = yield from self._rounds(operation, cluster.brokers, step, True).steps(
+                self._rest(budget.deadline, (yield NOW)))
+            out = {key(x): x for listing in per_node.values() for x in listing}
+            return dict(sorted(out.items()))
+
+        return Op(operation, steps)
+
     @staticmethod
     def _send(node: int | None, api: Api, build: Callable[[int], Any]) -> Steps:
         """One request to ``node`` (None: any broker), built by ``build(version)`` for the
@@ -1236,23 +1264,10 @@ class AdminCore:
         progress.failed(group, broker_error(code, f"{what} group {group!r}", message))
 
     def list_groups(self) -> Op:
-        def step(progress: _Progress, deadline: float) -> Steps:
-            for node in list(progress.todo):
-                _v, resp = yield from self._send(node, LIST_GROUPS, lambda v: LIST_GROUPS.Request())
-                if resp.error_code:
-                    progress.failed(node, broker_error(resp.error_code, f"ListGroups on broker {node}"))
-                    continue
-                progress.done(node, [GroupListing(g.group_id, g.protocol_type, g.group_state or None)
-                                     for g in resp.groups])
-
-        def steps(budget: Budget) -> Steps:
-            cluster = yield from self.describe_cluster().steps(self._rest(budget.deadline, (yield NOW), 0.001))
-            per_node = yield from self._rounds("list_groups", cluster.brokers, step, True).steps(
-                self._rest(budget.deadline, (yield NOW)))
-            out = {g.group_id: g for listing in per_node.values() for g in listing}
-            return dict(sorted(out.items()))
-
-        return Op("list_groups", steps)
+        return self._every_broker(
+            "list_groups", LIST_GROUPS, lambda v: LIST_GROUPS.Request(),
+            lambda resp: (GroupListing(g.group_id, g.protocol_type, g.group_state or None) for g in resp.groups),
+            key=lambda g: g.group_id)
 
     def describe_groups(self, group_ids: Iterable[str], raise_on_error: bool) -> Op:
         groups = list(dict.fromkeys(group_ids))
@@ -1814,29 +1829,19 @@ class AdminCore:
             return LIST_TRANSACTIONS.Request(state_filters=state_filters, producer_id_filters=pid_filters,
                                              duration_filter=duration)
 
-        def step(progress: _Progress, deadline: float) -> Steps:
-            # Each broker coordinates the transactional ids of its transaction log partitions.
-            for node in list(progress.todo):
-                _v, resp = yield from self._send(node, LIST_TRANSACTIONS, build)
-                if resp.unknown_state_filters:
-                    raise ValueError(f"list_transactions: broker {node} knows no transaction state "
-                                     f"{', '.join(resp.unknown_state_filters)}; Kafka's states are Empty, "
-                                     f"Ongoing, PrepareCommit, PrepareAbort, CompleteCommit, CompleteAbort, "
-                                     f"Dead and PrepareEpochFence")
-                if resp.error_code:
-                    progress.failed(node, broker_error(resp.error_code, f"ListTransactions on broker {node}"))
-                    continue
-                progress.done(node, [TransactionListing(t.transactional_id, t.producer_id, t.transaction_state)
-                                     for t in resp.transaction_states])
+        def check(node: int, resp: Any) -> None:
+            if resp.unknown_state_filters:
+                raise ValueError(f"list_transactions: broker {node} knows no transaction state "
+                                 f"{', '.join(resp.unknown_state_filters)}; Kafka's states are Empty, "
+                                 f"Ongoing, PrepareCommit, PrepareAbort, CompleteCommit, CompleteAbort, "
+                                 f"Dead and PrepareEpochFence")
 
-        def steps(budget: Budget) -> Steps:
-            cluster = yield from self.describe_cluster().steps(self._rest(budget.deadline, (yield NOW), 0.001))
-            per_node = yield from self._rounds("list_transactions", cluster.brokers, step, True).steps(
-                self._rest(budget.deadline, (yield NOW)))
-            out = {t.transactional_id: t for listing in per_node.values() for t in listing}
-            return dict(sorted(out.items()))
-
-        return Op("list_transactions", steps)
+        # Each broker coordinates the transactional ids of its transaction log partitions.
+        return self._every_broker(
+            "list_transactions", LIST_TRANSACTIONS, build,
+            lambda resp: (TransactionListing(t.transactional_id, t.producer_id, t.transaction_state)
+                          for t in resp.transaction_states),
+            key=lambda t: t.transactional_id, check=check)
 
     def describe_transactions(self, transactional_ids: Iterable[str], raise_on_error: bool) -> Op:
         wanted = list(dict.fromkeys(transactional_ids))

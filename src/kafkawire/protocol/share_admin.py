@@ -19,7 +19,6 @@ from kafkawire.protocol import apis
 from kafkawire.protocol.admin import AdminCore, Budget, GroupListing, Op, Steps, _label, _outcome, _Progress
 from kafkawire.protocol.fetcher import TopicPartition
 from kafkawire.protocol.fetcher import as_topic_partition as _tp
-from kafkawire.protocol.steps import NOW
 
 __all__ = ["ShareMemberDescription", "ShareGroupDescription", "ShareOffset", "list_share_groups",
            "describe_share_groups", "list_share_group_offsets", "alter_share_group_offsets",
@@ -74,23 +73,11 @@ class ShareOffset:
 
 def list_share_groups(core: AdminCore) -> Op:
     """Every share group of the cluster (ListGroups to each broker, types "share")."""
-    def step(progress: _Progress, deadline: float) -> Steps:
-        for node in list(progress.todo):
-            _v, resp = yield from core._send(node, LIST_GROUPS, lambda v: _list_request(v))
-            if resp.error_code:
-                progress.failed(node, broker_error(resp.error_code, f"ListGroups on broker {node}"))
-                continue
-            progress.done(node, [GroupListing(g.group_id, g.protocol_type, g.group_state or None)
-                                 for g in resp.groups if getattr(g, "group_type", "") == "share"])
-
-    def steps(budget: Budget) -> Steps:
-        cluster = yield from core.describe_cluster().steps(core._rest(budget.deadline, (yield NOW), 0.001))
-        per_node = yield from core._rounds("list_share_groups", cluster.brokers, step, True).steps(
-            core._rest(budget.deadline, (yield NOW)))
-        out = {g.group_id: g for listing in per_node.values() for g in listing}
-        return dict(sorted(out.items()))
-
-    return Op("list_share_groups", steps)
+    return core._every_broker(
+        "list_share_groups", LIST_GROUPS, _list_request,
+        lambda resp: (GroupListing(g.group_id, g.protocol_type, g.group_state or None)
+                      for g in resp.groups if getattr(g, "group_type", "") == "share"),
+        key=lambda g: g.group_id)
 
 
 def _list_request(version: int) -> Any:
