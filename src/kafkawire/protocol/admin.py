@@ -685,6 +685,15 @@ class _Progress:
             self.done(item, exc)
 
 
+def _partitions_by_topic(tps: Iterable[TopicPartition]) -> dict[str, list[int]]:
+    """The partition numbers of ``tps`` under their topics, in the order given: how the
+    requests name partitions."""
+    out: dict[str, list[int]] = {}
+    for tp in tps:
+        out.setdefault(tp.topic, []).append(tp.partition)
+    return out
+
+
 def _label(item: Any) -> str:
     if item is None:  # the one item of a call about nothing in particular
         return "the request"
@@ -1378,11 +1387,7 @@ class AdminCore:
 
     def list_group_offsets(self, group_id: str, partitions: Iterable[Any] | None, raise_on_error: bool) -> Op:
         wanted = None if partitions is None else [_tp(x) for x in partitions]
-        req_topics: dict[str, list[int]] | None = None
-        if wanted is not None:
-            req_topics = {}
-            for tp in wanted:
-                req_topics.setdefault(tp.topic, []).append(tp.partition)
+        req_topics = None if wanted is None else _partitions_by_topic(wanted)
 
         def build(version: int) -> Any:
             if version >= 8:  # KIP-709: a list of groups
@@ -1876,9 +1881,7 @@ class AdminCore:
         def step(progress: _Progress, deadline: float) -> Steps:
             # The partition's leader keeps its producers' state.
             for node, tps in (yield from self._by_leader(progress)).items():
-                topics: dict[str, list[int]] = {}
-                for tp in tps:
-                    topics.setdefault(tp.topic, []).append(tp.partition)
+                topics = _partitions_by_topic(tps)
                 _v, resp = yield from self._send(node, DESCRIBE_PRODUCERS, lambda v, topics=topics: DESCRIBE_PRODUCERS.Request(
                     topics=[TR(name=t, partition_indexes=ps) for t, ps in topics.items()]))
                 for t in resp.topics:
@@ -1999,10 +2002,7 @@ class AdminCore:
         def fetch(deadline: float) -> Steps:
             topics = None
             if wanted is not None:
-                grouped: dict[str, list[int]] = {}
-                for tp in wanted:
-                    grouped.setdefault(tp.topic, []).append(tp.partition)
-                topics = [LT(name=t, partition_indexes=ps) for t, ps in grouped.items()]
+                topics = [LT(name=t, partition_indexes=ps) for t, ps in _partitions_by_topic(wanted).items()]
             now = yield NOW
             _v, resp = yield from self._send(None, LIST_PARTITION_REASSIGNMENTS, lambda v: LIST_PARTITION_REASSIGNMENTS.Request(
                 timeout_ms=self._ms_left(deadline, now), topics=topics))
@@ -2026,10 +2026,7 @@ class AdminCore:
         def fetch(deadline: float) -> Steps:
             topics = None
             if wanted is not None:
-                grouped: dict[str, list[int]] = {}
-                for tp in wanted:
-                    grouped.setdefault(tp.topic, []).append(tp.partition)
-                topics = [TPS(topic=t, partitions=ps) for t, ps in grouped.items()]
+                topics = [TPS(topic=t, partitions=ps) for t, ps in _partitions_by_topic(wanted).items()]
             now = yield NOW
 
             def build(version: int) -> Any:

@@ -16,7 +16,17 @@ from typing import Any, Iterable, Mapping
 
 from kafkawire.errors import broker_error
 from kafkawire.protocol import apis
-from kafkawire.protocol.admin import AdminCore, Budget, GroupListing, Op, Steps, _label, _outcome, _Progress
+from kafkawire.protocol.admin import (
+    AdminCore,
+    Budget,
+    GroupListing,
+    Op,
+    Steps,
+    _label,
+    _outcome,
+    _partitions_by_topic,
+    _Progress,
+)
 from kafkawire.protocol.fetcher import TopicPartition
 from kafkawire.protocol.fetcher import as_topic_partition as _tp
 
@@ -120,10 +130,8 @@ def list_share_group_offsets(core: AdminCore, group_id: str, partitions: Iterabl
         G = DESCRIBE_OFFSETS.Request.DescribeShareGroupOffsetsRequestGroup
         topics = None
         if wanted is not None:
-            by_topic: dict[str, list[int]] = {}
-            for tp in wanted:
-                by_topic.setdefault(tp.topic, []).append(tp.partition)
-            topics = [G.DescribeShareGroupOffsetsRequestTopic(topic_name=t, partitions=p) for t, p in by_topic.items()]
+            topics = [G.DescribeShareGroupOffsetsRequestTopic(topic_name=t, partitions=p)
+                      for t, p in _partitions_by_topic(wanted).items()]
         return DESCRIBE_OFFSETS.Request(groups=[G(group_id=group_id, topics=topics)])
 
     def fetch(deadline: float) -> Steps:
