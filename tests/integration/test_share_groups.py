@@ -385,9 +385,11 @@ def test_kafkawire_and_java_share_consumers_in_one_group(share_kafka):
                 got += c.poll(0.2)
         ours = [(r.partition, r.offset) for r in got]
         theirs = [(p, o) for p, o, _count in java_got]
-        # Disjoint, and together every record (each once: nothing was redelivered).
+        # Disjoint, and together every record, each handed to one reader once.  A record may
+        # still come with delivery_count 2: this module's 2 s lock can lapse on a record one
+        # member fetched ahead but had not handed out when the machine is busy (KIP-932
+        # releases it to the group); what no member may do is hand it out a second time.
         assert java_got and ours, (len(java_got), len(ours), client_ids)
-        assert {count for _p, _o, count in java_got} == {1} and {r.delivery_count for r in got} == {1}
         assert sorted(ours + theirs) == [(p, o) for p in range(3) for o in range(100)]
     finally:
         if java.poll() is None:
