@@ -104,6 +104,8 @@ def client(apicurio_registry: ApicurioRegistry) -> Iterator[Any]:
 @pytest.fixture
 def confluent(apicurio_registry: ApicurioRegistry) -> Any:
     """confluent-kafka's client of the session's registry, to hold kafkawire's answers against."""
+    # confluent-kafka sets no HTTP timeout of its own: an answer stalled under load would hang
+    # the test; with one, its client retries the request (max.retries) on a new connection.
     from confluent_kafka.schema_registry import SchemaRegistryClient as CKClient
 
-    return CKClient({"url": apicurio_registry.url})
+    return CKClient({"url": apicurio_registry.url, "timeout": 10})

@@ -50,7 +50,7 @@ def _topic() -> str:
 
 
 def _confluent_read(bootstrap: str, topic: str, url: str) -> list[tuple[Any, Any]]:
-    ck = CKClient({"url": url})
+    ck = CKClient({"url": url, "timeout": 10})
     kdes, vdes = CKDeserializer(ck), CKDeserializer(ck)
     c = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": "x",
                                   "enable.auto.commit": False, "log_level": 3})
@@ -75,7 +75,7 @@ def _confluent_read(bootstrap: str, topic: str, url: str) -> list[tuple[Any, Any
 
 
 def _confluent_write(bootstrap: str, topic: str, url: str) -> None:
-    ck = CKClient({"url": url})
+    ck = CKClient({"url": url, "timeout": 10})
     kser, vser = CKSerializer(ck, KEY), CKSerializer(ck, VALUE)
     p = confluent_kafka.Producer({"bootstrap.servers": bootstrap, "linger.ms": 2, "log_level": 3})
     for k, v in RECORDS:

@@ -98,7 +98,7 @@ def test_records_of_confluents_avro_serdes_through_a_registry(apicurio_registry:
 
     topic = subject.removesuffix("-value")
     ctx = SerializationContext(topic, MessageField.VALUE)
-    confluent = CKClient({"url": apicurio_registry.url})
+    confluent = CKClient({"url": apicurio_registry.url, "timeout": 10})
     parsed = fastavro.parse_schema(json.loads(SCHEMA))
     # confluent-kafka writes, kafkawire unframes: the id names the schema, the rest is Avro.
     theirs = AvroSerializer(confluent, SCHEMA)({"id": 1, "item": "tea"}, ctx)
@@ -111,5 +111,5 @@ def test_records_of_confluents_avro_serdes_through_a_registry(apicurio_registry:
     fastavro.schemaless_writer(body, parsed, {"id": 2, "item": "milk"})
     ours = frame(schema_id, body.getvalue())
     assert ours[:HEADER_SIZE] == struct.pack(">bI", 0, schema_id)
-    assert AvroDeserializer(CKClient({"url": apicurio_registry.url}))(ours, ctx) == {"id": 2, "item": "milk"}
+    assert AvroDeserializer(CKClient({"url": apicurio_registry.url, "timeout": 10}))(ours, ctx) == {"id": 2, "item": "milk"}
     assert ours == AvroSerializer(confluent, SCHEMA)({"id": 2, "item": "milk"}, ctx)  # byte for byte

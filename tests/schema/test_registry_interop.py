@@ -73,7 +73,7 @@ def test_kafkawire_reads_the_id_in_confluent_serialized_records(registry: Any, a
     from confluent_kafka.serialization import MessageField, SerializationContext
 
     topic = subject.removesuffix("-value")
-    confluent = CKClient({"url": apicurio_registry.url})
+    confluent = CKClient({"url": apicurio_registry.url, "timeout": 10})
     serializer = AvroSerializer(confluent, INNER)
     payload = serializer({"v": 42}, SerializationContext(topic, MessageField.VALUE))
     magic, schema_id = struct.unpack(">bI", payload[:5])
