@@ -30,14 +30,18 @@ class Fallback(Exception):
     """The generated encoder cannot vouch for this value: encode it with fastavro."""
 
 
-def _zigzag_bytes(n: int) -> bytes:
-    n = (n << 1) ^ (n >> 63)
+def _varint(z: int) -> bytes:
+    """The unsigned varint of ``z`` (already zigzagged)."""
     out = bytearray()
-    while n > 0x7F:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
+    while z > 0x7F:
+        out.append((z & 0x7F) | 0x80)
+        z >>= 7
+    out.append(z)
     return bytes(out)
+
+
+def _zigzag_bytes(n: int) -> bytes:
+    return _varint((n << 1) ^ (n >> 63))
 
 
 _LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
@@ -53,7 +57,7 @@ _EXACT = decimal.Context(prec=decimal.MAX_PREC, Emax=decimal.MAX_EMAX, Emin=deci
 # Varints 14 bits at a time from two tables: the last group (1 or 2 bytes) and a middle
 # group (2 bytes, both with the continuation bit); a loop per 7 bits is most of a large
 # long's cost in Python.
-_LAST = tuple(_zigzag_bytes(z // 2) if z % 2 == 0 else _zigzag_bytes(-(z + 1) // 2) for z in range(1 << 14))
+_LAST = tuple(_varint(z) for z in range(1 << 14))
 _MIDDLE = tuple(bytes(((z & 0x7F) | 0x80, ((z >> 7) & 0x7F) | 0x80)) for z in range(1 << 14))
 
 
@@ -68,11 +72,7 @@ def _long(n: int) -> bytes:
     if z < 0x40000000000:
         return _MIDDLE[z & 0x3FFF] + _MIDDLE[(z >> 14) & 0x3FFF] + _LAST[z >> 28]
     head = _MIDDLE[z & 0x3FFF] + _MIDDLE[(z >> 14) & 0x3FFF] + _MIDDLE[(z >> 28) & 0x3FFF]
-    return head + _zigzag_bytes(_unzigzag(z >> 42))
-
-
-def _unzigzag(z: int) -> int:
-    return (z >> 1) ^ -(z & 1)
+    return head + _varint(z >> 42)
 
 
 def _decimal_bytes(value: Any, scale: int, precision: int) -> bytes:
@@ -124,8 +124,6 @@ class _Gen:
         self.lines: list[str] = []
         self.consts: dict[str, Any] = {}
         self.n = 0
-        self.functions: dict[str, str] = {}  # named record -> its function's name (recursion)
-        self.pending: list[tuple[str, Any]] = []
 
     def var(self, prefix: str) -> str:
         self.n += 1
