@@ -169,16 +169,13 @@ _TLS_OPTIONS = ("ssl_context", "ssl_cafile", "ssl_capath", "ssl_certfile", "ssl_
                 "ssl_endpoint_identification_algorithm")
 
 
-# Options that only mean something with SASL; without it they are an error, not ignored.
-_SASL_OPTIONS = ("sasl_mechanism", "sasl_plain_username", "sasl_plain_password",
-                 "sasl_oauth_token_provider", "sasl_oauthbearer_extensions",
-                 "sasl_oauthbearer_token_endpoint_url", "sasl_oauthbearer_client_id",
-                 "sasl_oauthbearer_client_secret", "sasl_oauthbearer_scope",
-                 "sasl_oauthbearer_assertion_file")
 # The OAUTHBEARER token endpoint's options (KIP-768): with them, kafkawire fetches the tokens.
 _OIDC_OPTIONS = ("sasl_oauthbearer_token_endpoint_url", "sasl_oauthbearer_client_id",
                  "sasl_oauthbearer_client_secret", "sasl_oauthbearer_scope",
                  "sasl_oauthbearer_assertion_file")
+# Options that only mean something with SASL; without it they are an error, not ignored.
+_SASL_OPTIONS = ("sasl_mechanism", "sasl_plain_username", "sasl_plain_password",
+                 "sasl_oauth_token_provider", "sasl_oauthbearer_extensions", *_OIDC_OPTIONS)
 #: What ``sasl_mechanism`` may be (GSSAPI, Java's default, is refused with this list).
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
 
