@@ -433,7 +433,6 @@ class Fetcher:
         #: Partition -> (the replica its leader named to read from, when that lease ends).
         self.preferred: dict[TopicPartition, tuple[int, float]] = {}
         self._lease_end = float("inf")  # the earliest lease end in preferred
-        self._answer_time: float | None = None  # fetched()'s clock, for on_response
         #: Broker id -> bytes of records data its Fetch answers carried (which node served).
         self.bytes_from: dict[int, int] = {}
 
@@ -760,11 +759,7 @@ class Fetcher:
                 # full again at once (not an error for the caller).
                 self.on_failure(positions)
                 return
-        self._answer_time = now
-        try:
-            refresh, back_off = self.on_response(resp, positions, meta.topic_names, node)
-        finally:
-            self._answer_time = None
+        refresh, back_off = self.on_response(resp, positions, meta.topic_names, node, now)
         if refresh:
             meta.need_refresh = True
         if back_off:
@@ -820,12 +815,11 @@ class Fetcher:
         self._in_flight.difference_update(positions)
 
     def on_response(self, resp: Any, positions: dict[TopicPartition, int], topic_names: Mapping[Any, str],
-                    node: int) -> tuple[bool, bool]:
+                    node: int, now: float | None = None) -> tuple[bool, bool]:
         """Apply the Fetch answer for ``positions`` from broker ``node`` (``topic_names``:
         ClusterMetadata.topic_names, for v13+); returns (refresh the metadata, back off
-        from that broker).  A preferred read replica the answer names is taken only when
-        :meth:`fetched` calls this (its lease needs the shell's clock)."""
-        now = self._answer_time
+        from that broker).  A preferred read replica the answer names is taken only given
+        ``now`` (its lease needs the shell's clock), as :meth:`fetched` gives it."""
         self.on_failure(positions)  # no longer being fetched
         refresh = backoff = False
         # Fetch v7+ (KIP-227) has an error code for the whole response: fetch-session
