@@ -1213,28 +1213,32 @@ class AdminCore:
 
     # -- groups ----------------------------------------------------------------------------
 
-    def _find_coordinators(self, groups: list[str]) -> Generator[Any, Any, dict[str, int | BaseException]]:
-        """Each group's coordinator node id (cached), or the error FindCoordinator gave."""
-        out: dict[str, int | BaseException] = {g: self.coordinators[g] for g in groups if g in self.coordinators}
-        missing = [g for g in groups if g not in out]
+    def _find_coordinators(self, keys: list[str], key_type: int = GROUP
+                           ) -> Generator[Any, Any, dict[str, int | BaseException]]:
+        """Each key's coordinator node id (cached), or the error FindCoordinator gave: of
+        groups (``key_type`` GROUP) or of transactional ids (TRANSACTION)."""
+        known, what = ((self.coordinators, "group") if key_type == GROUP
+                       else (self.txn_coordinators, "transactional id"))
+        out: dict[str, int | BaseException] = {k: known[k] for k in keys if k in known}
+        missing = [k for k in keys if k not in out]
         found = []
         todo = missing
         while todo:
             # KIP-699 (v4+): every key in one request; before, one request per key.
             version, resp = yield from self._send(
-                None, FIND_COORDINATOR, lambda v: find_request(todo if v >= 4 else todo[:1], GROUP))
-            keys, todo = (todo, []) if version >= 4 else (todo[:1], todo[1:])
-            found.extend(coordinator_answers(resp, keys))
+                None, FIND_COORDINATOR, lambda v: find_request(todo if v >= 4 else todo[:1], key_type))
+            keys_sent, todo = (todo, []) if version >= 4 else (todo[:1], todo[1:])
+            found.extend(coordinator_answers(resp, keys_sent))
         for key, node, _host, _port, code, message in found:
             if key not in missing:
                 continue
             if code:
-                out[key] = broker_error(code, f"finding the coordinator of group {key!r}", message)
+                out[key] = broker_error(code, f"finding the coordinator of {what} {key!r}", message)
             elif node not in self.meta.brokers:
                 self.meta.need_refresh = True
-                out[key] = broker_error(15, f"group {key!r}: coordinator {node} is not in the metadata yet")
+                out[key] = broker_error(15, f"{what} {key!r}: coordinator {node} is not in the metadata yet")
             else:
-                out[key] = self.coordinators[key] = node
+                out[key] = known[key] = node
         return out
 
     def _coordinator(self, group: str) -> Generator[Any, Any, int]:
@@ -1254,9 +1258,12 @@ class AdminCore:
                 self.coordinators.pop(group, None)
             raise broker_error(code, f"{what} of group {group!r}")
 
-    def _by_coordinator(self, progress: _Progress) -> Generator[Any, Any, dict[int, list[str]]]:
+    def _by_coordinator(self, progress: _Progress, key_type: int = GROUP
+                        ) -> Generator[Any, Any, dict[int, list[str]]]:
+        """The pending keys (groups, or transactional ids) grouped by coordinator; those
+        FindCoordinator failed for are marked failed."""
         by_node: dict[int, list[str]] = {}
-        for g, node in (yield from self._find_coordinators(list(progress.todo))).items():
+        for g, node in (yield from self._find_coordinators(list(progress.todo), key_type)).items():
             if isinstance(node, BaseException):
                 progress.failed(g, node)
             else:
@@ -1797,28 +1804,6 @@ class AdminCore:
 
     # -- transactions (KIP-664) ----------------------------------------------------------------
 
-    def _txn_coordinators(self, ids: list[str]) -> Generator[Any, Any, dict[str, int | BaseException]]:
-        """Each transactional id's coordinator node id (cached), or FindCoordinator's error."""
-        known = self.txn_coordinators
-        out: dict[str, int | BaseException] = {t: known[t] for t in ids if t in known}
-        todo = [t for t in ids if t not in out]
-        while todo:
-            version, resp = yield from self._send(
-                None, FIND_COORDINATOR, lambda v: find_request(todo if v >= 4 else todo[:1], TRANSACTION))
-            keys, todo = (todo, []) if version >= 4 else (todo[:1], todo[1:])
-            for key, node, _host, _port, code, message in coordinator_answers(resp, keys):
-                if key not in ids or key in out:
-                    continue
-                if code:
-                    out[key] = broker_error(code, f"finding the coordinator of transactional id {key!r}", message)
-                elif node not in self.meta.brokers:
-                    self.meta.need_refresh = True
-                    out[key] = broker_error(15, f"transactional id {key!r}: coordinator {node} is not in "
-                                                f"the metadata yet")
-                else:
-                    out[key] = known[key] = node
-        return out
-
     def list_transactions(self, states: Iterable[str] | None, producer_ids: Iterable[int] | None,
                           min_duration_ms: int | None) -> Op:
         state_filters = [] if states is None else list(states)
@@ -1852,13 +1837,7 @@ class AdminCore:
         wanted = list(dict.fromkeys(transactional_ids))
 
         def step(progress: _Progress, deadline: float) -> Steps:
-            by_node: dict[int, list[str]] = {}
-            for tid, node in (yield from self._txn_coordinators(list(progress.todo))).items():
-                if isinstance(node, BaseException):
-                    progress.failed(tid, node)
-                else:
-                    by_node.setdefault(node, []).append(tid)
-            for node, tids in by_node.items():
+            for node, tids in (yield from self._by_coordinator(progress, TRANSACTION)).items():
                 _v, resp = yield from self._send(node, DESCRIBE_TRANSACTIONS,
                                                  lambda v, tids=tids: DESCRIBE_TRANSACTIONS.Request(transactional_ids=tids))
                 for t in resp.transaction_states:
