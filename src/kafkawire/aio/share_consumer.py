@@ -10,17 +10,15 @@ seconds.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Iterable, Mapping
+from typing import Any, Mapping
 
 from kafkawire.aio.cluster import AsyncCluster
 from kafkawire.core.config import Config, merge_options
-from kafkawire.errors import ClientClosedError, KafkaTimeoutError, NoBrokersAvailableError
+from kafkawire.errors import NoBrokersAvailableError
 from kafkawire.protocol.fetcher import TopicPartition
+from kafkawire.protocol.share_consumer_base import ShareConsumerBase
 from kafkawire.protocol.share_group import (
-    ACCEPT,
     AcknowledgementCallback,
-    Failed,
-    MetadataNeeded,
     Send,
     ShareConsumerRecord,
     member_for,
@@ -30,7 +28,7 @@ from kafkawire.protocol.share_group import (
 __all__ = ["AsyncShareConsumer"]
 
 
-class AsyncShareConsumer:
+class AsyncShareConsumer(ShareConsumerBase):
     """An asyncio member of share group ``group_id``; options and calls as
     :class:`kafkawire.ShareConsumer`'s (``await`` poll, commit_sync, close)."""
 
@@ -57,37 +55,6 @@ class AsyncShareConsumer:
         if not self._started:
             await self.cluster.bootstrap(self._timeout(timeout))
             self._started = True
-
-    @property
-    def member_id(self) -> str:
-        return self._member.member_id
-
-    @property
-    def acquisition_lock_timeout_ms(self) -> int | None:
-        return self._member.acquisition_lock_timeout_ms
-
-    def subscribe(self, topics: Iterable[str]) -> None:
-        self._check_open()
-        self._member.subscribe(topics, self._now())
-        self.cluster.interest.update(self._member.subscription)
-
-    def subscription(self) -> list[str]:
-        return list(self._member.subscription)
-
-    def assignment(self) -> set[TopicPartition]:
-        return set(self._member.assignment)
-
-    def unsubscribe(self) -> None:
-        self._check_open()
-        self._member.unsubscribe(self._now())
-
-    def set_acknowledgement_commit_callback(self, callback: AcknowledgementCallback | None) -> None:
-        """As :meth:`kafkawire.ShareConsumer.set_acknowledgement_commit_callback`."""
-        self._callback = callback
-
-    def acknowledge(self, record: Any, type: int = ACCEPT) -> None:
-        self._check_open()
-        self._member.acknowledge(record, type)
 
     async def poll(self, timeout: float = 1.0, max_records: int | None = None) -> list[ShareConsumerRecord]:
         """Records acquired for this member, waiting up to ``timeout`` seconds for some."""
@@ -127,9 +94,7 @@ class AsyncShareConsumer:
             if c.done:
                 return dict(c.results)
             if self._now() >= deadline:
-                raise KafkaTimeoutError(
-                    f"commit_sync: no answer for the acknowledgements of {sorted(c.acks)} "
-                    f"within {self._timeout(timeout):g}s")
+                raise self._commit_timeout(c, timeout)
             await self._wait(deadline)
 
     async def commit_async(self) -> None:
@@ -168,38 +133,18 @@ class AsyncShareConsumer:
 
     # -- the shell's loop -----------------------------------------------------------------
 
-    def _timeout(self, timeout: float | None) -> float:
-        return self.config.request_timeout_ms / 1000.0 if timeout is None else timeout
-
     def _check_open(self) -> None:
-        if self._closed:
-            raise ClientClosedError("the share consumer is closed")
+        super()._check_open()
         self.cluster.check_fork()
 
     def _step(self, fetch: bool) -> None:
         self._check_open()
-        m = self._member
-        answers, self._answers = self._answers, []
-        m.on_answers(answers, self._now(), self.cluster.meta)
-        failed = None
-        for ev in m.events():
-            if isinstance(ev, MetadataNeeded):
-                self.cluster.interest.update(ev.topics)
-                self.cluster.meta.need_refresh = True
-            elif isinstance(ev, Failed):
-                failed = ev.error
-        self.cluster.maybe_refresh()
-        for send in m.poll(self._now(), self.cluster.meta, fetch):
-            task = asyncio.ensure_future(self._send(send))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
-        if self._callback is not None:
-            for c in m.completions():
-                self._callback(c.offsets, c.error)
-        else:
-            m.completions()
-        if failed is not None:
-            raise failed
+        super()._step(fetch)
+
+    def _start(self, send: Send) -> None:
+        task = asyncio.ensure_future(self._send(send))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     async def _send(self, send: Send) -> None:
         try:
@@ -224,16 +169,9 @@ class AsyncShareConsumer:
     async def _wait(self, deadline: float) -> None:
         if self._answers:
             return
-        now = self._now()
-        wait = deadline - now
-        wake = self._member.next_wakeup(now)
-        if wake is not None:
-            wait = min(wait, wake - now)
-        if self.cluster.meta.need_refresh:
-            wait = min(wait, self.config.retry_backoff_ms / 1000.0)
         loop = asyncio.get_running_loop()
         waiter = self._waiter = loop.create_future()
-        timer = loop.call_later(max(wait, 0.0), self._wake)
+        timer = loop.call_later(self._wait_time(deadline, self._now()), self._wake)
         refresh = self.cluster.refreshing()
         if refresh is not None:
             refresh.add_done_callback(lambda _f: self._wake())

@@ -15,17 +15,15 @@ Not thread-safe: call it from one thread.
 from __future__ import annotations
 
 import time
-from typing import Any, Iterable, Mapping
+from typing import Any, Mapping
 
 from kafkawire.client.cluster import Cluster
 from kafkawire.core.config import Config, merge_options
-from kafkawire.errors import ClientClosedError, KafkaConnectionError, KafkaTimeoutError
+from kafkawire.errors import KafkaConnectionError
 from kafkawire.protocol.fetcher import TopicPartition
+from kafkawire.protocol.share_consumer_base import ShareConsumerBase
 from kafkawire.protocol.share_group import (
-    ACCEPT,
     AcknowledgementCallback,
-    Failed,
-    MetadataNeeded,
     Send,
     ShareConsumerRecord,
     member_for,
@@ -34,7 +32,8 @@ from kafkawire.protocol.share_group import (
 
 __all__ = ["ShareConsumer", "ShareConsumerRecord"]
 
-class ShareConsumer:
+
+class ShareConsumer(ShareConsumerBase):
     """A member of share group ``group_id``.  Options are the consumer's (Java names in
     snake_case), plus ``share_acknowledgement_mode``: "implicit" (the default: the records a
     poll() returned are accepted by the next poll() or commit, unless acknowledge()d
@@ -60,46 +59,9 @@ class ShareConsumer:
         self._closed = False
         self._answer_timeout = (self.config.request_timeout_ms + self.config.fetch_max_wait_ms) / 1000.0
 
-    # -- the caller's calls ---------------------------------------------------------------
+    _now = staticmethod(time.monotonic)
 
-    @property
-    def member_id(self) -> str:
-        return self._member.member_id
-
-    @property
-    def acquisition_lock_timeout_ms(self) -> int | None:
-        """The acquisition lock the broker named in its latest ShareFetch answer."""
-        return self._member.acquisition_lock_timeout_ms
-
-    def subscribe(self, topics: Iterable[str]) -> None:
-        """Read ``topics`` with the share group (replacing an earlier subscription)."""
-        self._check_open()
-        self._member.subscribe(topics, time.monotonic())
-        self.cluster.interest.update(self._member.subscription)
-
-    def subscription(self) -> list[str]:
-        return list(self._member.subscription)
-
-    def assignment(self) -> set[TopicPartition]:
-        """The partitions the group coordinator gave this member (shared with others)."""
-        return set(self._member.assignment)
-
-    def unsubscribe(self) -> None:
-        self._check_open()
-        self._member.unsubscribe(time.monotonic())
-
-    def set_acknowledgement_commit_callback(self, callback: AcknowledgementCallback | None) -> None:
-        """``callback(offsets, error)`` runs (inside poll(), commit_*() or close()) once the
-        broker answered acknowledgements: ``offsets`` is {TopicPartition: [offset, ...]},
-        ``error`` None or the typed error for them (InvalidRecordStateError: the lock ran
-        out first)."""
-        self._callback = callback
-
-    def acknowledge(self, record: Any, type: int = ACCEPT) -> None:
-        """Acknowledge a record the last poll() returned: ACCEPT (done), RELEASE (deliver it
-        again) or REJECT (never again).  Sent with the next poll() or commit."""
-        self._check_open()
-        self._member.acknowledge(record, type)
+    # -- the calls that wait (the others: ShareConsumerBase) ------------------------------
 
     def poll(self, timeout: float = 1.0, max_records: int | None = None) -> list[ShareConsumerRecord]:
         """Records acquired for this member, waiting up to ``timeout`` seconds for some."""
@@ -132,9 +94,7 @@ class ShareConsumer:
                 return dict(c.results)
             now = time.monotonic()
             if now >= deadline:
-                raise KafkaTimeoutError(
-                    f"commit_sync: no answer for the acknowledgements of {sorted(c.pending | set(c.acks))} "
-                    f"within {self._timeout(timeout):g}s")
+                raise self._commit_timeout(c, timeout)
             self._wait(deadline, now)
 
     def commit_async(self) -> None:
@@ -173,31 +133,6 @@ class ShareConsumer:
 
     # -- the shell's loop -----------------------------------------------------------------
 
-    def _timeout(self, timeout: float | None) -> float:
-        return self.config.request_timeout_ms / 1000.0 if timeout is None else timeout
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise ClientClosedError("the share consumer is closed")
-
-    def _step(self, fetch: bool) -> None:
-        m = self._member
-        answers, self._answers = self._answers, []
-        m.on_answers(answers, time.monotonic(), self.cluster.meta)
-        failed = None
-        for ev in m.events():
-            if isinstance(ev, MetadataNeeded):
-                self.cluster.interest.update(ev.topics)
-                self.cluster.meta.need_refresh = True
-            elif isinstance(ev, Failed):
-                failed = ev.error
-        self.cluster.maybe_refresh()
-        for send in m.poll(time.monotonic(), self.cluster.meta, fetch):
-            self._start(send)
-        self._run_callbacks()
-        if failed is not None:
-            raise failed
-
     def _start(self, send: Send) -> None:
         conn = self.cluster.any_ready_connection() if send.node is None else self.cluster.ready_connection(send.node)
         if conn is None:
@@ -214,21 +149,8 @@ class ShareConsumer:
     def _wait(self, deadline: float, now: float) -> None:
         if self._answers:
             return
-        wait = deadline - now
-        wake = self._member.next_wakeup(now)
-        if wake is not None:
-            wait = min(wait, wake - now)
+        wait = self._wait_time(deadline, now)
         delay = self.cluster.next_connect_delay()
         if delay > 0:
             wait = min(wait, delay)
-        if self.cluster.meta.need_refresh:
-            # A refresh held back by retry_backoff_ms goes out from the next step.
-            wait = min(wait, self.config.retry_backoff_ms / 1000.0)
-        self.cluster.poll(max(wait, 0.0))
-
-    def _run_callbacks(self) -> None:
-        done = self._member.completions()
-        if self._callback is None:
-            return
-        for c in done:
-            self._callback(c.offsets, c.error)
+        self.cluster.poll(wait)
