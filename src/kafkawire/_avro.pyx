@@ -17,7 +17,11 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.buffer cimport PyBuffer_FillInfo
 
 from kafkawire import _avro_columns as _plan
-from kafkawire._avro_columns import AvroDecodeError, AvroSchemaError
+from kafkawire._avro_columns import (
+    BAD_MAGIC, BAD_UTF8, BLOCK_PAST_END, BRANCH_RANGE, DEC_RANGE, EMPTY_ITEMS, ENUM_RANGE,
+    ENUM_SYMBOL, INT_RANGE, LEFT_OVER, LONG_VARINT, NEG_LENGTH, PAST_END, SHORT_HEADER,
+    TOO_LARGE, TRUNCATED, TS_RANGE, WIDE_DECIMAL, AvroDecodeError, AvroSchemaError, Bad,
+)
 
 
 __all__ = ["State", "compile", "decode"]
@@ -35,21 +39,8 @@ assert (_plan.K_MAP, _plan.O_ERROR, _plan.O_WRAP, _plan.K_DEC) == (K_MAP, O_ERRO
 cdef int64_t MAX_EMPTY_ITEMS = _plan.MAX_EMPTY_ITEMS
 cdef int64_t INT32_MAX = 2147483647
 
-TRUNCATED = "truncated: a value runs past the end of the payload"
-LONG_VARINT = "a varint longer than 10 bytes"
-INT_RANGE = "an int outside the 32-bit range"
-NEG_LENGTH = "a negative length"
-BAD_UTF8 = "a string that is not valid UTF-8"
-WIDE_DECIMAL = "a decimal wider than 128 bits"
-DEC_RANGE = "a decimal with more digits than its precision"
-TS_RANGE = "a timestamp outside the 64-bit microsecond range"
-TOO_LARGE = "more than 2147483647 bytes or items in one column; decode in smaller pieces"
 
 cdef const uint8_t _EMPTY[1]
-
-
-class Bad(Exception):
-    """A payload that cannot be decoded (the row loop turns it into AvroDecodeError)."""
 
 
 @cython.final
@@ -413,7 +404,7 @@ cdef inline Py_ssize_t _length(const uint8_t* d, Py_ssize_t pos, Py_ssize_t end,
     if out[0] < 0:
         raise Bad(NEG_LENGTH)
     if out[0] > end - pos:
-        raise Bad(f"a length of {out[0]} bytes past the end of the payload ({end - pos} left)")
+        raise Bad(PAST_END.format(out[0], end - pos))
     return pos
 
 
@@ -462,7 +453,7 @@ cdef class _Step:
         if code == O_UNION:
             pos = _long(d, pos, end, &v)
             if v < 0 or v >= self.nsubs:
-                raise Bad(f"union branch {v} out of range (0 to {self.nsubs - 1})")
+                raise Bad(BRANCH_RANGE.format(v, self.nsubs - 1))
             return (<_Step>self.subs[v]).run(d, pos, end)
         if code == O_NULL:
             if col is not None:
@@ -498,11 +489,11 @@ cdef class _Step:
         if code == O_ENUM:
             pos = _long(d, pos, end, &v)
             if v < 0 or v >= len(self.syms):
-                raise Bad(f"enum index {v} out of range (0 to {len(self.syms) - 1})")
+                raise Bad(ENUM_RANGE.format(v, len(self.syms) - 1))
             if col is not None:
                 sym = self.syms[v]
                 if sym is None:
-                    raise Bad(f"enum symbol number {v} is not in the reader's {self.msg}")
+                    raise Bad(ENUM_SYMBOL.format(v, self.msg))
                 col.put_bytes(<const uint8_t*>PyBytes_AS_STRING(sym), PyBytes_GET_SIZE(sym))
             return pos
         if code == O_ARRAY or code == O_MAP:
@@ -540,9 +531,9 @@ cdef class _Step:
                 ucount = <uint64_t>count
             if width:
                 if ucount > <uint64_t>((end - pos) // width):
-                    raise Bad(f"a block of {ucount} items past the end of the payload")
+                    raise Bad(BLOCK_PAST_END.format(ucount))
             elif ucount > <uint64_t>self.state.empty_left:
-                raise Bad(f"more than {MAX_EMPTY_ITEMS} items of no bytes each in one payload")
+                raise Bad(EMPTY_ITEMS)
             else:
                 self.state.empty_left -= <int64_t>ucount
             k = 0
@@ -621,9 +612,9 @@ def decode(State state, decoder, offsets, data, valid, unframed, bint permissive
         try:
             if framed:
                 if end - start < 5:
-                    raise Bad(f"{end - start} bytes, fewer than the 5-byte Confluent header")
+                    raise Bad(SHORT_HEADER.format(end - start))
                 if d[start] != 0:
-                    raise Bad(f"magic byte {d[start]}, not 0: not Confluent-framed")
+                    raise Bad(BAD_MAGIC.format(d[start]))
                 sid = ((<int64_t>d[start + 1] << 24) | (<int64_t>d[start + 2] << 16)
                        | (<int64_t>d[start + 3] << 8) | <int64_t>d[start + 4])
                 if sid == last_sid:
@@ -644,7 +635,7 @@ def decode(State state, decoder, offsets, data, valid, unframed, bint permissive
                 pos = start
             pos = plan.run(d, pos, end)
             if pos != end:
-                raise Bad(f"{end - pos} bytes left over after the value")
+                raise Bad(LEFT_OVER.format(end - pos))
         except Bad as exc:
             root.truncate(row)
             root.null()

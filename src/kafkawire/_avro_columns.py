@@ -46,6 +46,32 @@ _NAMED = ("record", "error", "enum", "fixed")
 # payload may still not hold more than this many (arrays of arrays of them multiply).
 MAX_EMPTY_ITEMS = 1 << 20
 
+# Why a payload is bad, worded here once for the compiled decoder and its twin alike (the
+# ones with "{}" are formatted with the values at fault).
+TRUNCATED = "truncated: a value runs past the end of the payload"
+LONG_VARINT = "a varint longer than 10 bytes"
+INT_RANGE = "an int outside the 32-bit range"
+NEG_LENGTH = "a negative length"
+BAD_UTF8 = "a string that is not valid UTF-8"
+WIDE_DECIMAL = "a decimal wider than 128 bits"
+DEC_RANGE = "a decimal with more digits than its precision"
+TS_RANGE = "a timestamp outside the 64-bit microsecond range"
+TOO_LARGE = "more than 2147483647 bytes or items in one column; decode in smaller pieces"
+EMPTY_ITEMS = f"more than {MAX_EMPTY_ITEMS} items of no bytes each in one payload"
+SHORT_HEADER = "{} bytes, fewer than the 5-byte Confluent header"
+BAD_MAGIC = "magic byte {}, not 0: not Confluent-framed"
+LEFT_OVER = "{} bytes left over after the value"
+PAST_END = "a length of {} bytes past the end of the payload ({} left)"
+BLOCK_PAST_END = "a block of {} items past the end of the payload"
+BRANCH_RANGE = "union branch {} out of range (0 to {})"
+ENUM_RANGE = "enum index {} out of range (0 to {})"
+ENUM_SYMBOL = "enum symbol number {} is not in the reader's {}"
+
+
+class Bad(Exception):
+    """A payload that cannot be decoded, raised inside either decoder (their row loop turns
+    it into AvroDecodeError, or a null row in PERMISSIVE mode)."""
+
 
 class AvroSchemaError(errors.CodecError):
     """An Avro schema this decoder cannot use, or a writer schema that does not resolve to

@@ -11,10 +11,12 @@ import struct
 from array import array
 
 from kafkawire._avro_columns import (
-    K_BIN, K_BOOL, K_DEC, K_F32, K_F64, K_I32, K_I64, K_LIST, K_MAP, K_STRUCT,
-    MAX_EMPTY_ITEMS, O_ARRAY, O_BOOL, O_BYTES, O_DEFAULT, O_DOUBLE, O_ENUM, O_FIXED,
-    O_FLOAT, O_INT, O_LONG, O_MAP, O_NULL, O_RECORD, O_UNION, O_WRAP, AvroDecodeError,
-    AvroSchemaError,
+    BAD_MAGIC, BAD_UTF8, BLOCK_PAST_END, BRANCH_RANGE, DEC_RANGE, EMPTY_ITEMS, ENUM_RANGE,
+    ENUM_SYMBOL, INT_RANGE, K_BIN, K_BOOL, K_DEC, K_F32, K_F64, K_I32, K_I64, K_LIST, K_MAP,
+    K_STRUCT, LEFT_OVER, LONG_VARINT, MAX_EMPTY_ITEMS, NEG_LENGTH, O_ARRAY, O_BOOL, O_BYTES,
+    O_DEFAULT, O_DOUBLE, O_ENUM, O_FIXED, O_FLOAT, O_INT, O_LONG, O_MAP, O_NULL, O_RECORD,
+    O_UNION, O_WRAP, PAST_END, SHORT_HEADER, TOO_LARGE, TRUNCATED, TS_RANGE, WIDE_DECIMAL,
+    AvroDecodeError, AvroSchemaError, Bad,
 )
 
 __all__ = ["State", "compile", "decode"]
@@ -26,19 +28,6 @@ _TYPECODES = {K_BOOL: "B", K_I32: "i", K_I64: "q", K_F32: "f", K_F64: "d"}
 _unpack_f = struct.Struct("<f").unpack_from
 _unpack_d = struct.Struct("<d").unpack_from
 
-TRUNCATED = "truncated: a value runs past the end of the payload"
-LONG_VARINT = "a varint longer than 10 bytes"
-INT_RANGE = "an int outside the 32-bit range"
-NEG_LENGTH = "a negative length"
-BAD_UTF8 = "a string that is not valid UTF-8"
-WIDE_DECIMAL = "a decimal wider than 128 bits"
-DEC_RANGE = "a decimal with more digits than its precision"
-TS_RANGE = "a timestamp outside the 64-bit microsecond range"
-TOO_LARGE = "more than 2147483647 bytes or items in one column; decode in smaller pieces"
-
-
-class Bad(Exception):
-    """A payload that cannot be decoded (the row loop turns it into AvroDecodeError)."""
 
 
 class _Col:
@@ -177,7 +166,7 @@ def _length(data, pos, end):
     if n < 0:
         raise Bad(NEG_LENGTH)
     if n > end - pos:
-        raise Bad(f"a length of {n} bytes past the end of the payload ({end - pos} left)")
+        raise Bad(PAST_END.format(n, end - pos))
     return n, pos
 
 
@@ -240,7 +229,7 @@ def _run(s, data, pos, end):
     if code == O_UNION:
         i, pos = _long(data, pos, end)
         if not 0 <= i < len(s.subs):
-            raise Bad(f"union branch {i} out of range (0 to {len(s.subs) - 1})")
+            raise Bad(BRANCH_RANGE.format(i, len(s.subs) - 1))
         return _run(s.subs[i], data, pos, end)
     if code == O_NULL:
         if col is not None:
@@ -272,11 +261,11 @@ def _run(s, data, pos, end):
     if code == O_ENUM:
         i, pos = _long(data, pos, end)
         if not 0 <= i < len(s.arg):
-            raise Bad(f"enum index {i} out of range (0 to {len(s.arg) - 1})")
+            raise Bad(ENUM_RANGE.format(i, len(s.arg) - 1))
         if col is not None:
             sym = s.arg[i]
             if sym is None:
-                raise Bad(f"enum symbol number {i} is not in the reader's {s.msg}")
+                raise Bad(ENUM_SYMBOL.format(i, s.msg))
             _put_bytes(col, sym)
         return pos
     if code == O_ARRAY or code == O_MAP:
@@ -294,9 +283,9 @@ def _run(s, data, pos, end):
                     raise Bad(NEG_LENGTH)
             if width:
                 if count > (end - pos) // width:
-                    raise Bad(f"a block of {count} items past the end of the payload")
+                    raise Bad(BLOCK_PAST_END.format(count))
             elif count > s.state.empty_left:
-                raise Bad(f"more than {MAX_EMPTY_ITEMS} items of no bytes each in one payload")
+                raise Bad(EMPTY_ITEMS)
             else:
                 s.state.empty_left -= count
             for _ in range(count):
@@ -344,9 +333,9 @@ def decode(state, decoder, offsets, data, valid, unframed, permissive):
         try:
             if unframed is None:
                 if end - start < 5:
-                    raise Bad(f"{end - start} bytes, fewer than the 5-byte Confluent header")
+                    raise Bad(SHORT_HEADER.format(end - start))
                 if data[start] != 0:
-                    raise Bad(f"magic byte {data[start]}, not 0: not Confluent-framed")
+                    raise Bad(BAD_MAGIC.format(data[start]))
                 sid = int.from_bytes(mv[start + 1:start + 5], "big")
                 plan = plans.get(sid)
                 if plan is None:
@@ -361,7 +350,7 @@ def decode(state, decoder, offsets, data, valid, unframed, permissive):
                 pos = start
             pos = _run(plan, data, pos, end)
             if pos != end:
-                raise Bad(f"{end - pos} bytes left over after the value")
+                raise Bad(LEFT_OVER.format(end - pos))
         except Bad as exc:
             root.truncate(row)
             root.null()
