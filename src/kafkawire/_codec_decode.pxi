@@ -115,6 +115,9 @@ cdef inline I128 _i128_sub(I128 a, I128 b) noexcept nogil:
     r.hi = a.hi - b.hi - (1 if a.lo < b.lo else 0)
     return r
 
+cdef inline bint _i128_lt(I128 a, I128 b) noexcept nogil:
+    return a.hi < b.hi or (a.hi == b.hi and a.lo < b.lo)
+
 cdef inline bint _i128_fits(I128 a) noexcept nogil:
     return a.hi == (-1 if <int64_t>a.lo < 0 else 0)
 
@@ -759,7 +762,11 @@ cdef class _Decoder:
                 # KIP-32: a LogAppendTime wrapper's timestamp applies to every inner record
                 lat = True
                 lat_ts = ts
-            delta = _i128_sub(exact, last_inner)
+            # A wrapper below its last inner offset has had none assigned (a client
+            # builds it with offset 0): its inner offsets are kept, as the Python clients
+            # and Java's read it, where the shift would make them negative.
+            if not _i128_lt(_i128(offset), last_inner):
+                delta = _i128_sub(exact, last_inner)
         if self.mode != MODE_VIEW:
             self.inner_set(inner, ip, iend, depth + 1, offset, delta, lat, lat_ts)
             return 0

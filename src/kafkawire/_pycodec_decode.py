@@ -191,6 +191,11 @@ def _decode_message(buf, mv, pos, end, offset, size, magic, depth, opts):
         # KIP-31: inner offsets of a magic 1 wrapper are relative; the wrapper carries the
         # absolute offset of the last inner message.
         shift = offset - inner_records[-1][0]
+        if shift < 0:
+            # A wrapper below its last inner offset has had none assigned (a client
+            # builds it with offset 0): its inner offsets are kept, as the Python clients
+            # and Java's read it, where the shift would make them negative.
+            shift = 0
         if attributes & 8:
             # KIP-32: with LogAppendTime the wrapper's timestamp applies to every record.
             inner_records = [

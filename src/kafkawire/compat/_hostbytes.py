@@ -106,10 +106,8 @@ def unreadable_codec(host_codec, codec_id: int, magic: int) -> tuple[str, str | 
     return None if getattr(host_codec, f"has_{name}")() else ("missing", name)
 
 
-# ---- magic 0/1 wrappers read the hosts' way -------------------------------------------
+# ---- magic 0/1 wrappers with a null value ---------------------------------------
 
-_INT64 = struct.Struct(">q")
-_ENTRY = struct.Struct(">qi")  # offset, size: in front of every entry of every magic
 _LEGACY_KEY_AT = (18, 26)  # key length of a magic 0 / magic 1 message (after its timestamp)
 
 # Both hosts' words for a compressed wrapper without a value, which they refuse before
@@ -141,41 +139,3 @@ def null_wrapper(view) -> bool:
         return False
     value = _wrapper_value(view, view[16])
     return value is not None and value[1] == -1
-
-
-def unassigned_wrapper(view, decompress):
-    """The magic 1 compressed wrapper ``view`` (one whole entry) as both hosts read it.
-
-    KIP-31 makes a wrapper's offset that of its last inner message, and inner offsets
-    relative to it; a wrapper whose offset is below its last inner offset is one no
-    broker has assigned offsets to yet (one a client has just built, offset 0), and
-    the hosts (and Kafka's Java client) then keep the inner offsets as they are, where
-    kafkawire's codec shifts them regardless.  Returns a copy whose offset is that last
-    inner offset, so the codec shifts by nothing; else ``view`` itself.
-    ``decompress(codec_id, data)`` inflates the inner set; when it fails the codec's own
-    decoding says why, so ``view`` is returned.
-    """
-    if len(view) < 18 or view[16] != 1 or not view[_LEGACY_ATTRIBUTES_AT] & 0x07:
-        return view
-    value = _wrapper_value(view, 1)
-    if value is None or value[1] < 0 or value[0] + value[1] > len(view):
-        return view
-    try:
-        inner = decompress(view[_LEGACY_ATTRIBUTES_AT] & 0x07,
-                           view[value[0]:value[0] + value[1]])
-    except Exception:  # noqa: BLE001 - the codec raises its own error for it
-        return view
-    # the last complete inner entry, walked as the codec walks them
-    last = None
-    pos, n = 0, len(inner)
-    while n - pos >= 12:
-        offset, size = _ENTRY.unpack_from(inner, pos)
-        if size < 0 or size > n - pos - 12:
-            break
-        last = offset
-        pos += 12 + size
-    if last is None or _INT64.unpack_from(view)[0] >= last:
-        return view
-    out = bytearray(view)
-    _INT64.pack_into(out, 0, last)
-    return out

@@ -131,29 +131,17 @@ def _assert_host_codec(codec_id: int, magic: int) -> None:
     raise _aioerrors.UnsupportedCodecError(f"Libraries for {why[1]} compression codec not found")
 
 
-def _inflate_legacy(codec_id: int, data) -> bytes:
-    """A magic 1 wrapper's inner set (see _hostbytes.unassigned_wrapper)."""
-    return _compression.decompress(codec_id, data, _codec.DEFAULT_MAX_DECOMPRESSED_SIZE)
-
-
-def _hosts_legacy(buf, codec_id: int, magic: int):
-    """The magic 0/1 entry ``buf`` to decode as aiokafka reads it: its compressed wrapper
-    without a value refused, in aiokafka's words, before its codec is looked at; a magic
-    1 wrapper without assigned offsets keeping its inner ones (_hostbytes)."""
-    if not codec_id:
-        return buf
-    if _hostbytes.null_wrapper(buf):
+def _refuse_null_wrapper(buf, magic: int) -> None:
+    """aiokafka refuses a compressed magic 0/1 wrapper without a value, in its words,
+    before it looks at the codec."""
+    if magic < 2 and _hostbytes.null_wrapper(buf):
         raise _aioerrors.CorruptRecordException(_hostbytes.NULL_WRAPPER_MESSAGE)
-    if magic == 1:
-        return _hostbytes.unassigned_wrapper(buf, _inflate_legacy)
-    return buf
 
 
 def _decode_one(buf, codec_id: int, magic: int) -> list:
     """The kafkawire Records of one entry, CRCs unchecked (aiokafka checks them apart)."""
     if codec_id:
-        if magic < 2:
-            buf = _hosts_legacy(buf, codec_id, magic)
+        _refuse_null_wrapper(buf, magic)
         _assert_host_codec(codec_id, magic)
     try:
         batches = _codec.decode_batches(buf, check_crcs=False, start_offset=_INT64_MIN)
@@ -696,13 +684,11 @@ class PartitionRecords(_ORIGINAL_PARTITION_RECORDS):
             # (one record in a plain legacy entry: not worth pausing the GC for)
             decode = (_factory.decode_records_with if codec_id or magic == 2
                       else _factory.codec_impl.decode_records_with)
-            buf = batch._buffer
             try:
                 if codec_id:
-                    if magic < 2:
-                        buf = _hosts_legacy(buf, codec_id, magic)
+                    _refuse_null_wrapper(batch._buffer, magic)
                     _assert_host_codec(codec_id, magic)
-                out = decode(buf, self._make, self._layouts[magic], init=self._init,
+                out = decode(batch._buffer, self._make, self._layouts[magic], init=self._init,
                              start_offset=pos, check_crcs=False)
             except (_aioerrors.UnsupportedCodecError,
                     _aioerrors.CorruptRecordException) as exc:  # raised after the batches before

@@ -157,11 +157,6 @@ def _host_codec_error(view, start: int = 0) -> Exception | None:
         "Unrecognized compression type" + (f": {codec_id}" if magic == 2 else ""))
 
 
-def _inflate_legacy(codec_id, data):
-    """A magic 1 wrapper's inner set (see _hostbytes.unassigned_wrapper)."""
-    return _compression.decompress(codec_id, data, codec.DEFAULT_MAX_DECOMPRESSED_SIZE)
-
-
 def _decode_one(view):
     """Decode one batch or top-level message on its own (the slow, per-entry path).
 
@@ -529,14 +524,10 @@ class LegacyRecordBatch(ABCRecordBatch, _k_legacy.LegacyRecordBase):
     def _materialize(self):
         if self._records is None:
             cb = self._codec_batch
-            magic = self._magic
-            if magic == 1 and self._attributes & self.CODEC_MASK:
-                hosts = _hostbytes.unassigned_wrapper(self._buffer, _inflate_legacy)
-                if hosts is not self._buffer:
-                    cb = _decode_one(hosts)
             if cb is None:
                 cb = _decode_one(self._buffer)
             recs = cb.records if cb is not None else _EMPTY
+            magic = self._magic
             ttype = self.timestamp_type
             overhead = self.LOG_OVERHEAD + self.record_overhead(magic)
             if self._attributes & self.CODEC_MASK and recs:
