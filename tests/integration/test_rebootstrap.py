@@ -89,3 +89,54 @@ def test_clients_rebootstrap_onto_a_new_cluster_on_the_same_address():
         old.close()
         if new is not None:
             new.close()
+
+
+def _rebootstrap_required():
+    """A Metadata answer carrying REBOOTSTRAP_REQUIRED (129), as a broker would send it."""
+    from kafkawire.protocol import apis
+    from kafkawire.protocol.metadata import REBOOTSTRAP_REQUIRED
+
+    return apis.get("Metadata").Response(error_code=REBOOTSTRAP_REQUIRED, brokers=[], cluster_id=None,
+                                         controller_id=-1, topics=[])
+
+
+def test_rebootstrap_required_closes_a_ready_connection_and_asks_the_bootstrap_address(kafka_broker):
+    """The answer came from a broker whose connection is still ready: the next request
+    for any broker still forgets it and goes to the bootstrap address first, in both
+    shells (the Metadata answer is put in by hand: see the module docstring)."""
+    import asyncio
+
+    from kafkawire.aio.cluster import AsyncCluster
+    from kafkawire.client.cluster import Cluster
+    from kafkawire.core.config import Config
+
+    config = Config.client(bootstrap_servers=kafka_broker.bootstrap)
+    cluster = Cluster(config)
+    try:
+        cluster.bootstrap(30)
+        (node,) = cluster.meta.brokers
+        conn = cluster.connection(node, time.monotonic() + 30)
+        assert conn.ready
+        cluster.meta.apply(_rebootstrap_required(), time.monotonic())
+        cluster.refresh(30)
+        assert cluster.meta.rebootstraps == 1 and not cluster.meta.rebootstrap_required
+        assert not conn.ready and cluster.meta.brokers and cluster.meta.cluster_id == kafka_broker.cluster_id
+    finally:
+        cluster.close()
+
+    async def main() -> None:
+        acluster = AsyncCluster(config)
+        try:
+            await acluster.bootstrap(30)
+            (anode,) = acluster.meta.brokers
+            aconn = await acluster.connection(anode, acluster._now() + 30)
+            assert aconn.ready
+            acluster.meta.apply(_rebootstrap_required(), acluster._now())
+            await acluster.refresh(30)
+            assert acluster.meta.rebootstraps == 1 and not acluster.meta.rebootstrap_required
+            assert not aconn.ready and acluster.meta.brokers
+            assert acluster.meta.cluster_id == kafka_broker.cluster_id
+        finally:
+            await acluster.close()
+
+    asyncio.run(main())

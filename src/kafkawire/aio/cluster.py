@@ -146,15 +146,16 @@ class AsyncCluster(ClusterView):
         """As the sync Cluster.any_connection: known brokers first, then bootstrap
         addresses, least recently failed first."""
         self.check_fork()
-        for conn in self._conns.values():
-            if conn.ready:
-                return conn
         if self.meta.maybe_rebootstrap(self.backoffs, self._now()):
-            # KIP-1102: the known brokers are gone (or one said REBOOTSTRAP_REQUIRED): their
-            # connections go with them, and the bootstrap addresses are asked.
+            # KIP-1102: the known brokers are gone (or one said REBOOTSTRAP_REQUIRED, and may
+            # still hold a ready connection): their connections go with them, and the
+            # bootstrap addresses are asked.
             for key in [k for k in self._conns if not isinstance(k, tuple)]:
                 if key not in self._connecting:
                     self._conns.pop(key).close()
+        for conn in self._conns.values():
+            if conn.ready:
+                return conn
         attempts = BrokerAttempts()
         for key, host, port, node_id in candidates(self.meta.brokers, self.config.bootstrap_servers,
                                                    self.backoffs, self._now(), self.meta.recovery):

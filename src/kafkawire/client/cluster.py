@@ -190,14 +190,15 @@ class Cluster(ClusterView):
         return self.backoffs.next_delay(time.monotonic())
 
     def _candidates(self) -> list[tuple[Any, str, int, int | None]]:
-        self._recover()
         return candidates(self.brokers, self.bootstrap_addresses, self.backoffs, time.monotonic(),
                           self.meta.recovery)
 
     def _recover(self) -> None:
         """KIP-1102: the known brokers all gone for metadata_recovery_rebootstrap_trigger_ms
         (or a REBOOTSTRAP_REQUIRED answer): forget them and close their connections, so
-        that what comes next asks the bootstrap addresses (see ClusterMetadata.maybe_rebootstrap)."""
+        that what comes next asks the bootstrap addresses (see ClusterMetadata.maybe_rebootstrap).
+        Asked before any ready connection is taken: a broker that answered
+        REBOOTSTRAP_REQUIRED may still hold one."""
         if self.meta.maybe_rebootstrap(self.backoffs, time.monotonic()):
             for key in [k for k in self._conns if not isinstance(k, tuple)]:
                 self._conns.pop(key).close()
@@ -206,6 +207,7 @@ class Cluster(ClusterView):
         """A ready connection to any broker, never waiting; None while there is none,
         after starting a connection to one more broker (not yet connecting, not in
         backoff), which finishes inside later polls."""
+        self._recover()
         for conn in self._conns.values():
             if conn.ready:
                 return conn
@@ -221,6 +223,7 @@ class Cluster(ClusterView):
         """A ready connection to any broker: known brokers first, then bootstrap addresses.
         NoBrokersAvailableError when none connects; not retriable when every one refused
         for a reason waiting does not fix (a TLS certificate, a protocol mismatch)."""
+        self._recover()
         for conn in self._conns.values():
             if conn.ready:
                 return conn
