@@ -266,8 +266,8 @@ class AsyncCluster(ClusterView):
         request, _topics = self.meta.request(conn.protocol.version_for(METADATA))
         # The request's own timeout, not the caller's deadline: refresh() stops waiting at its
         # deadline while this task goes on, and a request timed out closes the connection
-        # with every request in flight on it (a short poll() once did so, and a Metadata
-        # request held behind a KIP-368 re-login missed such a deadline every few seconds).
+        # with every request in flight on it: a short poll(), or a Metadata request held
+        # behind a KIP-368 re-login, would close a healthy connection.
         try:
             resp = await conn.request(METADATA, request)
         except (KafkaConnectionError, KafkaTimeoutError):

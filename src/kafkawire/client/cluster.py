@@ -247,8 +247,8 @@ class Cluster(ClusterView):
         Late: its connection may be closed).  ``prepare(step, conn)`` gives a request's
         (version, request) where the step's own version and build do not do.  Until a
         Metadata answer has come, the cluster bootstraps first (unless not ``bootstrap``),
-        within the same deadline: the clients' constructors do not, as they never wait
-        for a broker."""
+        within the same deadline: the clients' constructors only :meth:`probe`, trying each
+        address once, so that a broker not up yet does not fail them."""
         if bootstrap and not self.meta.brokers:
             self.bootstrap(max(0.0, deadline - time.monotonic()))
         sent: list[Any] = []  # the Request step and connection last sent
