@@ -216,7 +216,7 @@ class AsyncAdmin:
     async def describe_acls(self, acl_filter: AclBindingFilter | None = None,
                             timeout: float | None = None) -> list[AclBinding]:
         """As :meth:`kafkawire.Admin.describe_acls`."""
-        return await self._call(self._core.describe_acls(acl_filter or AclBindingFilter()), timeout)
+        return await self._call(self._core.describe_acls(acl_filter), timeout)
 
     async def delete_acls(self, filters: Iterable[AclBindingFilter], timeout: float | None = None,
                           raise_on_error: bool = True) -> dict[AclBindingFilter, list[AclBinding]]:

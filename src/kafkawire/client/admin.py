@@ -265,7 +265,7 @@ class Admin:
                       timeout: float | None = None) -> list[AclBinding]:
         """The ACLs that match ``acl_filter`` (default: every ACL), sorted by resource,
         then principal, host, operation and permission."""
-        return self._call(self._core.describe_acls(acl_filter or AclBindingFilter()), timeout)
+        return self._call(self._core.describe_acls(acl_filter), timeout)
 
     def delete_acls(self, filters: Iterable[AclBindingFilter], timeout: float | None = None,
                     raise_on_error: bool = True) -> dict[AclBindingFilter, list[AclBinding]]:

@@ -1743,8 +1743,8 @@ class AdminCore:
 
         return self._rounds("create_acls", wanted, step, raise_on_error)
 
-    def describe_acls(self, acl_filter: AclBindingFilter) -> Op:
-        f = acl_filter
+    def describe_acls(self, acl_filter: AclBindingFilter | None) -> Op:
+        f = AclBindingFilter() if acl_filter is None else acl_filter  # None: every ACL
 
         def fetch(deadline: float) -> Steps:
             def build(version: int) -> Any:
