@@ -583,12 +583,15 @@ def compile(State state, op):
 def decode(State state, decoder, offsets, data, valid, unframed, bint permissive):
     """Decode every payload into the state's columns; returns the bad rows' (row, schema id,
     reason) in PERMISSIVE mode, raises AvroDecodeError at the first in FAILFAST mode."""
-    cdef const int64_t[::1] offs = offsets
+    # Arrow's binary offsets (and the codec's) are int32, large_binary's int64: read either
+    cdef bint wide = offsets.dtype.itemsize == 8
+    cdef const int64_t[::1] offs64
+    cdef const int32_t[::1] offs32
     cdef const uint8_t[::1] buf = data
     cdef const uint8_t[::1] ok
     cdef bint has_valid = valid is not None
     cdef const uint8_t* d = &buf[0] if buf.shape[0] else _EMPTY
-    cdef Py_ssize_t n = offs.shape[0] - 1
+    cdef Py_ssize_t n = len(offsets) - 1
     cdef Py_ssize_t row, start, end, pos
     cdef _Col root = <_Col>state.cols[decoder.columns.root]
     cdef _Step plan
@@ -597,6 +600,10 @@ def decode(State state, decoder, offsets, data, valid, unframed, bint permissive
     cdef int64_t last_sid = -1
     cdef dict plans = {}
     cdef bint framed = unframed is None
+    if wide:
+        offs64 = offsets
+    else:
+        offs32 = offsets
     if has_valid:
         ok = valid
     state.presize(n)
@@ -605,8 +612,12 @@ def decode(State state, decoder, offsets, data, valid, unframed, bint permissive
         if has_valid and not ok[row]:
             root.null()
             continue
-        start = offs[row]
-        end = offs[row + 1]
+        if wide:
+            start = offs64[row]
+            end = offs64[row + 1]
+        else:
+            start = offs32[row]
+            end = offs32[row + 1]
         sid = -1
         state.empty_left = MAX_EMPTY_ITEMS
         try:

@@ -553,7 +553,9 @@ def encode_default(s: dict, v: Any) -> bytes:
 
 
 def _payloads(column):
-    """(n, int64 offsets of n+1 into data, data as a uint8 array, validity uint8 or None)."""
+    """(n, int32 or int64 offsets of n+1 into data, data as a uint8 array, validity uint8 or
+    None): views of the given buffers (Arrow's binary offsets and the codec's columnar ones
+    are int32 and reach the decoders as they are)."""
     import numpy as np
     import pyarrow as pa
 
@@ -561,7 +563,9 @@ def _payloads(column):
     if isinstance(column, tuple):
         offsets, data = column[:2]
         valid = column[2] if len(column) > 2 else None
-        offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+        offsets = np.asarray(offsets)
+        offsets = np.ascontiguousarray(
+            offsets, dtype=offsets.dtype if offsets.dtype in (np.int32, np.int64) else np.int64)
         data = np.frombuffer(data, dtype=np.uint8) if not isinstance(data, np.ndarray) \
             else np.ascontiguousarray(data).view(np.uint8).reshape(-1)
         n = len(offsets) - 1
@@ -582,7 +586,7 @@ def _payloads(column):
         width = np.int32 if t == pa.binary() else np.int64
         offsets = np.frombuffer(bufs[1], dtype=width) if bufs[1] is not None \
             else np.zeros(1, width)
-        offsets = offsets[column.offset:column.offset + n + 1].astype(np.int64)
+        offsets = offsets[column.offset:column.offset + n + 1]
         data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None \
             else np.zeros(0, np.uint8)
         if column.null_count:

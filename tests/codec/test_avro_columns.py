@@ -555,6 +555,24 @@ def test_the_columnar_decode_feeds_it(impl):
     assert decoder.decode((columns.value_offsets, columns.data)).to_pylist() == values
 
 
+def test_payload_buffers_reach_the_decoder_uncopied():
+    """Offsets (int32 as Arrow and the codec keep them) and payload bytes are handed to the
+    decoders as views of the column's own buffers."""
+    from kafkawire._avro_columns import _payloads
+
+    batch = codec.encode_record_batch(
+        [(None, frame(9, write(SIMPLE, {"k": k, "s": None}))) for k in range(20)], base_offset=0)
+    columns = codec.decode_columnar(batch)
+    _, offsets, data, _ = _payloads((columns.value_offsets, columns.data))
+    assert np.shares_memory(offsets, columns.value_offsets)
+    assert np.shares_memory(data, columns.data)
+    value = columns.to_arrow().column("value").slice(2)
+    _, offsets, data, _ = _payloads(value)
+    assert offsets.dtype == np.int32 and offsets[0] == np.frombuffer(value.buffers()[1], np.int32)[2]
+    assert np.shares_memory(offsets, np.frombuffer(value.buffers()[1], np.int32))
+    assert np.shares_memory(data, np.frombuffer(value.buffers()[2], np.uint8))
+
+
 def test_the_implementation_goes_with_the_codec():
     decoder = AvroColumnDecoder(SIMPLE)
     if codec.IMPLEMENTATION == "python" or _avro is None:
