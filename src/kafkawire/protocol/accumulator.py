@@ -841,9 +841,8 @@ class Accumulator:
             for r in chunk:
                 key, value, ts, headers = _record_parts(r)
                 part.add(key, value, ts, headers)
-                part.size += RECORD_OVERHEAD + (len(key) if key is not None else 0) + (
-                    len(value) if value is not None else 0) + sum(
-                    len(k) + (len(v) if v is not None else 0) + 10 for k, v in headers or ())
+                # Counted as send() counted it (no limit: the record was admitted then).
+                part.size += prepare_record(key, value, headers, _INT64_MAX, 0)[3]
             part.full = True
             if seq >= 0:
                 part.pid, part.epoch, part.sequence = b.pid, b.epoch, seq
