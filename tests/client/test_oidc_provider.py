@@ -78,3 +78,20 @@ def test_nothing_listening_is_retried_until_the_deadline():
         provider()
     assert 0.75 <= time.monotonic() - start < 2.0
     assert len(info.value.errors) >= 4 and url in str(info.value)
+
+
+def test_a_login_while_the_timer_fetches_ahead_takes_the_held_token_at_once():
+    """The endpoint gone after the first token: the timer thread's fetch ahead retries
+    it until its deadline, and a login meanwhile is handed the token held, still valid,
+    without waiting for that fetch (nor fetching again for itself)."""
+    with OidcServer({"svc": "pa:ss word"}, token_lifetime_s=4) as server:
+        provider = _provider(server.token_endpoint_url, timeout_ms=3000)
+        first = provider()
+    # Just past the refresh point, where the timer began fetching ahead (and meets nothing).
+    refresh_at = provider.login.refresh_at_ms
+    assert refresh_at is not None and refresh_at + 300 < first.expiry_ms
+    time.sleep(max(0.0, (refresh_at + 100) / 1000 - time.time()))
+    start = time.monotonic()
+    assert provider() is first
+    assert time.monotonic() - start < 0.5
+    provider.close()

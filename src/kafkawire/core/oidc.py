@@ -62,6 +62,8 @@ class OidcTokenProvider:
         per_attempt = max(connect_timeout_ms or 0, read_timeout_ms or 0)
         self._attempt_timeout = per_attempt / 1000 if per_attempt else None
         self._lock = threading.Lock()
+        self._prefetched = threading.Condition(self._lock)  # notified as a fetch ahead ends
+        self._prefetching = False  # the timer thread is fetching, without the lock
         self._wait = threading.Event()  # never set: its wait() is the backoff sleep
         self._timer: threading.Timer | None = None
         self._handed_out = False  # whether a login took the token held
@@ -72,7 +74,14 @@ class OidcTokenProvider:
     def __call__(self) -> OAuthBearerToken:
         with self._lock:
             login = self.login
-            if login.needs_token(_now_ms()) or login.token is None:
+            if self._prefetching:
+                # The timer thread is fetching the next token: the held one serves while it
+                # is valid; an expired one waits for that fetch (bounded by its deadline).
+                end = time.monotonic() + self.timeout_ms / 1000
+                while self._prefetching and _expired(login.token) and time.monotonic() < end:
+                    self._prefetched.wait(end - time.monotonic())
+            held_serves = self._prefetching and not _expired(login.token)
+            if login.needs_token(_now_ms()) and not held_serves:
                 self._fetch()
                 self._schedule()
             self._handed_out = True
@@ -162,14 +171,27 @@ def _prefetch(ref: weakref.ref[OidcTokenProvider]) -> None:
     with provider._lock:  # noqa: SLF001 - the provider's own timer
         # A token no login took since it was fetched: the client is gone or idle; the
         # next login fetches for itself.
-        if not provider._handed_out or not provider.login.needs_token(_now_ms()):
+        if provider._prefetching or not provider._handed_out or not provider.login.needs_token(_now_ms()):
             return
-        try:
-            provider._fetch()
-        except OAuthBearerLoginError:
-            return  # the next login fetches again, and raises what it meets
-        provider.background_fetches += 1
-        provider._schedule()
+        provider._prefetching = True
+    # Without the lock: a login meanwhile takes the held token, still valid, at once.
+    fetched = False
+    try:
+        provider._fetch()
+        fetched = True
+    except OAuthBearerLoginError:
+        pass  # the next login fetches again, and raises what it meets
+    finally:
+        with provider._lock:
+            provider._prefetching = False
+            provider._prefetched.notify_all()
+            if fetched:
+                provider.background_fetches += 1
+                provider._schedule()
+
+
+def _expired(token: OAuthBearerToken | None) -> bool:
+    return token is None or _now_ms() >= token.expiry_ms
 
 
 def _now_ms() -> int:
