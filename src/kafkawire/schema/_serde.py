@@ -21,6 +21,7 @@ __all__ = [
     "KEY",
     "VALUE",
     "FramedDeserializer",
+    "FramedSerializer",
     "RecordContext",
     "SubjectNameStrategy",
     "blocking_registry",
@@ -213,3 +214,33 @@ class FramedDeserializer:
             return None
         ctx = RecordContext(self.topic, self.field) if ctx is None else context_of(ctx, self.topic, self.field)
         return self.deserialize(data, topic=ctx.topic, field=ctx.field)
+
+
+class FramedSerializer:
+    """The calling conventions of a serializer with ``topic`` and ``field`` whose
+    ``_target(ctx)`` asks the registry for what a topic's records are written with (the
+    header first), kept in ``_targets`` by (topic, field)."""
+
+    topic: str | None
+    field: str
+    _targets: dict[tuple[str | None, str], Any]
+
+    def _target(self, ctx: RecordContext) -> Any:
+        raise NotImplementedError
+
+    def for_topic(self, topic: str) -> Callable[[Any], bytes | None]:
+        """This serializer for ``topic``: the one-argument callable the clients' options take."""
+        ctx = RecordContext(topic, self.field)
+        return lambda value: self(value, ctx)  # type: ignore[operator]
+
+    def _context_and_target(self, ctx: Any) -> tuple[RecordContext | None, Any]:
+        """The call's context and its target; the context is None for a call without one
+        whose target is known (the common case builds nothing)."""
+        if ctx is None:
+            target = self._targets.get((self.topic, self.field))
+            if target is not None:
+                return None, target
+            ctx = RecordContext(self.topic, self.field)
+        else:
+            ctx = context_of(ctx, self.topic, self.field)
+        return ctx, self._targets.get((ctx.topic, ctx.field)) or self._target(ctx)

@@ -38,6 +38,8 @@ from kafkawire.schema._core import Schema, _as_schema
 from kafkawire.schema._serde import (
     KEY,
     VALUE,
+    FramedDeserializer,
+    FramedSerializer,
     RecordContext,
     SubjectNameStrategy,
     blocking_registry,
@@ -100,7 +102,7 @@ def _record_name(parsed: Any) -> str | None:
     return None
 
 
-class AvroSerializer:
+class AvroSerializer(FramedSerializer):
     """Avro in Confluent's framing: ``serializer(value)`` -> bytes (None stays None).
 
     ``registry``: a :class:`~kafkawire.schema.SchemaRegistryClient`.  ``schema``: the
@@ -150,14 +152,9 @@ class AvroSerializer:
         def serialize(value: Any) -> bytes | None:
             # The per-record path once the schema id is known: no context to build.
             target = targets.get(key)
-            if target is not None and target[4] is not None and self.to_dict is None:
-                framed = bytearray(target[0])
-                try:
-                    target[4](value, framed)
-                    return bytes(framed)
-                except Exception:
-                    pass  # None, or a value for fastavro to write or name the error of
-            return self(value, ctx)
+            if target is None or value is None or self.to_dict is not None:
+                return self(value, ctx)
+            return self._encode(value, target, ctx)
 
         return serialize
 
@@ -184,16 +181,13 @@ class AvroSerializer:
     def __call__(self, value: Any, ctx: Any = None) -> bytes | None:
         if value is None:
             return None
-        if ctx is None:
-            target = self._targets.get((self.topic, self.field))
-            if target is None:
-                ctx = RecordContext(self.topic, self.field)
-                target = self._target(ctx)
-        else:
-            ctx = context_of(ctx, self.topic, self.field)
-            target = self._targets.get((ctx.topic, ctx.field)) or self._target(ctx)
+        ctx, target = self._context_and_target(ctx)
         if self.to_dict is not None:
-            value = self.to_dict(value, ctx if ctx is not None else RecordContext(self.topic, self.field))
+            ctx = ctx or RecordContext(self.topic, self.field)
+            value = self.to_dict(value, ctx)
+        return self._encode(value, target, ctx)
+
+    def _encode(self, value: Any, target: tuple[bytes, Any, int, str, Any], ctx: RecordContext | None) -> bytes:
         write = target[4]
         if write is not None:
             # The generated encoder writes fastavro's bytes or gives up on the value (any
@@ -228,7 +222,7 @@ class AvroSerializer:
             f"{target[3]!r}): {detail}", schema_id=target[2], topic=ctx.topic)
 
 
-class AvroDeserializer:
+class AvroDeserializer(FramedDeserializer):
     """Avro in Confluent's framing back to Python: ``deserializer(data)`` -> a dict (or
     what ``from_dict`` makes of it; None stays None).
 
@@ -269,15 +263,6 @@ class AvroDeserializer:
         self._reader: Any = None
         # (schema id, topic) -> (parsed writer, parsed reader or None, top-level plan or None)
         self._pairs: dict[tuple[int, str | None], tuple[Any, Any, Any]] = {}
-
-    def for_topic(self, topic: str) -> Callable[[Any], Any]:
-        """This deserializer for ``topic``: the one-argument callable the clients' options take."""
-        ctx = RecordContext(topic, self.field)
-
-        def deserialize(data: Any) -> Any:
-            return self(data, ctx)
-
-        return deserialize
 
     def __call__(self, data: Any, ctx: Any = None) -> Any:
         if data is None:

@@ -24,11 +24,11 @@ from kafkawire.schema._serde import (
     KEY,
     VALUE,
     FramedDeserializer,
+    FramedSerializer,
     RecordContext,
     SubjectNameStrategy,
     blocking_registry,
     check_latest_version,
-    context_of,
     register_or_look_up,
     strategy,
     writer_schema,
@@ -117,7 +117,7 @@ def _references(schema: Schema, registry: Any, seen: set[Any]) -> list[tuple[str
     return out
 
 
-class JSONSerializer:
+class JSONSerializer(FramedSerializer):
     """JSON Schema in Confluent's framing: ``serializer(value)`` -> bytes (None stays None).
 
     ``registry``, ``topic``, ``is_key``, ``subject_name_strategy`` (``"record"`` names
@@ -149,11 +149,6 @@ class JSONSerializer:
         self._parsed: _Parsed | None = None
         self._targets: dict[tuple[str | None, str], tuple[bytes, _Parsed | None, int, str]] = {}
 
-    def for_topic(self, topic: str) -> Callable[[Any], bytes | None]:
-        """This serializer for ``topic``: the one-argument callable the clients' options take."""
-        ctx = RecordContext(topic, self.field)
-        return lambda value: self(value, ctx)
-
     def _target(self, ctx: RecordContext) -> tuple[bytes, _Parsed | None, int, str]:
         if self.schema is not None and self._parsed is None:
             self._parsed = _Parsed(self.schema, self.registry)
@@ -172,8 +167,8 @@ class JSONSerializer:
     def __call__(self, value: Any, ctx: Any = None) -> bytes | None:
         if value is None:
             return None
-        ctx = RecordContext(self.topic, self.field) if ctx is None else context_of(ctx, self.topic, self.field)
-        target = self._targets.get((ctx.topic, ctx.field)) or self._target(ctx)
+        found, target = self._context_and_target(ctx)
+        ctx = found or RecordContext(self.topic, self.field)
         if self.to_dict is not None:
             value = self.to_dict(value, ctx)
         if target[1] is not None:

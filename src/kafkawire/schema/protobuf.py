@@ -16,7 +16,7 @@ As for :mod:`kafkawire.schema.avro`: the topic is given at construction, bound w
 from __future__ import annotations
 
 import base64
-from typing import Any, Callable
+from typing import Any
 
 from kafkawire.errors import ConfigError
 from kafkawire.schema._core import Schema, SchemaReference
@@ -24,11 +24,11 @@ from kafkawire.schema._serde import (
     KEY,
     VALUE,
     FramedDeserializer,
+    FramedSerializer,
     RecordContext,
     SubjectNameStrategy,
     blocking_registry,
     check_latest_version,
-    context_of,
     register_or_look_up,
     strategy,
 )
@@ -67,7 +67,7 @@ def _file_subject(topic: str | None, field: str, file_name: str) -> str:
     return file_name
 
 
-class ProtobufSerializer:
+class ProtobufSerializer(FramedSerializer):
     """Protobuf in Confluent's framing: ``serializer(message)`` -> bytes (None stays None).
 
     ``registry``: a :class:`~kafkawire.schema.SchemaRegistryClient`.  ``message_type``:
@@ -102,11 +102,6 @@ class ProtobufSerializer:
         self.indexes = message_indexes(descriptor)
         self._targets: dict[tuple[str | None, str], tuple[bytes, int, str]] = {}
 
-    def for_topic(self, topic: str) -> Callable[[Any], bytes | None]:
-        """This serializer for ``topic``: the one-argument callable the clients' options take."""
-        ctx = RecordContext(topic, self.field)
-        return lambda message: self(message, ctx)
-
     def _references(self, ctx: RecordContext, file: Any) -> list[SchemaReference]:
         refs = []
         for dep in file.dependencies:
@@ -136,11 +131,7 @@ class ProtobufSerializer:
     def __call__(self, message: Any, ctx: Any = None) -> bytes | None:
         if message is None:
             return None
-        if ctx is None:
-            target = self._targets.get((self.topic, self.field)) or self._target(RecordContext(self.topic, self.field))
-        else:
-            ctx = context_of(ctx, self.topic, self.field)
-            target = self._targets.get((ctx.topic, ctx.field)) or self._target(ctx)
+        ctx, target = self._context_and_target(ctx)
         if not isinstance(message, self.message_type):
             what = (ctx or RecordContext(self.topic, self.field)).what()
             raise SerializationError(
