@@ -260,14 +260,8 @@ def cmd_topics(args: argparse.Namespace) -> int:
         elif args.action == "config":
             return _topic_config(admin, args)
         else:
-            failed = 0
-            for name, result in admin.delete_topics(args.topics, raise_on_error=False).items():
-                if isinstance(result, BaseException):
-                    failed += 1
-                    print(f"kafkawire topics delete: {_item_error('topic', name, result)}", file=sys.stderr)
-                else:
-                    print(f"deleted topic {name}")
-            return 2 if failed else 0
+            return _failures("topics delete", admin.delete_topics(args.topics, raise_on_error=False),
+                             lambda name, _r: print(f"deleted topic {name}"), kind="topic")
     return 0
 
 
@@ -368,15 +362,9 @@ def _topic_config(admin: Any, args: argparse.Namespace) -> int:
 
 def cmd_groups_delete(args: argparse.Namespace) -> int:
     """`groups delete`: each group and its committed offsets; a group with members is refused."""
-    failed = 0
     with _admin(args) as admin:
-        for group, result in admin.delete_groups(args.groups, raise_on_error=False).items():
-            if isinstance(result, BaseException):
-                failed += 1
-                print(f"kafkawire groups delete: {_item_error('group', group, result)}", file=sys.stderr)
-            else:
-                print(f"deleted group {group}")
-    return 2 if failed else 0
+        return _failures("groups delete", admin.delete_groups(args.groups, raise_on_error=False),
+                         lambda group, _r: print(f"deleted group {group}"), kind="group")
 
 
 def _group_report(admin: Any, group: str) -> dict[str, Any]:
@@ -948,13 +936,15 @@ def _partition_arg(text: str) -> tuple[str, int]:
     return topic, int(partition)
 
 
-def _failures(command: str, results: dict[Any, Any], say: Any) -> int:
-    """Print each result's line (``say(item, result)``) or its error; 2 if any failed."""
+def _failures(command: str, results: dict[Any, Any], say: Any, kind: str | None = None) -> int:
+    """Print each result's line (``say(item, result)``) or its error (said as
+    :func:`_item_error` says a ``kind``'s, when given); 2 if any failed."""
     failed = 0
     for item, result in results.items():
         if isinstance(result, BaseException):
             failed += 1
-            print(f"kafkawire {command}: {result}", file=sys.stderr)
+            print(f"kafkawire {command}: {result if kind is None else _item_error(kind, item, result)}",
+                  file=sys.stderr)
         else:
             say(item, result)
     return 2 if failed else 0
