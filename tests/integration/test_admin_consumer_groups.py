@@ -10,6 +10,7 @@ import json
 import time
 from typing import Any
 
+import confluent_kafka.admin as ck_admin
 import pytest
 
 from kafkawire.cli import main
@@ -19,7 +20,6 @@ from settle import until_known
 from shells import make_admin  # noqa: F401 - the fixture
 from topics import unique_name
 
-ck_admin = pytest.importorskip("confluent_kafka.admin")
 
 pytestmark = [pytest.mark.broker, pytest.mark.groups]
 

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 
+import confluent_kafka as ck
 import pytest
 
 from kafkawire.cli import main
@@ -19,7 +20,6 @@ from kafkawire.testing import KafkaCluster
 from settle import eventually, until_known
 from topics import unique_name
 
-ck = pytest.importorskip("confluent_kafka")
 
 pytestmark = pytest.mark.broker
 
