@@ -651,7 +651,6 @@ def decode(State state, decoder, offsets, data, valid, unframed, bint permissive
             root.truncate(row)
             root.null()
             if not permissive:
-                state.reset()
                 raise AvroDecodeError(row, sid if sid >= 0 else None, str(exc)) from None
             bad.append((row, sid if sid >= 0 else None, str(exc)))
     return bad

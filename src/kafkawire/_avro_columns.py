@@ -110,7 +110,10 @@ def normalize(schema: Any) -> Any:
     if isinstance(schema, (str, bytes)) and not isinstance(schema, str):
         schema = schema.decode()
     if isinstance(schema, str) and schema.lstrip().startswith(("{", "[")):
-        schema = json.loads(schema)
+        try:
+            schema = json.loads(schema)
+        except ValueError as exc:
+            raise AvroSchemaError(f"not an Avro schema (JSON): {exc}") from None
     return _norm(schema, {}, None, ())
 
 
@@ -697,8 +700,13 @@ class AvroColumnDecoder:
 
     def _run(self, payloads, permissive: bool):
         n, offsets, data, valid = _payloads(payloads)
-        bad = self._impl.decode(self._state, self, offsets, data, valid, self._unframed,
-                                permissive)
+        try:
+            bad = self._impl.decode(self._state, self, offsets, data, valid, self._unframed,
+                                    permissive)
+        except BaseException:
+            # rows decoded before the failure must not open the next call's columns
+            self._state.reset()
+            raise
         exported = self._state.export()
         return n, bad, exported
 

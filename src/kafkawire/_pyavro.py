@@ -355,7 +355,6 @@ def decode(state, decoder, offsets, data, valid, unframed, permissive):
             root.truncate(row)
             root.null()
             if not permissive:
-                state.reset()
                 raise AvroDecodeError(row, sid, str(exc)) from None
             bad.append((row, sid, str(exc)))
     return bad

@@ -473,6 +473,22 @@ def test_bad_payloads(impl, payload, schema_id, reason):
 
 
 @pytest.mark.parametrize("impl", IMPLS)
+def test_writer_schemas_that_do_not_parse(impl):
+    good = frame(7, GOOD_BODY)
+    no_type = {"type": "record", "name": "B", "fields": [{"name": "u"}]}
+    decoder = AvroColumnDecoder(BAD_SCHEMA, {7: BAD_SCHEMA, 8: "{not json", 9: no_type},
+                                implementation=impl)
+    # text that is not JSON fails the rows naming its id, as an unknown id does
+    with pytest.raises(AvroDecodeError, match="not an Avro schema") as err:
+        decoder.decode(column([good, frame(8, GOOD_BODY)]))
+    assert (err.value.row, err.value.schema_id) == (1, 8)
+    # a failure that is no row's own (a field without a type) leaves no row behind either
+    with pytest.raises(Exception):
+        decoder.decode(column([good, good, frame(9, GOOD_BODY)]))
+    assert len(decoder.decode(column([good]))) == 1
+
+
+@pytest.mark.parametrize("impl", IMPLS)
 def test_a_bad_row_inside_nested_lists_leaves_no_trace(impl):
     schema = {"type": "record", "name": "N", "fields": [
         {"name": "a", "type": {"type": "array", "items": {"type": "map", "values": "string"}}}]}
