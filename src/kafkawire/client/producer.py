@@ -143,13 +143,15 @@ class Producer:
         # held as it looks at the batches): a batch made later that must go out sooner
         # wakes it, one that may wait does not (a wakeup costs a system call).
         self._sender_wakes_at = 0.0
-        # Transactions: the coordinator exchanges run on the sender thread, one at a time
-        # (a StepRun each); the caller's calls queue theirs and wait for its future.
+        # The exchanges a caller's call needs (a transaction's with its coordinator,
+        # list_topics()'s Metadata) run on the sender thread, over its connections, one at
+        # a time (a StepRun each); the caller queues its steps and waits for their future.
         self._txn: TransactionManager | None = None
         if c.transactional_id is not None:
             self._txn = acc.txn = TransactionManager(acc.identity, c.retry_backoff_ms)
-        self._txn_calls: deque[tuple[Any, Future]] = deque()
-        self._txn_run: tuple[StepRun, Future | None] | None = None
+        # Each with (when asked, its timeout) for a call dropped at its deadline, else None.
+        self._calls: deque[tuple[Any, Future, tuple[float, float] | None]] = deque()
+        self._call_run: tuple[StepRun, Future | None, tuple[float, float] | None] | None = None
         self.cluster = Cluster(c)
         # {topic: partition count} from the Metadata answers (updated in place by the
         # sender thread); the Appender reads it for keyed and sticky records.
@@ -208,8 +210,8 @@ class Producer:
         self._flushing = 0
         self._fatal = None
         self._sender_wakes_at = 0.0
-        self._txn_calls.clear()
-        self._txn_run = None
+        self._calls.clear()
+        self._call_run = None
         self._thread = threading.Thread(target=self._run, name="kafkawire-producer", daemon=True)
         self._thread.start()
         c = self.config
@@ -280,10 +282,9 @@ class Producer:
         ``timeout`` seconds (default ``max_block_ms``)."""
         if self._closing:
             raise ClientClosedError("the producer is closed")
-        wait = self.config.max_block_ms / 1000.0 if timeout is None else timeout
-        # A cluster of its own for this one call: the producer's belongs to its sender thread.
-        with Cluster(self.config) as cluster:
-            return cluster.run(list_topics_steps(include_internal), time.monotonic() + wait, "Metadata")
+        self._check_fork()
+        deadline = self._deadline(timeout, self.config.max_block_ms)
+        return self._sender_call(list_topics_steps(include_internal), deadline, "list_topics()", abandon=True)
 
     def send(
         self,
@@ -601,15 +602,36 @@ class Producer:
             raise errors.ConfigError(f"{call} needs a transactional producer: set transactional_id")
         return self._txn
 
-    def _txn_call(self, steps: Any, deadline: float, call: str) -> Any:
+    def _sender_call(self, steps: Any, deadline: float, call: str, abandon: bool = False) -> Any:
+        """Run ``steps`` on the sender thread and wait for their result by ``deadline``.
+        Past it they go on in the background (a transaction's exchange: the next call
+        waits for it), or, with ``abandon``, are dropped: KafkaTimeoutError, or the
+        NoBrokersAvailableError naming each address's failures while no broker has
+        answered yet."""
         fut = Future()
+        asked = time.monotonic()
+        entry = (steps, fut, (asked, deadline - asked) if abandon else None)
         with self._lock:
-            self._txn_calls.append((steps, fut))
+            self._calls.append(entry)
         self._wake_sender()
-        if not fut.wait(max(0.0, deadline - time.monotonic())):
+        if fut.wait(max(0.0, deadline - time.monotonic())):
+            return fut.result(0)
+        if not abandon:
             raise KafkaTimeoutError(f"{call} not done in time; it goes on in the background: "
                                     f"call it again to wait for it")
-        return fut.result(0)
+        err = None
+        if not self.cluster.meta.brokers:
+            err = unreached(self.cluster.backoffs, self.cluster.bootstrap_addresses, time.monotonic() - asked,
+                            deadline - asked, True)
+        err = err or KafkaTimeoutError(f"{call}: no answer in time")
+        with self._lock:
+            if entry in self._calls:
+                self._calls.remove(entry)
+            elif self._call_run is not None and self._call_run[1] is fut:
+                self._call_run[0].fail(err, time.monotonic())
+        if fut.done():  # its answer came meanwhile
+            return fut.result(0)
+        raise err
 
     @staticmethod
     def _deadline(timeout: float | None, default_ms: int) -> float:
@@ -619,7 +641,7 @@ class Producer:
         """Register transactional_id with its coordinator (fencing any earlier producer
         with it and ending its open transaction); once, before the first transaction."""
         txn = self._transactions("init_transactions()")
-        self._txn_call(txn.init_steps(), self._deadline(timeout, self.config.max_block_ms), "init_transactions()")
+        self._sender_call(txn.init_steps(), self._deadline(timeout, self.config.max_block_ms), "init_transactions()")
 
     def begin_transaction(self) -> None:
         """Start a transaction: records sent from now on commit or abort together."""
@@ -633,7 +655,7 @@ class Producer:
         consumer's ``group_metadata()`` so a zombie member's offsets are refused."""
         txn = self._transactions("send_offsets_to_transaction()")
         norm = {(tp[0], tp[1]): int(getattr(off, "offset", off)) for tp, off in offsets.items()}
-        self._txn_call(txn.send_offsets_steps(norm, group), self._deadline(timeout, self.config.max_block_ms),
+        self._sender_call(txn.send_offsets_steps(norm, group), self._deadline(timeout, self.config.max_block_ms),
                        "send_offsets_to_transaction()")
 
     def commit_transaction(self, timeout: float | None = None) -> None:
@@ -652,7 +674,7 @@ class Producer:
                     if time.monotonic() >= deadline:
                         raise
                     break
-        self._txn_call(txn.end_steps(True), deadline, "commit_transaction()")
+        self._sender_call(txn.end_steps(True), deadline, "commit_transaction()")
 
     def abort_transaction(self, timeout: float | None = None) -> None:
         """Abort the transaction: records not sent yet fail with TransactionAbortedError,
@@ -666,7 +688,7 @@ class Producer:
         for b in dropped:
             self._complete(b, err)
         self.flush(max(0.0, deadline - time.monotonic()))
-        self._txn_call(txn.end_steps(False), deadline, "abort_transaction()")
+        self._sender_call(txn.end_steps(False), deadline, "abort_transaction()")
 
     def flush(self, timeout: float | None = None) -> None:
         """Send everything queued now and wait until each record is acknowledged or has
@@ -787,7 +809,7 @@ class Producer:
         now = time.monotonic()
         if self._acc.identity is not None:
             self._maybe_init_producer_id(now)
-        txn_wait = self._drive_transactions(now) if self._txn is not None else 0.1
+        txn_wait = self._drive_calls(now)
         wait = self._dispatch(now, txn_wait)
         with self._lock:
             if self._idle():
@@ -843,7 +865,7 @@ class Producer:
         request in flight, no connection being set up, no caller waiting for it.  It
         then parks instead of polling, and a caller may do its own I/O meanwhile."""
         return (not self._incomplete and not self._closing and not self._closed and not self._flushing
-                and not self._txn_calls and self._txn_run is None and not self._poller.busy()
+                and not self._calls and self._call_run is None and not self._poller.busy()
                 and self._wanted_topics <= self.cluster.interest)
 
     def _park_for(self, wait: float) -> None:
@@ -923,27 +945,35 @@ class Producer:
             self._wake_sender()
         return fut.done()
 
-    def _drive_transactions(self, now: float) -> float:
-        """Advance the coordinator exchange in progress (or start the next: a caller's, or
-        adding partitions that have batches waiting); how long until it needs a look."""
+    def _drive_calls(self, now: float) -> float:
+        """Advance the exchange in progress (or start the next: a caller's, or adding
+        partitions that have batches waiting to the transaction); how long until it needs
+        a look."""
         txn = self._txn
+        cluster = self.cluster
         with self._lock:
-            if self._txn_run is None:
-                if self._txn_calls:
-                    steps, fut = self._txn_calls.popleft()
-                elif txn.wants_add():
-                    unknown = txn.topics_to_look_up(self.cluster.leader_for)
+            if self._call_run is None:
+                if self._calls:
+                    steps, fut, drop = self._calls.popleft()
+                elif txn is not None and txn.wants_add():
+                    unknown = txn.topics_to_look_up(cluster.leader_for)
                     if unknown:
-                        self.cluster.interest.update(unknown)
-                        self.cluster.request_refresh()
-                    steps, fut = txn.add_partitions_steps(), None
+                        cluster.interest.update(unknown)
+                        cluster.request_refresh()
+                    steps, fut, drop = txn.add_partitions_steps(), None, None
                 else:
                     return 0.1
-                self._txn_run = (StepRun(steps), fut)
-            run, fut = self._txn_run
-            wait = run.advance(now, self.cluster.try_step)
+                self._call_run = (StepRun(steps), fut, drop)
+            run, fut, drop = self._call_run
+            if drop is not None and not cluster.meta.brokers and not run.finished:
+                # Every bootstrap address refused for good (a certificate, a login): the
+                # call ends now, as the sender's own waits for metadata do.
+                exc = unreached(cluster.backoffs, cluster.bootstrap_addresses, now - drop[0], drop[1], False)
+                if exc is not None:
+                    run.fail(exc, now)
+            wait = run.advance(now, cluster.try_step)
             if wait is None:
-                self._txn_run = None
+                self._call_run = None
                 if fut is not None:
                     if run.error is not None:
                         fut.set_exception(run.error)
