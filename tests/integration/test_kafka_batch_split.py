@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import asyncio
 
+import confluent_kafka as ck
 import pytest
 
 from kafkawire.aio import AsyncProducer
 from kafkawire.client.producer import Producer
 from kafkawire.errors import MessageTooLargeError
 from topics import create_topic
-
-ck = pytest.importorskip("confluent_kafka")
 
 pytestmark = [pytest.mark.broker, pytest.mark.kafka]
 
