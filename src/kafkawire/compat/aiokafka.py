@@ -93,8 +93,8 @@ __all__ = [
 ENV_VAR = "KAFKAWIRE_PATCH_AIOKAFKA"
 HOST = "aiokafka"
 # The aiokafka releases this drop-in is tested with, lowest and highest (make test runs
-# aiokafka's own record tests on both, tests/compat/test_host_suites.py).  0.11-0.13
-# differ in the producer internals the drop-in replaces.
+# aiokafka's own tests and the parity tests on them, tests/compat/test_host_suites.py).
+# 0.11-0.13 differ in the producer internals the drop-in replaces.
 TESTED_VERSIONS = ("0.14.0", "0.14.0")
 
 _INT64_MIN = -(1 << 63)

@@ -85,8 +85,9 @@ __all__ = [
 ENV_VAR = "KAFKAWIRE_PATCH_KAFKA_PYTHON"
 HOST = "kafka-python"
 # The kafka-python releases this drop-in is tested with, lowest and highest (make test
-# runs kafka-python's own record tests on both, tests/compat/test_host_suites.py): every
-# release between them has the same record layer.
+# runs kafka-python's own tests and the parity tests on the lowest and on 3.0.11, whose
+# tag stands for the highest's, tests/compat/test_host_suites.py): every release between
+# them has the same record layer.
 TESTED_VERSIONS = ("3.0.0", "3.0.12")
 
 # kafka-python's own classes, taken before anything can patch them: our classes inherit
