@@ -907,29 +907,45 @@ class AdminCore:
 
         return Op(operation, steps)
 
-    def _every_broker(self, operation: str, api: Api, build: Callable[[int], Any],
-                      listing: Callable[[Any], Iterable[Any]], key: Callable[[Any], Any],
-                      check: Callable[[int, Any], None] | None = None) -> Op:
-        """The call that asks ``api`` of every broker of the cluster (each knows only its
-        own part: the groups or transactions it coordinates) and merges the answers'
-        ``listing(response)`` into one dict by ``key``, sorted.  ``check(node, response)``
-        sees each answer first; a broker's error code fails that broker's part."""
-        name = api.name
-
+    def _per_broker(self, operation: str, api: Api, build: Callable[[int], Any],
+                    answer: Callable[[int, Any], Any], brokers: Iterable[int] | None, raise_on_error: bool,
+                    check: Callable[[int, Any], None] | None = None) -> Op:
+        """The call that asks ``api`` of each of ``brokers`` (None: every broker of the
+        cluster) and returns ``answer(node, response)`` by node id.  ``check(node,
+        response)`` sees each answer first; a broker's error code fails that broker's part."""
         def step(progress: _Progress, deadline: float) -> Steps:
             for node in list(progress.todo):
                 _v, resp = yield from self._send(node, api, build)
                 if check is not None:
                     check(node, resp)
                 if resp.error_code:
-                    progress.failed(node, broker_error(resp.error_code, f"{name} on broker {node}"))
+                    progress.failed(node, broker_error(resp.error_code, f"{api.name} on broker {node}"))
                     continue
-                progress.done(node, list(listing(resp)))
+                progress.done(node, answer(node, resp))
 
         def steps(budget: Budget) -> Steps:
             cluster = yield from self.describe_cluster().steps(self._rest(budget.deadline, (yield NOW), 0.001))
-            per_node = yield from self._rounds(operation, cluster.brokers, step, True).steps(
-                self._rest(budget.deadline, (yield NOW)))
+            nodes = sorted(cluster.brokers if brokers is None else {int(n) for n in brokers})
+            # A node id the cluster does not have would only wait for the deadline.
+            unknown = {n: ValueError(f"broker {n} is not in the cluster (its brokers: "
+                                     f"{', '.join(map(str, sorted(cluster.brokers)))})")
+                       for n in nodes if n not in cluster.brokers}
+            found = yield from self._rounds(operation, [n for n in nodes if n not in unknown], step,
+                                            False).steps(self._rest(budget.deadline, (yield NOW)))
+            return _outcome(operation, {n: unknown.get(n) or found[n] for n in nodes}, raise_on_error)
+
+        return Op(operation, steps)
+
+    def _every_broker(self, operation: str, api: Api, build: Callable[[int], Any],
+                      listing: Callable[[Any], Iterable[Any]], key: Callable[[Any], Any],
+                      check: Callable[[int, Any], None] | None = None) -> Op:
+        """The call that asks ``api`` of every broker of the cluster (each knows only its
+        own part: the groups or transactions it coordinates) and merges the answers'
+        ``listing(response)`` into one dict by ``key``, sorted (see _per_broker)."""
+        op = self._per_broker(operation, api, build, lambda _node, resp: list(listing(resp)), None, True, check)
+
+        def steps(budget: Budget) -> Steps:
+            per_node = yield from op.steps(budget)
             out = {key(x): x for listing in per_node.values() for x in listing}
             return dict(sorted(out.items()))
 
@@ -2030,36 +2046,21 @@ class AdminCore:
     # -- log directories --------------------------------------------------------------------------
 
     def describe_log_dirs(self, brokers: Iterable[int] | None, raise_on_error: bool) -> Op:
-        def step(progress: _Progress, deadline: float) -> Steps:
-            for node in list(progress.todo):
-                # Null topics: every replica of every directory.
-                _v, resp = yield from self._send(node, DESCRIBE_LOG_DIRS, lambda v: DESCRIBE_LOG_DIRS.Request(topics=None))
-                if resp.error_code:
-                    progress.failed(node, broker_error(resp.error_code, f"DescribeLogDirs on broker {node}"))
-                    continue
-                dirs = {}
-                for d in resp.results:
-                    replicas = {TopicPartition(t.name, p.partition_index): ReplicaInfo(p.partition_size, p.offset_lag,
-                                                                                       bool(p.is_future_key))
-                                for t in d.topics for p in t.partitions}
-                    dirs[d.log_dir] = LogDirDescription(
-                        d.log_dir, broker_error(d.error_code, f"log directory {d.log_dir!r} of broker {node}")
-                        if d.error_code else None, dict(sorted(replicas.items())),
-                        None if d.total_bytes < 0 else d.total_bytes, None if d.usable_bytes < 0 else d.usable_bytes)
-                progress.done(node, dict(sorted(dirs.items())))
+        def answer(node: int, resp: Any) -> dict[str, LogDirDescription]:
+            dirs = {}
+            for d in resp.results:
+                replicas = {TopicPartition(t.name, p.partition_index): ReplicaInfo(p.partition_size, p.offset_lag,
+                                                                                   bool(p.is_future_key))
+                            for t in d.topics for p in t.partitions}
+                dirs[d.log_dir] = LogDirDescription(
+                    d.log_dir, broker_error(d.error_code, f"log directory {d.log_dir!r} of broker {node}")
+                    if d.error_code else None, dict(sorted(replicas.items())),
+                    None if d.total_bytes < 0 else d.total_bytes, None if d.usable_bytes < 0 else d.usable_bytes)
+            return dict(sorted(dirs.items()))
 
-        def steps(budget: Budget) -> Steps:
-            cluster = yield from self.describe_cluster().steps(self._rest(budget.deadline, (yield NOW), 0.001))
-            nodes = sorted(cluster.brokers if brokers is None else {int(n) for n in brokers})
-            # A node id the cluster does not have would only wait for the deadline.
-            unknown = {n: ValueError(f"broker {n} is not in the cluster (its brokers: "
-                                     f"{', '.join(map(str, sorted(cluster.brokers)))})")
-                       for n in nodes if n not in cluster.brokers}
-            found = yield from self._rounds("describe_log_dirs", [n for n in nodes if n not in unknown], step,
-                                            False).steps(self._rest(budget.deadline, (yield NOW)))
-            return _outcome("describe_log_dirs", {n: unknown.get(n) or found[n] for n in nodes}, raise_on_error)
-
-        return Op("describe_log_dirs", steps)
+        # Null topics: every replica of every directory.
+        return self._per_broker("describe_log_dirs", DESCRIBE_LOG_DIRS, lambda v: DESCRIBE_LOG_DIRS.Request(topics=None),
+                                answer, brokers, raise_on_error)
 
     def alter_replica_log_dirs(self, moves: Mapping[Any, str], raise_on_error: bool) -> Op:
         wanted = {TopicPartitionReplica(*r): str(path) for r, path in moves.items()}
