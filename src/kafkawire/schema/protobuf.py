@@ -164,7 +164,7 @@ class ProtobufDeserializer(FramedDeserializer):
         ctx = RecordContext(topic if topic is not None else self.topic, field or self.field, partition, offset)
         framed = unframe(data, protobuf=True, topic=ctx.topic, partition=partition, offset=offset)
         try:
-            return self.message_type.FromString(bytes(framed.payload))
+            return self.message_type.FromString(framed.payload)  # a view: protobuf reads any buffer
         except Exception as exc:
             raise PayloadDecodeError(
                 f"{ctx.what()} (schema id {framed.schema_id}, message indexes {list(framed.message_indexes or ())}) "
