@@ -652,8 +652,9 @@ class AvroColumnDecoder:
     """Decodes columns of Avro payloads into Arrow arrays of ``reader_schema``'s type.
 
     ``writer_schemas`` maps schema ids to writer schemas (parsed JSON, or JSON text); ids not
-    in it are an error for their rows.  None means every id is written with the reader
-    schema.  ``framed=False`` reads bare Avro payloads (no Confluent header), all written
+    in it are an error for their rows.  It is any mapping, looked up the first time a payload
+    names an id (so it may fetch then), and not copied.  None means every id is written
+    with the reader schema.  ``framed=False`` reads bare Avro payloads (no Confluent header), all written
     with ``writer_schema`` (default: the reader schema).  Plans are built once per schema id
     and kept; one decoder is used by one thread at a time.  ``implementation`` picks
     :mod:`kafkawire._avro` or :mod:`kafkawire._pyavro` (default: the one going with the
@@ -666,8 +667,7 @@ class AvroColumnDecoder:
         self.columns = Columns(self.reader)
         self.arrow_type = self.columns.cols[self.columns.root].arrow
         self._planner = Planner(self.columns)
-        self._writers = None if writer_schemas is None else dict(writer_schemas)
-        self._normalized: dict[int, Any] = {}
+        self._writers = writer_schemas
         self.framed = framed
         self._impl = implementation or _load_impl()
         self._state = self._impl.State(self.columns.cols, self.columns.root)

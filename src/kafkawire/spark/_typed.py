@@ -15,6 +15,7 @@ import difflib
 import json
 import re
 import threading
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -313,72 +314,59 @@ def spark_schema(base: Any, typed: TypedColumns) -> Any:
 
 # -- the executors: decoding ---------------------------------------------------------------
 
-class _Column:
-    """One worker's decoder for one column: the writer schemas met so far, by id."""
+class _Writers(Mapping):
+    """One column's writer schemas by id (JSON text), fetched from the registry the first
+    time a payload names an id: the decoder looks an id up once and keeps its plan, and
+    both live as long as the worker process."""
 
-    def __init__(self, fmt: ColumnFormat, registry: dict[str, Any] | None):
-        self.fmt = fmt
+    def __init__(self, column: str, registry: dict[str, Any]):
+        self.column = column
         self.registry = registry
-        self.writers: dict[int, str] = {}
+        self.known: dict[int, str] = {}
         self.unknown: set[int] = set()  # ids the registry does not know: their rows fail
-        self.decoder: Any = None
+        self.where = ""  # the batch being read, for the errors
 
-    def _learn(self, ids: Any, topic: str, partition: int) -> None:
+    def __getitem__(self, schema_id: int) -> str:
+        found = self.known.get(schema_id)
+        if found is not None:
+            return found
+        if schema_id in self.unknown:
+            raise KeyError(schema_id)
         from kafkawire.schema.errors import SchemaNotFoundError
 
-        new = [int(i) for i in ids if int(i) not in self.writers and int(i) not in self.unknown]
-        if not new:
-            return
-        client = registry_client(self.registry)
-        for schema_id in new:
-            try:
-                schema = client.get_schema(schema_id)
-            except SchemaNotFoundError:
-                self.unknown.add(schema_id)
-                continue
-            except KafkaWireError as exc:
-                raise type(exc)(f"reading {topic}[{partition}]: fetching the writer schema id {schema_id} "
-                                f"of the {self.fmt.column}s: {exc}") from exc
-            if schema.schema_type not in (None, "AVRO") or schema.references:
-                self.unknown.add(schema_id)  # its rows fail, saying the id is not usable here
-                continue
-            self.writers[schema_id] = schema.schema_str
-        self.decoder = None
+        try:
+            schema = registry_client(self.registry).get_schema(schema_id)
+        except SchemaNotFoundError:
+            schema = None
+        except KafkaWireError as exc:
+            raise type(exc)(f"reading {self.where}: fetching the writer schema id {schema_id} "
+                            f"of the {self.column}s: {exc}") from exc
+        if schema is None or schema.schema_type not in (None, "AVRO") or schema.references:
+            self.unknown.add(schema_id)  # its rows fail, saying the id is not usable here
+            raise KeyError(schema_id)
+        self.known[schema_id] = schema.schema_str
+        return schema.schema_str
 
-    def decoder_for(self, payloads: Any, topic: str, partition: int) -> Any:
-        """The decoder for ``payloads``, knowing every writer schema id they name."""
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.known)
+
+    def __len__(self) -> int:
+        return len(self.known)
+
+
+class _Column:
+    """One worker's decoder for one column, kept across batches and tasks."""
+
+    def __init__(self, fmt: ColumnFormat, registry: dict[str, Any] | None):
         from kafkawire._avro_columns import AvroColumnDecoder
 
-        if self.registry is not None:
-            self._learn(_schema_ids(payloads), topic, partition)
-        if self.decoder is None:
-            writers = dict(self.writers) if self.registry is not None else None
-            self.decoder = AvroColumnDecoder(self.fmt.reader, writers)
+        self.writers = None if registry is None else _Writers(fmt.column, registry)
+        self.decoder = AvroColumnDecoder(fmt.reader, self.writers)
+
+    def decoder_for(self, topic: str, partition: int) -> Any:
+        if self.writers is not None:
+            self.writers.where = f"{topic}[{partition}]"
         return self.decoder
-
-
-def _schema_ids(payloads: Any) -> Any:
-    """The distinct schema ids in the Confluent headers of a binary column."""
-    import numpy as np
-
-    n = len(payloads)
-    if n == 0:
-        return ()
-    bufs = payloads.buffers()
-    if bufs[2] is None:
-        return ()
-    offs = np.frombuffer(bufs[1], dtype=np.int32)[payloads.offset:payloads.offset + n + 1].astype(np.int64)
-    data = np.frombuffer(bufs[2], dtype=np.uint8)
-    starts = offs[:-1][(np.diff(offs) >= 5)]
-    if payloads.null_count:
-        valid = np.asarray(payloads.is_valid())[np.diff(offs) >= 5]
-        starts = starts[valid]
-    starts = starts[data[starts] == 0]
-    if not len(starts):
-        return ()
-    ids = ((data[starts + 1].astype(np.uint32) << 24) | (data[starts + 2].astype(np.uint32) << 16)
-           | (data[starts + 3].astype(np.uint32) << 8) | data[starts + 4].astype(np.uint32))
-    return np.unique(ids).tolist()
 
 
 _columns: dict[tuple, _Column] = {}
@@ -407,7 +395,7 @@ def decode_batch(rb: Any, topic: str, partition: int, typed: TypedColumns, schem
     cols = dict(zip(rb.schema.names, rb.columns))
     for column, fmt in typed.formats.items():
         raw = cols[column]
-        decoder = _column(fmt, typed.registry).decoder_for(raw, topic, partition)
+        decoder = _column(fmt, typed.registry).decoder_for(topic, partition)
         if typed.permissive:
             array, errors = decoder.decode_permissive(raw)
             if errors.null_count < len(errors):
