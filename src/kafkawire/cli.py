@@ -642,7 +642,8 @@ def cmd_broker(args: argparse.Namespace) -> int:
                 print(f"kafkawire broker: starting {name} (a first run fetches its jars from Maven "
                       f"Central)...", file=sys.stderr, flush=True)
             broker.start()
-            pid = broker.nodes[0].pid if kind == "kafka" else broker.pid
+            process = broker.nodes[0] if kind == "kafka" else broker  # Kafka: its one node
+            pid = process.pid
             bootstrap = f"localhost:{port}"
             print(f"kafkawire broker: {why}{name} (pid {pid}) {'took' if why else 'listens on'} port {port}: "
                   f"bootstrap_servers={bootstrap!r}; Ctrl-C stops it", file=sys.stderr)
@@ -651,8 +652,7 @@ def cmd_broker(args: argparse.Namespace) -> int:
                       "session_timeout_ms (45 s by default): pass session_timeout_ms=6000 to join in 3 s",
                       file=sys.stderr)
             print(bootstrap, flush=True)
-            while broker.running() if kind == "kafka" else broker.running:
-                time.sleep(0.5)
+            _wait_for_exit(process)
             print(f"kafkawire broker: {name} exited", file=sys.stderr)
             return 1
         except _Stop:
