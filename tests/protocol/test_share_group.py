@@ -341,3 +341,18 @@ def test_records_arriving_after_close_are_released_with_the_last_request():
     (ack,) = m.poll(0.0, meta)
     assert ack.request.share_session_epoch == -1 and batches(ack) == {0: [(0, 2, [RELEASE])]}
     assert m.take_records(10) == []
+
+
+def test_no_wakeup_due_while_the_coordinator_lookup_is_in_flight():
+    # Only its answer moves the member on: a wake-up time in the past would make the
+    # shell's wait return at once, again and again, until it came.
+    m = ShareGroupMember("g", member_id="m1")
+    meta = Meta()
+    m.subscribe(["t"], 0.0)
+    (find,) = [s for s in m.poll(0.0, meta) if s.kind == "find"]
+    assert m.next_wakeup(0.5) is None
+    m.on_failure(find, ConnectionError("refused"), 0.5)
+    assert m.next_wakeup(0.5) == pytest.approx(0.6)  # retry_backoff_ms after the failure
+    (find,) = [s for s in m.poll(0.6, meta) if s.kind == "find"]
+    m.on_answer(find, find_answer(), 0.7)
+    assert m.next_wakeup(0.7) == 0.0  # the heartbeat is due

@@ -936,7 +936,10 @@ class ShareGroupMember:
         """When :meth:`poll` has a request due (None: only an answer moves it on)."""
         times = []
         if self._hb_at is not None and not self._hb_busy:
-            times.append(max(self._hb_at, self._find_after) if self.coordinator is None else self._hb_at)
+            if self.coordinator is not None:
+                times.append(self._hb_at)
+            elif not self._finding:  # (a FindCoordinator in flight: its answer moves it on)
+                times.append(max(self._hb_at, self._find_after))
         times.extend(t for t in self._fetch_after.values() if t > now)
         return min(times) if times else None
 
