@@ -8,7 +8,9 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tomllib
 import warnings
+from pathlib import Path
 
 import aiokafka
 import aiokafka.consumer.fetcher as aio_fetcher
@@ -57,6 +59,17 @@ def test_the_installed_hosts_are_tested_versions():
     for dropin, host, _name in HOSTS:
         assert _guard.is_tested(host.__version__, dropin.TESTED_VERSIONS), host.__version__
         assert dropin.host_version() == host.__version__
+
+
+def test_the_extras_pin_the_tested_versions():
+    # UntestedHostError tells users to install kafkawire[<host>]: that extra must pin
+    # exactly the range install() accepts
+    pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
+    extras = tomllib.loads(pyproject.read_text())["project"]["optional-dependencies"]
+    for dropin, _host, name in HOSTS:
+        low, high = dropin.TESTED_VERSIONS
+        assert extras[name] == ([f"{name}=={low}"] if low == high
+                                else [f"{name}>={low},<={high}"]), name
 
 
 @pytest.mark.parametrize("dropin, host, name", HOSTS, ids=IDS)
