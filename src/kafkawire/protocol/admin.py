@@ -1765,10 +1765,7 @@ class AdminCore:
         def fetch(deadline: float) -> Steps:
             def build(version: int) -> Any:
                 _acl_version_check(version, "describe_acls", f.pattern_type, f.resource_type)
-                return DESCRIBE_ACLS.Request(
-                    resource_type_filter=int(f.resource_type), resource_name_filter=f.name,
-                    pattern_type_filter=int(f.pattern_type), principal_filter=f.principal,
-                    host_filter=f.host, operation=int(f.operation), permission_type=int(f.permission_type))
+                return DESCRIBE_ACLS.Request(**_acl_filter_fields(f))
 
             _v, resp = yield from self._send(None, DESCRIBE_ACLS, build)
             if resp.error_code:
@@ -1791,11 +1788,7 @@ class AdminCore:
             def build(version: int) -> Any:
                 for f in todo:
                     _acl_version_check(version, f"delete_acls {f}", f.pattern_type, f.resource_type)
-                return DELETE_ACLS.Request(filters=[DF(
-                    resource_type_filter=int(f.resource_type), resource_name_filter=f.name,
-                    pattern_type_filter=int(f.pattern_type), principal_filter=f.principal,
-                    host_filter=f.host, operation=int(f.operation),
-                    permission_type=int(f.permission_type)) for f in todo])
+                return DELETE_ACLS.Request(filters=[DF(**_acl_filter_fields(f)) for f in todo])
 
             _v, resp = yield from self._send(None, DELETE_ACLS, build)
             for f, r in zip(todo, resp.filter_results):
@@ -2185,6 +2178,14 @@ def _described_binding(res: Any, a: Any) -> AclBinding:
     return AclBinding(_acl_code(ResourceType, res.resource_type), res.resource_name, a.principal,
                       _acl_code(AclOperation, a.operation), _acl_code(AclPermissionType, a.permission_type),
                       a.host, _acl_code(PatternType, res.pattern_type))
+
+
+def _acl_filter_fields(f: AclBindingFilter) -> dict[str, Any]:
+    """A filter as DescribeAcls' request and each of DeleteAcls' filters spell it."""
+    return dict(resource_type_filter=int(f.resource_type), resource_name_filter=f.name,
+                pattern_type_filter=int(f.pattern_type), principal_filter=f.principal, host_filter=f.host,
+                operation=int(f.operation), permission_type=int(f.permission_type))
+
 
 def _acl_label(b: AclBinding) -> str:
     return (f"{b.permission_type.name} {b.principal} from {b.host} {b.operation.name} on "
