@@ -47,18 +47,16 @@ _SOURCE_KEYS = {
     "endingoffsetsbytimestamp", "startingoffsetsbytimestampstrategy", "failondataloss",
     "maxoffsetspertrigger", "minoffsetspertrigger", "maxtriggerdelay", "minpartitions",
     "maxrecordsperpartition", "includeheaders", "groupidprefix", "kafkaconsumer.polltimeoutms",
-    "fetchoffset.numretries", "fetchoffset.retryintervalms",
-    "key.format", "value.format", "key.schema", "value.schema", "key.subject", "value.subject", "mode",
+    "fetchoffset.numretries", "fetchoffset.retryintervalms", *_typed.OPTION_NAMES,
 }
-_SINK_KEYS = {"topic", "includeheaders", "key.format", "value.format", "key.schema", "value.schema",
-              "key.subject", "value.subject"}
+_SINK_KEYS = {"topic", "includeheaders", *_typed.OPTION_NAMES} - {"mode"}  # a sink writes, it has no decode mode
 # lowercase -> the documented spelling, for error messages and "did you mean".
-_SPELLING = {name.lower(): name for name in (
+_SPELLING = {**{name.lower(): name for name in (
     "assign", "subscribe", "subscribePattern", "startingOffsets", "endingOffsets", "startingTimestamp",
     "startingOffsetsByTimestamp", "endingTimestamp", "endingOffsetsByTimestamp",
     "startingOffsetsByTimestampStrategy", "failOnDataLoss", "maxOffsetsPerTrigger", "minOffsetsPerTrigger",
-    "maxTriggerDelay", "minPartitions", "maxRecordsPerPartition", "includeHeaders", "topic",
-    "key.format", "value.format", "key.schema", "value.schema", "key.subject", "value.subject", "mode")}
+    "maxTriggerDelay", "minPartitions", "maxRecordsPerPartition", "includeHeaders", "topic")},
+    **_typed.OPTION_NAMES}
 
 
 def _lower(options: Mapping[str, Any]) -> dict[str, str]:
