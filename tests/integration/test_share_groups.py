@@ -436,3 +436,21 @@ def test_readme_work_queue_example(share_kafka, capsys):
     exec(compile(code, "README example", "exec"), {"BOOTSTRAP": share_kafka.bootstrap})
     assert capsys.readouterr().out.strip() == \
         "[(b'flaky', 2), (b'poison', 1), (b'resize', 1), (b'thumbnail', 1)]"
+
+
+def test_requests_wait_for_their_connection_instead_of_failing(share_kafka):
+    # A new member's heartbeat and first ShareFetch go to brokers it has no connection to
+    # yet: they are sent once connected, not failed (which would forget the coordinator,
+    # reset the share session and fail the acknowledgements they carry).
+    k = share_kafka
+    topic = create_topic(k.bootstrap, "share-connect")
+    group = new_group(k)
+    produce(k, topic, 20)
+    with consumer(k, group, topic) as c:
+        failures: list[tuple[str, BaseException]] = []
+        real = c._member.on_failure
+        c._member.on_failure = lambda send, exc, now: (failures.append((send.kind, exc)), real(send, exc, now))
+        (got,) = drain([c], 20)
+        assert len(got) == 20
+        assert c.commit_sync(10) == {(topic, 0): None}
+        assert failures == []

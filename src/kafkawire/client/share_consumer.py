@@ -55,6 +55,8 @@ class ShareConsumer(ShareConsumerBase):
             self.cluster.close()
             raise
         self._answers: list[tuple[Send, Any, BaseException | None]] = []
+        # Requests whose connection is being set up, with when to give up on it.
+        self._held: list[tuple[Send, float]] = []
         self._callback: AcknowledgementCallback | None = None
         self._closed = False
         self._answer_timeout = (self.config.request_timeout_ms + self.config.fetch_max_wait_ms) / 1000.0
@@ -133,12 +135,29 @@ class ShareConsumer(ShareConsumerBase):
 
     # -- the shell's loop -----------------------------------------------------------------
 
-    def _start(self, send: Send) -> None:
-        conn = self.cluster.any_ready_connection() if send.node is None else self.cluster.ready_connection(send.node)
+    def _step(self, fetch: bool) -> None:
+        if self._held:
+            held, self._held = self._held, []
+            for send, give_up in held:
+                self._start(send, give_up)
+        super()._step(fetch)
+
+    def _start(self, send: Send, give_up: float | None = None) -> None:
+        cluster = self.cluster
+        conn = cluster.any_ready_connection() if send.node is None else cluster.ready_connection(send.node)
         if conn is None:
-            # Connecting: the member asks again after its backoff, by when it may be ready.
+            now = time.monotonic()
+            if give_up is None:
+                give_up = now + self.config.request_timeout_ms / 1000.0
+            refused = send.node is not None and not cluster.connecting(send.node)
+            if not refused and now < give_up:
+                # Being set up (inside the cluster's polls): sent once ready, as the
+                # asyncio shell's request awaits its connection; not a failure.
+                self._held.append((send, give_up))
+                return
+            why = "refused or in reconnect backoff" if refused else "no connection within request_timeout_ms"
             self._answers.append((send, None, KafkaConnectionError(
-                f"{send.api.name}: broker {send.node} is not connected yet")))
+                f"{send.api.name}: broker {'(any)' if send.node is None else send.node}: {why}")))
             return
         try:
             conn.send_nowait(send.api, send.request, conn.version_for(send.api), timeout=self._answer_timeout,
@@ -153,4 +172,6 @@ class ShareConsumer(ShareConsumerBase):
         delay = self.cluster.next_connect_delay()
         if delay > 0:
             wait = min(wait, delay)
+        if self._held:
+            wait = max(0.0, min(wait, min(give_up for _send, give_up in self._held) - now))
         self.cluster.poll(wait)
