@@ -181,9 +181,14 @@ _lock = threading.Lock()
 _registries: dict[tuple, Any] = {}
 
 
+def _options_key(options: dict[str, Any] | None) -> tuple:
+    """The registry options as a key of this process's caches."""
+    return tuple(sorted((k, repr(v)) for k, v in (options or {}).items()))
+
+
 def registry_client(options: dict[str, Any]) -> Any:
     """One SchemaRegistryClient per configuration per process (its caches hold the ids)."""
-    key = tuple(sorted((k, repr(v)) for k, v in options.items()))
+    key = _options_key(options)
     with _lock:
         client = _registries.get(key)
         if client is None:
@@ -373,7 +378,7 @@ _columns: dict[tuple, _Column] = {}
 
 
 def _column(fmt: ColumnFormat, registry: dict[str, Any] | None) -> _Column:
-    key = (fmt.column, fmt.reader, tuple(sorted((k, repr(v)) for k, v in (registry or {}).items())))
+    key = (fmt.column, fmt.reader, _options_key(registry))
     with _lock:
         col = _columns.get(key)
         if col is None:
@@ -461,7 +466,7 @@ _serializers: dict[tuple, Any] = {}
 
 
 def _serializer(fmt: ColumnFormat, registry: dict[str, Any]) -> Any:
-    key = (fmt.column, fmt.subject, fmt.inline, tuple(sorted((k, repr(v)) for k, v in registry.items())))
+    key = (fmt.column, fmt.subject, fmt.inline, _options_key(registry))
     with _lock:
         found = _serializers.get(key)
     if found is not None:
