@@ -63,9 +63,9 @@ def describe(host: str, tested: tuple[str, str]) -> str:
     return f"{host} {low}" if low == high else f"{host} {low} to {high}"
 
 
-def check(host: str, version: str, tested: tuple[str, str], force: bool, how: str) -> None:
-    """Raise UntestedHostError for an untested ``version`` of ``host`` (``how``: what
-    the caller can do besides pinning); with ``force``, warn once instead."""
+def check(host: str, version: str, tested: tuple[str, str], force: bool) -> None:
+    """Raise UntestedHostError for an untested ``version`` of ``host``; with ``force``,
+    warn once instead."""
     if is_tested(version, tested):
         return
     what = (f"{host} {version} is not a version kafkawire's drop-in is tested with "
@@ -74,8 +74,8 @@ def check(host: str, version: str, tested: tuple[str, str], force: bool, how: st
         raise UntestedHostError(
             f"{what}: its private record-layer code, which the drop-in replaces, may have "
             f"changed, so nothing was installed and {host}'s own record layer stays in "
-            f"place. Install a tested version (pip install 'kafkawire[{host}]'), or {how} "
-            f"to install anyway", host=host, version=version, tested=tested)
+            f"place. Install a tested version (pip install 'kafkawire[{host}]'), or call "
+            f"install(force=True) to install anyway", host=host, version=version, tested=tested)
     if (host, version) not in _warned:
         _warned.add((host, version))
         warnings.warn(f"{what}; installed anyway (force=True): compare its results with "
@@ -90,7 +90,7 @@ def env_check(host: str, version: str, tested: tuple[str, str], env_var: str,
     if is_tested(version, tested):
         return True
     if value == "force":
-        check(host, version, tested, True, "")
+        check(host, version, tested, True)
         return True
     warnings.warn(f"{host} {version} is not a version kafkawire's drop-in is tested with "
                   f"({describe(host, tested)}): not installed, {host}'s own record layer "

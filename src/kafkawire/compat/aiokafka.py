@@ -1128,7 +1128,7 @@ def install(builders: bool = False, force: bool = False) -> None:
     """
     if _patched:
         return
-    _guard.check(HOST, host_version(), TESTED_VERSIONS, force, "call install(force=True)")
+    _guard.check(HOST, host_version(), TESTED_VERSIONS, force)
     try:
         _install(builders)
     except BaseException:

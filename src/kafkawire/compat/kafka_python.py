@@ -1429,7 +1429,7 @@ def install(force: bool = False) -> None:
     nothing; ``force=True`` installs anyway, warning once (UntestedHostWarning).  Either
     every replacement is made or none.
     """
-    _guard.check(HOST, host_version(), TESTED_VERSIONS, force, "call install(force=True)")
+    _guard.check(HOST, host_version(), TESTED_VERSIONS, force)
     done = []
     try:
         for module, name, ours in _TARGETS:
