@@ -18,6 +18,8 @@ import time
 from typing import Any, Mapping
 
 from kafkawire.client.cluster import Cluster
+from kafkawire.core import fork as _fork
+from kafkawire.core.fork import ForkedClientError
 from kafkawire.core.config import Config, merge_options
 from kafkawire.errors import KafkaConnectionError
 from kafkawire.protocol.fetcher import TopicPartition
@@ -48,6 +50,7 @@ class ShareConsumer(ShareConsumerBase):
         opts, mode = share_mode(merge_options("ShareConsumer", config, options))
         self.config = Config.consumer(**opts)
         self._member = member_for(self.config, mode)
+        self._fork_generation = _fork.generation
         self.cluster = Cluster(self.config)
         try:
             self.cluster.probe(self.config.request_timeout_ms / 1000.0)
@@ -114,6 +117,8 @@ class ShareConsumer(ShareConsumerBase):
             return
         deadline = time.monotonic() + self._timeout(timeout)
         try:
+            if self._forked():
+                return  # the parent's member: its records and sessions are the parent's to let go
             self._member.close(time.monotonic())
             while not self._member.closed:
                 now = time.monotonic()
@@ -134,6 +139,16 @@ class ShareConsumer(ShareConsumerBase):
         self.close()
 
     # -- the shell's loop -----------------------------------------------------------------
+
+    def _forked(self) -> bool:
+        return self._fork_generation != _fork.generation
+
+    def _check_open(self) -> None:
+        super()._check_open()
+        if self._forked():
+            raise ForkedClientError(
+                "this share consumer was made before os.fork(): the parent process is the group "
+                "member, holding its records; make a new ShareConsumer in the child")
 
     def _step(self, fetch: bool) -> None:
         if self._held:
