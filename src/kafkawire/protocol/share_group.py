@@ -401,14 +401,24 @@ class ShareGroupMember:
         self._settle_delivered()
         out: list[ShareConsumerRecord] = []
         buf = self._buffer
+        topic: Any = None
+        partition = -1
+        offs: dict[int, int | None] = {}
+        kept = False
+        # Records come in runs of one partition: its bookkeeping is looked up once a run.
         while buf and len(out) < max_records:
             r = buf.popleft()
-            if (r.topic, r.partition) not in self.assignment:
-                # The partition went to another member: what it held here is given back.
-                self._acks.setdefault(TopicPartition(r.topic, r.partition), {})[r.offset] = RELEASE
-                continue
-            out.append(r)
-            self._delivered.setdefault(TopicPartition(r.topic, r.partition), {})[r.offset] = None
+            if r.partition != partition or r.topic != topic:
+                topic, partition = r.topic, r.partition
+                tp = TopicPartition(topic, partition)
+                # A partition gone to another member: what it held here is given back.
+                kept = tp in self.assignment
+                offs = self._delivered.setdefault(tp, {}) if kept else self._acks.setdefault(tp, {})
+            if kept:
+                out.append(r)
+                offs[r.offset] = None
+            else:
+                offs[r.offset] = RELEASE
         return out
 
     def _settle_delivered(self, partial: bool = False) -> None:
@@ -433,9 +443,7 @@ class ShareGroupMember:
                     f"share_acknowledgement_mode='explicit', acknowledge() each record (ACCEPT, "
                     f"RELEASE or REJECT) before the next poll or commit")
         for tp, offs in self._delivered.items():
-            acks = self._acks.setdefault(tp, {})
-            for offset, t in offs.items():
-                acks[offset] = ACCEPT if t is None else t
+            self._acks.setdefault(tp, {}).update({o: ACCEPT if t is None else t for o, t in offs.items()})
         self._delivered.clear()
 
     def acknowledge(self, record: Any, type: int = ACCEPT) -> None:
