@@ -510,6 +510,32 @@ def test_a_replaced_record_validate_crc_is_asked_per_record(monkeypatch):
     assert seen[0][0] == [BASE, BASE + 1] and "failed crc check" in seen[0][1]
 
 
+def _frames(data):
+    pos, out = 0, []
+    while pos < len(data):
+        out.append(pos)
+        pos += 12 + struct.unpack_from(">i", data, pos + 8)[0]
+    return out
+
+
+@pytest.mark.parametrize("magic, compression", CASES, ids=IDS)
+def test_damaged_crc_before_an_entry_of_negative_size_is_heard(magic, compression):
+    # an entry header with a negative size after the last complete batch: the batches
+    # before it are still CRC-checked (the one-call decode must not take them as checked)
+    good = assign_offsets(orig_build(magic, compression, sample(magic, 3)), BASE)
+    bad = bytearray(good)
+    bad[-1] ^= 0xFF  # the last byte of the only batch: its CRC no longer holds
+    # its header otherwise that of a gzip wrapper
+    data = bytes(bad) + struct.pack(">qiIbb", BASE + 50, -(2**31), 0, 1, 1)
+    checks = []
+    for cls in (ORIG["MemoryRecords"], kwkp.MemoryRecords):
+        m = cls(data)
+        checks.append([m.next_batch().validate_crc() for _ in range(len(_frames(good)))])
+    assert checks[0] == checks[1] and checks[1][-1] is False
+    _got, error, _ = same_fetch(data)
+    assert error is k_errors.CorruptRecordError
+
+
 def test_short_batch_header_is_a_corrupt_record_error():
     # kafka-python bug: it lets struct.error out of DefaultRecordBatch for a short batch
     data = struct.pack(">qiib", BASE, 20, 0, 2) + b"\x00" * 19

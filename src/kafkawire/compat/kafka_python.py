@@ -630,8 +630,10 @@ class MemoryRecords(ABCRecords):
         view = self._view
         entries = self._entries
         try:
+            # up to the end of the complete entries: an entry with a negative size, last
+            # in ``entries``, has none (its own next_batch() raises)
             batches = codec.decode_batches(
-                view[: entries[-1][1]], start_offset=_INT64_MIN, check_crcs=True
+                view[: self._valid], start_offset=_INT64_MIN, check_crcs=True
             )
         except _kw_errors.CodecError:
             return False
@@ -640,6 +642,9 @@ class MemoryRecords(ABCRecords):
         j = 0
         nb = len(batches)
         for start, stop in entries:
+            if stop < start:
+                out.append(None)
+                continue
             if _host_codec_error(view, start) is not None:
                 return False  # entry by entry: that one raises kafka-python's error
             magic = view[start + 16]
