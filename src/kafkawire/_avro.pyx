@@ -598,7 +598,8 @@ def decode(State state, decoder, offsets, data, valid, unframed, bint permissive
     cdef _Step last_plan = None
     cdef int64_t sid = -1
     cdef int64_t last_sid = -1
-    cdef dict plans = {}
+    # the decoder's own cache of compiled plans (plan_for fills it)
+    cdef dict plans = decoder._plans
     cdef bint framed = unframed is None
     if wide:
         offs64 = offsets
@@ -637,7 +638,6 @@ def decode(State state, decoder, offsets, data, valid, unframed, bint permissive
                             plan = decoder.plan_for(sid)
                         except AvroSchemaError as exc:
                             raise Bad(str(exc)) from None
-                        plans[sid] = plan
                     last_sid = sid
                     last_plan = plan
                 pos = start + 5

@@ -320,7 +320,7 @@ def decode(state, decoder, offsets, data, valid, unframed, permissive):
     root = state.cols[decoder.columns.root]
     bad = []
     n = len(offsets) - 1
-    plans = {}
+    plans = decoder._plans  # plan_for fills it
     data = mv = memoryview(data)
     for row in range(n):
         if valid is not None and not valid[row]:
@@ -343,7 +343,6 @@ def decode(state, decoder, offsets, data, valid, unframed, permissive):
                         plan = decoder.plan_for(sid)
                     except AvroSchemaError as exc:
                         raise Bad(str(exc)) from None
-                    plans[sid] = plan
                 pos = start + 5
             else:
                 plan = unframed
