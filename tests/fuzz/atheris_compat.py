@@ -28,6 +28,7 @@ import random
 import signal
 import struct
 import sys
+import tempfile
 import time
 import zlib
 
@@ -342,6 +343,11 @@ def _kind(exc: AssertionError) -> str:
     return f"{lines[0].split('(', 1)[0]}: host {sides[0]} / drop-in {sides[1]}{same_end}"
 
 
+def _last_input_path() -> str:
+    """Where the loop writes each input before reading it (outside the checkout)."""
+    return os.path.join(tempfile.gettempdir(), f"fuzz-compat-last-input-{os.getpid()}.bin")
+
+
 def loop(seconds: float, seed: int, keep_going: bool) -> tuple[int, dict]:
     """A plain mutation loop over the host's seeds (for where atheris does not install).
     With ``keep_going`` the differences are counted by kind (first input of each kept)
@@ -354,7 +360,7 @@ def loop(seconds: float, seed: int, keep_going: bool) -> tuple[int, dict]:
     kinds: dict[str, list] = {}
     # an input that takes minutes (a loop that does not end, in host or drop-in) ends the
     # run with every thread's stack; the input is in the file named at the start
-    last = os.path.abspath(f"fuzz-compat-last-input-{os.getpid()}.bin")
+    last = _last_input_path()
     print(f"each input is written to {last} before it is read", flush=True)
     while time.monotonic() < deadline:
         data = _mutate(rng, rng.choice(corpus))
@@ -388,7 +394,7 @@ def main() -> None:
         keep_going = "--keep-going" in args
         print(f"{host}: mutation loop, seed {seed}, {seconds:.0f} s", flush=True)
         runs, kinds = loop(seconds, seed, keep_going)
-        os.unlink(os.path.abspath(f"fuzz-compat-last-input-{os.getpid()}.bin"))
+        os.unlink(_last_input_path())
         print(f"{host}: {host_hangs} inputs the host's own reader did not finish in "
               f"{HOST_SECONDS} s (not compared)", flush=True)
         if not kinds:
