@@ -236,7 +236,9 @@ class Target:
             rebalance_timeout_ms=self.session_timeout_ms, member_id="",
             protocol_type="consumer", protocols=[protocol],
         )
-        resp = rc.request(jg, req, version).response
+        # A broker just started answers COORDINATOR_LOAD_IN_PROGRESS (or NOT_COORDINATOR)
+        # until it has loaded the group's __consumer_offsets partition.
+        resp = coordinator_retry(lambda: rc.request(jg, req, version).response, f"JoinGroup {group!r}")
         if resp.error_code == MEMBER_ID_REQUIRED:
             # KIP-394: the broker hands out the member id, and the member joins again with it.
             # Tansu quirk: it answers MEMBER_ID_REQUIRED even to v0-v3, which predate KIP-394.
