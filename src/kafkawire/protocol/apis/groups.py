@@ -10,11 +10,8 @@ The member metadata inside JoinGroup and the assignments inside SyncGroup are op
 bytes here; kafkawire.protocol.consumer encodes and decodes the consumer protocol's.
 """
 
-from kafkawire.protocol.api import Api
+from kafkawire.protocol.api import Api, from_generated
 from kafkawire.protocol.schema import Field as F
-
-# Authorized-operations bit fields are INT32_MIN when the client did not ask for them.
-_NO_OPS = -(2**31)
 
 OFFSET_COMMIT = Api(
     8, "OffsetCommit", (0, 9), flexible_from=8,
@@ -225,35 +222,10 @@ SYNC_GROUP = Api(
     ],
 )
 
-DESCRIBE_GROUPS = Api(
-    15, "DescribeGroups", (0, 6), flexible_from=5,
-    request=[
-        F("groups", "[]string"),
-        F("include_authorized_operations", "bool", since=3),  # KIP-430
-    ],
-    response=[
-        F("throttle_time_ms", "int32", since=1),
-        F("groups", array=True, struct_name="DescribedGroup", fields=[
-            F("error_code", "int16"),
-            # v6 (KIP-1043): an unknown group, or one that is not a classic group, is
-            # GROUP_ID_NOT_FOUND with this message instead of a "Dead" group.
-            F("error_message", "string", since=6, nullable_since=6, default=None),
-            F("group_id", "string"),
-            F("group_state", "string"),
-            F("protocol_type", "string"),
-            F("protocol_data", "string"),
-            F("members", array=True, struct_name="DescribedGroupMember", fields=[
-                F("member_id", "string"),
-                F("group_instance_id", "string", since=4, nullable_since=4, default=None),
-                F("client_id", "string"),
-                F("client_host", "string"),
-                F("member_metadata", "bytes"),
-                F("member_assignment", "bytes"),
-            ]),
-            F("authorized_operations", "int32", since=3, default=_NO_OPS),
-        ]),
-    ],
-)
+# From Kafka's own definition (kafkawire.wire).  v3 adds authorized_operations (KIP-430),
+# v4 group_instance_id, v5 is flexible; v6 (KIP-1043): an unknown group, or one that is not
+# a classic group, is GROUP_ID_NOT_FOUND with an error_message instead of a "Dead" group.
+DESCRIBE_GROUPS = from_generated(15, max_version=6)
 
 LIST_GROUPS = Api(
     16, "ListGroups", (0, 5), flexible_from=3,
