@@ -138,6 +138,7 @@ class Producer:
         self._wanted_topics: set[str] = set()
         self._errors_told: dict[str, float | None] = {}  # sender thread: see _update_metadata_waiters
         self._answers_seen = 0.0  # the same, for the Metadata answers themselves
+        self._failures_seen = 0  # the same, for failed connection attempts (cluster.backoffs)
         self._fatal: BaseException | None = None
         # When the sender's next poll ends at the latest (monotonic; set with self._lock
         # held as it looks at the batches): a batch made later that must go out sooner
@@ -254,7 +255,7 @@ class Producer:
                         f"topic {topic!r} not found in metadata within max_block_ms="
                         f"{self.config.max_block_ms}: {meta.why_unavailable(topic)}"
                     )
-                self._meta_cond.wait(min(remaining, 0.1))
+                self._meta_cond.wait(remaining)
 
     def _fresh_partition_count(self, topic: str, deadline: float) -> int:
         """``topic``'s partition count from a Metadata answer received from now on (the
@@ -266,7 +267,7 @@ class Producer:
             self._wake_sender()
             while meta.topic_seen.get(topic, asked - 1) < asked and time.monotonic() < deadline \
                     and not self._closed:
-                self._meta_cond.wait(min(max(0.0, deadline - time.monotonic()), 0.1))
+                self._meta_cond.wait(max(0.0, deadline - time.monotonic()))
         parts = meta.partitions(topic)
         return len(parts) if parts else self._partition_counts.get(topic, 0)
 
@@ -783,9 +784,12 @@ class Producer:
         if self._wanted_topics - cluster.interest:
             cluster.interest.update(self._wanted_topics)
             cluster.request_refresh()
-        # Every new answer wakes the callers waiting for one (_fresh_partition_count).
-        changed = self._answers_seen != cluster.meta.last_refresh
+        # Every new answer wakes the callers waiting for one (_fresh_partition_count), and
+        # every failed attempt the callers waiting for a first answer (one may be final).
+        changed = (self._answers_seen != cluster.meta.last_refresh
+                   or self._failures_seen != cluster.backoffs.failures)
         self._answers_seen = cluster.meta.last_refresh
+        self._failures_seen = cluster.backoffs.failures
         for topic in list(self._wanted_topics):
             meta = cluster.topics.get(topic)
             if meta is not None and topic not in self._partition_counts:

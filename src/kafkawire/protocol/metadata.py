@@ -199,11 +199,15 @@ class Backoffs:
         self.base_ms, self.max_ms = base_ms, max_ms
         self.jitter = jitter or (lambda: random.uniform(0.8, 1.2))
         self.by_address: dict[tuple[str, int], Backoff] = {}
+        # Failures recorded so far: a caller waiting on another thread for the first
+        # answer compares it to learn that an attempt failed (it may have refused for good).
+        self.failures = 0
 
     def get(self, host: str, port: int) -> Backoff:
         return self.by_address.setdefault((host, port), Backoff())
 
     def failed(self, b: Backoff, exc: BaseException, now: float) -> None:
+        self.failures += 1
         b.failed(exc, now, self.base_ms, self.max_ms, self.jitter())
 
     def remaining(self, host: str, port: int, now: float) -> float:
