@@ -32,10 +32,10 @@ def test_prefetch_brings_records_on_tansu(kafka_broker, monkeypatch):
         sent[id(positions)] = (positions, buffered)
         return req, positions
 
-    def noting_response(self, resp, positions, topics, node):
+    def noting_response(self, resp, positions, *rest):
         size = sum(len(part.records or b"") for t in resp.responses for part in t.partitions)
         answers.append((sent.pop(id(positions))[1], size))
-        return on_response(self, resp, positions, topics, node)
+        return on_response(self, resp, positions, *rest)
 
     monkeypatch.setattr(Fetcher, "request", noting_request)
     monkeypatch.setattr(Fetcher, "on_response", noting_response)
