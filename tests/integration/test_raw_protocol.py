@@ -143,7 +143,7 @@ class Target:
             served = len(t.partitions) == partitions and all(p.leader_id in ports for p in t.partitions)
             for p in t.partitions if served else ():
                 part = R.ListOffsetsTopic.ListOffsetsPartition(partition_index=p.partition_index, timestamp=-1)
-                req = R(topics=[R.ListOffsetsTopic(name=topic, partitions=[part])])
+                req = R(replica_id=-1, topics=[R.ListOffsetsTopic(name=topic, partitions=[part])])
                 answer = self.call(lo, req, self.highest(lo), port=ports[p.leader_id])
                 served = served and answer.topics[0].partitions[0].error_code == 0
             if served:
@@ -399,7 +399,7 @@ def _list_offsets(t: Target, v: int) -> None:
     results = {}
     for ts in (-2, -1):  # earliest, latest
         part = R.ListOffsetsTopic.ListOffsetsPartition(partition_index=0, timestamp=ts, max_num_offsets=1)
-        req = R(topics=[R.ListOffsetsTopic(name=t.topic, partitions=[part])])
+        req = R(replica_id=-1, topics=[R.ListOffsetsTopic(name=t.topic, partitions=[part])])
         if t.is_tansu and v == 0:
             # Tansu quirk: its ListOffsets v0 response is truncated.
             with t.connect(t.leader_port(t.topic)) as rc:

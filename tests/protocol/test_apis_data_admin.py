@@ -242,7 +242,8 @@ def test_list_offsets_v0_request_golden() -> None:
         + i32(1) + i32(3) + i64(-2) + i32(1)  # Time -2: earliest; MaxNumberOfOffsets 1
     )
     L = LIST_OFFSETS.Request
-    req = L(topics=[L.ListOffsetsTopic(name="events", partitions=[
+    # A client is replica -1; Kafka's definition defaults replica_id to 0, a broker's id.
+    req = L(replica_id=-1, topics=[L.ListOffsetsTopic(name="events", partitions=[
         L.ListOffsetsTopic.ListOffsetsPartition(partition_index=3, timestamp=-2)])])
     assert request_frame(LIST_OFFSETS, req, 0, 9, "kw") == golden
     assert LIST_OFFSETS.decode_request(golden[12:], 0) == req

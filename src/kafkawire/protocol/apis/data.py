@@ -4,13 +4,11 @@ Record data is declared with the ``records`` type: a Fetch response hands it out
 zero-copy memoryview of the response buffer, and a Produce request sends the caller's
 encoded batch as its own chunk, never copied into the request buffer.
 
-Produce and Fetch come from Kafka's own definitions (kafkawire.wire), up to the versions
-kafkawire's producer and fetcher speak; ListOffsets stays declared here, its client
-defaults differing from Kafka's (see tests/wire/test_wire_crosscheck.py).
+All three come from Kafka's own definitions (kafkawire.wire), up to the versions
+kafkawire's producer, fetcher and admin speak.
 """
 
-from kafkawire.protocol.api import Api, from_generated
-from kafkawire.protocol.schema import Field as F
+from kafkawire.protocol.api import from_generated
 
 # v0-v2 send MessageSet magic 0/1; v3+ RecordBatch magic 2 (KIP-98); v7 allows zstd (KIP-110);
 # v11 allows TRANSACTION_ABORTABLE (KIP-890).  Kafka 4.0 brokers reject v0-v2 (KAFKA-18659).
@@ -25,34 +23,6 @@ FETCH = from_generated(1, max_version=17)
 
 # Timestamps -1 (latest) and -2 (earliest) are special; v7 adds -3 (max timestamp, KIP-734),
 # v8 -4 (earliest local, KIP-405), v9 -5 (last tiered, KIP-1005).
-LIST_OFFSETS = Api(
-    2, "ListOffsets", (0, 9), flexible_from=6,
-    request=[
-        F("replica_id", "int32", default=-1),  # -1: a client, not a follower
-        F("isolation_level", "int8", since=2),
-        F("topics", array=True, struct_name="ListOffsetsTopic", fields=[
-            F("name", "string"),
-            F("partitions", array=True, struct_name="ListOffsetsPartition", fields=[
-                F("partition_index", "int32"),
-                F("current_leader_epoch", "int32", since=4, default=-1),
-                F("timestamp", "int64"),
-                F("max_num_offsets", "int32", until=0, default=1),
-            ]),
-        ]),
-    ],
-    response=[
-        F("throttle_time_ms", "int32", since=2),
-        F("topics", array=True, struct_name="ListOffsetsTopicResponse", fields=[
-            F("name", "string"),
-            F("partitions", array=True, struct_name="ListOffsetsPartitionResponse", fields=[
-                F("partition_index", "int32"),
-                F("error_code", "int16"),
-                # v0 answers with a descending list of offsets; v1+ with one (KIP-79).
-                F("old_style_offsets", "[]int64", until=0),
-                F("timestamp", "int64", since=1, default=-1),
-                F("offset", "int64", since=1, default=-1),
-                F("leader_epoch", "int32", since=4, default=-1),
-            ]),
-        ]),
-    ],
-)
+# replica_id is -1 for a client (Kafka's definition defaults it to 0, a broker's id): every
+# caller sets it.
+LIST_OFFSETS = from_generated(2, max_version=9)
