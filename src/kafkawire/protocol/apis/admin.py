@@ -8,46 +8,7 @@ from kafkawire.protocol.schema import Field as F
 # v4 lets num_partitions / replication_factor be -1 for the broker defaults (KIP-464);
 # v5 returns the created topic's configs (KIP-525); v6 may answer THROTTLING_QUOTA_EXCEEDED
 # (KIP-599); v7 returns topic ids (KIP-516).
-CREATE_TOPICS = Api(
-    19, "CreateTopics", (0, 7), flexible_from=5,
-    request=[
-        F("topics", array=True, struct_name="CreatableTopic", fields=[
-            F("name", "string"),
-            F("num_partitions", "int32"),
-            F("replication_factor", "int16"),
-            F("assignments", array=True, struct_name="CreatableReplicaAssignment", fields=[
-                F("partition_index", "int32"),
-                F("broker_ids", "[]int32"),
-            ]),
-            F("configs", array=True, struct_name="CreatableTopicConfig", fields=[
-                F("name", "string"),
-                F("value", "string", nullable_since=0),
-            ]),
-        ]),
-        F("timeout_ms", "int32", default=60000),
-        F("validate_only", "bool", since=1, default=False),
-    ],
-    response=[
-        F("throttle_time_ms", "int32", since=2),
-        F("topics", array=True, struct_name="CreatableTopicResult", fields=[
-            F("name", "string"),
-            F("topic_id", "uuid", since=7),
-            F("error_code", "int16"),
-            F("error_message", "string", since=1, nullable_since=0, default=None),
-            F("topic_config_error_code", "int16", since=5, tag=0),
-            F("num_partitions", "int32", since=5, default=-1),
-            F("replication_factor", "int16", since=5, default=-1),
-            F("configs", array=True, since=5, nullable_since=5, default=None,
-              struct_name="CreatableTopicConfigs", fields=[
-                  F("name", "string"),
-                  F("value", "string", nullable_since=0),
-                  F("read_only", "bool"),
-                  F("config_source", "int8", default=-1),
-                  F("is_sensitive", "bool"),
-              ]),
-        ]),
-    ],
-)
+CREATE_TOPICS = from_generated(19, max_version=7)
 
 # v6 names topics by name or by id, a null name meaning "by id" (KIP-516).
 DELETE_TOPICS = from_generated(20, max_version=6)
