@@ -838,7 +838,7 @@ def _create_partitions(t: Target, v: int) -> None:
     cp = apis.get("CreatePartitions")
     R = cp.Request
     topic = t.create_topic(f"raw-cp-v{v}-{_uid()}")
-    resp = t.call(cp, R(topics=[R.CreatePartitionsTopic(name=topic, count=2)], timeout_ms=10000,
+    resp = t.call(cp, R(topics=[R.CreatePartitionsTopic(name=topic, count=2, assignments=None)], timeout_ms=10000,
                         validate_only=False), v)
     assert [(r.name, r.error_code) for r in resp.results] == [(topic, 0)], resp
     t.wait_served(topic, 2)

@@ -1117,7 +1117,7 @@ class AdminCore:
 
             def build(version: int) -> Any:
                 return CREATE_PARTITIONS.Request(
-                    topics=[CPT(name=n, count=counts[n]) for n in progress.todo],
+                    topics=[CPT(name=n, count=counts[n], assignments=None) for n in progress.todo],
                     timeout_ms=self._ms_left(deadline, now), validate_only=validate_only)
 
             _v, resp = yield from self._send(self._controller(), CREATE_PARTITIONS, build)

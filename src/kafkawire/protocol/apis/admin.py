@@ -24,29 +24,9 @@ DESCRIBE_CONFIGS = from_generated(32, max_version=4)
 INIT_PRODUCER_ID = from_generated(22, max_version=5)
 
 
-# v1 answers after throttling (KIP-219); v2 is flexible.
-CREATE_PARTITIONS = Api(
-    37, "CreatePartitions", (0, 3), flexible_from=2,
-    request=[
-        F("topics", array=True, struct_name="CreatePartitionsTopic", fields=[
-            F("name", "string"),
-            F("count", "int32"),
-            # null: the broker places the new partitions' replicas itself.
-            F("assignments", array=True, nullable_since=0, default=None,
-              struct_name="CreatePartitionsAssignment", fields=[F("broker_ids", "[]int32")]),
-        ]),
-        F("timeout_ms", "int32"),
-        F("validate_only", "bool"),
-    ],
-    response=[
-        F("throttle_time_ms", "int32"),
-        F("results", array=True, struct_name="CreatePartitionsTopicResult", fields=[
-            F("name", "string"),
-            F("error_code", "int16"),
-            F("error_message", "string", nullable_since=0, default=None),
-        ]),
-    ],
-)
+# v1 answers after throttling (KIP-219); v2 is flexible.  A topic's assignments null lets
+# the broker place the new partitions' replicas (Kafka's definition defaults them to []).
+CREATE_PARTITIONS = from_generated(37, max_version=3)
 
 # offset -1 deletes up to the high watermark.
 DELETE_RECORDS = from_generated(21, max_version=2)
