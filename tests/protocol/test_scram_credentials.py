@@ -91,7 +91,9 @@ def test_alter_response_golden() -> None:
 
 def test_describe_request_golden_null_means_every_user() -> None:
     R = DESCRIBE.Request
-    assert DESCRIBE.encode_request(R(), 0).getvalue() == carr(None) + NO_TAGS
+    assert DESCRIBE.encode_request(R(users=None), 0).getvalue() == carr(None) + NO_TAGS
+    # Kafka's definition defaults users to an empty array (which brokers also read as every user).
+    assert DESCRIBE.encode_request(R(), 0).getvalue() == carr([]) + NO_TAGS
     named = R(users=[R.UserName(name="alice"), R.UserName(name="ñoño")])
     assert DESCRIBE.encode_request(named, 0).getvalue() == (
         carr([cs("alice") + NO_TAGS, cs("ñoño") + NO_TAGS]) + NO_TAGS)

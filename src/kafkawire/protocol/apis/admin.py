@@ -2,8 +2,7 @@
 (32), AlterConfigs (33), CreatePartitions (37), IncrementalAlterConfigs (44),
 DescribeUserScramCredentials (50) and AlterUserScramCredentials (51)."""
 
-from kafkawire.protocol.api import Api, from_generated
-from kafkawire.protocol.schema import Field as F
+from kafkawire.protocol.api import from_generated
 
 # v4 lets num_partitions / replication_factor be -1 for the broker defaults (KIP-464);
 # v5 returns the created topic's configs (KIP-525); v6 may answer THROTTLING_QUOTA_EXCEEDED
@@ -40,28 +39,8 @@ INCREMENTAL_ALTER_CONFIGS = from_generated(44, max_version=1)
 # KIP-554: SCRAM credentials over the wire instead of in ZooKeeper.  ``mechanism`` is 1 for
 # SCRAM-SHA-256 and 2 for SCRAM-SHA-512 (0: unknown); the client salts the password itself
 # (RFC 5802 Hi()), so the password never travels.  Both are flexible from v0.
-DESCRIBE_USER_SCRAM_CREDENTIALS = Api(
-    50, "DescribeUserScramCredentials", (0, 0), flexible_from=0,
-    request=[
-        # null (or empty) describes every user with a credential.
-        F("users", array=True, nullable_since=0, default=None, struct_name="UserName", fields=[
-            F("name", "string"),
-        ]),
-    ],
-    response=[
-        F("throttle_time_ms", "int32"),
-        F("error_code", "int16"),
-        F("error_message", "string", nullable_since=0, default=None),
-        F("results", array=True, struct_name="DescribeUserScramCredentialsResult", fields=[
-            F("user", "string"),
-            F("error_code", "int16"),
-            F("error_message", "string", nullable_since=0, default=None),
-            F("credential_infos", array=True, struct_name="CredentialInfo", fields=[
-                F("mechanism", "int8"),
-                F("iterations", "int32"),
-            ]),
-        ]),
-    ],
-)
+# users null (or empty) describes every user with a credential; Kafka's definition defaults
+# it to [], so callers say null.
+DESCRIBE_USER_SCRAM_CREDENTIALS = from_generated(50, max_version=0)
 
 ALTER_USER_SCRAM_CREDENTIALS = from_generated(51, max_version=0)
