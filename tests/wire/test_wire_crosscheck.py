@@ -30,10 +30,6 @@ KNOWN: dict[tuple[str, str], str] = {
     ("TxnOffsetCommit", "request.generation_id: Kafka names it generation_id_or_member_epoch"):
         "Kafka 4 renamed GenerationId when KIP-848 members began to send their epoch there; "
         "kafkawire keeps the name its transactions code and users know (same field, same type)",
-    ("AddPartitionsToTxn", "request.v3_and_below_producer_id: default -1, Kafka's 0"):
-        "-1 is 'no producer id yet' (InitProducerId not answered), never a real id",
-    ("AddPartitionsToTxn", "request.v3_and_below_producer_epoch: default -1, Kafka's 0"):
-        "-1 is 'no epoch yet', paired with the producer id's -1",
 }
 
 

@@ -13,53 +13,12 @@ from kafkawire.protocol.api import Api, from_generated
 from kafkawire.protocol.schema import Field as F
 
 
-def _txn_topics(name: str, since: int = 0, until: int | None = None) -> F:
-    return F(name, array=True, since=since, until=until, struct_name="AddPartitionsToTxnTopic", fields=[
-        F("name", "string"),
-        F("partitions", "[]int32"),
-    ])
-
-
-def _txn_topic_results(name: str, since: int = 0, until: int | None = None) -> F:
-    return F(name, array=True, since=since, until=until, struct_name="AddPartitionsToTxnTopicResult", fields=[
-        F("name", "string"),
-        F("results_by_partition", array=True, struct_name="AddPartitionsToTxnPartitionResult", fields=[
-            F("partition_index", "int32"),
-            F("partition_error_code", "int16"),
-        ]),
-    ])
-
-
 # v2 may answer PRODUCER_FENCED (KIP-588); v3 is flexible.  v4+ is the brokers' batched
 # form (KIP-890): a partition leader asks the coordinator whether partitions are already in
 # several transactions at once (verify_only).  Clients send v3 and below, where one
 # transactional id's partitions travel in the v3_and_below_* fields.  v5 may answer
 # TRANSACTION_ABORTABLE (KIP-890).
-ADD_PARTITIONS_TO_TXN = Api(
-    24, "AddPartitionsToTxn", (0, 5), flexible_from=3,
-    request=[
-        F("transactions", array=True, since=4, struct_name="AddPartitionsToTxnTransaction", fields=[
-            F("transactional_id", "string"),
-            F("producer_id", "int64"),
-            F("producer_epoch", "int16"),
-            F("verify_only", "bool", default=False),
-            _txn_topics("topics", since=4),
-        ]),
-        F("v3_and_below_transactional_id", "string", until=3),
-        F("v3_and_below_producer_id", "int64", until=3, default=-1),
-        F("v3_and_below_producer_epoch", "int16", until=3, default=-1),
-        _txn_topics("v3_and_below_topics", until=3),
-    ],
-    response=[
-        F("throttle_time_ms", "int32"),
-        F("error_code", "int16", since=4),  # the whole batch's error (v4+)
-        F("results_by_transaction", array=True, since=4, struct_name="AddPartitionsToTxnResult", fields=[
-            F("transactional_id", "string"),
-            _txn_topic_results("topic_results"),
-        ]),
-        _txn_topic_results("results_by_topic_v3_and_below", until=3),
-    ],
-)
+ADD_PARTITIONS_TO_TXN = from_generated(24, max_version=5)
 
 # Adds the group's __consumer_offsets partition to the transaction, before TxnOffsetCommit.
 # v2 PRODUCER_FENCED, v3 flexible, v4 TRANSACTION_ABORTABLE (KIP-890).
