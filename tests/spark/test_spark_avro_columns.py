@@ -231,7 +231,7 @@ def test_option_errors_at_load(spark, kafka_broker, registry_url):
         ({"value.format": "avro", "schema.registry.url": registry_url},
          f"the Schema Registry has no subject '{topic}-value'"),
         ({"value.format": "avro"}, "needs 'schema.registry.url'"),
-        ({"value.format": "protobuf"}, "not decoded into columns yet"),
+        ({"value.format": "protobuf"}, "value.format=protobuf needs 'schema.registry.url'"),
         ({"value.format": "avro", "value.schema": '"string"', "mode": "LENIENT"}, "FAILFAST or PERMISSIVE"),
     ]
     for options, message in cases:

@@ -1,12 +1,15 @@
-"""Typed key and value columns for ``format("kafkawire")``: Avro payloads decoded into
-Spark columns in the executors, with no jar and no Python object per record.
+"""Typed key and value columns for ``format("kafkawire")``: Avro, JSON Schema and Protobuf
+payloads decoded into Spark columns in the executors, with no jar.
 
 The driver parses the options (:func:`parse`, no I/O) and fixes the reader schema once per
 query (:func:`resolve`: the inline schema, or the subject's latest version from the Schema
 Registry), so every task decodes into the same Spark type.  Executors decode each fetched
-batch's column in one pass with :class:`kafkawire._avro_columns.AvroColumnDecoder`; the
-writer schemas are fetched lazily, once per schema id per worker process, when a batch
-names an id the worker has not met yet.
+batch's column with :class:`kafkawire._avro_columns.AvroColumnDecoder` (one compiled pass,
+no Python object per record), :class:`kafkawire._json_columns.JsonColumnDecoder` (pyarrow's
+compiled JSON reader, one call per batch) or
+:class:`kafkawire._protobuf_columns.ProtobufColumnDecoder` (pure Python, a Python value per
+field); the writer schemas are fetched lazily, once per schema id per worker process, when
+a batch names an id the worker has not met yet.
 """
 
 from __future__ import annotations
@@ -25,7 +28,12 @@ from kafkawire.spark._errors import KafkawireOptionError
 __all__ = ["TypedColumns", "ColumnFormat", "KafkawireDecodeError", "parse", "resolve", "spark_schema",
            "decode_batch", "OPTION_NAMES"]
 
-FORMATS = ("raw", "avro")
+FORMATS = ("raw", "avro", "json", "protobuf")
+TYPED = FORMATS[1:]
+# How each format names itself in errors.
+LABELS = {"avro": "Avro", "json": "JSON", "protobuf": "Protobuf"}
+# The registry's schemaType of each format (None: Avro, the default).
+SCHEMA_TYPES = {"avro": (None, "AVRO"), "json": ("JSON",), "protobuf": ("PROTOBUF",)}
 MODES = ("FAILFAST", "PERMISSIVE")
 REGISTRY_PREFIX = "schema.registry."
 # The registry client's options a Spark option can set (all but callables and contexts),
@@ -40,7 +48,8 @@ _REGISTRY_OPTIONS = {
 }
 #: Source option names this module owns (lowercase -> documented spelling).
 OPTION_NAMES = {name.lower(): name for name in (
-    "key.format", "value.format", "key.schema", "value.schema", "key.subject", "value.subject", "mode")}
+    "key.format", "value.format", "key.schema", "value.schema", "key.subject", "value.subject", "mode",
+    "key.protobuf.message", "value.protobuf.message")}
 
 
 class KafkawireDecodeError(KafkaWireError, ValueError):
@@ -50,12 +59,12 @@ class KafkawireDecodeError(KafkaWireError, ValueError):
     column instead."""
 
     def __init__(self, column: str, topic: str, partition: int, offset: int, schema_id: int | None,
-                 reason: str):
+                 reason: str, format: str = "Avro"):
         self.column, self.topic, self.partition, self.offset = column, topic, partition, offset
-        self.schema_id, self.reason = schema_id, reason
+        self.schema_id, self.reason, self.format = schema_id, reason, format
         sid = "" if schema_id is None else f" (schema id {schema_id})"
         super().__init__(
-            f"the {column} of {topic}[{partition}] at offset {offset} is not valid Avro{sid}: {reason}; "
+            f"the {column} of {topic}[{partition}] at offset {offset} is not valid {format}{sid}: {reason}; "
             f"set the option mode=PERMISSIVE to read such records as null with the error in "
             f"'{column}_error'")
 
@@ -65,13 +74,21 @@ KafkawireDecodeError.__module__ = "kafkawire.spark"
 
 @dataclass
 class ColumnFormat:
-    """How one of ``key``/``value`` is decoded.  ``reader`` is the reader schema's JSON
-    text once :func:`resolve` fixed it."""
+    """How one of ``key``/``value`` is decoded.  ``reader`` is the reader schema's text
+    once :func:`resolve` fixed it (for Protobuf the main file, with ``imports`` the files it
+    imports, each a base64 FileDescriptorProto, and ``message`` the message read)."""
 
     column: str
     inline: str | None = None  # key.schema / value.schema as given
     subject: str | None = None  # key.subject / value.subject, or the topic name strategy's
     reader: str | None = None
+    kind: str = "avro"
+    message: str | None = None  # <column>.protobuf.message, then the message resolved
+    imports: tuple = ()
+
+    @property
+    def label(self) -> str:
+        return LABELS[self.kind]
 
 
 @dataclass
@@ -128,15 +145,34 @@ def parse(opts: dict[str, str]) -> TypedColumns | None:
     typed = TypedColumns()
     for column in ("key", "value"):
         fmt = opts.get(f"{column}.format", "raw").strip().lower()
+        if fmt in ("json_schema", "jsonschema", "json-schema"):
+            fmt = "json"
         if fmt not in FORMATS:
-            later = " (Protobuf and JSON Schema are not decoded into columns yet)" if fmt in (
-                "protobuf", "json", "json_schema", "jsonschema") else ""
             raise KafkawireOptionError(
-                f"option '{column}.format' must be one of {', '.join(FORMATS)}, got {opts[f'{column}.format']!r}{later}")
-        for what in ("schema", "subject"):
+                f"option '{column}.format' must be one of {', '.join(FORMATS)}, got {opts[f'{column}.format']!r}")
+        for what in ("schema", "subject", "protobuf.message"):
             if fmt == "raw" and f"{column}.{what}" in opts:
                 raise KafkawireOptionError(
-                    f"option '{column}.{what}' applies with {column}.format=avro only")
+                    f"option '{column}.{what}' applies with a typed {column}.format ({', '.join(TYPED)}) only")
+        if fmt != "protobuf" and f"{column}.protobuf.message" in opts:
+            raise KafkawireOptionError(f"option '{column}.protobuf.message' applies with {column}.format=protobuf only")
+        if fmt in ("json", "protobuf"):
+            inline = opts.get(f"{column}.schema")
+            if fmt == "json" and inline is not None:
+                try:
+                    if not isinstance(json.loads(inline), (dict, bool)):
+                        raise ValueError
+                except ValueError:
+                    raise KafkawireOptionError(
+                        f"option '{column}.schema' is not a JSON Schema (a JSON object): {inline[:200]!r}") from None
+            subject = opts.get(f"{column}.subject")
+            if subject is not None and not subject.strip():
+                raise KafkawireOptionError(f"option '{column}.subject' is empty")
+            message = opts.get(f"{column}.protobuf.message")
+            if message is not None and not message.strip():
+                raise KafkawireOptionError(f"option '{column}.protobuf.message' is empty")
+            typed.formats[column] = ColumnFormat(column, inline, subject.strip() if subject else None, kind=fmt,
+                                                 message=message.strip() if message else None)
         if fmt == "avro":
             inline = opts.get(f"{column}.schema")
             if inline is not None:
@@ -156,10 +192,11 @@ def parse(opts: dict[str, str]) -> TypedColumns | None:
     mode = opts.get("mode")
     if not typed.formats:
         if mode is not None:
-            raise KafkawireOptionError("option 'mode' applies with key.format=avro or value.format=avro only")
+            raise KafkawireOptionError(
+                f"option 'mode' applies with a typed key.format or value.format ({', '.join(TYPED)}) only")
         if typed.registry is not None:
             raise KafkawireOptionError(
-                "the schema.registry.* options apply with key.format=avro or value.format=avro only")
+                f"the schema.registry.* options apply with a typed key.format or value.format ({', '.join(TYPED)}) only")
         return None
     if mode is not None:
         typed.mode = mode.strip().upper()
@@ -168,7 +205,7 @@ def parse(opts: dict[str, str]) -> TypedColumns | None:
     for f in typed.formats.values():
         if typed.registry is None and f.inline is None:
             raise KafkawireOptionError(
-                f"{f.column}.format=avro needs 'schema.registry.url' (the writer schemas come from the "
+                f"{f.column}.format={f.kind} needs 'schema.registry.url' (the writer schemas come from the "
                 f"registry) or an inline '{f.column}.schema' (every record written with that schema)")
         if typed.registry is None and f.subject is not None:
             raise KafkawireOptionError(f"option '{f.column}.subject' needs 'schema.registry.url'")
@@ -216,11 +253,62 @@ def _topics(opts: dict[str, str]) -> list[str] | None:
     return None
 
 
+def _imports(client: Any, schema: Any, seen: set) -> list[str]:
+    """The texts of the files a Protobuf schema imports, from the registry, each after the
+    files it imports in turn."""
+    out: list[str] = []
+    for ref in schema.references:
+        if (ref.subject, ref.version) in seen:
+            continue
+        seen.add((ref.subject, ref.version))
+        found = client.get_version(ref.subject, ref.version).schema
+        out += _imports(client, found, seen)
+        out.append(found.schema_str)
+    return out
+
+
+_proto_files: dict[tuple, Any] = {}
+
+
+def protobuf_files(main: str, imports: tuple) -> Any:
+    """One ProtobufFiles per schema per process (a descriptor pool is built once)."""
+    from kafkawire._protobuf_columns import ProtobufFiles
+
+    key = (main, tuple(imports))
+    with _lock:
+        found = _proto_files.get(key)
+    if found is None:
+        found = ProtobufFiles(main, list(imports))
+        with _lock:
+            _proto_files[key] = found
+    return found
+
+
+def arrow_type(f: ColumnFormat) -> Any:
+    """The Arrow type ``f``'s reader schema decodes into (for Protobuf, fixing
+    ``f.message`` to the full name of the message read)."""
+    if f.kind == "json":
+        from kafkawire._json_columns import arrow_type as json_type
+
+        return json_type(f.reader)
+    if f.kind == "protobuf":
+        from kafkawire._protobuf_columns import arrow_type as protobuf_type
+
+        message = protobuf_files(f.reader, f.imports).message(f.message)
+        f.message = message.full_name
+        return protobuf_type(message)
+    from kafkawire._avro_columns import arrow_type as avro_type
+
+    return avro_type(f.reader)
+
+
 def resolve(typed: TypedColumns, opts: dict[str, str]) -> TypedColumns:
     """``typed`` with each column's reader schema fixed: the inline schema, or the latest
     version of its subject (``<topic>-key``/``-value`` for the one topic read, unless a
     subject is given).  Asks the registry; raises KafkawireOptionError saying what to set."""
-    from kafkawire._avro_columns import AvroSchemaError, arrow_type
+    from kafkawire._avro_columns import AvroSchemaError
+    from kafkawire._json_columns import JsonSchemaError
+    from kafkawire._protobuf_columns import ProtobufSchemaError
 
     for f in typed.formats.values():
         if f.inline is not None:
@@ -231,31 +319,35 @@ def resolve(typed: TypedColumns, opts: dict[str, str]) -> TypedColumns:
                 topics = _topics(opts)
                 if not topics or len(topics) != 1:
                     raise KafkawireOptionError(
-                        f"{f.column}.format=avro without '{f.column}.schema' takes the reader schema from the "
+                        f"{f.column}.format={f.kind} without '{f.column}.schema' takes the reader schema from the "
                         f"subject <topic>-{f.column}, which needs exactly one topic; this read names "
                         f"{topics if topics else 'a pattern'}: set '{f.column}.subject' or '{f.column}.schema'")
                 subject = f"{topics[0]}-{f.column}"
             from kafkawire.schema.errors import SubjectNotFoundError, VersionNotFoundError
 
+            client = registry_client(typed.registry)
             try:
-                latest = registry_client(typed.registry).get_latest_version(subject)
+                latest = client.get_latest_version(subject)
             except (SubjectNotFoundError, VersionNotFoundError):
                 raise KafkawireOptionError(
                     f"the Schema Registry has no subject {subject!r} (the {f.column} reader schema); "
                     f"register a schema under it, or set '{f.column}.subject' or '{f.column}.schema'") from None
-            if latest.schema.schema_type not in (None, "AVRO"):
+            if latest.schema.schema_type not in SCHEMA_TYPES[f.kind]:
                 raise KafkawireOptionError(
-                    f"subject {subject!r} holds a {latest.schema.schema_type} schema, not Avro: "
-                    f"{f.column}.format=avro reads Avro")
+                    f"subject {subject!r} holds a {latest.schema.schema_type or 'AVRO'} schema, not {f.label}: "
+                    f"{f.column}.format={f.kind} reads {f.label}")
             if latest.schema.references:
-                raise KafkawireOptionError(
-                    f"subject {subject!r}'s schema has references, which typed columns do not resolve yet; "
-                    f"give the schema with the referenced types written out as '{f.column}.schema'")
+                if f.kind != "protobuf":
+                    raise KafkawireOptionError(
+                        f"subject {subject!r}'s schema has references, which typed columns do not resolve for "
+                        f"{f.label} yet; give the schema with the referenced types written out as "
+                        f"'{f.column}.schema'")
+                f.imports = tuple(_imports(client, latest.schema, set()))
             f.subject = subject
             f.reader = latest.schema.schema_str
         try:
-            arrow_type(f.reader)
-        except (AvroSchemaError, ValueError) as exc:
+            arrow_type(f)
+        except (AvroSchemaError, JsonSchemaError, ProtobufSchemaError, ValueError) as exc:
             raise KafkawireOptionError(f"the {f.column} reader schema cannot be read into columns: {exc}") from None
     return typed
 
@@ -303,12 +395,10 @@ def spark_schema(base: Any, typed: TypedColumns) -> Any:
     takes nullable fields."""
     from pyspark.sql.types import BinaryType, StringType, StructField, StructType
 
-    from kafkawire._avro_columns import arrow_type
-
     fields = []
     for f in base.fields:
         fmt = typed.formats.get(f.name)
-        fields.append(f if fmt is None else StructField(f.name, _spark_type(arrow_type(fmt.reader)), True))
+        fields.append(f if fmt is None else StructField(f.name, _spark_type(arrow_type(fmt)), True))
     if typed.permissive:
         for column in ("key", "value"):
             if column in typed.formats:
@@ -320,18 +410,23 @@ def spark_schema(base: Any, typed: TypedColumns) -> Any:
 # -- the executors: decoding ---------------------------------------------------------------
 
 class _Writers(Mapping):
-    """One column's writer schemas by id (JSON text), fetched from the registry the first
-    time a payload names an id: the decoder looks an id up once and keeps its plan, and
-    both live as long as the worker process."""
+    """One column's writer schemas by id, fetched from the registry the first time a
+    payload names an id: the decoder looks an id up once and keeps its plan, and both live
+    as long as the worker process.  As a mapping (Avro's decoder takes one) an id gives
+    the schema's text; :meth:`schema` gives the registry's Schema."""
 
-    def __init__(self, column: str, registry: dict[str, Any]):
+    def __init__(self, column: str, registry: dict[str, Any], kind: str = "avro"):
         self.column = column
         self.registry = registry
-        self.known: dict[int, str] = {}
+        self.kind = kind
+        self.known: dict[int, Any] = {}
         self.unknown: set[int] = set()  # ids the registry does not know: their rows fail
         self.where = ""  # the batch being read, for the errors
+        self._files: dict[int, Any] = {}
 
-    def __getitem__(self, schema_id: int) -> str:
+    def schema(self, schema_id: int) -> Any:
+        """The registry's Schema of ``schema_id``; KeyError when it is not one this column
+        can use."""
         found = self.known.get(schema_id)
         if found is not None:
             return found
@@ -346,11 +441,38 @@ class _Writers(Mapping):
         except KafkaWireError as exc:
             raise type(exc)(f"reading {self.where}: fetching the writer schema id {schema_id} "
                             f"of the {self.column}s: {exc}") from exc
-        if schema is None or schema.schema_type not in (None, "AVRO") or schema.references:
+        if (schema is None or schema.schema_type not in SCHEMA_TYPES[self.kind]
+                or (schema.references and self.kind == "avro")):
             self.unknown.add(schema_id)  # its rows fail, saying the id is not usable here
             raise KeyError(schema_id)
-        self.known[schema_id] = schema.schema_str
-        return schema.schema_str
+        self.known[schema_id] = schema
+        return schema
+
+    def __getitem__(self, schema_id: int) -> str:
+        return self.schema(schema_id).schema_str
+
+    def usable(self, schema_id: int) -> bool:
+        try:
+            self.schema(schema_id)
+        except KeyError:
+            return False
+        return True
+
+    def files(self, schema_id: int) -> Any:
+        """The Protobuf files ``schema_id`` was written with, or None."""
+        if schema_id not in self._files:
+            try:
+                schema = self.schema(schema_id)
+            except KeyError:
+                return None
+            from kafkawire._protobuf_columns import ProtobufSchemaError
+
+            try:
+                imports = _imports(registry_client(self.registry), schema, set())
+                self._files[schema_id] = protobuf_files(schema.schema_str, tuple(imports))
+            except ProtobufSchemaError:
+                self._files[schema_id] = None
+        return self._files[schema_id]
 
     def __iter__(self) -> Iterator[int]:
         return iter(self.known)
@@ -363,10 +485,21 @@ class _Column:
     """One worker's decoder for one column, kept across batches and tasks."""
 
     def __init__(self, fmt: ColumnFormat, registry: dict[str, Any] | None):
-        from kafkawire._avro_columns import AvroColumnDecoder
+        self.writers = None if registry is None else _Writers(fmt.column, registry, fmt.kind)
+        if fmt.kind == "json":
+            from kafkawire._json_columns import JsonColumnDecoder
 
-        self.writers = None if registry is None else _Writers(fmt.column, registry)
-        self.decoder = AvroColumnDecoder(fmt.reader, self.writers)
+            self.decoder: Any = JsonColumnDecoder(fmt.reader, None if self.writers is None else self.writers.usable)
+        elif fmt.kind == "protobuf":
+            from kafkawire._protobuf_columns import ProtobufColumnDecoder
+
+            files = protobuf_files(fmt.reader, fmt.imports)
+            self.decoder = ProtobufColumnDecoder(files, files.message(fmt.message),
+                                                 None if self.writers is None else self.writers.files)
+        else:
+            from kafkawire._avro_columns import AvroColumnDecoder
+
+            self.decoder = AvroColumnDecoder(fmt.reader, self.writers)
 
     def decoder_for(self, topic: str, partition: int) -> Any:
         if self.writers is not None:
@@ -378,7 +511,7 @@ _columns: dict[tuple, _Column] = {}
 
 
 def _column(fmt: ColumnFormat, registry: dict[str, Any] | None) -> _Column:
-    key = (fmt.column, fmt.reader, _options_key(registry))
+    key = (fmt.column, fmt.kind, fmt.reader, fmt.imports, fmt.message, _options_key(registry))
     with _lock:
         col = _columns.get(key)
         if col is None:
@@ -386,7 +519,7 @@ def _column(fmt: ColumnFormat, registry: dict[str, Any] | None) -> _Column:
         return col
 
 
-_ROW = re.compile(r"^Avro payload at row \d+")
+_ROW = re.compile(r"^(Avro|JSON|Protobuf) payload at row \d+")
 
 
 def decode_batch(rb: Any, topic: str, partition: int, typed: TypedColumns, schema: Any) -> Any:
@@ -396,6 +529,8 @@ def decode_batch(rb: Any, topic: str, partition: int, typed: TypedColumns, schem
     import pyarrow as pa
 
     from kafkawire._avro_columns import AvroDecodeError
+    from kafkawire._json_columns import JsonDecodeError
+    from kafkawire._protobuf_columns import ProtobufDecodeError
 
     cols = dict(zip(rb.schema.names, rb.columns))
     for column, fmt in typed.formats.items():
@@ -406,16 +541,16 @@ def decode_batch(rb: Any, topic: str, partition: int, typed: TypedColumns, schem
             if errors.null_count < len(errors):
                 offsets = rb.column("offset")
                 errors = pa.array([None if e is None else _ROW.sub(
-                    f"Avro payload at {topic}[{partition}] offset {offsets[i].as_py()}", e)
+                    f"{fmt.label} payload at {topic}[{partition}] offset {offsets[i].as_py()}", e)
                     for i, e in enumerate(errors.to_pylist())], pa.string())
             cols[f"{column}_raw"] = raw
             cols[f"{column}_error"] = errors
         else:
             try:
                 array = decoder.decode(raw)
-            except AvroDecodeError as exc:
+            except (AvroDecodeError, JsonDecodeError, ProtobufDecodeError) as exc:
                 raise KafkawireDecodeError(column, topic, partition, rb.column("offset")[exc.row].as_py(),
-                                           exc.schema_id, exc.reason) from None
+                                           exc.schema_id, exc.reason, fmt.label) from None
         target = schema.field(column).type
         cols[column] = array if array.type == target else array.cast(target)
     return pa.RecordBatch.from_arrays([cols[name] for name in schema.names], schema=schema)
@@ -433,6 +568,13 @@ def parse_sink(opts: dict[str, str], topic: str | None) -> TypedColumns | None:
     typed = parse(opts)
     if typed is None:
         return None
+    for f in typed.formats.values():
+        if f.kind != "avro":
+            raise KafkawireOptionError(
+                f"writing {f.column}.format={f.kind} is not supported yet (reading is); the sink writes Avro, or "
+                f"bytes you serialize yourself (kafkawire.schema's serializers) into a binary '{f.column}' column")
+        if f"{f.column}.protobuf.message" in opts:
+            raise KafkawireOptionError(f"option '{f.column}.protobuf.message' applies to reading only")
     if typed.registry is None:
         raise KafkawireOptionError(
             "writing Avro needs 'schema.registry.url': Confluent's framing names the schema by its registry id")
