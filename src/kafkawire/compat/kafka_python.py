@@ -58,7 +58,7 @@ import kafka.record.memory_records as _k_memory
 from kafka.record.abc import ABCRecord, ABCRecordBatch, ABCRecordBatchBuilder, ABCRecords
 
 from kafkawire import codec, compression as _compression, errors as _kw_errors
-from kafkawire.compat import _factory, _factory_py, _guard, _hostbytes
+from kafkawire.compat import _factory, _factory_py, _guard, _hostbytes, _pristine
 from kafkawire.compat._guard import UntestedHostError, UntestedHostWarning
 
 __all__ = [
@@ -97,6 +97,38 @@ _ORIG_DEFAULT_BUILDER = _k_default.DefaultRecordBatchBuilder
 _ORIG_LEGACY_BUILDER = _k_legacy.LegacyRecordBatchBuilder
 _LegacyRecordMetadata = _k_legacy.LegacyRecordMetadata
 
+
+def _host_readers():
+    """kafka-python's own legacy batch class and MemoryRecords (with the batches and records
+    they make), out of install()'s reach and guarded (see kafkawire.compat._pristine):
+    MemoryRecords hands data kafkawire's decoder refuses to them, so damaged data reads as
+    kafka-python reads it."""
+    corrupt = _k_errors.CorruptRecordError
+    bounded = _pristine.bounded
+    legacy = _pristine.frozen(
+        _k_legacy, ["LegacyRecord", "LegacyRecordBatch"],
+        globals_={"gzip_decode": bounded(_k_legacy.gzip_decode, 1, corrupt),
+                  "snappy_decode": bounded(_k_legacy.snappy_decode, 2, corrupt),
+                  "lz4_decode": bounded(_k_legacy.lz4_decode, 3, corrupt),
+                  "lz4_decode_old_kafka": bounded(_k_legacy.lz4_decode_old_kafka, 3, corrupt,
+                                                  legacy_lz4=True)},
+        methods={"LegacyRecordBatch": {"_read_all_headers": _pristine.walk_once(corrupt)}})
+    default = _pristine.frozen(
+        _k_default, ["DefaultRecord", "ControlRecord", "DefaultRecordBatch"],
+        globals_={"gzip_decode": bounded(_k_default.gzip_decode, 1, corrupt),
+                  "snappy_decode": bounded(_k_default.snappy_decode, 2, corrupt),
+                  "lz4_decode": bounded(_k_default.lz4_decode, 3, corrupt),
+                  "zstd_decode": bounded(_k_default.zstd_decode, 4, corrupt)})
+    memory = _pristine.frozen(
+        _k_memory, ["MemoryRecords"],
+        globals_={"LegacyRecordBatch": legacy["LegacyRecordBatch"],
+                  "DefaultRecordBatch": default["DefaultRecordBatch"]},
+        methods={"MemoryRecords": {"valid_bytes": _pristine.valid_bytes_once(corrupt)}})
+    return legacy["LegacyRecordBatch"], memory["MemoryRecords"]
+
+
+_HostLegacyBatch, _HostMemoryRecords = _host_readers()
+
 _INT64_MIN = -(2**63)
 _ENTRY = struct.Struct(">qi")  # offset / baseOffset, size: common to every magic
 _INT32 = struct.Struct(">i")
@@ -127,6 +159,26 @@ def _k_error(exc: Exception) -> Exception:
     if isinstance(exc, (_kw_errors.UnsupportedCodecError, _kw_errors.CompressionLibraryMissingError)):
         return _k_errors.UnsupportedCodecError(str(exc))
     return _CORRUPT(str(exc))
+
+
+def _plain_lengths(message, magic) -> bool:
+    """Whether a magic 0/1 message's key and value lengths are each -1 (null) or at least
+    0 and inside it: kafka-python walks a length below -1 backwards, kafkawire reads it
+    as null."""
+    pos = 18 if magic == 0 else 26
+    try:
+        (key_len,) = _INT32.unpack_from(message, pos)
+        if key_len < -1:
+            return False
+        pos += 4 + max(key_len, 0)
+        (value_len,) = _INT32.unpack_from(message, pos)
+    except struct.error:
+        return False
+    return value_len >= -1 and pos + 4 + max(value_len, 0) <= len(message)
+
+
+class _ReadByHost(Exception):
+    """Data kafka-python reads otherwise than kafkawire: its own class reads it."""
 
 
 class _NoRecords:
@@ -502,7 +554,8 @@ class LegacyRecordBatch(ABCRecordBatch, _k_legacy.LegacyRecordBase):
 
         kafka-python reports every message's own CRC as its checksum; the codec reports
         the wrapper's, so the inner set is decompressed again and only its entry
-        headers are read (inner sets of magic 0/1 are rare today).
+        headers are read (inner sets of magic 0/1 are rare today); None when they do
+        not end where the set ends.
         """
         buf = self._buffer
         pos = (self.KEY_OFFSET_V0 if self._magic == 0 else self.KEY_OFFSET_V1)
@@ -516,8 +569,15 @@ class LegacyRecordBatch(ABCRecordBatch, _k_legacy.LegacyRecordBase):
                 codec.DEFAULT_MAX_DECOMPRESSED_SIZE, legacy_lz4=self._magic == 0,
             )
         )
+        entries, end = _frame(inner)
+        if end != len(inner) or (entries and entries[-1][1] < entries[-1][0]):
+            return None
         out = []
-        for start, stop in _frame(inner)[0]:
+        for start, stop in entries:
+            # kafka-python reads every inner message with its wrapper's magic
+            if inner[start + 16] != self._magic or not _plain_lengths(
+                    inner[start:stop], self._magic):
+                return None
             (crc,) = _UINT32.unpack_from(inner, start + 12)
             out.append((crc, codec.crc32(inner[start + 16 : stop]) == crc))
         return out
@@ -531,13 +591,19 @@ class LegacyRecordBatch(ABCRecordBatch, _k_legacy.LegacyRecordBase):
             magic = self._magic
             ttype = self.timestamp_type
             overhead = self.LOG_OVERHEAD + self.record_overhead(magic)
-            if self._attributes & self.CODEC_MASK and recs:
-                try:
-                    crcs = self._inner_crcs()
-                except (_kw_errors.CodecError, struct.error) as exc:
-                    raise _k_error(exc) from None
-                if len(crcs) != len(recs):  # nested wrappers: kafka-python refuses them
-                    crcs = [(self._crc, True)] * len(recs)
+            if not _plain_lengths(self._buffer, magic):
+                raise _ReadByHost
+            if self._attributes & self.CODEC_MASK:
+                crcs = None
+                if recs:
+                    try:
+                        crcs = self._inner_crcs()
+                    except (_kw_errors.CodecError, struct.error):
+                        pass
+                if crcs is None or len(crcs) != len(recs):
+                    # an inner set kafka-python does not read as kafkawire does (nothing
+                    # in it, bytes after its last message, a nested wrapper): it reads it
+                    raise _ReadByHost
             else:
                 crcs = [(self._crc, self.validate_crc())] * len(recs)
             out = []
@@ -559,7 +625,12 @@ class LegacyRecordBatch(ABCRecordBatch, _k_legacy.LegacyRecordBase):
     def __iter__(self):
         # as kafka-python's: every iteration starts again from the first message, and
         # errors come from the first next()
-        yield from self._materialize()
+        try:
+            records = self._materialize()
+        except _ReadByHost:
+            yield from _HostLegacyBatch(self._buffer, self._magic)
+            return
+        yield from records
 
     record_overhead = classmethod(lambda cls, magic: 14 if magic == 0 else 22)
 
@@ -596,9 +667,10 @@ class MemoryRecords(ABCRecords):
     """kafka-python's MemoryRecords, decoded by kafkawire in one call.
 
     The first next_batch() decodes every complete batch in the buffer with the compiled
-    decoder, CRCs checked.  If that call fails (a damaged batch, an unsupported codec),
-    the batches are instead decoded one by one as they are reached, so that the batches
-    before the damaged one are delivered and the error comes where kafka-python raises it.
+    decoder, CRCs checked.  If that call fails (a damaged batch, a bad CRC, a codec
+    kafka-python lacks), or an entry's size is negative, kafka-python's own MemoryRecords
+    reads the buffer instead (see _host_readers): damaged data gives its batches, records
+    and exceptions, whatever they are.
     """
 
     LENGTH_OFFSET = 8
@@ -606,24 +678,32 @@ class MemoryRecords(ABCRecords):
     MAGIC_OFFSET = 16
     MIN_SLICE = _MIN_SLICE
 
-    __slots__ = ("_buffer", "_view", "_entries", "_valid", "_index", "_decoded")
+    __slots__ = ("_buffer", "_view", "_entries", "_valid", "_index", "_decoded", "_host")
 
     def __init__(self, bytes_data):
         self._buffer = bytes_data
         self._view = memoryview(bytes_data)
         if self._view.format != "B" or self._view.ndim != 1:
             self._view = self._view.cast("B")
-        self._entries, self._valid = _frame(self._view)
+        self._entries, self._valid = entries, _valid = _frame(self._view)
         self._index = 0
-        self._decoded = None  # per entry: codec Batch or None; False: per-entry decoding
+        self._decoded = None  # per entry: codec Batch or None
+        self._host = None  # kafka-python's own walk, for damaged data
+        if entries and entries[-1][1] < entries[-1][0]:
+            # a negative size: kafka-python's walk slices the buffer from its end
+            self._host = _pristine.HostWalk(_HostMemoryRecords(bytes_data), _CORRUPT)
 
     def size_in_bytes(self):
         return len(self._buffer)
 
     def valid_bytes(self):
+        if self._host is not None:
+            return self._host.records.valid_bytes()
         return self._valid
 
     def has_next(self):
+        if self._host is not None:
+            return self._host.has_next()
         return self._index < len(self._entries)
 
     def _decode_all(self):
@@ -635,14 +715,15 @@ class MemoryRecords(ABCRecords):
             batches = codec.decode_batches(
                 view[: self._valid], start_offset=_INT64_MIN, check_crcs=True
             )
-        except _kw_errors.CodecError:
+        except (_kw_errors.CodecError, MemoryError):
+            # (MemoryError: an lz4 frame that declares an impossible size)
             return False
         # The decoder leaves out batches without records; find which entries those are.
         out = []
         j = 0
         nb = len(batches)
         for start, stop in entries:
-            if stop < start:
+            if stop - start < _MIN_SLICE:  # next_batch() raises there
                 out.append(None)
                 continue
             if _host_codec_error(view, start) is not None:
@@ -668,6 +749,8 @@ class MemoryRecords(ABCRecords):
         return out if j == nb else False
 
     def next_batch(self):
+        if self._host is not None:
+            return self._host.next_batch()
         i = self._index
         entries = self._entries
         if i >= len(entries):
@@ -679,24 +762,19 @@ class MemoryRecords(ABCRecords):
                 f"Record size is less than the minimum record overhead "
                 f"({_MIN_SLICE - _LOG_OVERHEAD})"
             )
-        self._index = i + 1
         decoded = self._decoded
         if decoded is None:
             decoded = self._decoded = self._decode_all()
+            if decoded is False:
+                # (the first call: kafka-python's walk starts where this one is)
+                self._host = _pristine.HostWalk(_HostMemoryRecords(self._buffer), _CORRUPT)
+                return self._host.next_batch()
+        self._index = i + 1
         view = self._view[start:stop]
-        magic = view[16]
-        if decoded is False:
-            cb = crc_ok = None
-        else:
-            cb = decoded[i]
-            crc_ok = True
-        if magic == 2:
-            return DefaultRecordBatch(view, _codec_batch=cb, _crc_ok=crc_ok)
-        if magic <= 1:
-            return LegacyRecordBatch(view, magic, _codec_batch=cb, _crc_ok=crc_ok)
-        # differs: kafka-python reads any magic above 2 as magic 2 and fails later
-        raise _CORRUPT(f"unsupported magic byte {struct.unpack('b', view[16:17])[0]} at "
-                       f"offset {_ENTRY.unpack_from(view)[0]}: the data is corrupt")
+        cb = decoded[i]
+        if view[16] == 2:
+            return DefaultRecordBatch(view, _codec_batch=cb, _crc_ok=True)
+        return LegacyRecordBatch(view, view[16], _codec_batch=cb, _crc_ok=True)
 
     def __iter__(self):
         return self
@@ -1328,7 +1406,8 @@ class PartitionRecords(_HostPartitionRecords):
                         self._pos = batch.next_offset
                         batch = records.next_batch()
                         continue
-                if v2 and not (self.check_crcs and DefaultRecord.validate_crc is not _TRUE):
+                if v2 and type(batch) is DefaultRecordBatch and not (
+                        self.check_crcs and DefaultRecord.validate_crc is not _TRUE):
                     recs, raw_ts = batch._codec_records()
                     h = batch._header_data
                     out, cum, error = _factory.kafka_python_records(
@@ -1336,9 +1415,10 @@ class PartitionRecords(_HostPartitionRecords):
                         raw_ts, deserialize if custom else None, key_deserializer,
                         value_deserializer)
                 else:
-                    # magic 0/1; or magic 2 with validate_crc replaced (kafka-python asks
-                    # each record, whose answer is always yes unless a test's double
-                    # says otherwise): record by record, as kafka-python
+                    # magic 0/1; kafka-python's own batch (damaged data); or magic 2 with
+                    # validate_crc replaced (kafka-python asks each record, whose answer is
+                    # always yes unless a test's double says otherwise): record by
+                    # record, as kafka-python
                     out, cum, error = self._legacy_list(
                         batch, topic, partition, key_deserializer, value_deserializer)
                 if out:
