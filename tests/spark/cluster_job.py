@@ -1,10 +1,14 @@
 """A kafkawire Spark job for a standalone cluster, run as a script by test_standalone_cluster.py.
 
     python cluster_job.py MASTER_URL BOOTSTRAP IN_TOPIC OUT_TOPIC EXECUTORS
+    python cluster_job.py MASTER_URL BOOTSTRAP IN_TOPIC avro EXECUTORS REGISTRY_URL
 
 Reads IN_TOPIC with format("kafkawire"), writes its values upper-cased to OUT_TOPIC, and
 prints one JSON line on stdout: the rows read, the write's row count, and which processes
-ran the read tasks.  It runs in its own process because a pytest process holds one
+ran the read tasks.  With ``avro`` for OUT_TOPIC it reads IN_TOPIC's Avro values into
+typed columns instead (value.format=avro, schemas from the registry at REGISTRY_URL:
+each executor's Python workers fetch the writer schemas themselves) and writes nothing;
+the rows' values are printed as sparkavro.plain gives them.  It runs in its own process because a pytest process holds one
 SparkSession (a local one) and a driver cannot switch masters.
 """
 
@@ -42,6 +46,7 @@ def _read_task(rows):  # type: ignore[no-untyped-def]
 
 def main() -> None:
     master, bootstrap, in_topic, out_topic, executors = sys.argv[1:6]
+    registry_url = sys.argv[6] if out_topic == "avro" else None
     n_executors = int(executors)
     # The driver binds loopback like the cluster, and its Python tasks run this interpreter.
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
@@ -86,11 +91,26 @@ def main() -> None:
         kafkawire.spark.register(spark)
 
         t1 = time.monotonic()
-        df = (spark.read.format("kafkawire")
-              .option("kafka.bootstrap.servers", bootstrap)
-              .option("subscribe", in_topic)
-              .load())
+        reader = (spark.read.format("kafkawire")
+                  .option("kafka.bootstrap.servers", bootstrap)
+                  .option("subscribe", in_topic))
+        if registry_url is not None:
+            reader = reader.option("value.format", "avro").option("schema.registry.url", registry_url)
+        df = reader.load()
         tasks = df.rdd.mapPartitions(_read_task).collect()
+        if registry_url is not None:
+            from sparkavro import plain
+
+            summary = {
+                "driver_jvm_pid": spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid(),
+                "read_tasks": tasks,
+                "type": df.schema["value"].dataType.simpleString(),
+                "rows": [{"key": r.key.decode(), "partition": r.partition, "offset": r.offset,
+                          "value": plain(r.value)}
+                         for r in df.select("key", "partition", "offset", "value").collect()],
+            }
+            print(json.dumps(summary))
+            return
         rows = [
             {"key": r.key.decode(), "value": r.value.decode(), "partition": r.partition,
              "offset": r.offset}

@@ -1,12 +1,15 @@
 """A kafkawire job through Spark Connect, run as a script by test_connect.py.
 
     python connect_job.py BOOTSTRAP IN_TOPIC OUT_TOPIC STREAM_TOPIC CHECKPOINT
+    python connect_job.py avro BOOTSTRAP TOPIC REGISTRY_URL
 
 The session is a Spark Connect client (``SparkSession.builder.remote("local[2]")``: PySpark
 starts a local Connect server and talks to it over gRPC).  Reads IN_TOPIC in batch, writes
 its values upper-cased to OUT_TOPIC, streams IN_TOPIC to STREAM_TOPIC with
 Trigger.AvailableNow, and prints one JSON line: the session's type, the rows read and the
-stream's input rows.  A script of its own: a process holds one SparkSession, and the
+stream's input rows.  With ``avro`` first: reads TOPIC's Avro values into typed columns
+(value.format=avro, the schemas from the registry at REGISTRY_URL) and prints the value
+type and the rows (sparkavro.plain).  A script of its own: a process holds one SparkSession, and the
 suite's is a classic one.
 """
 
@@ -17,8 +20,7 @@ import os
 import sys
 
 
-def main() -> None:
-    bootstrap, in_topic, out_topic, stream_topic, checkpoint = sys.argv[1:6]
+def session():  # type: ignore[no-untyped-def]
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
     os.environ["PYSPARK_PYTHON"] = sys.executable
     from pyspark.sql import SparkSession
@@ -26,8 +28,31 @@ def main() -> None:
     import kafkawire.spark
 
     spark = SparkSession.builder.remote("local[2]").config("spark.sql.session.timeZone", "UTC").getOrCreate()
+    kafkawire.spark.register(spark)
+    return spark
+
+
+def avro(bootstrap: str, topic: str, registry_url: str) -> None:
+    from sparkavro import plain
+
+    spark = session()
     try:
-        kafkawire.spark.register(spark)
+        df = (spark.read.format("kafkawire").option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic)
+              .option("value.format", "avro").option("schema.registry.url", registry_url).load())
+        rows = [{"key": r.key.decode(), "partition": r.partition, "offset": r.offset, "value": plain(r.value)}
+                for r in df.select("key", "partition", "offset", "value").collect()]
+        print(json.dumps({"session": type(spark).__module__, "type": df.schema["value"].dataType.simpleString(),
+                          "rows": rows}))
+    finally:
+        spark.stop()
+
+
+def main() -> None:
+    if sys.argv[1] == "avro":
+        return avro(*sys.argv[2:5])
+    bootstrap, in_topic, out_topic, stream_topic, checkpoint = sys.argv[1:6]
+    spark = session()
+    try:
         df = (spark.read.format("kafkawire").option("kafka.bootstrap.servers", bootstrap)
               .option("subscribe", in_topic).load())
         rows = [{"key": r.key.decode(), "value": r.value.decode(), "partition": r.partition, "offset": r.offset}

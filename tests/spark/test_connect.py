@@ -16,8 +16,10 @@ import subprocess
 import sys
 import tempfile
 import uuid
+from typing import Iterator
 
 import pytest
+import sparkavro
 from sparkkafka import new_topic, read_back
 
 from kafkawire import Producer
@@ -78,3 +80,39 @@ def test_batch_and_stream_through_spark_connect(kafka_broker):
     assert max(summary["stream_rows"]) <= 150
     assert _pairs(read_back(b, out_topic, len(produced))) == sorted((k, v.upper()) for k, v in produced.items())
     assert _pairs(read_back(b, stream_topic, len(produced))) == sorted(produced.items())
+
+
+@pytest.fixture(scope="module")
+def registry_url() -> Iterator[str]:
+    from kafkawire.testing.registry import ApicurioRegistry
+
+    with ApicurioRegistry() as registry:
+        yield registry.url
+
+
+@pytest.mark.spark
+@pytest.mark.broker
+@pytest.mark.registry
+@pytest.mark.timeout(600)
+def test_avro_typed_columns_through_spark_connect(kafka_broker, registry_url):
+    """value.format=avro from a Connect session: the reader schema is resolved and the
+    writer schemas fetched in the Connect server's Python workers, not in this client."""
+    missing = _missing()
+    if missing:
+        pytest.fail(f"PySpark's Spark Connect client needs {', '.join(missing)} (pip install 'pyspark[connect]')")
+    b = kafka_broker.bootstrap
+    topic = new_topic(b, PARTITIONS, prefix="connect-avro")
+    values = sparkavro.produce(b, registry_url, topic, PARTITIONS, 60)
+    try:
+        job = subprocess.run([sys.executable, JOB, "avro", b, topic, registry_url],
+                             capture_output=True, text=True, timeout=420)
+    except subprocess.TimeoutExpired as exc:
+        pytest.fail(f"the Connect job did not finish in 420 s:\n{(exc.stderr or b'')[-4000:]!r}")
+    assert job.returncode == 0, f"the Connect job failed ({job.returncode}):\n{job.stderr[-6000:]}"
+    summary = json.loads(job.stdout.strip().splitlines()[-1])
+    assert summary["session"].startswith("pyspark.sql.connect")
+    assert summary["type"] == sparkavro.SPARK_TYPE
+    rows = sorted(summary["rows"], key=lambda r: r["value"]["id"])
+    assert [r["value"] for r in rows] == [sparkavro.expected(v) for v in values]
+    assert [(r["key"], r["partition"], r["offset"]) for r in rows] == [
+        (f"k{i}", i % PARTITIONS, i // PARTITIONS) for i in range(len(values))]

@@ -13,8 +13,10 @@ import os
 import subprocess
 import sys
 import uuid
+from typing import Iterator
 
 import pytest
+import sparkavro
 
 from sparkkafka import new_topic, read_back
 
@@ -80,3 +82,50 @@ def test_read_and_write_across_two_executors(kafka_broker):
     assert sorted((r.key.decode(), r.value.decode()) for r in got) == sorted(
         (k, v.upper()) for k, v in produced.items()
     )
+
+
+@pytest.fixture(scope="module")
+def registry_url() -> Iterator[str]:
+    from kafkawire.testing.registry import ApicurioRegistry
+
+    with ApicurioRegistry() as registry:
+        yield registry.url
+
+
+@pytest.mark.spark
+@pytest.mark.broker
+@pytest.mark.registry
+@pytest.mark.timeout(600)
+def test_avro_typed_columns_across_two_executors(kafka_broker, registry_url):
+    """value.format=avro on the cluster: the driver resolves the reader schema, and each
+    executor's Python workers fetch the writer schema by id and decode their partitions."""
+    bootstrap = kafka_broker.bootstrap
+    topic = new_topic(bootstrap, PARTITIONS, prefix="cluster-avro")
+    per_partition = 50
+    values = sparkavro.produce(bootstrap, registry_url, topic, PARTITIONS, per_partition)
+
+    with SparkStandaloneCluster(workers=WORKERS) as cluster:
+        try:
+            job = subprocess.run(
+                [sys.executable, JOB, cluster.master_url, bootstrap, topic, "avro", str(WORKERS), registry_url],
+                capture_output=True, text=True, timeout=240, env=cluster.driver_env(),
+            )
+        except subprocess.TimeoutExpired as exc:
+            pytest.fail(f"the job did not finish in 240 s; cluster logs:\n{cluster.output()}\n"
+                        f"job stderr:\n{(exc.stderr or b'')[-4000:]!r}")
+        assert job.returncode == 0, (
+            f"the job failed ({job.returncode}):\n{job.stderr[-6000:]}\n"
+            f"cluster logs:\n{cluster.output(2000)}"
+        )
+    summary = json.loads(job.stdout.strip().splitlines()[-1])
+    assert summary["type"] == sparkavro.SPARK_TYPE
+    rows = sorted(summary["rows"], key=lambda r: r["value"]["id"])
+    assert [r["value"] for r in rows] == [sparkavro.expected(v) for v in values]
+    assert [(r["key"], r["partition"], r["offset"]) for r in rows] == [
+        (f"k{i}", i % PARTITIONS, i // PARTITIONS) for i in range(len(values))]
+    # The decoding tasks ran in both executors, none in the driver.
+    tasks = summary["read_tasks"]
+    assert sum(t["rows"] for t in tasks) == len(values)
+    executors = {(t["executor_id"], t["executor_pid"]) for t in tasks}
+    assert len(executors) == WORKERS, tasks
+    assert summary["driver_jvm_pid"] not in {pid for _, pid in executors}
