@@ -61,7 +61,7 @@ def test_the_clients_wait_for_a_broker_that_starts_after_them(late_broker, shell
     topic = f"late-{uuid.uuid4().hex[:6]}"
     began = time.monotonic()
     if shell.Producer.__module__ == "kafkawire.client.producer":
-        # The sync constructors try the address once: refused, they return at once.
+        # The sync constructors ask no broker: they return at once.
         p = shell.Producer(bootstrap_servers=boot, max_block_ms=120000)
         c = shell.Consumer(bootstrap_servers=boot, auto_offset_reset="earliest", request_timeout_ms=120000)
         a = Admin(bootstrap_servers=boot, request_timeout_ms=120000)

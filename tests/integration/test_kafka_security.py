@@ -30,6 +30,7 @@ import uuid
 from typing import Any
 
 import pytest
+from first_calls import first_call
 from settle import eventually
 from shells import SHELLS, shell  # noqa: F401 - the fixture
 
@@ -308,7 +309,7 @@ def test_special_user_logs_in(kafka, special_user, shell, mechanism):  # noqa: F
     # The same name with the password's non-ASCII characters dropped is refused.
     wrong = kafka.client_config("SASL_SSL", mechanism=mechanism, user=user, password="p=ss,wrd")
     with pytest.raises(SaslAuthenticationError):
-        shell.Producer(max_block_ms=20000, **wrong)
+        first_call(shell.Producer, max_block_ms=20000, **wrong)
 
 
 def test_confluent_kafka_logs_in_as_the_user_kafkawire_created(kafka, special_user):
@@ -372,9 +373,9 @@ def test_wrong_password_is_refused_at_once(kafka, shell, mechanism):  # noqa: F8
     bootstrap = config["bootstrap_servers"]
     start = time.monotonic()
     with pytest.raises(SaslAuthenticationError) as info:
-        shell.Producer(max_block_ms=20000, **config)
+        first_call(shell.Producer, max_block_ms=20000, **config)
     with pytest.raises(SaslAuthenticationError):
-        shell.Consumer(request_timeout_ms=20000, **config)
+        first_call(shell.Consumer, request_timeout_ms=20000, **config)
     assert time.monotonic() - start < 5.0  # not retried until max_block_ms
     # Kafka refuses SCRAM as it refuses PLAIN, in SaslAuthenticate with its own text (no
     # RFC 5802 e= attribute): the same typed error for both.
@@ -392,7 +393,7 @@ def test_expired_oauthbearer_token_is_refused_with_kafkas_status(kafka, shell): 
     config = kafka.client_config("SASL_PLAINTEXT", mechanism="OAUTHBEARER")
     config["sasl_oauth_token_provider"] = lambda: unsecured_jwt(USER, lifetime_s=-60)
     with pytest.raises(OAuthBearerServerError) as info:
-        shell.Producer(max_block_ms=20000, **config)
+        first_call(shell.Producer, max_block_ms=20000, **config)
     assert info.value.status == "invalid_token" and info.value.code == 58
     assert "the broker refused the token (status 'invalid_token')" in str(info.value)
     assert "check the token sasl_oauth_token_provider returns" in str(info.value)
@@ -432,7 +433,7 @@ def test_wrong_ca_is_the_same_tls_error_in_both_shells(kafka, listener):
     for shell_name, shell_ in SHELLS.items():
         start = time.monotonic()
         with pytest.raises(NoBrokersAvailableError, match=r"BrokerTLSError: TLS handshake .* not signed by a CA"):
-            shell_.Producer(bootstrap_servers=bootstrap, max_block_ms=20000, **options)
+            first_call(shell_.Producer, bootstrap_servers=bootstrap, max_block_ms=20000, **options)
         assert time.monotonic() - start < 3.0, shell_name
 
 
@@ -470,7 +471,7 @@ def test_mutual_tls_without_a_client_certificate(strict_kafka):
                             "and ssl_keyfile")
     for shell_ in SHELLS.values():
         with pytest.raises(NoBrokersAvailableError, match="set ssl_certfile and ssl_keyfile"):
-            shell_.Producer(bootstrap_servers=bootstrap, max_block_ms=20000, **options)
+            first_call(shell_.Producer, bootstrap_servers=bootstrap, max_block_ms=20000, **options)
 
 
 # -- the strict cluster's SASL: a disabled mechanism, re-authentication (KIP-368) ------------------
@@ -479,7 +480,7 @@ def test_mutual_tls_without_a_client_certificate(strict_kafka):
 def test_disabled_mechanism_is_refused_with_the_listeners_list(strict_kafka, shell):  # noqa: F811
     config = strict_kafka.client_config("SASL_PLAINTEXT", mechanism="PLAIN")
     with pytest.raises(SaslUnsupportedMechanismError) as info:
-        shell.Producer(max_block_ms=20000, **config)
+        first_call(shell.Producer, max_block_ms=20000, **config)
     assert info.value.enabled_mechanisms == ["SCRAM-SHA-512", "OAUTHBEARER"]
     assert (f"broker {config['bootstrap_servers']}: the broker does not offer SASL mechanism PLAIN; "
             f"it offers SCRAM-SHA-512, OAUTHBEARER: configure a mechanism the broker enables "

@@ -30,6 +30,7 @@ from kafkawire.protocol.sasl import (
 from kafkawire.testing.brokers import TansuBroker
 from kafkawire.testing.tls import TLSTansuBroker, tls_certificates  # noqa: F401
 
+from first_calls import first_call
 from shells import shell  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.broker
@@ -211,14 +212,14 @@ def case_broker(request, auth_broker, tansu_broker):
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_clients_surface_the_login_failure_at_construction(shell, case_broker, case):  # noqa: F811
+def test_clients_surface_the_login_failure_at_their_first_call(shell, case_broker, case):  # noqa: F811
     which, error, options, pattern = CASES[case]
     broker = case_broker[which]
     start = time.monotonic()
     with pytest.raises(error, match=pattern):
-        shell.Producer(bootstrap_servers=broker.bootstrap, max_block_ms=5000, **options())
+        first_call(shell.Producer, bootstrap_servers=broker.bootstrap, max_block_ms=5000, **options())
     with pytest.raises(error, match=pattern):
-        shell.Consumer(bootstrap_servers=broker.bootstrap, request_timeout_ms=5000, **options())
+        first_call(shell.Consumer, bootstrap_servers=broker.bootstrap, request_timeout_ms=5000, **options())
     # Not retried until a deadline: a refused login is final.
     assert time.monotonic() - start < 3.0
 
@@ -227,7 +228,7 @@ def test_clients_surface_the_login_failure_at_construction(shell, case_broker, c
 def test_admin_surfaces_the_login_failure(case_broker, case):
     which, error, options, pattern = CASES[case]
     with pytest.raises(error, match=pattern):
-        Admin(bootstrap_servers=case_broker[which].bootstrap, request_timeout_ms=5000, **options())
+        first_call(Admin, bootstrap_servers=case_broker[which].bootstrap, request_timeout_ms=5000, **options())
 
 
 # -- an independent client ----------------------------------------------------------------------

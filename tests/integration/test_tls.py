@@ -9,6 +9,7 @@ import time
 import uuid
 
 import pytest
+from first_calls import first_call
 
 from kafkawire.client.config import Config
 from kafkawire.client.conn import BrokerConnection
@@ -150,9 +151,9 @@ def test_mutual_tls(tls_broker_factory, tls_certificates):
     assert "right after the handshake" in message, message
     assert (f"the broker may not trust the client certificate in ssl_certfile "
             f"({tls_certificates.server.certfile})") in message
-    # The producer reports the same, for the bootstrap address it tried: at construction
-    # when the alert came (not retriable), else (a reset, which a broker going away gives
-    # too) at its first send()'s deadline, after trying again.
+    # The producer reports the same, for the bootstrap address it tried, from its first
+    # send(): at once when the alert came (not retriable), else (a reset, which a broker
+    # going away gives too) at its deadline, after trying again.
     expected = r"BrokerTLSError: .*set ssl_certfile and ssl_keyfile"
     with pytest.raises(NoBrokersAvailableError, match=expected):
         p = Producer(bootstrap_servers=broker.bootstrap, max_block_ms=3000, **_tls(tls_certificates))
@@ -172,13 +173,16 @@ def test_wrong_ca_is_refused(tls_broker, tls_certificates):
     # The system's trust store does not know the test CA either.
     assert "not signed by a CA in the system's trust store" in _refused(
         tls_broker.bootstrap, security_protocol="SSL")
-    # Producer and Consumer surface it at construction.
+    # Producer and Consumer surface it at their first call (their constructors ask no
+    # broker), at once: no wait fixes it.
     wrong_ca = {"security_protocol": "SSL", "ssl_cafile": tls_certificates.other_cafile}
     expected = r"BrokerTLSError: TLS handshake .* not signed by a CA in ssl_cafile"
+    start = time.monotonic()
     with pytest.raises(NoBrokersAvailableError, match=expected):
-        Producer(bootstrap_servers=tls_broker.bootstrap, max_block_ms=3000, **wrong_ca)
+        first_call(Producer, bootstrap_servers=tls_broker.bootstrap, max_block_ms=3000, **wrong_ca)
     with pytest.raises(NoBrokersAvailableError, match=expected):
-        Consumer(bootstrap_servers=tls_broker.bootstrap, request_timeout_ms=3000, **wrong_ca)
+        first_call(Consumer, bootstrap_servers=tls_broker.bootstrap, request_timeout_ms=3000, **wrong_ca)
+    assert time.monotonic() - start < 2.5
 
 
 def test_wrong_hostname_is_refused_unless_the_check_is_off(tls_broker, tls_certificates):
@@ -213,8 +217,8 @@ def test_plaintext_client_against_the_tls_port(tls_broker, tls_certificates):
     message = _refused(tls_broker.bootstrap)
     assert "dropped the connection before answering ApiVersions, without sending a byte" in message
     assert "set security_protocol='SSL'" in message
-    # A dropped connection could also be a broker going away, so it is retried (the
-    # constructor's one try does not fail it) until the first send()'s deadline.
+    # A dropped connection could also be a broker going away, so it is retried until the
+    # first send()'s deadline.
     p = Producer(bootstrap_servers=tls_broker.bootstrap, max_block_ms=1500)
     try:
         with pytest.raises(NoBrokersAvailableError, match=r"BrokerTLSError: .*set security_protocol='SSL'"):
@@ -233,8 +237,8 @@ def test_tls_client_against_a_plaintext_broker_is_bounded_by_the_setup_deadline(
     assert "did not finish within 1000 ms" in message and "PLAINTEXT" in message
     assert issubclass(BrokerTLSHandshakeTimeoutError, BrokerConnectTimeoutError)
     start = time.monotonic()
-    # Retriable (a slow broker looks the same): the constructor's one try ends at the setup
-    # deadline without failing it, and the first send() tries again up to max_block_ms.
+    # Retriable (a slow broker looks the same): the constructor asks no broker, and the
+    # first send() tries again after each setup deadline, up to max_block_ms.
     p = Producer(bootstrap_servers=tls_broker.plaintext_bootstrap, max_block_ms=2000,
                  socket_connection_setup_timeout_ms=800, **_tls(tls_certificates))
     assert time.monotonic() - start < 2.0

@@ -211,9 +211,9 @@ class AsyncBrokerConnection:
             raise BrokerConnectionRefusedError(
                 f"{self.name} refused the connection: nothing listens there",
                 host=self.host, port=self.port) from None
-        except socket.gaierror as exc:
+        except (socket.gaierror, UnicodeError) as exc:  # UnicodeError: not a valid name (a label too long)
             raise BrokerResolutionError(
-                f"cannot resolve {self.name}: {exc.strerror or exc}; check the host name in "
+                f"cannot resolve {self.name}: {getattr(exc, 'strerror', None) or exc}; check the host name in "
                 f"bootstrap_servers (or the broker's advertised listener)",
                 host=self.host, port=self.port) from None
         except OSError as exc:

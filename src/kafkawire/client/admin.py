@@ -61,14 +61,16 @@ class Admin:
     """A Kafka admin client.  Options are the Java client's in snake_case
     (``bootstrap_servers``, ``request_timeout_ms``, ``client_id``, ...).
 
-    See the module docstring for how results and errors come back.
+    See the module docstring for how results and errors come back.  The constructor
+    waits for no broker (it refuses only bootstrap host names that resolve nowhere);
+    each call connects as it needs, raising a refusal no wait fixes (TLS, a login) at once.
     """
 
     def __init__(self, config: Mapping[str, Any] | None = None, /, **options: Any):
         self.config = c = Config.client(**merge_options("Admin", config, options))
         self.cluster = Cluster(c)
         try:
-            self.cluster.probe(c.request_timeout_ms / 1000.0)  # a broker not up yet: the first call waits
+            self.cluster.check_addresses()  # no broker is asked: each call bootstraps as needed
         except BaseException:
             self.cluster.close()
             raise

@@ -25,12 +25,13 @@ child's own sockets, on next use.
 
 from __future__ import annotations
 
+import socket
 import time
 from typing import Any, Generator
 
 from kafkawire.core.config import Config
 from kafkawire.client.conn import BrokerConnection, Poller
-from kafkawire.errors import KafkaConnectionError, KafkaTimeoutError, NoBrokersAvailableError
+from kafkawire.errors import BrokerResolutionError, KafkaConnectionError, KafkaTimeoutError, NoBrokersAvailableError
 from kafkawire.core.future import Future
 from kafkawire.client.steps import run_blocking
 from kafkawire.protocol import apis
@@ -44,8 +45,10 @@ from kafkawire.protocol.metadata import (
     TopicMetadata,
     bootstrap_steps,
     candidates,
+    ends_at_once,
     partitions_steps,
     refresh_steps,
+    unreached,
 )
 from kafkawire.protocol.steps import Late, Prepare, Refresh, Request
 
@@ -247,8 +250,8 @@ class Cluster(ClusterView):
         Late: its connection may be closed).  ``prepare(step, conn)`` gives a request's
         (version, request) where the step's own version and build do not do.  Until a
         Metadata answer has come, the cluster bootstraps first (unless not ``bootstrap``),
-        within the same deadline: the clients' constructors only :meth:`probe`, trying each
-        address once, so that a broker not up yet does not fail them."""
+        within the same deadline (the clients' constructors ask no broker: see
+        :meth:`check_addresses`)."""
         if bootstrap and not self.meta.brokers:
             self.bootstrap(max(0.0, deadline - time.monotonic()))
         sent: list[Any] = []  # the Request step and connection last sent
@@ -297,31 +300,55 @@ class Cluster(ClusterView):
 
     # -- metadata -----------------------------------------------------------------------
 
-    def bootstrap(self, timeout: float, retry: bool = True) -> None:
+    def bootstrap(self, timeout: float) -> None:
         """Fetch metadata from the first bootstrap address that answers, within ``timeout``:
         a refused or reset connection is tried again after its reconnect backoff until
-        then (``retry``; else each address once); an address that cannot be resolved, or
+        then; an address that cannot be resolved, or
         refuses for good, ends it at once (NoBrokersAvailableError, or the login's error;
         see protocol.metadata.bootstrap_steps)."""
         def attempt(host: str, port: int, deadline: float) -> Future:
             return self._send_metadata(self._connect(("bootstrap", host, port), host, port, None, deadline))
 
-        steps = bootstrap_steps(self.bootstrap_addresses, timeout, attempt, self.backoffs if retry else None)
+        steps = bootstrap_steps(self.bootstrap_addresses, timeout, attempt, self.backoffs)
         failed = self.run(steps, time.monotonic() + timeout, "Metadata", bootstrap=False)
         if failed is not None:
             raise failed
 
-    def probe(self, timeout: float) -> None:
-        """A client constructor's look at the cluster: each bootstrap address once.  A
-        broker that answers gives the metadata now; one that refuses for good (a host name
-        that does not resolve, TLS, a login) raises now; nothing listening yet, or no
-        answer, is left to the first call that needs the cluster, which retries it up to
-        its own deadline (a broker still starting does not fail the constructor)."""
-        try:
-            self.bootstrap(timeout, retry=False)
-        except NoBrokersAvailableError as exc:
-            if not exc.retriable:
-                raise
+    def check_addresses(self) -> None:
+        """A client constructor's check of ``bootstrap_servers``, which opens no
+        connection and waits for no broker: when not one of the addresses' host names
+        resolves, that is a configuration error, raised now (NoBrokersAvailableError,
+        also a BrokerResolutionError; not retriable), as the Java client refuses
+        bootstrap.servers that resolve nowhere.  Anything else (nothing listening yet, a
+        listener that never answers, a certificate, a login) is met by the first call
+        that needs the cluster: it retries what waiting may fix up to its own deadline,
+        and raises what no wait fixes at once."""
+        failed = []
+        for host, port in dict.fromkeys(self.bootstrap_addresses):
+            try:
+                socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM)
+                return
+            except (socket.gaierror, UnicodeError) as exc:  # UnicodeError: no valid name (a label too long)
+                why = exc.strerror or exc if isinstance(exc, socket.gaierror) else f"not a valid host name ({exc})"
+                failed.append(BrokerResolutionError(
+                    f"cannot resolve broker {host}:{port}: {why}; check the host name in bootstrap_servers",
+                    host=host, port=port))
+        if failed:
+            raise NoBrokersAvailableError.summing(
+                "no address in bootstrap_servers resolves; tried:\n  "
+                + "\n  ".join(f"BrokerResolutionError: {e}" for e in failed), failed, final=True)
+
+    def refused_for_good(self, started: float, timeout: float) -> BaseException | None:
+        """While no broker has answered yet: the error of a bootstrap that no wait can
+        fix (every address refused for good, or a login was refused), found by the
+        connections set up without waiting (any_ready_connection, maybe_refresh), for a
+        call begun at ``started`` with ``timeout`` seconds to raise at once; else None.
+        A refusal counts until its address leaves its reconnect backoff: the caller's
+        polls then try again, and that attempt decides."""
+        if self.meta.brokers:
+            return None
+        now = time.monotonic()
+        return unreached(self.backoffs, self.bootstrap_addresses, now - started, timeout, False, now)
 
     def _send_metadata(self, conn: BrokerConnection) -> Future:
         version = conn.version_for(METADATA)
@@ -332,7 +359,15 @@ class Cluster(ClusterView):
         def done(f: Future) -> None:
             if f.failed():
                 self.meta.need_refresh = True
-                out.set_exception(f.exception())
+                exc = f.exception()
+                if isinstance(exc, KafkaConnectionError) and ends_at_once(exc):
+                    # Refused for good on a connection already set up (a SASL listener
+                    # dropping a client that did not log in): kept as the address's
+                    # failure, so that a caller waiting for the sender thread's bootstrap
+                    # (see unreached) is told at once, and the address is not asked
+                    # again before its backoff.
+                    self.backoffs.failed(self.backoffs.get(conn.host, conn.port), exc, time.monotonic())
+                out.set_exception(exc)
             else:
                 self._apply_metadata(f.result())
                 out.set_result(self)

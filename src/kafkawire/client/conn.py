@@ -334,9 +334,9 @@ class BrokerConnection:
         # usually advertise it answers at once.
         try:
             self._addrs = list(socket.getaddrinfo(self.host, self.port, 0, socket.SOCK_STREAM))
-        except socket.gaierror as exc:
+        except (socket.gaierror, UnicodeError) as exc:  # UnicodeError: not a valid name (a label too long)
             self.close(BrokerResolutionError(
-                f"cannot resolve {self.name}: {exc.strerror or exc}; check the host name in "
+                f"cannot resolve {self.name}: {getattr(exc, 'strerror', None) or exc}; check the host name in "
                 f"bootstrap_servers (or the broker's advertised listener)",
                 host=self.host, port=self.port,
             ))

@@ -65,6 +65,11 @@ class Consumer(ConsumerBase):
     ``auto_commit_interval_ms`` unless ``enable_auto_commit=False``: only offsets of
     records an earlier poll() returned, so every record is processed at least once).
     A member that assign()s its partitions can still commit to its group.
+
+    The constructor waits for no broker (it refuses only bootstrap host names that
+    resolve nowhere); the first call that needs the cluster (poll(), assign(),
+    list_topics(), end_offsets() ...) connects, and raises a refusal no wait fixes (TLS,
+    a login, a protocol mismatch) at once.
     """
 
     _now = staticmethod(time.monotonic)
@@ -75,9 +80,9 @@ class Consumer(ConsumerBase):
         self._forked_member = False  # a group member's copy in a forked child: unusable
         self.cluster = Cluster(c)
         try:
-            # A broker not up yet does not fail this: the first call that needs the
-            # cluster bootstraps (Cluster.run), retrying it up to its own deadline.
-            self.cluster.probe(c.request_timeout_ms / 1000.0)
+            # No broker is asked here: the first call that needs the cluster bootstraps
+            # (Cluster.run), retrying what waiting may fix up to its own deadline.
+            self.cluster.check_addresses()
         except BaseException:
             self.cluster.close()
             raise
@@ -239,8 +244,14 @@ class Consumer(ConsumerBase):
 
     def _poll(self, timeout: float, max_records: int, columnar: bool) -> list[Any]:
         self._check_poll()
-        deadline = time.monotonic() + timeout
+        started = time.monotonic()
+        deadline = started + timeout
         while True:
+            # Before any broker answered, one refused for good (a certificate, a login)
+            # ends the poll at once; one not up yet leaves it empty at its deadline.
+            refused = self.cluster.refused_for_good(started, timeout)
+            if refused is not None:
+                raise refused
             lookup = self._poll_start(deadline)
             if lookup is not None:
                 try:

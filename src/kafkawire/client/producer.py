@@ -101,7 +101,12 @@ class _BatchFuture(Future):
 
 class Producer:
     """A Kafka producer.  See the module docstring; options are the Java client's in
-    snake_case (``bootstrap_servers``, ``acks``, ``linger_ms``, ``batch_size``, ...)."""
+    snake_case (``bootstrap_servers``, ``acks``, ``linger_ms``, ``batch_size``, ...).
+
+    The constructor waits for no broker (it refuses only bootstrap host names that
+    resolve nowhere); the sender thread connects in the background, and a refusal no
+    wait fixes (TLS, a login, a protocol mismatch) is raised by the first call that
+    needs the cluster (send(), list_topics(), init_transactions() ...), at once."""
 
     def __init__(self, config: Mapping[str, Any] | None = None, /, **options: Any):
         self.config = c = Config.producer(**merge_options("Producer", config, options))
@@ -150,7 +155,7 @@ class Producer:
         self._txn: TransactionManager | None = None
         if c.transactional_id is not None:
             self._txn = acc.txn = TransactionManager(acc.identity, c.retry_backoff_ms)
-        # Each with (when asked, its timeout) for a call dropped at its deadline, else None.
+        # Each with (when asked, its timeout) for a caller's call, None for the sender's own.
         self._calls: deque[tuple[Any, Future, tuple[float, float] | None]] = deque()
         self._call_run: tuple[StepRun, Future | None, tuple[float, float] | None] | None = None
         self.cluster = Cluster(c)
@@ -169,9 +174,14 @@ class Producer:
         # record (so a record that fits a batch fits a request), not closing.
         self._fast = (self._key_ser is None and self._value_ser is None and c.transactional_id is None
                       and self._batch_size <= self._max_request - _BATCH_OVERHEAD - 64)
-        # A broker not up yet does not fail this: the sender thread fetches the metadata,
-        # retrying it, and send() waits for it up to max_block_ms.
-        self.cluster.probe(c.max_block_ms / 1000.0)
+        # No broker is asked here: the sender thread connects in the background,
+        # retrying what waiting may fix, and a call that needs the cluster waits for it
+        # up to its deadline (one refused for good is told at once: see unreached).
+        try:
+            self.cluster.check_addresses()
+        except BaseException:
+            self.cluster.close()
+            raise
         self._poller = self.cluster.poller
         self._fork_generation = _fork.generation
         _fork.register(self)
@@ -608,10 +618,11 @@ class Producer:
         Past it they go on in the background (a transaction's exchange: the next call
         waits for it), or, with ``abandon``, are dropped: KafkaTimeoutError, or the
         NoBrokersAvailableError naming each address's failures while no broker has
-        answered yet."""
+        answered yet.  One refused for good (a certificate, a login) while no broker has
+        answered ends it at once (see _drive_calls)."""
         fut = Future()
         asked = time.monotonic()
-        entry = (steps, fut, (asked, deadline - asked) if abandon else None)
+        entry = (steps, fut, (asked, deadline - asked))
         with self._lock:
             self._calls.append(entry)
         self._wake_sender()
@@ -958,21 +969,21 @@ class Producer:
         with self._lock:
             if self._call_run is None:
                 if self._calls:
-                    steps, fut, drop = self._calls.popleft()
+                    steps, fut, budget = self._calls.popleft()
                 elif txn is not None and txn.wants_add():
                     unknown = txn.topics_to_look_up(cluster.leader_for)
                     if unknown:
                         cluster.interest.update(unknown)
                         cluster.request_refresh()
-                    steps, fut, drop = txn.add_partitions_steps(), None, None
+                    steps, fut, budget = txn.add_partitions_steps(), None, None
                 else:
                     return 0.1
-                self._call_run = (StepRun(steps), fut, drop)
-            run, fut, drop = self._call_run
-            if drop is not None and not cluster.meta.brokers and not run.finished:
-                # Every bootstrap address refused for good (a certificate, a login): the
-                # call ends now, as the sender's own waits for metadata do.
-                exc = unreached(cluster.backoffs, cluster.bootstrap_addresses, now - drop[0], drop[1], False)
+                self._call_run = (StepRun(steps), fut, budget)
+            run, fut, budget = self._call_run
+            if budget is not None and not cluster.meta.brokers and not run.finished:
+                # Every bootstrap address refused for good (a certificate, a login): a
+                # caller's call ends now, as the callers' waits for metadata do.
+                exc = unreached(cluster.backoffs, cluster.bootstrap_addresses, now - budget[0], budget[1], False)
                 if exc is not None:
                     run.fail(exc, now)
             wait = run.advance(now, cluster.try_step)

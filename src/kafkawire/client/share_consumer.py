@@ -53,7 +53,7 @@ class ShareConsumer(ShareConsumerBase):
         self._fork_generation = _fork.generation
         self.cluster = Cluster(self.config)
         try:
-            self.cluster.probe(self.config.request_timeout_ms / 1000.0)
+            self.cluster.check_addresses()  # no broker is asked: poll() connects
         except BaseException:
             self.cluster.close()
             raise
@@ -73,10 +73,12 @@ class ShareConsumer(ShareConsumerBase):
         self._check_open()
         m = self._member
         limit = max_records or self.config.max_poll_records
-        deadline = time.monotonic() + timeout
+        started = time.monotonic()
+        deadline = started + timeout
         out = m.take_records(limit)  # settles the last poll's records first
         while True:
             self._step(fetch=True)
+            self._raise_refused(started, timeout)
             if not out:
                 out = m.take_records(limit)
             if out:
@@ -91,10 +93,12 @@ class ShareConsumer(ShareConsumerBase):
         """Send the acknowledgements held (the last poll's too, in implicit mode) and wait
         for the answers: {partition: None, or the typed error for its acknowledgements}."""
         self._check_open()
-        deadline = time.monotonic() + self._timeout(timeout)
-        c = self._member.commit(time.monotonic())
+        started = time.monotonic()
+        deadline = started + self._timeout(timeout)
+        c = self._member.commit(started)
         while True:
             self._step(fetch=False)
+            self._raise_refused(started, self._timeout(timeout))
             if c.done:
                 return dict(c.results)
             now = time.monotonic()
@@ -149,6 +153,13 @@ class ShareConsumer(ShareConsumerBase):
             raise ForkedClientError(
                 "this share consumer was made before os.fork(): the parent process is the group "
                 "member, holding its records; make a new ShareConsumer in the child")
+
+    def _raise_refused(self, started: float, timeout: float) -> None:
+        """Before any broker answered, one refused for good (a certificate, a login) ends
+        the call at once; one not up yet is waited for, as any answer is."""
+        refused = self.cluster.refused_for_good(started, timeout)
+        if refused is not None:
+            raise refused
 
     def _step(self, fetch: bool) -> None:
         if self._held:

@@ -272,19 +272,26 @@ def ends_at_once(exc: BaseException) -> bool:
 
 
 def unreached(backoffs: Backoffs, addresses: list[tuple[str, int]], spent: float, timeout: float,
-              at_deadline: bool) -> BaseException | None:
+              at_deadline: bool, now: float | None = None) -> BaseException | None:
     """For a client whose connections (made elsewhere, by its sender thread) have reached
     no bootstrap address yet: NoBrokersAvailableError naming each address's failures, at
     the deadline (``at_deadline``, retriable), or before it once every address failed for
-    good (:func:`ends_at_once`, not retriable); else None (wait on)."""
+    good (:func:`ends_at_once`, not retriable); else None (wait on).  A login refused at
+    any address (or a token provider's own error) is returned as it is, at once: every
+    address shares the credentials, and :func:`bootstrap_steps` ends on it too.  Given
+    ``now``, an address's failure counts only while it is in its reconnect backoff (as
+    :meth:`Backoffs.refusal`): for a caller whose own polls make the next attempt, which
+    then decides, rather than a sender thread that keeps trying anyway."""
     tried = [(h, p, backoffs.by_address.get((h, p))) for h, p in addresses]
+    if now is not None:
+        tried = [(h, p, b if b is not None and b.next_attempt > now else None) for h, p, b in tried]
+    for _h, _p, b in tried:
+        if b is not None and b.last_error is not None and not isinstance(
+                b.last_error, (errors.KafkaConnectionError, errors.KafkaTimeoutError)):
+            return b.last_error
     final = all(b is not None and b.last_error is not None and ends_at_once(b.last_error) for _h, _p, b in tried)
     if not (final or at_deadline):
         return None
-    if final:
-        for _h, _p, b in tried:
-            if not isinstance(b.last_error, errors.KafkaConnectionError):
-                return b.last_error  # a login refused: its own error, as a bootstrap raises it
     failures = [f"{h}:{p}: " + ("no answer in time" if b is None or b.last_error is None else
                                 (f"{b.failures} attempts, the last " if b.failures > 1 else "")
                                 + f"{type(b.last_error).__name__}: {b.last_error}") for h, p, b in tried]
@@ -305,7 +312,7 @@ def bootstrap_steps(addresses: list[tuple[str, int]], timeout: float,
     shell records each failure there), until the deadline; one that cannot be resolved,
     or that refuses for good (:func:`ends_at_once`), is not tried again, and when no
     address is left the bootstrap ends at once.  Without ``backoffs``, each address is
-    tried once (a client's constructor: see Cluster.probe).  Returns None once one
+    tried once.  Returns None once one
     answered, else NoBrokersAvailableError (for the shell to raise) naming each
     address's attempts and last error, and the time spent: retriable when it gave up at
     the deadline, not when every address refused for good."""
