@@ -150,7 +150,7 @@ def test_txn_offset_commit_golden_across_versions() -> None:
     T = TOC.Request.TxnOffsetCommitRequestTopic
     P = T.TxnOffsetCommitRequestPartition
     req = TOC.Request(transactional_id="tx", group_id="g", producer_id=7, producer_epoch=2,
-                      generation_id=4, member_id="m", group_instance_id=None,
+                      generation_id_or_member_epoch=4, member_id="m", group_instance_id=None,
                       topics=[T(name="t", partitions=[P(partition_index=1, committed_offset=100,
                                                         committed_leader_epoch=9, committed_metadata=None)])])
     head = s("tx") + s("g") + i64(7) + i16(2)

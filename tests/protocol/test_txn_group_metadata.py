@@ -32,15 +32,18 @@ def _commit_request(group, answer_code=0):
 
 def test_the_members_generation_id_and_instance_go_with_the_offsets():
     req = _commit_request(ConsumerGroupMetadata("g", 7, "member-1", "static-1"))
-    assert (req.group_id, req.generation_id, req.member_id, req.group_instance_id) == ("g", 7, "member-1", "static-1")
+    assert (req.group_id, req.generation_id_or_member_epoch, req.member_id, req.group_instance_id) == ("g", 7, "member-1", "static-1")
+    # Offsets go with empty metadata, as Kafka's producer sends them (null is the field's default).
+    assert [(p.partition_index, p.committed_offset, p.committed_metadata) for t in req.topics for p in t.partitions] == [
+        (0, 5, "")]
     # Any object with the same attributes does (confluent-kafka's style of passing it on).
     req = _commit_request(SimpleNamespace(group_id="g", generation_id=3, member_id="m"))
-    assert (req.generation_id, req.member_id, req.group_instance_id) == (3, "m", None)
+    assert (req.generation_id_or_member_epoch, req.member_id, req.group_instance_id) == (3, "m", None)
 
 
 def test_a_group_id_alone_commits_as_an_outsider():
     req = _commit_request("g")
-    assert (req.group_id, req.generation_id, req.member_id, req.group_instance_id) == ("g", -1, "", None)
+    assert (req.group_id, req.generation_id_or_member_epoch, req.member_id, req.group_instance_id) == ("g", -1, "", None)
 
 
 def test_anything_else_is_refused_with_what_to_pass():

@@ -343,13 +343,13 @@ class TransactionManager:
         topics: dict[str, list[Any]] = {}
         part = TXN_OFFSET_COMMIT.Request.TxnOffsetCommitRequestTopic.TxnOffsetCommitRequestPartition
         for (t, p), off in sorted(offsets.items()):
-            topics.setdefault(t, []).append(part(partition_index=p, committed_offset=off))
+            topics.setdefault(t, []).append(part(partition_index=p, committed_offset=off, committed_metadata=""))
         topic = TXN_OFFSET_COMMIT.Request.TxnOffsetCommitRequestTopic
 
         def build(version: int) -> Any:
             return TXN_OFFSET_COMMIT.Request(
                 transactional_id=self.transactional_id, group_id=group_id, producer_id=ident.producer_id,
-                producer_epoch=ident.epoch, generation_id=member.generation_id,
+                producer_epoch=ident.epoch, generation_id_or_member_epoch=member.generation_id,
                 member_id=member.member_id, group_instance_id=member.group_instance_id,
                 topics=[topic(name=t, partitions=ps) for t, ps in topics.items()])
 
