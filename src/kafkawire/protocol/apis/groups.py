@@ -127,39 +127,10 @@ FIND_COORDINATOR = Api(
     ],
 )
 
-JOIN_GROUP = Api(
-    11, "JoinGroup", (0, 9), flexible_from=6,
-    request=[
-        F("group_id", "string"),
-        F("session_timeout_ms", "int32"),
-        F("rebalance_timeout_ms", "int32", since=1, default=-1),
-        # Empty on the first join; v4+ brokers answer MEMBER_ID_REQUIRED (79) with an id to
-        # join again with (KIP-394).
-        F("member_id", "string"),
-        F("group_instance_id", "string", since=5, nullable_since=5, default=None),  # KIP-345
-        F("protocol_type", "string"),
-        F("protocols", array=True, struct_name="JoinGroupRequestProtocol", fields=[
-            F("name", "string"),
-            F("metadata", "bytes"),
-        ]),
-        F("reason", "string", since=8, nullable_since=8, default=None),  # KIP-800
-    ],
-    response=[
-        F("throttle_time_ms", "int32", since=2),
-        F("error_code", "int16"),
-        F("generation_id", "int32", default=-1),
-        F("protocol_type", "string", since=7, nullable_since=7, default=None),  # KIP-559
-        F("protocol_name", "string", nullable_since=7),
-        F("leader", "string"),
-        F("skip_assignment", "bool", since=9, default=False),  # KIP-814
-        F("member_id", "string"),
-        F("members", array=True, struct_name="JoinGroupResponseMember", fields=[
-            F("member_id", "string"),
-            F("group_instance_id", "string", since=5, nullable_since=5, default=None),
-            F("metadata", "bytes"),
-        ]),
-    ],
-)
+# v1 rebalance_timeout_ms; v4+ brokers answer a first join (empty member_id) with MEMBER_ID_REQUIRED
+# and an id to join again with (KIP-394); v5 group_instance_id (KIP-345); v6 flexible; v7
+# protocol_type in the answer (KIP-559); v8 reason (KIP-800); v9 skip_assignment (KIP-814).
+JOIN_GROUP = from_generated(11, max_version=9)
 
 HEARTBEAT = Api(
     12, "Heartbeat", (0, 4), flexible_from=4,
