@@ -132,19 +132,8 @@ FIND_COORDINATOR = Api(
 # protocol_type in the answer (KIP-559); v8 reason (KIP-800); v9 skip_assignment (KIP-814).
 JOIN_GROUP = from_generated(11, max_version=9)
 
-HEARTBEAT = Api(
-    12, "Heartbeat", (0, 4), flexible_from=4,
-    request=[
-        F("group_id", "string"),
-        F("generation_id", "int32"),
-        F("member_id", "string"),
-        F("group_instance_id", "string", since=3, nullable_since=3, default=None),
-    ],
-    response=[
-        F("throttle_time_ms", "int32", since=1),
-        F("error_code", "int16"),
-    ],
-)
+# v3 group_instance_id (KIP-345); v4 flexible.
+HEARTBEAT = from_generated(12, max_version=4)
 
 LEAVE_GROUP = Api(
     13, "LeaveGroup", (0, 5), flexible_from=4,
