@@ -158,29 +158,9 @@ LEAVE_GROUP = Api(
     ],
 )
 
-SYNC_GROUP = Api(
-    14, "SyncGroup", (0, 5), flexible_from=4,
-    request=[
-        F("group_id", "string"),
-        F("generation_id", "int32"),
-        F("member_id", "string"),
-        F("group_instance_id", "string", since=3, nullable_since=3, default=None),
-        F("protocol_type", "string", since=5, nullable_since=5, default=None),  # KIP-559
-        F("protocol_name", "string", since=5, nullable_since=5, default=None),
-        # Only the leader fills this; followers send an empty array.
-        F("assignments", array=True, struct_name="SyncGroupRequestAssignment", fields=[
-            F("member_id", "string"),
-            F("assignment", "bytes"),
-        ]),
-    ],
-    response=[
-        F("throttle_time_ms", "int32", since=1),
-        F("error_code", "int16"),
-        F("protocol_type", "string", since=5, nullable_since=5, default=None),
-        F("protocol_name", "string", since=5, nullable_since=5, default=None),
-        F("assignment", "bytes"),
-    ],
-)
+# v3 group_instance_id (KIP-345); v4 flexible; v5 protocol_type and protocol_name (KIP-559).
+# Only the leader fills assignments; followers send an empty array.
+SYNC_GROUP = from_generated(14, max_version=5)
 
 # From Kafka's own definition (kafkawire.wire).  v3 adds authorized_operations (KIP-430),
 # v4 group_instance_id, v5 is flexible; v6 (KIP-1043): an unknown group, or one that is not
