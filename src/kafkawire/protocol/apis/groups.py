@@ -167,23 +167,8 @@ SYNC_GROUP = from_generated(14, max_version=5)
 # a classic group, is GROUP_ID_NOT_FOUND with an error_message instead of a "Dead" group.
 DESCRIBE_GROUPS = from_generated(15, max_version=6)
 
-LIST_GROUPS = Api(
-    16, "ListGroups", (0, 5), flexible_from=3,
-    request=[
-        F("states_filter", "[]string", since=4),  # KIP-518
-        F("types_filter", "[]string", since=5),  # KIP-848
-    ],
-    response=[
-        F("throttle_time_ms", "int32", since=1),
-        F("error_code", "int16"),
-        F("groups", array=True, struct_name="ListedGroup", fields=[
-            F("group_id", "string"),
-            F("protocol_type", "string"),
-            F("group_state", "string", since=4),
-            F("group_type", "string", since=5),
-        ]),
-    ],
-)
+# v4 states_filter (KIP-518); v5 types_filter (KIP-848).
+LIST_GROUPS = from_generated(16, max_version=5)
 
 DELETE_GROUPS = Api(
     42, "DeleteGroups", (0, 2), flexible_from=2,
