@@ -170,19 +170,8 @@ DESCRIBE_GROUPS = from_generated(15, max_version=6)
 # v4 states_filter (KIP-518); v5 types_filter (KIP-848).
 LIST_GROUPS = from_generated(16, max_version=5)
 
-DELETE_GROUPS = Api(
-    42, "DeleteGroups", (0, 2), flexible_from=2,
-    request=[
-        F("groups_names", "[]string"),
-    ],
-    response=[
-        F("throttle_time_ms", "int32"),
-        F("results", array=True, struct_name="DeletableGroupResult", fields=[
-            F("group_id", "string"),
-            F("error_code", "int16"),
-        ]),
-    ],
-)
+# v1 answers after throttling (KIP-219); v2 flexible.
+DELETE_GROUPS = from_generated(42, max_version=2)
 
 
 # KIP-496: the group-wide error_code comes before throttle_time_ms.
