@@ -175,26 +175,4 @@ DELETE_GROUPS = from_generated(42, max_version=2)
 
 
 # KIP-496: the group-wide error_code comes before throttle_time_ms.
-OFFSET_DELETE = Api(
-    47, "OffsetDelete", (0, 0), flexible_from=None,
-    request=[
-        F("group_id", "string"),
-        F("topics", array=True, struct_name="OffsetDeleteRequestTopic", fields=[
-            F("name", "string"),
-            F("partitions", array=True, struct_name="OffsetDeleteRequestPartition", fields=[
-                F("partition_index", "int32"),
-            ]),
-        ]),
-    ],
-    response=[
-        F("error_code", "int16"),
-        F("throttle_time_ms", "int32"),
-        F("topics", array=True, struct_name="OffsetDeleteResponseTopic", fields=[
-            F("name", "string"),
-            F("partitions", array=True, struct_name="OffsetDeleteResponsePartition", fields=[
-                F("partition_index", "int32"),
-                F("error_code", "int16"),
-            ]),
-        ]),
-    ],
-)
+OFFSET_DELETE = from_generated(47, max_version=0)
