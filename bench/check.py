@@ -1,9 +1,12 @@
 """Guard kafkawire's side-by-side ratios against the floors in bench/floors.json.
 
-Runs the quick peer comparisons (bench/compare_*.py --quick, each writing its ratios with
---json), compares every guarded ratio with its floor, prints a table, appends one line
-per run to bench/results/history.jsonl and exits 1 when a ratio is below its floor (or
-was not measured, or its benchmark failed).  `make bench-check` runs it; so does CI.
+Runs the quick peer comparisons (bench/compare_*.py with each suite's "args" in
+floors.json, mostly --quick, each writing its ratios with --json), compares every guarded
+ratio with its floor, prints a table, appends one line per run to
+bench/results/history.jsonl and exits 1 when a ratio is below its floor (or was not
+measured, or its benchmark failed).  `make bench-check` runs it; so does CI.  The
+"schemas" suite starts Apicurio Registry (Java 21, as `make kafka` installs it); the
+"avro_columns" suite needs the compiled Avro decoder (`make build`).
 
     .venv/bin/python bench/check.py [--only codec,protocol] [--no-run] [--suggest 0.35]
 

@@ -2,7 +2,7 @@
 Python: the same schema, the same records, one process, one real Schema Registry
 (Apicurio, started here), rounds interleaved (each round times every case once), medians.
 
-    .venv/bin/python bench/compare_schemas.py [--records N] [--rounds R] [--quick]
+    .venv/bin/python bench/compare_schemas.py [--records N] [--rounds R] [--quick] [--markdown PATH] [--json PATH]
 
 Both sides ask the registry once (the first record); what is timed is the per-record
 path after that: serialize each record to framed bytes, deserialize each framed payload
@@ -24,6 +24,8 @@ import sys
 import time
 import uuid
 from typing import Any, Callable
+
+from report import write_json, write_markdown
 
 SCHEMA = {
     "type": "record", "name": "Order", "namespace": "bench.kw",
@@ -59,6 +61,8 @@ def main() -> int:
     parser.add_argument("--records", type=int, default=20000)
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--quick", action="store_true", help="2,000 records, 3 rounds")
+    parser.add_argument("--markdown", metavar="PATH", help="also write the table to PATH")
+    parser.add_argument("--json", metavar="PATH", help="write the ratios to PATH (bench/check.py reads them)")
     args = parser.parse_args()
     if args.quick:
         args.records, args.rounds = 2000, 3
@@ -110,18 +114,23 @@ def main() -> int:
                 times[name].append(time.process_time() - t0)
 
     n = args.records
-    print(f"CPython {platform.python_version()} on {platform.machine()}; CPU time, median of {args.rounds} "
-          f"interleaved rounds; {n:,} records of a 9-field Order (nested record, enum, decimal, "
-          f"timestamp, union, array, map), {len(payloads[0])}-{max(map(len, payloads))} bytes framed\n")
-    print("| per record | kafkawire | confluent-kafka | ratio | target | |")
-    print("|---|---|---|---|---|---|")
-    ok = True
-    for what in ("serialize", "deserialize", "deserialize into a reader schema"):
+    lines = [f"CPython {platform.python_version()} on {platform.machine()}; CPU time, median of {args.rounds} "
+             f"interleaved rounds; {n:,} records of a 9-field Order (nested record, enum, decimal, "
+             f"timestamp, union, array, map), {len(payloads[0])}-{max(map(len, payloads))} bytes framed", "",
+             "| per record | kafkawire | confluent-kafka | ratio | target | |",
+             "|---|---|---|---|---|---|"]
+    ratios = {}
+    for what, key in (("serialize", "avro/serialize/vs-confluent"), ("deserialize", "avro/deserialize/vs-confluent"),
+                      ("deserialize into a reader schema", "avro/deserialize-reader/vs-confluent")):
         kw, ck = statistics.median(times[f"{what}/kafkawire"]), statistics.median(times[f"{what}/confluent"])
         ratio = ck / kw
-        ok &= ratio >= 2
-        print(f"| {what} | {kw / n * 1e6:.2f} us ({n / kw / 1e3:.0f} k rec/s) | {ck / n * 1e6:.2f} us "
-              f"({n / ck / 1e3:.0f} k rec/s) | {ratio:.2f}x | >= 2x | {'PASS' if ratio >= 2 else 'MISS'} |")
+        ratios[key] = round(ratio, 3)
+        lines.append(f"| {what} | {kw / n * 1e6:.2f} us ({n / kw / 1e3:.0f} k rec/s) | {ck / n * 1e6:.2f} us "
+                     f"({n / ck / 1e3:.0f} k rec/s) | {ratio:.2f}x | >= 2x | {'PASS' if ratio >= 2 else 'MISS'} |")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    write_markdown(args.markdown, text)
+    write_json(args.json, ratios)
     return 0
 
 
