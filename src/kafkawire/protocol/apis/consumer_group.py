@@ -10,57 +10,19 @@ Layouts are those of the Kafka 4.4 broker's own message classes; both APIs are f
 (KIP-482) from v0.  kafkawire.protocol.consumer_group drives the heartbeat.
 """
 
-from kafkawire.protocol.api import Api
+from kafkawire.protocol.api import Api, from_generated
 from kafkawire.protocol.schema import Field as F
 
 # Authorized-operations bit fields are INT32_MIN when the client did not ask for them.
 _NO_OPS = -(2**31)
 
 
-def _topic_partitions() -> list[F]:
-    # Each declaration gets its own Field objects: a struct class is built per field.
-    return [
-        F("topic_id", "uuid"),
-        F("partitions", "[]int32"),
-    ]
-
-
-CONSUMER_GROUP_HEARTBEAT = Api(
-    68, "ConsumerGroupHeartbeat", (0, 1), flexible_from=0,
-    request=[
-        F("group_id", "string"),
-        # KIP-1082 (Kafka 4.0): the client makes up its member id (a random UUID) and keeps
-        # it for its lifetime; older brokers hand one out when it is empty.
-        F("member_id", "string"),
-        # 0 joins, -1 leaves, -2 leaves as a static member that will come back.
-        F("member_epoch", "int32"),
-        F("instance_id", "string", nullable_since=0, default=None),  # KIP-345 static membership
-        # A null (or -1) field below means "unchanged since the last heartbeat".
-        F("rack_id", "string", nullable_since=0, default=None),
-        F("rebalance_timeout_ms", "int32", default=-1),
-        F("subscribed_topic_names", "[]string", nullable_since=0, default=None),
-        # v1 (Kafka 4.0): a RE2/J regular expression the broker matches topic names with;
-        # "" drops the one sent before.
-        F("subscribed_topic_regex", "string", since=1, nullable_since=1, default=None),
-        F("server_assignor", "string", nullable_since=0, default=None),  # "uniform", "range"
-        # The partitions the member owns; [] when joining.
-        F("topic_partitions", array=True, nullable_since=0, default=None,
-          struct_name="TopicPartitions", fields=_topic_partitions()),
-    ],
-    response=[
-        F("throttle_time_ms", "int32"),
-        F("error_code", "int16"),
-        F("error_message", "string", nullable_since=0, default=None),
-        F("member_id", "string", nullable_since=0, default=None),
-        F("member_epoch", "int32"),
-        F("heartbeat_interval_ms", "int32"),
-        # Null when the assignment did not change (a nullable struct: int8 marker first).
-        F("assignment", nullable_since=0, default=None, struct_name="Assignment", fields=[
-            F("topic_partitions", array=True, struct_name="TopicPartitions",
-              fields=_topic_partitions()),
-        ]),
-    ],
-)
+# KIP-1082 (Kafka 4.0): the client makes up its member_id (a random UUID) and keeps it for
+# its lifetime; older brokers hand one out when it is empty.  member_epoch 0 joins, -1 leaves,
+# -2 leaves as a static member that will come back.  A null (or -1) field means "unchanged
+# since the last heartbeat"; v1 adds subscribed_topic_regex (RE2/J, "" drops the one sent
+# before).  The answer's assignment is null when it did not change.
+CONSUMER_GROUP_HEARTBEAT = from_generated(68, max_version=1)
 
 
 def _described_assignment() -> list[F]:
