@@ -101,31 +101,10 @@ OFFSET_FETCH = Api(
     ],
 )
 
-# key_type: 0 group, 1 transaction (KIP-98), 2 share group (KIP-932, v6).
-FIND_COORDINATOR = Api(
-    10, "FindCoordinator", (0, 6), flexible_from=3,
-    request=[
-        F("key", "string", until=3),  # 0.8.2's ConsumerMetadata GroupId
-        F("key_type", "int8", since=1, default=0),
-        F("coordinator_keys", "[]string", since=4),  # KIP-699: batched lookups
-    ],
-    response=[
-        F("throttle_time_ms", "int32", since=1),
-        F("error_code", "int16", until=3),
-        F("error_message", "string", since=1, until=3, nullable_since=1, default=None),
-        F("node_id", "int32", until=3),
-        F("host", "string", until=3),
-        F("port", "int32", until=3),
-        F("coordinators", array=True, since=4, struct_name="Coordinator", fields=[
-            F("key", "string"),
-            F("node_id", "int32"),
-            F("host", "string"),
-            F("port", "int32"),
-            F("error_code", "int16"),
-            F("error_message", "string", nullable_since=0, default=None),
-        ]),
-    ],
-)
+# key_type: 0 group, 1 transaction (KIP-98), 2 share group (KIP-932, v6).  v0 is 0.8.2's
+# ConsumerMetadata; v3 flexible; v4+ looks several coordinator_keys up at once (KIP-699).
+# A v0 answer has no error_message: it reads "" (Kafka's default), which errors take as no detail.
+FIND_COORDINATOR = from_generated(10, max_version=6)
 
 # v1 rebalance_timeout_ms; v4+ brokers answer a first join (empty member_id) with MEMBER_ID_REQUIRED
 # and an id to join again with (KIP-394); v5 group_instance_id (KIP-345); v6 flexible; v7
