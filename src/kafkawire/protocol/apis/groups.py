@@ -114,28 +114,9 @@ JOIN_GROUP = from_generated(11, max_version=9)
 # v3 group_instance_id (KIP-345); v4 flexible.
 HEARTBEAT = from_generated(12, max_version=4)
 
-LEAVE_GROUP = Api(
-    13, "LeaveGroup", (0, 5), flexible_from=4,
-    request=[
-        F("group_id", "string"),
-        F("member_id", "string", until=2),
-        # v3+: several members leave at once, static members by instance id (KIP-345).
-        F("members", array=True, since=3, struct_name="MemberIdentity", fields=[
-            F("member_id", "string"),
-            F("group_instance_id", "string", nullable_since=0, default=None),
-            F("reason", "string", since=5, nullable_since=5, default=None),  # KIP-800
-        ]),
-    ],
-    response=[
-        F("throttle_time_ms", "int32", since=1),
-        F("error_code", "int16"),
-        F("members", array=True, since=3, struct_name="MemberResponse", fields=[
-            F("member_id", "string"),
-            F("group_instance_id", "string", nullable_since=0, default=None),
-            F("error_code", "int16"),
-        ]),
-    ],
-)
+# v3+: several members leave at once, static members by group_instance_id (KIP-345); v4
+# flexible; v5 a reason per member (KIP-800).
+LEAVE_GROUP = from_generated(13, max_version=5)
 
 # v3 group_instance_id (KIP-345); v4 flexible; v5 protocol_type and protocol_name (KIP-559).
 # Only the leader fills assignments; followers send an empty array.
