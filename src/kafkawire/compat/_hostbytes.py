@@ -139,3 +139,36 @@ def null_wrapper(view) -> bool:
         return False
     value = _wrapper_value(view, view[16])
     return value is not None and value[1] == -1
+
+
+def plain_lengths(message, magic: int) -> bool:
+    """Whether a magic 0/1 message's key and value lengths are each -1 (null) or at least
+    0 and inside it: the hosts walk a length below -1 backwards, kafkawire reads null."""
+    pos = _LEGACY_KEY_AT[1 if magic else 0]
+    try:
+        (key_len,) = _INT32.unpack_from(message, pos)
+        if key_len < -1:
+            return False
+        pos += 4 + max(key_len, 0)
+        (value_len,) = _INT32.unpack_from(message, pos)
+    except struct.error:
+        return False
+    return value_len >= -1 and pos + 4 + max(value_len, 0) <= len(message)
+
+
+def whole_messages(inner, magic: int) -> bool:
+    """Whether a compressed wrapper's inner set ``inner`` is one or more whole messages of
+    the wrapper's ``magic`` (the hosts read every inner message with it) that end where
+    the set ends, each with plain_lengths."""
+    n = len(inner)
+    pos = 0
+    while pos < n:
+        if n - pos < 17:
+            return False
+        (size,) = _INT32.unpack_from(inner, pos + 8)
+        end = pos + 12 + size
+        if size < 0 or end > n or inner[pos + 16] != magic or not plain_lengths(
+                inner[pos:end], magic):
+            return False
+        pos = end
+    return n > 0

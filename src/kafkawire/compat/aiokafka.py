@@ -60,7 +60,7 @@ import aiokafka.record.memory_records as _memory
 from kafkawire import codec as _codec
 from kafkawire import compression as _compression
 from kafkawire import errors as _errors
-from kafkawire.compat import _factory, _factory_py, _guard, _hostbytes
+from kafkawire.compat import _factory, _factory_py, _guard, _hostbytes, _pristine
 from kafkawire.compat._guard import UntestedHostError, UntestedHostWarning
 
 __all__ = [
@@ -153,6 +153,63 @@ def _decode_one(buf, codec_id: int, magic: int) -> list:
     for b in batches:
         out += b.records
     return out
+
+
+def _host_readers():
+    """aiokafka's own pure-Python batch classes and MemoryRecords (its Cython ones crash the
+    interpreter on some damaged data), guarded (see kafkawire.compat._pristine): a batch
+    kafkawire's decoder refuses is read by them, so damaged data gives aiokafka's records
+    and exception classes."""
+    corrupt = _aioerrors.CorruptRecordException
+    bounded = _pristine.bounded
+    legacy = _pristine.frozen(
+        _legacy, ["_LegacyRecordPy", "_LegacyRecordBatchPy"],
+        globals_={"gzip_decode": bounded(_legacy.gzip_decode, 1, corrupt),
+                  "snappy_decode": bounded(_legacy.snappy_decode, 2, corrupt),
+                  "lz4_decode": bounded(_legacy.lz4_decode, 3, corrupt)},
+        methods={"_LegacyRecordBatchPy": {"_read_all_headers": _pristine.walk_once(corrupt)}})
+    default = _pristine.frozen(
+        _default, ["_DefaultRecordPy", "_DefaultRecordBatchPy"],
+        globals_={"gzip_decode": bounded(_default.gzip_decode, 1, corrupt),
+                  "snappy_decode": bounded(_default.snappy_decode, 2, corrupt),
+                  "lz4_decode": bounded(_default.lz4_decode, 3, corrupt),
+                  "zstd_decode": bounded(_default.zstd_decode, 4, corrupt)})
+    memory = _pristine.frozen(
+        _memory, ["_MemoryRecordsPy"],
+        globals_={"LegacyRecordBatch": legacy["_LegacyRecordBatchPy"],
+                  "DefaultRecordBatch": default["_DefaultRecordBatchPy"]})
+    return (legacy["_LegacyRecordBatchPy"], default["_DefaultRecordBatchPy"],
+            memory["_MemoryRecordsPy"])
+
+
+_HostLegacyBatch, _HostDefaultBatch, _HostMemoryRecords = _host_readers()
+
+
+class _ReadByHost(Exception):
+    """Data aiokafka reads otherwise than kafkawire: its own class reads it."""
+
+
+def _legacy_alike(view, magic: int) -> bool:
+    """Whether aiokafka reads the magic 0/1 entry ``view`` as kafkawire does: key and
+    value lengths -1 or inside the message (aiokafka walks one below -1 backwards), and a
+    compressed wrapper's inner set made of whole messages of the wrapper's magic (it
+    reads them all with that magic)."""
+    if not _hostbytes.plain_lengths(view, magic):
+        return False
+    codec_id = view[17] & 0x07
+    if not codec_id:
+        return True
+    pos = 18 + (8 if magic else 0)
+    (klen,) = _INT32.unpack_from(view, pos)
+    pos += 4 + max(klen, 0)
+    (vlen,) = _INT32.unpack_from(view, pos)
+    try:
+        inner = memoryview(_compression.decompress(
+            codec_id, view[pos + 4:pos + 4 + vlen], _codec.DEFAULT_MAX_DECOMPRESSED_SIZE,
+            legacy_lz4=magic == 0))
+    except _errors.CodecError:
+        return False
+    return _hostbytes.whole_messages(inner, magic)
 
 
 class _Codecs:
@@ -275,12 +332,13 @@ class LegacyRecordMetadata:
 class DefaultRecordBatch(_Codecs):
     """One magic 2 RecordBatch: header fields, CRC check, and its records when iterated."""
 
-    __slots__ = ("_buffer", "_header", "_records", "_next", "_iterated")
+    __slots__ = ("_buffer", "_header", "_records", "_next", "_iterated", "_host")
 
     def __init__(self, buffer) -> None:
         view = memoryview(buffer)
+        self._host = None  # aiokafka's own batch, reading what kafkawire's decoder refuses
         if view.nbytes < _V2_HEADER_SIZE:
-            # aiokafka reads such a batch's header past its end (a bug); it is corrupt
+            _HostDefaultBatch(view)  # raises what aiokafka raises (struct.error)
             raise _aioerrors.CorruptRecordException(
                 f"record batch of {view.nbytes} bytes is shorter than its "
                 f"{_V2_HEADER_SIZE}-byte header")
@@ -316,17 +374,31 @@ class DefaultRecordBatch(_Codecs):
     def _kw_records(self) -> list:
         records = self._records
         if records is None:
-            records = self._records = _decode_one(self._buffer, self._header[5] & 0x07, 2)
+            try:
+                records = _decode_one(self._buffer, self._header[5] & 0x07, 2)
+            except Exception:  # noqa: BLE001 - aiokafka's own class says what is wrong
+                self._host = _HostDefaultBatch(self._buffer)
+                raise _ReadByHost from None
+            self._records = records
         return records
 
     def __iter__(self) -> DefaultRecordBatch:
         self._iterated = True
-        self._kw_records()
+        if self._host is None:
+            try:
+                self._kw_records()
+            except _ReadByHost:
+                iter(self._host)  # raises where aiokafka's does
         return self
 
     def __next__(self) -> DefaultRecord:
         self._iterated = True
-        records = self._kw_records()
+        if self._host is not None:
+            return next(self._host)
+        try:
+            records = self._kw_records()
+        except _ReadByHost:
+            return next(self._host)
         i = self._next
         if i >= len(records):
             raise StopIteration
@@ -405,7 +477,12 @@ class LegacyRecordBatch(_Codecs):
                 for r, c in zip(records, crcs)]
 
     def __iter__(self):
-        return iter(self._legacy_records())
+        if _legacy_alike(self._buffer, self._magic):
+            try:
+                return iter(self._legacy_records())
+            except Exception:  # noqa: BLE001 - aiokafka's own class says what is wrong
+                pass
+        return iter(_HostLegacyBatch(self._buffer, self._magic))
 
 
 # ---------------------------------------------------------------------------------------
@@ -418,10 +495,11 @@ class MemoryRecords:
     when its records are read: the consumer's magic 2 batches never become kafkawire
     Records, see PartitionRecords)."""
 
-    __slots__ = ("_buffer", "_view", "_entries", "_stuck", "_i")
+    __slots__ = ("_buffer", "_view", "_entries", "_stuck", "_i", "_host")
 
     def __init__(self, bytes_data) -> None:
         self._buffer = bytes_data
+        self._host = None  # aiokafka's own walk, for negative entry sizes
         view = self._view = memoryview(bytes_data)
         n = view.nbytes
         entries = []  # (start, end, magic)
@@ -436,6 +514,10 @@ class MemoryRecords:
             if length < _MIN_ENTRY:
                 stuck = (f"Record size is less than the minimum record overhead "
                          f"({_MIN_ENTRY})")
+                if length < 0:
+                    # aiokafka's walk slices the buffer from its end: its own walk reads it
+                    self._host = _pristine.HostWalk(_HostMemoryRecords(bytes_data),
+                                                    _aioerrors.CorruptRecordException)
                 break
             entries.append((pos, end, view[pos + 16]))
             pos = end
@@ -447,6 +529,8 @@ class MemoryRecords:
         return len(self._buffer)
 
     def has_next(self) -> bool:
+        if self._host is not None:
+            return self._host.has_next()
         return self._i < len(self._entries) or self._stuck is not None
 
     def _small_run(self, pos: int, read_committed: bool) -> tuple | None:
@@ -492,6 +576,8 @@ class MemoryRecords:
         return i, entries[i - 1][1], first_magic, run
 
     def next_batch(self):
+        if self._host is not None:
+            return self._host.next_batch()
         i = self._i
         entries = self._entries
         if i >= len(entries):
@@ -573,7 +659,7 @@ class PartitionRecords(_ORIGINAL_PARTITION_RECORDS):
     def _lists(self):
         records = self._records
         read_committed = self._isolation_level == _fetcher.READ_COMMITTED
-        runs = type(records) is MemoryRecords
+        runs = type(records) is MemoryRecords and records._host is None
         per_batch_until = 0  # entries before this index are read batch by batch
         while records.has_next():
             if runs and records._i >= per_batch_until:
@@ -685,19 +771,19 @@ class PartitionRecords(_ORIGINAL_PARTITION_RECORDS):
             decode = (_factory.decode_records_with if codec_id or magic == 2
                       else _factory.codec_impl.decode_records_with)
             try:
+                if magic < 2 and not _legacy_alike(batch._buffer, magic):
+                    raise _ReadByHost
                 if codec_id:
                     _refuse_null_wrapper(batch._buffer, magic)
                     _assert_host_codec(codec_id, magic)
                 out = decode(batch._buffer, self._make, self._layouts[magic], init=self._init,
                              start_offset=pos, check_crcs=False)
-            except (_aioerrors.UnsupportedCodecError,
-                    _aioerrors.CorruptRecordException) as exc:  # raised after the batches before
-                return [], exc
-            except _errors.CodecError as exc:
-                error = _aiokafka_error(exc)
-                error.__cause__ = exc
-                return [], error
-            return self._deserialized(out)
+            except Exception:  # noqa: BLE001 - aiokafka's own class says what is wrong
+                # damaged data: aiokafka's own batch reads it, record by record below
+                batch = (_HostDefaultBatch(batch._buffer) if magic == 2
+                         else _HostLegacyBatch(batch._buffer, magic))
+            else:
+                return self._deserialized(out)
         # a foreign batch class, or one read before: record by record, as aiokafka does
         out: list = []
         cr = _fetcher.ConsumerRecord
