@@ -20,7 +20,8 @@ from kafkawire.errors import BrokerResolutionError, NoBrokersAvailableError
 pytestmark = pytest.mark.deadlines
 
 T = 1.0  # each first call's deadline (seconds)
-QUICK = 0.3  # a constructor that asks no broker returns well within this
+QUICK = 0.5  # a constructor that asks no broker returns well within this, even on a loaded machine
+SLACK = 1.5  # scheduling on a shared 2-core machine: no call may end later than its deadline + this
 # A name the resolver refuses before asking any name server (a DNS label has at most 63
 # characters): no traffic leaves the machine.
 UNRESOLVABLE = "a" * 64 + ".example"
@@ -84,7 +85,7 @@ def test_consumer_and_admin_connect_at_their_first_call_and_end_at_its_deadline(
         err, took = _timed(lambda: call(client))
         assert _connections(listener) >= 1  # the first call is the one that connects
         assert isinstance(err, NoBrokersAvailableError), err
-        assert T * 0.9 < took < T + 1.0, took  # waited for an answer, up to its own deadline
+        assert T * 0.9 < took < T + SLACK, took  # waited for an answer, up to its own deadline
         assert err.retriable  # a broker that hangs may come back
         text = str(err)
         assert f"of the {T:g} s allowed" in text and boot in text, text
@@ -103,12 +104,12 @@ def test_producer_returns_at_once_and_send_ends_at_max_block_ms(silent):
                            ("list_topics", lambda: producer.list_topics(timeout=T))):
             err, took = _timed(call)
             assert isinstance(err, NoBrokersAvailableError), (name, err)
-            assert T * 0.9 < took < T + 1.0, (name, took)
+            assert T * 0.9 < took < T + SLACK, (name, took)
             assert err.retriable and f"of the {T:g} s allowed" in str(err) and boot in str(err), (name, err)
         assert _connections(listener) >= 1
     finally:
         _, took = _timed(lambda: producer.close(1))
-        assert took < 2.0
+        assert took < 1 + SLACK
 
 
 def test_share_consumer_connects_at_its_first_poll(silent):
@@ -120,7 +121,7 @@ def test_share_consumer_connects_at_its_first_poll(silent):
         consumer.subscribe(["t"])
         got, took = _timed(lambda: consumer.poll(T))
         assert got == []  # poll's own contract: nothing by its timeout is an empty poll
-        assert T * 0.9 < took < T + 1.0, took
+        assert T * 0.9 < took < T + SLACK, took
         assert _connections(listener) >= 1
     finally:
         consumer.close(1)
@@ -149,4 +150,4 @@ def test_one_address_that_resolves_is_enough_for_the_constructor(silent):
         err, took = _timed(lambda: admin.list_topics(timeout=T))
     assert isinstance(err, NoBrokersAvailableError) and err.retriable, err
     assert f"cannot resolve broker {UNRESOLVABLE}:9092" in str(err) and boot in str(err)
-    assert T * 0.9 < took < T + 1.0
+    assert T * 0.9 < took < T + SLACK
