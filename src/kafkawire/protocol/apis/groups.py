@@ -13,39 +13,12 @@ bytes here; kafkawire.protocol.consumer encodes and decodes the consumer protoco
 from kafkawire.protocol.api import Api, from_generated
 from kafkawire.protocol.schema import Field as F
 
-OFFSET_COMMIT = Api(
-    8, "OffsetCommit", (0, 9), flexible_from=8,
-    request=[
-        F("group_id", "string"),
-        # Classic groups send their generation; KIP-848 consumer groups their member epoch (v9).
-        F("generation_id_or_member_epoch", "int32", since=1, default=-1),
-        F("member_id", "string", since=1),
-        F("group_instance_id", "string", since=7, nullable_since=7, default=None),  # KIP-345
-        # v2-v4 only: v5 left retention to the broker's offsets.retention.minutes (KIP-211).
-        F("retention_time_ms", "int64", since=2, until=4, default=-1),
-        F("topics", array=True, struct_name="OffsetCommitRequestTopic", fields=[
-            F("name", "string"),
-            F("partitions", array=True, struct_name="OffsetCommitRequestPartition", fields=[
-                F("partition_index", "int32"),
-                F("committed_offset", "int64"),
-                F("committed_leader_epoch", "int32", since=6, default=-1),  # KIP-320
-                # v1 only (0.8.2's TimeStamp): -1 asks the broker to stamp the receive time.
-                F("commit_timestamp", "int64", since=1, until=1, default=-1),
-                F("committed_metadata", "string", nullable_since=0, default=""),
-            ]),
-        ]),
-    ],
-    response=[
-        F("throttle_time_ms", "int32", since=3),
-        F("topics", array=True, struct_name="OffsetCommitResponseTopic", fields=[
-            F("name", "string"),
-            F("partitions", array=True, struct_name="OffsetCommitResponsePartition", fields=[
-                F("partition_index", "int32"),
-                F("error_code", "int16"),
-            ]),
-        ]),
-    ],
-)
+# v1 member identity and (v1 only, 0.8.2's TimeStamp) commit_timestamp, -1 asking the broker
+# to stamp the receive time; v2-v4 retention_time_ms, which v5 leaves to the broker's
+# offsets.retention.minutes (KIP-211); v6 committed_leader_epoch (KIP-320); v7
+# group_instance_id (KIP-345); v8 flexible; v9 a KIP-848 member's epoch in
+# generation_id_or_member_epoch.  committed_metadata defaults to null; callers always set it.
+OFFSET_COMMIT = from_generated(8, max_version=9)
 
 OFFSET_FETCH = Api(
     9, "OffsetFetch", (0, 9), flexible_from=6,
