@@ -495,7 +495,8 @@ def _find_coordinator(t: Target, v: int) -> None:
         assert (c.key, c.error_code) == (group, 0), c
         node, host, port = c.node_id, c.host, c.port
     else:
-        resp = t.call(fc, fc.Request(key=group), v)
+        # A broker just started answers COORDINATOR_NOT_AVAILABLE until __consumer_offsets exists.
+        resp = coordinator_retry(lambda: t.call(fc, fc.Request(key=group), v), f"FindCoordinator v{v} {group!r}")
         assert resp.error_code == 0, resp
         node, host, port = resp.node_id, resp.host, resp.port
     assert node >= 0 and host == "127.0.0.1" and port > 0
