@@ -2,16 +2,15 @@
 JoinGroup (11), Heartbeat (12), LeaveGroup (13), SyncGroup (14), DescribeGroups (15),
 ListGroups (16), DeleteGroups (42) and OffsetDelete (47).
 
-v0 of OffsetCommit, OffsetFetch and FindCoordinator (0.8.2's "ConsumerMetadata") are the
-layouts of the 0.8.2 protocol guide; v0 of the group membership APIs those of 0.9's.  Newer
-versions follow the Kafka protocol guide and the KIPs named next to the fields.
+All come from Kafka's own definitions (kafkawire.wire), which still describe v0 (0.8.2's
+layouts for the offset APIs and FindCoordinator, 0.9's for group membership); the KIPs
+beside each say what its versions added.
 
 The member metadata inside JoinGroup and the assignments inside SyncGroup are opaque
 bytes here; kafkawire.protocol.consumer encodes and decodes the consumer protocol's.
 """
 
-from kafkawire.protocol.api import Api, from_generated
-from kafkawire.protocol.schema import Field as F
+from kafkawire.protocol.api import from_generated
 
 # v1 member identity and (v1 only, 0.8.2's TimeStamp) commit_timestamp, -1 asking the broker
 # to stamp the receive time; v2-v4 retention_time_ms, which v5 leaves to the broker's
@@ -20,59 +19,11 @@ from kafkawire.protocol.schema import Field as F
 # generation_id_or_member_epoch.  committed_metadata defaults to null; callers always set it.
 OFFSET_COMMIT = from_generated(8, max_version=9)
 
-OFFSET_FETCH = Api(
-    9, "OffsetFetch", (0, 9), flexible_from=6,
-    request=[
-        F("group_id", "string", until=7),
-        # v2+: null asks for every topic the group has committed offsets for.
-        F("topics", array=True, until=7, nullable_since=2,
-          struct_name="OffsetFetchRequestTopic", fields=[
-            F("name", "string"),
-            F("partition_indexes", "[]int32"),
-        ]),
-        # v8+: several groups in one request (KIP-709).
-        F("groups", array=True, since=8, struct_name="OffsetFetchRequestGroup", fields=[
-            F("group_id", "string"),
-            F("member_id", "string", since=9, nullable_since=9, default=None),  # KIP-848
-            F("member_epoch", "int32", since=9, default=-1),
-            F("topics", array=True, nullable_since=8,
-              struct_name="OffsetFetchRequestTopics", fields=[
-                F("name", "string"),
-                F("partition_indexes", "[]int32"),
-            ]),
-        ]),
-        F("require_stable", "bool", since=7, default=False),  # KIP-447
-    ],
-    response=[
-        F("throttle_time_ms", "int32", since=3),
-        F("topics", array=True, until=7, struct_name="OffsetFetchResponseTopic", fields=[
-            F("name", "string"),
-            F("partitions", array=True, struct_name="OffsetFetchResponsePartition", fields=[
-                F("partition_index", "int32"),
-                # -1 with error 0 means the group has no offset for this partition.
-                F("committed_offset", "int64"),
-                F("committed_leader_epoch", "int32", since=5, default=-1),
-                F("metadata", "string", nullable_since=0, default=""),
-                F("error_code", "int16"),
-            ]),
-        ]),
-        F("error_code", "int16", since=2, until=7),
-        F("groups", array=True, since=8, struct_name="OffsetFetchResponseGroup", fields=[
-            F("group_id", "string"),
-            F("topics", array=True, struct_name="OffsetFetchResponseTopics", fields=[
-                F("name", "string"),
-                F("partitions", array=True, struct_name="OffsetFetchResponsePartitions", fields=[
-                    F("partition_index", "int32"),
-                    F("committed_offset", "int64"),
-                    F("committed_leader_epoch", "int32", default=-1),
-                    F("metadata", "string", nullable_since=0, default=""),
-                    F("error_code", "int16"),
-                ]),
-            ]),
-            F("error_code", "int16"),
-        ]),
-    ],
-)
+# v2+: null topics ask for every topic the group has committed offsets for; v5
+# committed_leader_epoch (KIP-320); v6 flexible; v7 require_stable (KIP-447); v8+ several
+# groups in one request (KIP-709); v9 a KIP-848 member's id and epoch.  A committed_offset of
+# -1 with error 0: the group has no offset for the partition.
+OFFSET_FETCH = from_generated(9, max_version=9)
 
 # key_type: 0 group, 1 transaction (KIP-98), 2 share group (KIP-932, v6).  v0 is 0.8.2's
 # ConsumerMetadata; v3 flexible; v4+ looks several coordinator_keys up at once (KIP-699).
