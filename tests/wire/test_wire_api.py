@@ -49,3 +49,33 @@ def test_built_apis_round_trip_their_own_bytes():
                 value = cls()
                 data = enc(value, version).getvalue()
                 assert dec(data, version) == dec(enc(dec(data, version), version).getvalue(), version), (api.name, version)
+
+
+def _structs(cls: type, path: str = "") -> dict[str, type]:
+    out = {path or cls.__name__: cls}
+    for f in cls._fields:
+        if f.type == "struct":
+            out.update(_structs(getattr(cls, "_sub_" + f.name), f"{path or cls.__name__}.{f.name}"))
+    return out
+
+
+def test_every_api_kafkawire_speaks_is_kafkas_definition():
+    # No declaration by hand: each API's per-version code is what from_generated makes of
+    # Kafka's definition, up to the version kafkawire speaks.
+    from kafkawire.protocol.schema import _gen_decoder, _gen_encoder
+
+    for key, api in sorted(apis.BY_KEY.items()):
+        fresh = from_generated(key, max_version=api.max_version)
+        assert (api.name, api.min_version, api.flexible_from) == (fresh.name, fresh.min_version, fresh.flexible_from)
+        for side in ("Request", "Response"):
+            mine, theirs = _structs(getattr(api, side)), _structs(getattr(fresh, side))
+            assert list(mine) == list(theirs), (api.name, side)
+            for path, cls in mine.items():
+                other = theirs[path]
+                assert [f.name for f in cls._fields] == [f.name for f in other._fields], path
+                # repr: a default struct is an instance of each declaration's own class.
+                assert [repr(cls.__dict__["_default_" + f.name]()) for f in cls._fields] == [
+                    repr(other.__dict__["_default_" + f.name]()) for f in other._fields], path
+                for version in range(api.min_version, api.max_version + 1):
+                    for gen in (_gen_encoder, _gen_decoder):
+                        assert gen(cls, version).__source__ == gen(other, version).__source__, (path, version)

@@ -1,7 +1,8 @@
 """One object per Kafka API: its key, its version range, and its request/response classes.
 
-:func:`from_generated` builds one from Kafka's own definition (kafkawire.wire); a few APIs are
-still declared by hand in kafkawire.protocol.apis, in the same schema.
+:func:`from_generated` builds one from Kafka's own definition (kafkawire.wire): every API in
+kafkawire.protocol.apis is built so.  :class:`Api` itself takes field lists, for a layout
+no current definition describes.
 """
 
 from __future__ import annotations
