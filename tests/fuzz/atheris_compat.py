@@ -23,6 +23,10 @@ kafkawire.compat._pristine).  Differences kept on purpose, not counted (each one
 * the drop-in raises the host's corrupt-record error where the host's walk over entry or
   inner-message sizes comes back to where it was ("lead back to" in its message): the
   host loops for ever there (such inputs are also counted as host hangs, not compared);
+* a magic-2 record whose attributes byte has its high bit set (an int8 in Kafka's
+  format, unused, always 0) reads as Kafka reads it: both hosts read that byte as a
+  varint and misread the rest of the record (their corrupt-record error); following them
+  would take a look at every record's first bytes on the fast path, or a codec option;
 * aiokafka runs its pure-Python record classes (its Cython ones crash the interpreter on
   some damaged input; KAFKAWIRE_FUZZ_CYTHON_HOST=1 runs them, an input its two readers
   read differently then skipped);
@@ -90,10 +94,52 @@ def _error(exc) -> tuple:
             message if any(p in message for p in PINNED) else None)
 
 
-def _same(own: list, ours: list) -> bool:
+def _varint(buf, pos: int) -> tuple[int, int]:
+    """A zigzag varint of ``buf`` at ``pos``: (value, position after it)."""
+    shift = raw = 0
+    while True:
+        b = buf[pos]
+        pos += 1
+        raw |= (b & 0x7F) << shift
+        shift += 7
+        if not b & 0x80:
+            return (raw >> 1) ^ -(raw & 1), pos
+
+
+def v2_attributes_high(body: bytes) -> bool:
+    """Whether a magic-2 batch in ``body`` has a record whose attributes byte has its high
+    bit set (walking the records by their lengths, as Kafka does)."""
+    pos = 0
+    while len(body) - pos >= 61:
+        size = struct.unpack_from(">i", body, pos + 8)[0]
+        end = pos + 12 + size
+        if size < 49 or end > len(body):
+            return False
+        if body[pos + 16] == 2:
+            codec_id = body[pos + 22] & 0x07
+            try:
+                records = (body[pos + 61:end] if not codec_id else compression.decompress(
+                    codec_id, body[pos + 61:end], 1 << 26))
+                at = 0
+                while at < len(records):
+                    length, at = _varint(records, at)
+                    if records[at] & 0x80:
+                        return True
+                    at += max(length, 1)
+            except Exception:  # noqa: BLE001 - not readable that far: not this case
+                pass
+        pos = end
+    return False
+
+
+def _same(own: list, ours: list, data: bytes = b"") -> bool:
     """The same outcome, or one of the differences kept on purpose: the drop-in ends
-    where the host raised too (or would not have ended), after the same records."""
+    where the host raised too (or would not have ended), after the same records; or a
+    record's attributes byte with its high bit set (see the docstring)."""
     if own == ours:
+        return True
+    if own and own[-1][0] == "error" and own[-1][1].endswith(
+            (".CorruptRecordError", ".CorruptRecordException")) and v2_attributes_high(data):
         return True
     return bool(ours) and ours[-1] == ("kept",) and own[:len(ours) - 1] == ours[:-1] and (
         len(own) >= len(ours) and own[len(ours) - 1][0] in ("error", "kept"))
@@ -171,7 +217,7 @@ def _kafka_python():
             host_hangs += 1
             return
         ours = walk(dropin.MemoryRecords, data)
-        if not _same(own, ours):
+        if not _same(own, ours, data):
             raise AssertionError(f"MemoryRecords({data!r}):\nkafka-python {own!r}\ndrop-in {ours!r}")
         own = own_fetch
         dropin.install()
@@ -179,7 +225,7 @@ def _kafka_python():
             ours = fetch(dropin.MemoryRecords, data, check_crcs)
         finally:
             dropin.uninstall()
-        if not _same(own, ours):
+        if not _same(own, ours, data):
             raise AssertionError(f"PartitionRecords({data!r}, check_crcs={check_crcs}):\n"
                                  f"kafka-python {own!r}\ndrop-in {ours!r}")
 
@@ -264,11 +310,11 @@ def _aiokafka():
             host_hangs += 1
             return
         ours = walk(dropin.MemoryRecords, data)
-        if not _same(own, ours):
+        if not _same(own, ours, data):
             raise AssertionError(f"MemoryRecords({data!r}):\naiokafka {own!r}\ndrop-in {ours!r}")
         own = own_drain
         ours = drain(dropin.PartitionRecords, dropin.MemoryRecords, data, check_crcs)
-        if not _same(own, ours):
+        if not _same(own, ours, data):
             raise AssertionError(f"PartitionRecords({data!r}, check_crcs={check_crcs}):\n"
                                  f"aiokafka {own!r}\ndrop-in {ours!r}")
 

@@ -158,8 +158,9 @@ def plain_lengths(message, magic: int) -> bool:
 
 def whole_messages(inner, magic: int) -> bool:
     """Whether a compressed wrapper's inner set ``inner`` is one or more whole messages of
-    the wrapper's ``magic`` (the hosts read every inner message with it) that end where
-    the set ends, each with plain_lengths."""
+    the wrapper's ``magic`` (the hosts read every inner message with it), none itself
+    compressed (the hosts refuse nested wrappers), that end where the set ends, each with
+    plain_lengths."""
     n = len(inner)
     pos = 0
     while pos < n:
@@ -167,8 +168,38 @@ def whole_messages(inner, magic: int) -> bool:
             return False
         (size,) = _INT32.unpack_from(inner, pos + 8)
         end = pos + 12 + size
-        if size < 0 or end > n or inner[pos + 16] != magic or not plain_lengths(
-                inner[pos:end], magic):
+        if size < 0 or end > n or inner[pos + 16] != magic or inner[pos + 17] & 0x07 or (
+                not plain_lengths(inner[pos:end], magic)):
             return False
         pos = end
     return n > 0
+
+
+_XERIAL_HEADER = b"\x82SNAPPY\x00" + _INT32.pack(1) + _INT32.pack(1)
+
+
+def xerial_alike(payload) -> bool:
+    """Whether the hosts take a snappy ``payload`` for xerial framing exactly when
+    kafkawire does: kafkawire goes by its 8-byte magic, the hosts by the whole 16-byte
+    header (version 1, compatible 1) and something after it."""
+    if bytes(payload[:8]) != _XERIAL_HEADER[:8]:
+        return True
+    return len(payload) > 16 and bytes(payload[:16]) == _XERIAL_HEADER
+
+
+def v2_reads_alike(view, start: int = 0) -> bool:
+    """Whether the hosts read the compressed payload of the magic-2 batch at ``start``
+    of ``view`` as kafkawire does, as far as its framing goes (see xerial_alike)."""
+    if view[start + _V2_CODEC_AT] & 0x07 != 2:
+        return True
+    (length,) = _INT32.unpack_from(view, start + _V2_LENGTH_AT)
+    return xerial_alike(view[start + V2_HEADER:start + 12 + length])
+
+
+def legacy_reads_alike(view, magic: int) -> bool:
+    """Whether the hosts read the compressed payload of the magic 0/1 wrapper ``view`` as
+    kafkawire does, as far as its framing goes (see xerial_alike)."""
+    if view[_LEGACY_ATTRIBUTES_AT] & 0x07 != 2:
+        return True
+    at = _wrapper_value(view, magic)
+    return at is not None and xerial_alike(view[at[0]:at[0] + max(at[1], 0)])

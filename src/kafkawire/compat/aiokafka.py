@@ -194,7 +194,8 @@ def _legacy_alike(view, magic: int) -> bool:
     value lengths -1 or inside the message (aiokafka walks one below -1 backwards), and a
     compressed wrapper's inner set made of whole messages of the wrapper's magic (it
     reads them all with that magic)."""
-    if not _hostbytes.plain_lengths(view, magic):
+    if not (_hostbytes.plain_lengths(view, magic)
+            and _hostbytes.legacy_reads_alike(view, magic)):
         return False
     codec_id = view[17] & 0x07
     if not codec_id:
@@ -375,6 +376,8 @@ class DefaultRecordBatch(_Codecs):
         records = self._records
         if records is None:
             try:
+                if not _hostbytes.v2_reads_alike(self._buffer):
+                    raise _ReadByHost
                 records = _decode_one(self._buffer, self._header[5] & 0x07, 2)
             except Exception:  # noqa: BLE001 - aiokafka's own class says what is wrong
                 self._host = _HostDefaultBatch(self._buffer)
@@ -556,8 +559,9 @@ class MemoryRecords:
                     break
                 base, attrs, last_delta, count = _V2_RUN_FIELDS.unpack_from(view, start)
                 if (attrs & 0x20 or (read_committed and attrs & 0x10) or count < 0
-                        or (attrs & 0x07 and _hostbytes.unreadable_codec(
-                            _aiocodec, attrs & 0x07, 2))):
+                        or (attrs & 0x07 and (_hostbytes.unreadable_codec(
+                            _aiocodec, attrs & 0x07, 2)
+                            or not _hostbytes.v2_reads_alike(view, start)))):
                     break
                 next_offset = base + last_delta + 1
             elif magic in (0, 1) and not view[start + 17] & 0x07:
@@ -771,7 +775,8 @@ class PartitionRecords(_ORIGINAL_PARTITION_RECORDS):
             decode = (_factory.decode_records_with if codec_id or magic == 2
                       else _factory.codec_impl.decode_records_with)
             try:
-                if magic < 2 and not _legacy_alike(batch._buffer, magic):
+                if not (_hostbytes.v2_reads_alike(batch._buffer) if magic == 2
+                        else _legacy_alike(batch._buffer, magic)):
                     raise _ReadByHost
                 if codec_id:
                     _refuse_null_wrapper(batch._buffer, magic)

@@ -574,9 +574,10 @@ class LegacyRecordBatch(ABCRecordBatch, _k_legacy.LegacyRecordBase):
             return None
         out = []
         for start, stop in entries:
-            # kafka-python reads every inner message with its wrapper's magic
-            if inner[start + 16] != self._magic or not _plain_lengths(
-                    inner[start:stop], self._magic):
+            # kafka-python reads every inner message with its wrapper's magic, and
+            # refuses one compressed itself
+            if inner[start + 16] != self._magic or inner[start + 17] & 0x07 or not (
+                    _plain_lengths(inner[start:stop], self._magic)):
                 return None
             (crc,) = _UINT32.unpack_from(inner, start + 12)
             out.append((crc, codec.crc32(inner[start + 16 : stop]) == crc))
@@ -591,7 +592,8 @@ class LegacyRecordBatch(ABCRecordBatch, _k_legacy.LegacyRecordBase):
             magic = self._magic
             ttype = self.timestamp_type
             overhead = self.LOG_OVERHEAD + self.record_overhead(magic)
-            if not _plain_lengths(self._buffer, magic):
+            if not (_plain_lengths(self._buffer, magic)
+                    and _hostbytes.legacy_reads_alike(self._buffer, magic)):
                 raise _ReadByHost
             if self._attributes & self.CODEC_MASK:
                 crcs = None
@@ -689,7 +691,7 @@ class MemoryRecords(ABCRecords):
         self._index = 0
         self._decoded = None  # per entry: codec Batch or None
         self._host = None  # kafka-python's own walk, for damaged data
-        if entries and entries[-1][1] < entries[-1][0]:
+        if entries and entries[-1][1] - entries[-1][0] < _LOG_OVERHEAD:
             # a negative size: kafka-python's walk slices the buffer from its end
             self._host = _pristine.HostWalk(_HostMemoryRecords(bytes_data), _CORRUPT)
 
@@ -730,6 +732,8 @@ class MemoryRecords(ABCRecords):
                 return False  # entry by entry: that one raises kafka-python's error
             magic = view[start + 16]
             if magic == 2:
+                if not _hostbytes.v2_reads_alike(view, start):
+                    return False
                 has = _INT32.unpack_from(view, start + 57)[0] > 0
             elif view[start + 17] & 0x07 == 0:
                 has = True
