@@ -26,6 +26,11 @@ What changes:
 * With ``install(builders=True)``, ``DefaultRecordBatchBuilder`` / ``LegacyRecordBatchBuilder``
   keep appended records and encode the batch with one codec call in ``build()``.
 
+Damaged data reads as aiokafka reads it, exception classes included: a batch kafkawire's
+decoder refuses (or would read otherwise) is read by aiokafka's own pure-Python classes
+(see _host_readers).  The differences kept on purpose are listed in
+tests/fuzz/atheris_compat.py and pinned in tests/compat/test_kept_differences.py.
+
 Install it before creating producers and consumers: a producer batch started under one
 builder class must be finished by the same one.
 
@@ -1074,6 +1079,9 @@ def _host_compressor(codec_id: int, magic: int = 2):
 # ---------------------------------------------------------------------------------------
 
 
+_CONTROL_KEY = struct.Struct(">HH")  # version, type (KIP-98), unsigned as aiokafka reads them
+
+
 class ControlRecord(_control.ControlRecord):
     """A control record key (version, type); equal to aiokafka's own for the same values."""
 
@@ -1081,13 +1089,10 @@ class ControlRecord(_control.ControlRecord):
 
     @classmethod
     def parse(cls, data) -> ControlRecord:
-        try:
-            word, _ = _codec.read_uint32(data, 0)
-        except (_errors.CodecError, TypeError) as exc:
-            # aiokafka lets struct.error / TypeError out of the consumer here (a bug)
-            raise _aioerrors.CorruptRecordException(
-                f"control record key {data!r} is not a 4-byte version and type") from exc
-        return cls(word >> 16, word & 0xFFFF)
+        # a key that is not 4 bytes raises what aiokafka's raises (struct.error, or
+        # TypeError for none), which is what its consumer's callers see
+        version, type_ = _CONTROL_KEY.unpack_from(data)
+        return cls(version, type_)
 
 
 ABORT_MARKER = ControlRecord(0, 0)

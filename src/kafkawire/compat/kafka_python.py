@@ -28,8 +28,10 @@ on another, ``install()`` raises UntestedHostError and replaces nothing (``force
 installs anyway, with a warning), and the environment opt-in and the runner warn and
 leave kafka-python's own record layer (``KAFKAWIRE_PATCH_KAFKA_PYTHON=force`` installs).
 
-Differences from kafka-python kept on purpose are marked "kafka-python bug:" or
-"differs:" below; see also the tests in tests/compat/test_kafka_python.py.
+Damaged data reads as kafka-python reads it, exception classes included: what kafkawire's
+decoder refuses, kafka-python's own classes read (see MemoryRecords).  The differences
+kept on purpose are listed in tests/fuzz/atheris_compat.py and pinned in
+tests/compat/test_kept_differences.py.
 """
 
 from __future__ import annotations
@@ -363,14 +365,8 @@ class DefaultRecordBatch(_k_default.DefaultRecordBase, ABCRecordBatch):
 
     def __init__(self, buffer, *, _codec_batch=None, _crc_ok=None):
         self._buffer = buffer
-        try:
-            self._header_data = self.HEADER_STRUCT.unpack_from(buffer)
-        except struct.error:
-            # kafka-python bug: it lets struct.error out for a batch shorter than its header
-            raise _CORRUPT(
-                f"record batch of {len(buffer)} bytes is shorter than the "
-                f"{self.HEADER_STRUCT.size}-byte batch header"
-            ) from None
+        # a batch shorter than its header: struct.error, as kafka-python's
+        self._header_data = self.HEADER_STRUCT.unpack_from(buffer)
         self._codec_batch = _codec_batch
         self._crc_ok = _crc_ok
         self._records = None
@@ -503,14 +499,8 @@ class LegacyRecordBatch(ABCRecordBatch, _k_legacy.LegacyRecordBase):
         self._buffer = memoryview(buffer)
         self._magic = magic
         header = self.HEADER_STRUCT_V0 if magic == 0 else self.HEADER_STRUCT_V1
-        try:
-            offset, length, crc, magic_, attrs, *ts = header.unpack_from(self._buffer)
-        except struct.error:
-            # kafka-python bug: it lets struct.error out for a message shorter than its header
-            raise _CORRUPT(
-                f"message of {len(buffer)} bytes is shorter than the {header.size}-byte "
-                f"magic {magic} header"
-            ) from None
+        # a message shorter than its header: struct.error, as kafka-python's
+        offset, length, crc, magic_, attrs, *ts = header.unpack_from(self._buffer)
         assert length == len(buffer) - self.LOG_OVERHEAD
         assert magic == magic_
         self._offset = offset
