@@ -24,12 +24,14 @@ are not checked when reading into columns: the serializer checks them when it wr
 property given as ``null`` where its schema has no null reads as null unless it is
 required: the Arrow reader does not tell an absent property from a null one.
 
-:class:`JsonColumnDecoder` strips the 5-byte headers, wraps each payload as
-``{"v": <payload>}`` (so every document is an object, whatever the top-level type) behind a
-leading ``{}`` (pyarrow's reader crashes on a first document that is ``null``), and reads
-them all at once with an explicit schema.  When that call fails or yields a different
-number of rows (a payload holding two documents, say), the batch is halved until the bad
-payloads are found one by one: good batches pay nothing, a batch with k bad payloads pays
+:class:`JsonColumnDecoder` copies the batch's bytes once and overwrites each 5-byte header
+with four spaces and a newline (a payload that is not an object is taken out first: its
+first byte is not ``{``), then reads them all at once with the schema as pyarrow's explicit
+schema, behind a leading ``{}`` (pyarrow's reader crashes on a first document that is
+``null``).  A schema whose top level is not an object has each payload wrapped as
+``{"v": <payload>}`` instead.  When the reader fails or yields a different number of rows
+(a payload holding two documents, say), the batch is halved until the bad payloads are
+found one by one: good batches pay nothing, a batch with k bad payloads pays
 O(k log n) reader calls.  No I/O; pyarrow and numpy are imported on first use.
 """
 
@@ -235,15 +237,20 @@ class JsonColumnDecoder:
         self.node = parse(schema)
         self.arrow_type = self.node.final
         self.known_id = known_id
-        self._wrapped = pa.schema([pa.field("v", self.node.read)])
-        self._parse = pj.ParseOptions(explicit_schema=self._wrapped, unexpected_field_behavior="ignore",
+        # An object schema reads the payloads as they are, each header overwritten in place
+        # with four spaces and a newline; any other is wrapped as {"v": ...}, a copy.
+        self._wrap = not pa.types.is_struct(self.node.read)
+        schema = (pa.schema([pa.field("v", self.node.read)]) if self._wrap
+                  else pa.schema(list(self.node.read)))
+        self._parse = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore",
                                       newlines_in_values=True)
 
     def _read(self, data: bytes, count: int) -> Any:
-        """The ``v`` column of the ``count`` wrapped payloads in ``data``, or None when the
-        reader fails or finds a different number of documents."""
+        """The column of the ``count`` payloads in ``data``, or None when the reader fails
+        or finds a different number of documents."""
         import io
 
+        import pyarrow as pa
         import pyarrow.json as pj
 
         data = b"{}\n" + data
@@ -256,12 +263,16 @@ class JsonColumnDecoder:
         if table.num_rows != count + 1:
             self._last = f"{table.num_rows - 1} JSON values in one payload, not one"
             return None
-        return table.column("v").combine_chunks().slice(1)
+        if self._wrap:
+            return table.column("v").combine_chunks().slice(1)
+        table = table.combine_chunks()
+        return pa.StructArray.from_arrays([c.chunk(0) if c.num_chunks else pa.array([], c.type)
+                                           for c in table.columns], fields=list(table.schema)).slice(1)
 
-    def _bisect(self, out: Any, seg: Any, lo: int, hi: int, parts: list, bad: dict) -> None:
-        """Read wrapped payloads ``lo`` to ``hi`` (their bytes ``out[seg[lo]:seg[hi]]``);
+    def _bisect(self, out: Any, first: Any, last: Any, lo: int, hi: int, parts: list, bad: dict) -> None:
+        """Read payloads ``lo`` to ``hi`` (their bytes ``out[first[lo]:last[hi - 1]]``);
         halve a range that fails until each bad payload is alone."""
-        got = self._read(out[seg[lo]:seg[hi]].tobytes(), hi - lo)
+        got = self._read(out[first[lo]:last[hi - 1]].tobytes(), hi - lo)
         if got is not None:
             parts.append((lo, got))
             return
@@ -271,8 +282,69 @@ class JsonColumnDecoder:
                 f"not JSON of the schema's types: {text.replace(' in row 1', '')}")
             return
         mid = (lo + hi) // 2
-        self._bisect(out, seg, lo, mid, parts, bad)
-        self._bisect(out, seg, mid, hi, parts, bad)
+        self._bisect(out, first, last, lo, mid, parts, bad)
+        self._bisect(out, first, last, mid, hi, parts, bad)
+
+    @staticmethod
+    def _wrapped(data: Any, starts: Any, lengths: Any, good: Any) -> tuple[Any, Any, Any]:
+        """Each good payload as '{"v":' + its JSON + '}\n', gathered into one buffer by
+        index arithmetic; (buffer, start of each, end of each)."""
+        import numpy as np
+
+        plen = lengths[good] - 5
+        seg = np.zeros(len(good) + 1, np.int64)
+        np.cumsum(plen + 7, out=seg[1:])
+        out = np.empty(int(seg[-1]), np.uint8)
+        for k, byte in enumerate(b'{"v":'):
+            out[seg[:-1] + k] = byte
+        out[seg[1:] - 2] = ord("}")
+        out[seg[1:] - 1] = ord("\n")
+        total = int(plen.sum())
+        if total:
+            within = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(plen) - plen, plen)
+            out[np.repeat(seg[:-1] + 5, plen) + within] = data[np.repeat(starts[good] + 5, plen) + within]
+        return out, seg[:-1], seg[1:]
+
+    def _in_place(self, data: Any, offsets: Any, valid: Any, good: Any, bad: dict,
+                  ids: dict) -> tuple[Any, Any, Any, Any]:
+        """The batch's bytes copied once, each good payload's header overwritten with four
+        spaces and a newline, the other payloads' bytes blanked; a good payload that is not
+        a JSON object (its first byte not '{') is taken out first (a null one is a null
+        value where the schema allows it).  (buffer, start of each good payload, end of
+        each, the good rows left)."""
+        import numpy as np
+
+        starts, ends = offsets[:-1], offsets[1:]
+        base = int(offsets[0]) if len(offsets) else 0
+        out = data[base:int(offsets[-1]) if len(offsets) else 0].copy()
+        if len(good):
+            lead = np.full(len(good), -1, np.int64)
+            has = ends[good] - starts[good] > 5
+            lead[has] = data[starts[good][has] + 5]
+            odd = lead != ord("{")
+            for r, byte in zip(good[odd].tolist(), lead[odd].tolist()):
+                payload = data[int(starts[r]) + 5:int(ends[r])].tobytes()
+                if payload.strip() == b"null":
+                    if not self.node.nullable:
+                        bad[r] = "the value is null, which its schema does not allow"
+                else:
+                    bad[r] = ("an empty JSON payload" if byte < 0 else
+                              f"the JSON value is not an object (it starts with {chr(byte)!r}), which the schema's "
+                              f"type is")
+            good = good[~odd]
+        keep = np.zeros(len(starts), bool)
+        keep[good] = True
+        blank = np.flatnonzero(valid & ~keep & (ends > starts))
+        if len(blank):
+            sizes = ends[blank] - starts[blank]
+            total = int(sizes.sum())
+            within = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+            out[np.repeat(starts[blank] - base, sizes) + within] = ord(" ")
+        g = starts[good] - base
+        for k in range(4):
+            out[g + k] = ord(" ")
+        out[g + 4] = ord("\n")
+        return out, g, ends[good] - base, good
 
     def _run(self, payloads: Any) -> tuple[Any, dict, dict]:
         """(array, bad row -> reason, row -> schema id)."""
@@ -313,24 +385,14 @@ class JsonColumnDecoder:
                         bad[int(r)] = f"unknown schema id {int(sid)}: not a JSON Schema the registry holds"
         ids = dict(zip(rows.tolist(), schema_ids.tolist()))
         good = np.array([r for r in rows.tolist() if r not in bad] if bad else rows, np.int64)
-        # Each payload as '{"v":' + its JSON + '}\n', gathered into one buffer by index
-        # arithmetic: no Python object per record on the way to the compiled reader.
-        plen = lengths[good] - 5
-        seg = np.zeros(len(good) + 1, np.int64)
-        np.cumsum(plen + 7, out=seg[1:])
-        out = np.empty(int(seg[-1]), np.uint8)
-        for k, byte in enumerate(b'{"v":'):
-            out[seg[:-1] + k] = byte
-        out[seg[1:] - 2] = ord("}")
-        out[seg[1:] - 1] = ord("\n")
-        total = int(plen.sum())
-        if total:
-            within = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(plen) - plen, plen)
-            out[np.repeat(seg[:-1] + 5, plen) + within] = data[np.repeat(starts[good] + 5, plen) + within]
+        if self._wrap:
+            out, first, last = self._wrapped(data, starts, lengths, good)
+        else:
+            out, first, last, good = self._in_place(data, offsets, valid, good, bad, ids)
         parts: list = []
         found_bad: dict[int, str] = {}
         if len(good):
-            self._bisect(out, seg, 0, len(good), parts, found_bad)
+            self._bisect(out, first, last, 0, len(good), parts, found_bad)
         for i, why in found_bad.items():
             bad[int(good[i])] = why
         position = np.full(n, -1, np.int64)

@@ -124,10 +124,14 @@ def test_json_bad_payloads_each_get_their_own_error() -> None:
         6: (H + b'{"id": 1, "customer": {"name": "x"}, "note": null, "lines": [{"qty": 1}]}',
             "required property /lines/[]/sku"),
         7: (H + b"null", "the value is null, which its schema does not allow"),
-        8: (H + b'{"id": 1, "customer": {"name": "x"}, "note": null}}{"id": 2', "2 JSON values in one payload, not one"),
+        8: (H + b'{"id": 1, "customer": {"name": "x"}, "note": null}}{"id": 2', "not JSON of the schema's types"),
         9: (H + b'{"id": 1, "customer": {"name": "x"}, "note": null, "at": "yesterday"}',
             "not JSON of the schema's types"),
-        10: (H + b"", "not JSON of the schema's types"),
+        10: (H + b"", "an empty JSON payload"),
+        11: (H + b'{"id": 1, "customer": {"name": "x"}, "note": null}\n{"id": 2, "customer": {"name": "y"}, "note": null}',
+             "2 JSON values in one payload, not one"),
+        12: (H + b"[1, 2]", "the JSON value is not an object (it starts with '['), which the schema's type is"),
+        13: (H + b'{"id": 1, "customer": {"name": "x"}, "note": null', "not JSON of the schema's types"),
     }
     rows = [good] + [cases[i][0] for i in sorted(cases)] + [good, None]
     decoder = JsonColumnDecoder(ORDER)
@@ -145,6 +149,19 @@ def test_json_bad_payloads_each_get_their_own_error() -> None:
     with pytest.raises(JsonDecodeError) as info:
         decoder.decode(pa.array([good, cases[3][0]], pa.binary()))
     assert info.value.row == 1 and info.value.schema_id == 7
+
+
+def test_json_values_that_are_not_objects() -> None:
+    """A schema whose top level is a string or an array (keys often are): each payload is
+    wrapped to be read, and rows stay aligned when some are bad."""
+    strings = JsonColumnDecoder({"type": "string"})
+    values, errors = strings.decode_permissive(pa.array(
+        [H + b'"a\\nb"', H + b"null", H + b"5", None, H + b'"\xc3\xa9"'], pa.binary()))
+    assert values.to_pylist() == ["a\nb", None, None, None, "é"]
+    assert "the value is null" in errors.to_pylist()[1] and "not JSON of the schema's types" in errors.to_pylist()[2]
+    lists = JsonColumnDecoder({"type": ["array", "null"], "items": {"type": "integer"}})
+    values, errors = lists.decode_permissive(pa.array([H + b"[1,2]", H + b"null", H + b"[]", H + b"[1,"], pa.binary()))
+    assert values.to_pylist() == [[1, 2], None, [], None] and errors.to_pylist()[:3] == [None] * 3
 
 
 def test_json_unknown_schema_ids_fail_their_rows_only() -> None:

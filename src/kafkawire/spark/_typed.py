@@ -268,6 +268,7 @@ def _imports(client: Any, schema: Any, seen: set) -> list[str]:
 
 
 _proto_files: dict[tuple, Any] = {}
+_files_lock = threading.Lock()  # not _lock: _column builds a decoder, which asks for files, holding it
 
 
 def protobuf_files(main: str, imports: tuple) -> Any:
@@ -275,12 +276,10 @@ def protobuf_files(main: str, imports: tuple) -> Any:
     from kafkawire._protobuf_columns import ProtobufFiles
 
     key = (main, tuple(imports))
-    with _lock:
+    with _files_lock:
         found = _proto_files.get(key)
-    if found is None:
-        found = ProtobufFiles(main, list(imports))
-        with _lock:
-            _proto_files[key] = found
+        if found is None:
+            found = _proto_files[key] = ProtobufFiles(main, list(imports))
     return found
 
 
