@@ -40,6 +40,7 @@ UNKNOWN_MEMBER_ID = 25
 REBALANCE_IN_PROGRESS = 27
 ILLEGAL_SASL_STATE = 34
 UNSUPPORTED_SASL_MECHANISM = 33
+RESOURCE_NOT_FOUND = 91
 UNSUPPORTED_VERSION = 35
 UNKNOWN_TOPIC_OR_PARTITION = 3
 GROUP_ID_NOT_FOUND = 69
@@ -914,10 +915,18 @@ def _describe_user_scram_credentials(t: Target, v: int) -> None:
         with t.connect() as rc, pytest.raises(ProtocolError, match="DescribeUserScramCredentials v0 .*truncated"):
             rc.request(du, req, v)
         return
-    resp = t.call(du, req, v)
+    # The upsert is answered once the controller has committed it; the broker asked next
+    # applies it from the metadata log a moment later, and until then has no such user.
+    deadline = time.monotonic() + 15
+    while True:
+        resp = t.call(du, req, v)
+        found = [(r.user, r.error_code, [(c.mechanism, c.iterations) for c in r.credential_infos])
+                 for r in resp.results]
+        if found != [(user, RESOURCE_NOT_FOUND, [])] or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
     assert resp.error_code == 0, resp
-    assert [(r.user, r.error_code, [(c.mechanism, c.iterations) for c in r.credential_infos])
-            for r in resp.results] == [(user, 0, [(2, 4096)])], resp
+    assert found == [(user, 0, [(2, 4096)])], resp
 
 
 # ---------------------------------------------------------------------------------------
