@@ -352,7 +352,8 @@ class Cluster(ClusterView):
 
     def _send_metadata(self, conn: BrokerConnection) -> Future:
         version = conn.version_for(METADATA)
-        request, self._refresh_topics = self.meta.request(version)
+        request, asked = self.meta.request(version)
+        self._refresh_topics = asked
         inner = conn.send(METADATA, request, version)
         out = Future(self.poller.poll)
 
@@ -370,6 +371,7 @@ class Cluster(ClusterView):
                 out.set_exception(exc)
             else:
                 self._apply_metadata(f.result())
+                self.meta.answered(asked)
                 out.set_result(self)
 
         inner.add_done_callback(done)

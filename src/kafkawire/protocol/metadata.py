@@ -591,6 +591,14 @@ class ClusterMetadata:
         self.last_refresh = now
         self.need_refresh = False
 
+    def answered(self, asked: frozenset[str]) -> None:
+        """After :meth:`apply` of the answer to a request that named the topics ``asked``
+        (:meth:`request`): a topic of interest added while it was in flight (a send()
+        right after the client was made, during its first Metadata exchange) still needs
+        a refresh of its own, or whoever waits for it would wait for metadata_max_age_ms."""
+        if not self.all_topics and not self.interest <= asked:
+            self.need_refresh = True
+
     def refresh_due(self, now: float) -> bool:
         """True when asked to refresh, or the metadata is older than metadata_max_age_ms."""
         return self.need_refresh or now - self.last_refresh >= self.max_age
