@@ -263,7 +263,7 @@ class AsyncCluster(ClusterView):
             conn = await self.any_connection(deadline)
         else:
             conn = await self._connect(bootstrap, bootstrap[1], bootstrap[2], None, deadline)
-        request, _topics = self.meta.request(conn.protocol.version_for(METADATA))
+        request, asked = self.meta.request(conn.protocol.version_for(METADATA))
         # The request's own timeout, not the caller's deadline: refresh() stops waiting at its
         # deadline while this task goes on, and a request timed out closes the connection
         # with every request in flight on it: a short poll(), or a Metadata request held
@@ -274,6 +274,7 @@ class AsyncCluster(ClusterView):
             self.meta.need_refresh = True
             raise
         self.meta.apply(resp, self._now())
+        self.meta.answered(asked)  # a topic wanted meanwhile is asked for next
         for key in [k for k in self._conns if isinstance(k, tuple)]:
             if not self._connecting.get(key):
                 self._conns.pop(key).close()  # bootstrap connections, now that node ids are known
