@@ -24,8 +24,9 @@ is finite.
 :class:`ProtobufColumnDecoder` is pure Python: it walks each payload's fields with every
 length checked against the bytes left before it is used, and builds one Python value per
 decoded field, which ``pyarrow.array`` then packs; it is the reference a compiled decoder
-would be checked against, not a fast path.  Unknown fields are skipped (a newer writer's);
-a field whose wire type is not its type's is an error, as is nesting past 100 messages.
+would be checked against, not a fast path.  Unknown fields are skipped (a newer writer's),
+and so is a field whose wire type is not its type's, as the Protobuf runtimes do; nesting
+past 100 messages is an error.
 No I/O.
 """
 
@@ -392,9 +393,12 @@ def _message(plan: _Plan, buf: bytes, pos: int, end: int, depth: int, out: dict 
             pos = _skip(wire, buf, pos, end, number, depth)
             continue
         name, t, repeated, is_map, sub, oneof = spec
+        if wire != _WIRE.get(t) and not (repeated and wire == 2 and t in _PACKABLE):
+            # As the Protobuf runtimes do: a field whose wire type is not its type's is kept
+            # aside as unknown, not an error (its bytes are still checked while skipped).
+            pos = _skip(wire, buf, pos, end, number, depth)
+            continue
         if t == T_MESSAGE or t == T_STRING or t == T_BYTES:
-            if wire != 2:
-                raise _Bad(f"field {name} (number {number}) has wire type {wire}, not 2 (length-delimited)")
             n, pos = _varint(buf, pos, end)
             if n > end - pos:
                 raise _Bad(f"a length of {n} bytes past the end of the payload ({end - pos} left)")
@@ -439,8 +443,6 @@ def _message(plan: _Plan, buf: bytes, pos: int, end: int, depth: int, out: dict 
                 items.append(v)
             continue
         else:
-            if wire != _WIRE.get(t):
-                raise _Bad(f"field {name} (number {number}) has wire type {wire}, not {_WIRE.get(t)}")
             value, pos = _scalar(t, sub, wire, buf, pos, end)
             if repeated:
                 out[name].append(value)
