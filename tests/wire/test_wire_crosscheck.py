@@ -1,8 +1,9 @@
 """Every API kafkawire declares (kafkawire.protocol.apis) says, version by version, what
 Kafka's own definitions say (kafkawire.wire, generated from them): the same fields in the
 same order, spelt in snake_case, with the same types, nullability and tagged-field
-numbers, and the same flexible versions.  A difference is a transcription error, unless
-it is one of the exceptions named below with the reason it stays.
+numbers, and the same flexible versions.  Every API is now built from those definitions
+(from_generated), so a difference is a fault in how it reads them, unless it is one of the
+exceptions named below with the reason it stays.
 
 Defaults are compared too: a tagged field is left off the wire when it equals its
 default (KIP-482), so there they must agree exactly.

@@ -1,7 +1,9 @@
 """Every Kafka API kafkawire speaks, one declaration per API (see kafkawire.protocol.schema).
 
-Each module in this package declares a few APIs as module-level :class:`Api` objects; this
-package collects them all into ``BY_KEY`` and ``BY_NAME``.
+Each module in this package builds a few APIs from Kafka's own definitions
+(:func:`~kafkawire.protocol.api.from_generated`, up to the versions kafkawire speaks) as
+module-level :class:`Api` objects; this package collects them all into ``BY_KEY`` and
+``BY_NAME``.
 """
 
 from __future__ import annotations
