@@ -35,6 +35,9 @@ def spark() -> Iterator[object]:
         "spark.sql.shuffle.partitions": "2",
         "spark.driver.memory": "1g",
         "spark.sql.python.filterPushdown.enabled": "true",
+        # A Python worker starting on a loaded 2-core machine can take longer than the
+        # 15 s default to connect back ("Python worker failed to connect back").
+        "spark.python.authenticate.socketTimeout": "120s",
     })
     yield session
     session.stop()
