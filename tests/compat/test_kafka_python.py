@@ -1242,3 +1242,21 @@ def test_send_writes_kafka_pythons_debug_lines(tansu_broker, caplog, monkeypatch
     assert ours == theirs
     assert any("PRODUCER: Waking up the sender" in line for line in ours)
     assert silenced == []
+
+
+@pytest.mark.parametrize("bad_key", [None, b"\x00\x00\x01", b"\x00\x00\x00\x01\x00"])
+@pytest.mark.parametrize("compression", [0, 4])
+def test_control_record_whose_key_is_not_4_bytes_raises_where_kafka_python_does(
+        bad_key, compression):
+    # kafka-python reads a control record's version and type when it makes the record:
+    # TypeError for a null key, struct.error for another size, after the records before
+    records = [(1_700_000_000_000, b"\x00\x00\x00\x01", b"", []),
+               (1_700_000_000_001, bad_key, b"", [])]
+    buf = bytearray(assign_offsets(orig_build(2, compression, records), BASE))
+    buf[22] |= 0x30  # a control batch of a transaction (the CRC made right again)
+    struct.pack_into(">I", buf, 17, codec.crc32c(bytes(buf[21:])))
+    got = same_view(bytes(buf))
+    batch = got[2][1]
+    assert [r["offset"] for r in batch["records"][:-1]] == [BASE]
+    assert batch["records"][-1] == ("raises", TypeError if bad_key is None else struct.error)
+    same_fetch(bytes(buf))

@@ -453,6 +453,17 @@ class DefaultRecordBatch(_k_default.DefaultRecordBase, ABCRecordBatch):
             )
         return self._records
 
+    def _control_key_error(self, records):
+        """The exception kafka-python raises making the first control record whose key is
+        not 4 bytes (it reads version and type when it makes the record), and its index;
+        None when every key is."""
+        for i, r in enumerate(records):
+            try:
+                _CONTROL_KEY.unpack(r[3])
+            except (struct.error, TypeError) as exc:
+                return i, exc
+        return None
+
     def _stored_timestamps(self):
         # With LogAppendTime every record reports the batch's time; the sizes need the
         # deltas as stored, so decode a copy with the timestamp-type bit cleared.
@@ -462,9 +473,15 @@ class DefaultRecordBatch(_k_default.DefaultRecordBase, ABCRecordBatch):
 
     def _start(self):
         try:
-            self._iter = iter(self._materialize())
+            records = self._materialize()
         except Exception as exc:  # noqa: BLE001 - raised by the first next(), as kafka-python
             self._iter = _raising(exc)
+            return
+        bad = self._header_data[5] & 0x20 and self._control_key_error(records)
+        if bad:  # raised where kafka-python makes that record, after the ones before
+            self._iter = itertools.chain(records[:bad[0]], _raising(bad[1]))
+        else:
+            self._iter = iter(records)
 
     def __iter__(self):
         self._iterated = True
