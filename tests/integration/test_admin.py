@@ -364,6 +364,8 @@ def test_coordinator_errors_are_retried_within_the_deadline(mock_cluster_factory
 def test_slow_broker_never_makes_a_call_hang(mock_cluster_factory, make_admin):
     cluster = mock_cluster_factory(1)
     with make_admin(bootstrap_servers=cluster.bootstrap, request_timeout_ms=5000) as admin:
+        # Known first (the constructor asks no broker): a broker that slows down later.
+        admin.list_topics()
         cluster.broker_set_rtt(-1, 3000)
         start = time.monotonic()
         with pytest.raises(KafkaTimeoutError, match="list_topics did not finish within 0.5s"):
