@@ -110,6 +110,9 @@ bench: build
 	$(PY) bench/compare_aio.py $(BENCH_ARGS) --markdown bench/results/aio.md
 	$(PY) bench/compare_latency.py $(BENCH_ARGS) --markdown bench/results/latency.md
 	$(PY) bench/compare_partitions.py $(BENCH_ARGS) --markdown bench/results/partitions.md
+	$(PY) bench/compare_schemas.py $(BENCH_ARGS) --markdown bench/results/schemas.md
+	$(PY) bench/compare_avro_columns.py $(BENCH_ARGS) --markdown bench/results/avro_columns.md
+	$(PY) bench/compare_spark_avro.py $(BENCH_ARGS) --markdown bench/results/spark_avro.md
 	$(PY) bench/readme_tables.py
 
 # The quick side-by-side benchmarks, each ratio against a peer checked against its floor in
