@@ -21,12 +21,14 @@ as its default (0, "", false, the first enum value, an empty list or map), as th
 runtimes hand it out.  A message that contains itself (recursion) is rejected: a column type
 is finite.
 
-:class:`ProtobufColumnDecoder` is pure Python: it walks each payload's fields with every
-length checked against the bytes left before it is used, and builds one Python value per
-decoded field, which ``pyarrow.array`` then packs; it is the reference a compiled decoder
-would be checked against, not a fast path.  Unknown fields are skipped (a newer writer's),
-and so is a field whose wire type is not its type's, as the Protobuf runtimes do; nesting
-past 100 messages is an error.
+:class:`ProtobufColumnDecoder` parses each payload (after the Confluent header and message
+indexes) with the Protobuf runtime's compiled parser (upb), through a message class built
+once per schema from its descriptor, so what it accepts and refuses, and the values it
+reads, are the runtime's; it then reads the parsed messages one field at a time across the
+batch into Arrow arrays.  A payload the runtime refuses is walked again by a pure-Python
+reader of the wire format, which says what is wrong (a length past the end, a varint too
+long, a string that is not UTF-8 ...); that reader also skips unknown fields and fields
+whose wire type is not their type's, as the runtime does.
 No I/O.
 """
 
@@ -35,6 +37,8 @@ from __future__ import annotations
 import base64
 import decimal
 import struct
+from itertools import accumulate, chain
+from operator import attrgetter, itemgetter, methodcaller
 from typing import Any, Callable
 
 from kafkawire import errors
@@ -456,6 +460,105 @@ def _message(plan: _Plan, buf: bytes, pos: int, end: int, depth: int, out: dict 
     return out
 
 
+class _Names(dict):
+    """Enum numbers to names; a number the schema does not know reads as its decimal text
+    (an open enum keeps it), a missing value (None) stays None."""
+
+    def __missing__(self, number: Any) -> Any:
+        return None if number is None else str(number)
+
+
+_SECONDS, _NANOS = attrgetter("seconds"), attrgetter("nanos")
+_ALL = itemgetter(slice(None))
+
+
+def _values(f: Any, typ: Any, vals: list) -> Any:
+    """The Arrow array of ``vals``, values of field ``f`` as the runtime hands them out
+    (a default message where one is not set), of Arrow type ``typ``."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    t = f.type
+    if t == T_MESSAGE:
+        if f.message_type.full_name == TIMESTAMP:
+            # seconds * 10^6 + floor(nanos / 1000), checked: a value past the 64-bit
+            # microsecond range raises here and its row is found on the slow path
+            nanos = pa.array(list(map(_NANOS, vals)), pa.int64())
+            micros = pc.divide(nanos, 1000)  # truncates; floor for a negative remainder
+            micros = pc.if_else(pc.less(nanos, pc.multiply(micros, 1000)), pc.subtract(micros, 1), micros)
+            seconds = pa.array(list(map(_SECONDS, vals)), pa.int64())
+            return pc.add_checked(pc.multiply_checked(seconds, 1_000_000), micros).view(typ)
+        return _struct(f.message_type, typ, vals, None)
+    if t == T_ENUM:
+        return pa.array(list(map(_enum_names(f.enum_type).__getitem__, vals)), pa.string())
+    if t == T_UINT64 or t == T_FIXED64:
+        return pa.array(vals, pa.uint64()).cast(typ)
+    return pa.array(vals, typ)
+
+
+_ENUMS: dict[Any, _Names] = {}
+_CLASSES: dict[Any, type] = {}
+
+
+def _enum_names(e: Any) -> _Names:
+    names = _ENUMS.get(e)
+    if names is None:
+        names = _ENUMS[e] = _Names({v.number: v.name for v in reversed(e.values)})
+    return names
+
+
+def _message_class(d: Any) -> type:
+    cls = _CLASSES.get(d)
+    if cls is None:
+        from google.protobuf import message_factory
+
+        cls = _CLASSES[d] = message_factory.GetMessageClass(d)
+    return cls
+
+
+def _struct(d: Any, typ: Any, msgs: list, mask: Any) -> Any:
+    """The struct array of ``msgs`` (parsed messages of ``d``), null where ``mask`` is set:
+    one pass over the batch per field, not one per message."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    children = []
+    for f, field in zip(d.fields, typ):
+        get = attrgetter(f.name)
+        ft = field.type
+        if f.is_repeated:
+            conts = list(map(get, msgs))
+            offsets = pa.array([0, *accumulate(map(len, conts))], pa.int32())
+            if _is_map(f):
+                entry = f.message_type
+                keys: list = []
+                items: list = []
+                for c in conts:
+                    if c:
+                        ks = list(c)
+                        keys += ks
+                        items += map(c.__getitem__, ks)
+                children.append(pa.MapArray.from_arrays(
+                    offsets, _values(entry.fields_by_name["key"], ft.key_type, keys),
+                    _values(entry.fields_by_name["value"], ft.item_type, items), type=ft))
+            else:
+                # a slice of a repeated field is one call per row, where iterating it is
+                # one per element
+                flat = list(chain.from_iterable(map(_ALL, conts)))
+                children.append(pa.ListArray.from_arrays(offsets, _values(f, ft.value_type, flat), type=ft))
+        elif f.has_presence:
+            # every row's value (a default where unset), then the unset ones made null
+            has = pa.array(list(map(methodcaller("HasField", f.name), msgs)), pa.bool_())
+            if f.type == T_MESSAGE and f.message_type.full_name != TIMESTAMP:
+                children.append(_struct(f.message_type, ft, list(map(get, msgs)), pc.invert(has)))
+            else:
+                column = _values(f, ft, list(map(get, msgs)))
+                children.append(column if has.false_count == 0 else pc.if_else(has, column, pa.scalar(None, ft)))
+        else:
+            children.append(_values(f, ft, list(map(get, msgs))))
+    return pa.StructArray.from_arrays(children, fields=list(typ), mask=mask)
+
+
 class ProtobufColumnDecoder:
     """Decodes columns of Confluent-framed Protobuf payloads of ``message`` (a Descriptor of
     ``files``) into Arrow arrays.  ``writer_files``: called with a schema id, gives the
@@ -469,8 +572,13 @@ class ProtobufColumnDecoder:
         self.message = message
         self.arrow_type = arrow_type(message)
         self.plan = _Plan(message, {})
+        self.cls = _message_class(message)
         self.writer_files = writer_files
         self._names: dict[tuple, str | None] = {}
+        # Headers seen, by their first 6 bytes when the sixth is the one-byte message
+        # indexes [0] (what nearly every writer sends) and it names this column's message: the
+        # schema id.
+        self._headers: dict[bytes, int] = {}
 
     def _named(self, schema_id: int, indexes: tuple) -> str | None:
         """The full name of the message ``indexes`` point at in schema ``schema_id``."""
@@ -483,53 +591,107 @@ class ProtobufColumnDecoder:
             self._names[key] = None if d is None else d.full_name
         return self._names[key]
 
-    def _one(self, data: bytes) -> tuple[int | None, Any]:
+    def _check_indexes(self, schema_id: int, indexes: tuple) -> _Bad | None:
+        try:
+            name = self._named(schema_id, indexes)
+        except _Bad as exc:
+            return exc
+        if name is None:
+            return _Bad(f"message indexes {list(indexes)} name no message of schema id {schema_id}")
+        if name != self.plan.name:
+            return _Bad(f"message indexes {list(indexes)} name {name}, not the {self.plan.name} this column reads")
+        return None
+
+    def _header(self, data: bytes) -> tuple[int | None, int, _Bad | None]:
+        """``(schema id, where the message starts, None or what is wrong)``."""
         from kafkawire.schema.errors import FramingError
         from kafkawire.schema.framing import unframe
 
+        if len(data) > 5 and data[5] == 0:
+            head = data[:6]
+            seen = self._headers.get(head)
+            if seen is not None:
+                return seen, 6, None
+            if data[0] == 0:
+                schema_id = int.from_bytes(data[1:5], "big")
+                wrong = self._check_indexes(schema_id, (0,))
+                if wrong is None:  # only a good header is kept: an unknown id is asked again
+                    self._headers[head] = schema_id
+                return schema_id, 6, wrong
         if len(data) and data[0] != 0:
-            return None, _Bad(BAD_MAGIC.format(data[0]))
+            return None, 0, _Bad(BAD_MAGIC.format(data[0]))
         if len(data) < 5:
-            return None, _Bad(SHORT_HEADER.format(len(data)))
+            return None, 0, _Bad(SHORT_HEADER.format(len(data)))
         schema_id = int.from_bytes(data[1:5], "big")
         try:
             framed = unframe(data, protobuf=True)
         except FramingError as exc:
-            return schema_id, _Bad(str(exc))
+            return schema_id, 0, _Bad(str(exc))
+        return schema_id, len(data) - len(framed.payload), self._check_indexes(schema_id, framed.message_indexes)
+
+    def _explain(self, data: bytes, start: int, refused: Exception) -> _Bad:
+        """Why the runtime refused a message: the pure-Python reader's account of it, or
+        the runtime's own words where that reader finds nothing wrong."""
         try:
-            name = self._named(schema_id, framed.message_indexes)
-            if name is None:
-                raise _Bad(f"message indexes {list(framed.message_indexes)} name no message of schema id "
-                           f"{schema_id}")
-            if name != self.plan.name:
-                raise _Bad(f"message indexes {list(framed.message_indexes)} name {name}, not the "
-                           f"{self.plan.name} this column reads")
-            start = len(data) - len(framed.payload)
-            return schema_id, _message(self.plan, data, start, len(data), 0)
+            _message(self.plan, data, start, len(data), 0)
         except _Bad as exc:
-            return schema_id, exc
+            return exc
+        except RecursionError:
+            return _Bad(f"nested deeper than {MAX_DEPTH} messages")
+        return _Bad(f"the Protobuf runtime refuses it: {refused}")
 
     def _run(self, payloads: Any) -> tuple[Any, dict, dict]:
         import pyarrow as pa
 
-        values: list = []
+        parse = self.cls.FromString
+        seen = self._headers.get
+        empty = self.cls()
+        msgs: list = []
+        missing: list[bool] = []
         bad: dict[int, str] = {}
-        ids: dict[int, int | None] = {}
-        for row, data in enumerate(payloads.to_pylist()):
+        ids: dict[int, int | None] = {}  # of the bad rows
+        rows = payloads.to_pylist()
+        for row, data in enumerate(rows):
             if data is None:
-                values.append(None)
+                msgs.append(empty)
+                missing.append(True)
                 continue
-            schema_id, got = self._one(data)
-            ids[row] = schema_id
-            if isinstance(got, _Bad):
-                bad[row] = str(got)
-                values.append(None)
+            schema_id = seen(data[:6])
+            if schema_id is not None:  # the common header, checked before
+                start, wrong = 6, None
             else:
-                values.append(got)
+                schema_id, start, wrong = self._header(data)
+            if wrong is None:
+                try:
+                    msgs.append(parse(data[start:]))
+                    missing.append(False)
+                    continue
+                except Exception as exc:  # the runtime's DecodeError, or its RuntimeError on nesting
+                    wrong = self._explain(data, start, exc)
+            ids[row] = schema_id
+            bad[row] = str(wrong)
+            msgs.append(empty)
+            missing.append(True)
         try:
-            return pa.array(values, self.arrow_type), bad, ids
-        except (pa.ArrowInvalid, OverflowError) as exc:
-            raise ProtobufSchemaError(f"decoded values do not fit {self.arrow_type}: {exc}") from None
+            return _struct(self.message, self.arrow_type, msgs, pa.array(missing, pa.bool_())), bad, ids
+        except (UnicodeDecodeError, OverflowError, pa.ArrowInvalid) as exc:
+            first = exc
+        # A message the runtime parsed but whose values do not fit their column (a
+        # timestamp past the 64-bit microsecond range, a string that is not UTF-8 where the
+        # runtime does not check): find which, as the pure-Python reader explains them.
+        for row, data in enumerate(rows):
+            if missing[row]:
+                continue
+            try:
+                _struct(self.message, self.arrow_type, [msgs[row]], None)
+            except (UnicodeDecodeError, OverflowError, pa.ArrowInvalid) as exc:
+                schema_id, start, _ok = self._header(data)
+                ids[row], bad[row] = schema_id, str(self._explain(data, start, exc))
+                msgs[row], missing[row] = empty, True
+        try:
+            return _struct(self.message, self.arrow_type, msgs, pa.array(missing, pa.bool_())), bad, ids
+        except (UnicodeDecodeError, OverflowError, pa.ArrowInvalid):
+            raise ProtobufSchemaError(f"decoded values do not fit {self.arrow_type}: {first}") from None
 
     def decode(self, payloads: Any) -> Any:
         """The Arrow array of the payloads (null where a payload is null); the first bad
