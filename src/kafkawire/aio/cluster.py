@@ -49,6 +49,9 @@ class AsyncCluster(ClusterView):
         self._conns: dict[Any, AsyncBrokerConnection] = {}
         self._connecting: dict[Any, asyncio.Task] = {}
         self.backoffs = Backoffs(config.reconnect_backoff_ms, config.reconnect_backoff_max_ms)
+        # connections_max_idle_ms in seconds, None for -1: as the sync Cluster's, a
+        # connection idle longer is closed when next picked and a new one made.
+        self._max_idle = None if config.connections_max_idle_ms < 0 else config.connections_max_idle_ms / 1000
         self._refresh: asyncio.Task | None = None
         self.closed = False
         self.forked = False  # this is a forked child's copy: see the module docstring
@@ -84,7 +87,7 @@ class AsyncCluster(ClusterView):
                        deadline: float) -> AsyncBrokerConnection:
         self.check_fork()
         conn = self._conns.get(key)
-        if conn is not None and conn.ready:
+        if conn is not None and conn.ready and not conn.close_if_idle(self._max_idle):
             return conn
         task = self._connecting.get(key)
         if task is None:
@@ -129,7 +132,7 @@ class AsyncCluster(ClusterView):
         """The connection to ``node_id`` if it is ready, else None, never waiting."""
         self.check_fork()
         conn = self._conns.get(node_id)
-        return conn if conn is not None and conn.ready else None
+        return conn if conn is not None and conn.ready and not conn.close_if_idle(self._max_idle) else None
 
     async def connection(self, node_id: int, deadline: float) -> AsyncBrokerConnection:
         addr = self.meta.brokers.get(node_id)
@@ -154,7 +157,7 @@ class AsyncCluster(ClusterView):
                 if key not in self._connecting:
                     self._conns.pop(key).close()
         for conn in self._conns.values():
-            if conn.ready:
+            if conn.ready and not conn.close_if_idle(self._max_idle):
                 return conn
         attempts = BrokerAttempts()
         for key, host, port, node_id in candidates(self.meta.brokers, self.config.bootstrap_servers,

@@ -192,6 +192,8 @@ class AsyncBrokerConnection:
         self.setups = 0
         #: KIP-368 re-authentications that succeeded on this connection.
         self.reauthentications = 0
+        #: The loop's time when bytes last moved either way: each read, each write.
+        self.last_io = 0.0
 
     def __repr__(self) -> str:
         return f"<AsyncBrokerConnection {self.name} {'ready' if self.ready else 'not ready'}>"
@@ -332,6 +334,7 @@ class AsyncBrokerConnection:
     def _received(self, data: bytes | None, nbytes: int) -> None:
         """What the transport read: ``data``, or ``nbytes`` written into the view
         Connection.receive_buffer() gave.  Each answer completed goes to its waiter now."""
+        self.last_io = self._loop.time()  # type: ignore[union-attr]  # set by connect()
         inbox = self._inbox
         if inbox is not None:
             inbox += data  # type: ignore[operator]  # setup lends no frame buffer
@@ -423,6 +426,7 @@ class AsyncBrokerConnection:
             _cid, chunks = protocol.send(api, request, version, expects_response=expects_response)
         if not expects_response:
             self._transport.writelines(chunks)
+            self.last_io = now
             self._loop.call_soon(on_answer, *args, None, None)
             return True
         self._write_awaited(chunks, on_answer, args, now, timeout)
@@ -455,6 +459,7 @@ class AsyncBrokerConnection:
         # Written first, the bookkeeping after: the answer cannot be read before this
         # returns to the loop, and the broker is at work meanwhile.
         self._transport.writelines(chunks)  # buffered whole by the transport: never half-sent
+        self.last_io = now
         if timeout is None:
             timeout = self.request_timeout
         self._await(_Answer(on_answer, args, (now + timeout, timeout)))
@@ -515,8 +520,30 @@ class AsyncBrokerConnection:
         await asyncio.shield(self._reauth)
 
     def _write(self, chunks: list[Any]) -> None:
-        assert self._transport is not None
+        assert self._transport is not None and self._loop is not None
         self._transport.writelines(chunks)  # buffered whole by the transport: never half-sent
+        self.last_io = self._loop.time()
+
+    def close_if_idle(self, max_idle: float | None) -> bool:
+        """Close this ready connection if nothing is in flight or unsent, no login is
+        under way and no byte has moved either way for more than ``max_idle`` seconds
+        (connections_max_idle_ms; None: never), and say whether it did.
+
+        A broker closes a connection idle past its own connections.max.idle.ms without
+        a word, and a request may be written before the loop has read that end.  Closed
+        here first (the default is below the broker's), the caller connects again."""
+        loop, transport = self._loop, self._transport
+        if (max_idle is None or not self.ready or self._answers or self._reauth is not None
+                or self._inbox is not None or loop is None or transport is None
+                or transport.get_write_buffer_size()):
+            return False
+        idle = loop.time() - self.last_io
+        if idle <= max_idle:
+            return False
+        self.close(ConnectionClosedError(
+            f"{self.name}: closed by the client after {idle:.1f}s without traffic "
+            f"(connections_max_idle_ms={max_idle * 1000:g})", host=self.host, port=self.port))
+        return True
 
     async def _exchange(self, frame: tuple[int, list[Any]], timeout: float) -> Any:
         # The answer is awaited directly: the framing fills the future (the connection's

@@ -14,6 +14,12 @@ backoff passes: ``reconnect_backoff_ms`` doubling per failure up to
 ``reconnect_backoff_max_ms``, with +-20% jitter, so a cluster that is down costs a few
 attempts a second, never a busy loop.
 
+A broker closes a connection idle longer than its ``connections.max.idle.ms`` (10
+minutes) without a word, and a request written on it then fails.  So a connection with
+nothing in flight and no bytes moved for longer than ``connections_max_idle_ms`` (9
+minutes) is closed when a call next picks it, and connected again as any closed one is;
+no timer watches it meanwhile.
+
 Not thread-safe: one thread drives a Cluster (the producer's sender thread, or the
 consumer's caller).
 
@@ -69,6 +75,9 @@ class Cluster(ClusterView):
                                     config.metadata_recovery_rebootstrap_trigger_ms)
         self._conns: dict[Any, BrokerConnection] = {}  # node id, or ("bootstrap", host, port)
         self.backoffs = Backoffs(config.reconnect_backoff_ms, config.reconnect_backoff_max_ms)
+        # connections_max_idle_ms in seconds, None for -1: a connection idle longer is
+        # closed when next picked (BrokerConnection.close_if_idle) and connected again.
+        self._max_idle = None if config.connections_max_idle_ms < 0 else config.connections_max_idle_ms / 1000
         self._refresh_future: Future | None = None
         self._refresh_topics: frozenset[str] = frozenset()  # what that refresh asked for
         self.closed = False
@@ -127,7 +136,7 @@ class Cluster(ClusterView):
         """The ready connection for ``key``, connecting and waiting for it (up to
         ``deadline``, and socket_connection_setup_timeout_ms) if needed."""
         conn = self._conns.get(key)
-        if conn is not None and conn.ready:
+        if conn is not None and conn.ready and not conn.close_if_idle(self._max_idle):
             return conn
         now = time.monotonic()
         if conn is not None and conn.connecting:
@@ -171,7 +180,7 @@ class Cluster(ClusterView):
         later polls; callers keep their requests queued until then.  A broker in
         backoff, or not in the metadata, also requests a metadata refresh."""
         conn = self._conns.get(node_id)
-        if conn is not None and conn.ready:
+        if conn is not None and conn.ready and not conn.close_if_idle(self._max_idle):
             return conn
         addr = self.brokers.get(node_id)
         if addr is None:
@@ -212,7 +221,7 @@ class Cluster(ClusterView):
         backoff), which finishes inside later polls."""
         self._recover()
         for conn in self._conns.values():
-            if conn.ready:
+            if conn.ready and not conn.close_if_idle(self._max_idle):
                 return conn
         busy = {(c.host, c.port) for c in self._conns.values() if c.connecting}
         for key, host, port, node_id in self._candidates():
@@ -228,7 +237,7 @@ class Cluster(ClusterView):
         for a reason waiting does not fix (a TLS certificate, a protocol mismatch)."""
         self._recover()
         for conn in self._conns.values():
-            if conn.ready:
+            if conn.ready and not conn.close_if_idle(self._max_idle):
                 return conn
         attempts = BrokerAttempts()
         for key, host, port, node_id in self._candidates():

@@ -158,6 +158,9 @@ class Poller:
             events = self.selector.select(max(0.0, timeout))
         except (OSError, ValueError):  # a socket closed under us by another path
             events = []
+        # A socket's event means bytes move on it (its write interest is set only while
+        # bytes wait to go): one clock reading stamps them all (close_if_idle).
+        now = time.monotonic() if events else now
         for key, mask in events:
             conn = key.data
             if conn is None:
@@ -173,6 +176,7 @@ class Poller:
                 # again, and every poll would run to its timeout.)
                 self._wake_pending = False
                 continue
+            conn.last_io = now
             conn._on_event(mask)
         now = time.monotonic()
         for conn in list(self.connections):
@@ -279,6 +283,9 @@ class BrokerConnection:
         self.setups = 0
         #: KIP-368 re-authentications that succeeded on this connection (all its setups).
         self.reauthentications = 0
+        #: time.monotonic() when bytes last moved either way (or the setup began): set
+        #: by the Poller for each socket event, and by a write that awaits no answer.
+        self.last_io = 0.0
 
     def __repr__(self) -> str:
         return f"<BrokerConnection {self.host}:{self.port} node={self.node_id} {self.state}>"
@@ -305,6 +312,26 @@ class BrokerConnection:
     def can_send(self) -> bool:
         return self.state == READY and self._reauth is None and len(self._futures) < self.max_in_flight
 
+    def close_if_idle(self, max_idle: float | None) -> bool:
+        """Close this ready connection if nothing is in flight, held or unsent and no
+        byte has moved either way for more than ``max_idle`` seconds
+        (connections_max_idle_ms; None: never), and say whether it did.
+
+        A broker closes a connection idle past its own connections.max.idle.ms without
+        a word; the client only learns it when a request written there meets the closed
+        socket.  Closed here first (the default is below the broker's), the caller's
+        next use connects again instead."""
+        if (max_idle is None or self.state != READY or self._futures or self._held or self._out
+                or self._login is not None):
+            return False
+        idle = time.monotonic() - self.last_io
+        if idle <= max_idle:
+            return False
+        self.close(ConnectionClosedError(
+            f"{self.name}: closed by the client after {idle:.1f}s without traffic "
+            f"(connections_max_idle_ms={max_idle * 1000:g})", host=self.host, port=self.port))
+        return True
+
     # -- connecting -------------------------------------------------------------------
 
     @property
@@ -326,8 +353,8 @@ class BrokerConnection:
             assert self.setup is not None
             return self.setup
         self.setup = Future(self.poller.poll)
-        self._setup_deadline = time.monotonic() + timeout
-        self._setup_started = time.monotonic()
+        self._setup_started = self.last_io = time.monotonic()
+        self._setup_deadline = self._setup_started + timeout
         self.last_error = None
         self.state = CONNECTING
         # getaddrinfo blocks; for the numeric addresses and /etc/hosts names brokers
@@ -680,6 +707,8 @@ class BrokerConnection:
             self._deadlines.append(due)
         self._write(chunks)
         if not expects_response:
+            # No answer will stamp it (an acks=0 producer's connection is busy, not idle).
+            self.last_io = due[0] - due[1]
             if self.state == READY:
                 fut.set_result(None)
             else:

@@ -400,7 +400,7 @@ _DESCRIPTIONS = {
     "metadata_max_age_ms": "Cluster metadata is refreshed at least this often, even without errors.",
     "metadata_recovery_strategy": "What the client does when every broker its metadata names is gone (KIP-1102): \"rebootstrap\" forgets them and asks bootstrap_servers again, after metadata_recovery_rebootstrap_trigger_ms or at once when a broker answers REBOOTSTRAP_REQUIRED; \"none\" keeps trying the known brokers only.",
     "metadata_recovery_rebootstrap_trigger_ms": "How long every broker of the metadata may stay unreachable before the client goes back to bootstrap_servers (with metadata_recovery_strategy=\"rebootstrap\").",
-    "connections_max_idle_ms": "Accepted for the Java name's sake; kafkawire does not close idle connections yet.",
+    "connections_max_idle_ms": "A connection with nothing in flight and no bytes sent or received for longer than this is closed when a call next picks it, and a new one is opened in its place; keep it below the brokers' connections.max.idle.ms (600000 by default), since a broker closes idle connections without notice and a request sent on one would fail. -1: never.",
     "max_in_flight_requests_per_connection": "Requests sent to one broker before waiting for answers; at most 5 with idempotence.",
     "security_protocol": "PLAINTEXT, SSL (TLS), SASL_PLAINTEXT or SASL_SSL (SASL inside TLS).",
     "ssl_context": "A ready ssl.SSLContext; when given, the other ssl_* options are not used.",
