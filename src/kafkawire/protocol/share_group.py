@@ -592,6 +592,15 @@ class ShareGroupMember:
                 continue
             if s is not None and s.epoch > INITIAL_SESSION_EPOCH:
                 acks, commits = self._commit_acks(node, meta)
+                held = [tp for tp in self._acks if self._node_of(tp, meta) == node]
+                fetched = set(by_node.get(node, ()))
+                if any(tp not in fetched for tp in held):
+                    # A ShareFetch naming a partition acquires records there as well: the
+                    # releases for one moved away would take them again (a delivery count
+                    # spent on each round until the limit archives them), so they go in a
+                    # ShareAcknowledge, which acquires nothing.
+                    for tp in held:
+                        acks.setdefault(tp, {}).update(self._acks.pop(tp))
                 if acks:
                     out.append(self._ack_request(node, s, acks, s.epoch, commits, meta))
                     continue
