@@ -15,7 +15,8 @@ the loop counts the differences by kind and lists them at the end (exit status 1
 Exception classes are compared exactly: where a host lets struct.error, AssertionError,
 a compression library's own exception ... out for damaged data, the drop-in raises the
 same (it hands data kafkawire's decoder refuses to the host's own classes,
-kafkawire.compat._pristine).  Differences kept on purpose, not counted (each one line why):
+kafkawire.compat._pristine).  Differences kept on purpose, not counted (each one line why,
+each pinned for both hosts in tests/compat/test_kept_differences.py but the last two):
 
 * the drop-in raises the host's corrupt-record error where the host would inflate a
   payload past 64 MiB (codec.DEFAULT_MAX_DECOMPRESSED_SIZE; "max_decompressed_size" in
