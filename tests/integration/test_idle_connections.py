@@ -24,7 +24,7 @@ import pytest
 from topics import create_topic
 
 from kafkawire import Admin, Consumer, Producer
-from kafkawire.aio import AsyncAdmin
+from kafkawire.aio import AsyncAdmin, AsyncProducer
 from kafkawire.errors import ConnectionClosedError
 from kafkawire.protocol import apis
 from kafkawire.testing import KafkaCluster
@@ -200,3 +200,28 @@ def test_aio_without_the_client_limit_meets_the_closed_connection(kafka: KafkaCl
     assert topic in result
     assert [type(conn.last_error) for conn in old] == [ConnectionClosedError] * len(old)
     assert all("closed the connection with 1 request(s) in flight" in str(conn.last_error) for conn in old)
+
+
+async def _aio_produce_after_idle(boot: str, topic: str, max_idle_ms: int) -> tuple[list[Any], Any, Any]:
+    """send, idle (the loop blocked) until the broker has closed the connection, send
+    again: (the connections ready before, the second record's metadata, the cluster)."""
+    producer = AsyncProducer(bootstrap_servers=boot, connections_max_idle_ms=max_idle_ms, linger_ms=0)
+    await producer.start()
+    try:
+        first = await asyncio.wait_for(await producer.send(topic, b"first", partition=0), 15)
+        old = _ready(producer.cluster)
+        _idle_until_broker_closed(old, time.monotonic())  # blocks the loop: nothing reads
+        second = await asyncio.wait_for(await producer.send(topic, b"second", partition=0), 15)
+        assert second.offset == first.offset + 1
+        assert all(conn not in _ready(producer.cluster) for conn in old)
+        return old, second, producer.cluster
+    finally:
+        await producer.close()
+
+
+def test_aio_produce_after_idle_goes_out_on_a_new_connection(kafka: KafkaCluster):
+    """The producer takes the leader's connection with ready_connection (and connects
+    with connection() when it is not ready)."""
+    topic = create_topic(kafka.bootstrap, "idle-aio-produce")
+    old, _second, _cluster = asyncio.run(_aio_produce_after_idle(kafka.bootstrap, topic, CLIENT_IDLE_MS))
+    assert all(_closed_by_client(conn) for conn in old)
