@@ -523,13 +523,14 @@ def _struct(d: Any, typ: Any, msgs: list, mask: Any) -> Any:
     import pyarrow.compute as pc
 
     children = []
+    whiches: dict[str, Any] = {}
     for f, field in zip(d.fields, typ):
         get = attrgetter(f.name)
         ft = field.type
         if f.is_repeated:
             conts = list(map(get, msgs))
-            offsets = pa.array([0, *accumulate(map(len, conts))], pa.int32())
             if _is_map(f):
+                offsets = pa.array([0, *accumulate(map(len, conts))], pa.int32())
                 entry = f.message_type
                 keys: list = []
                 items: list = []
@@ -543,12 +544,23 @@ def _struct(d: Any, typ: Any, msgs: list, mask: Any) -> Any:
                     _values(entry.fields_by_name["value"], ft.item_type, items), type=ft))
             else:
                 # a slice of a repeated field is one call per row, where iterating it is
-                # one per element
-                flat = list(chain.from_iterable(map(_ALL, conts)))
+                # one per element; a list's length costs next to nothing
+                lists = list(map(_ALL, conts))
+                offsets = pa.array([0, *accumulate(map(len, lists))], pa.int32())
+                flat = list(chain.from_iterable(lists))
                 children.append(pa.ListArray.from_arrays(offsets, _values(f, ft.value_type, flat), type=ft))
         elif f.has_presence:
-            # every row's value (a default where unset), then the unset ones made null
-            has = pa.array(list(map(methodcaller("HasField", f.name), msgs)), pa.bool_())
+            # every row's value (a default where unset), then the unset ones made null; a
+            # oneof's members are told apart by one WhichOneof a row for all of them
+            oneof = f.containing_oneof
+            if oneof is not None and len(oneof.fields) > 1:
+                which = whiches.get(oneof.name)
+                if which is None:
+                    which = whiches[oneof.name] = pa.array(
+                        list(map(methodcaller("WhichOneof", oneof.name), msgs)), pa.string())
+                has = pc.fill_null(pc.equal(which, f.name), False)
+            else:
+                has = pa.array(list(map(methodcaller("HasField", f.name), msgs)), pa.bool_())
             if f.type == T_MESSAGE and f.message_type.full_name != TIMESTAMP:
                 children.append(_struct(f.message_type, ft, list(map(get, msgs)), pc.invert(has)))
             else:
@@ -641,6 +653,13 @@ class ProtobufColumnDecoder:
         return _Bad(f"the Protobuf runtime refuses it: {refused}")
 
     def _run(self, payloads: Any) -> tuple[Any, dict, dict]:
+        bad: dict[int, str] = {}
+        ids: dict[int, int | None] = {}  # of the bad rows
+        return self._rows(payloads.to_pylist(), bad, ids), bad, ids
+
+    def _rows(self, rows: list, bad: dict[int, str], ids: dict[int, int | None]) -> Any:
+        """The struct array of ``rows`` (payloads), noting the bad ones in ``bad`` and
+        ``ids``."""
         import pyarrow as pa
 
         parse = self.cls.FromString
@@ -648,9 +667,6 @@ class ProtobufColumnDecoder:
         empty = self.cls()
         msgs: list = []
         missing: list[bool] = []
-        bad: dict[int, str] = {}
-        ids: dict[int, int | None] = {}  # of the bad rows
-        rows = payloads.to_pylist()
         for row, data in enumerate(rows):
             if data is None:
                 msgs.append(empty)
@@ -673,23 +689,23 @@ class ProtobufColumnDecoder:
             msgs.append(empty)
             missing.append(True)
         try:
-            return _struct(self.message, self.arrow_type, msgs, pa.array(missing, pa.bool_())), bad, ids
+            return _struct(self.message, self.arrow_type, msgs, pa.array(missing, pa.bool_()))
         except (UnicodeDecodeError, OverflowError, pa.ArrowInvalid) as exc:
             first = exc
         # A message the runtime parsed but whose values do not fit their column (a
         # timestamp past the 64-bit microsecond range, a string that is not UTF-8 where the
         # runtime does not check): find which, as the pure-Python reader explains them.
-        for row, data in enumerate(rows):
-            if missing[row]:
+        for i, data in enumerate(rows):
+            if missing[i]:
                 continue
             try:
-                _struct(self.message, self.arrow_type, [msgs[row]], None)
+                _struct(self.message, self.arrow_type, [msgs[i]], None)
             except (UnicodeDecodeError, OverflowError, pa.ArrowInvalid) as exc:
                 schema_id, start, _ok = self._header(data)
-                ids[row], bad[row] = schema_id, str(self._explain(data, start, exc))
-                msgs[row], missing[row] = empty, True
+                ids[i], bad[i] = schema_id, str(self._explain(data, start, exc))
+                msgs[i], missing[i] = empty, True
         try:
-            return _struct(self.message, self.arrow_type, msgs, pa.array(missing, pa.bool_())), bad, ids
+            return _struct(self.message, self.arrow_type, msgs, pa.array(missing, pa.bool_()))
         except (UnicodeDecodeError, OverflowError, pa.ArrowInvalid):
             raise ProtobufSchemaError(f"decoded values do not fit {self.arrow_type}: {first}") from None
 
