@@ -461,11 +461,12 @@ def _message(plan: _Plan, buf: bytes, pos: int, end: int, depth: int, out: dict 
 
 
 class _Names(dict):
-    """Enum numbers to names; a number the schema does not know reads as its decimal text
-    (an open enum keeps it), a missing value (None) stays None."""
+    """Enum numbers to names (the first name of an aliased number, as the runtime's
+    ``values_by_number``); a number the schema does not know reads as its decimal text (an
+    open enum keeps it)."""
 
-    def __missing__(self, number: Any) -> Any:
-        return None if number is None else str(number)
+    def __missing__(self, number: int) -> str:
+        return str(number)
 
 
 _SECONDS, _NANOS = attrgetter("seconds"), attrgetter("nanos")
