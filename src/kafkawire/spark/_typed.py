@@ -7,8 +7,8 @@ Registry), so every task decodes into the same Spark type.  Executors decode eac
 batch's column with :class:`kafkawire._avro_columns.AvroColumnDecoder` (one compiled pass,
 no Python object per record), :class:`kafkawire._json_columns.JsonColumnDecoder` (pyarrow's
 compiled JSON reader, one call per batch) or
-:class:`kafkawire._protobuf_columns.ProtobufColumnDecoder` (pure Python, a Python value per
-field); the writer schemas are fetched lazily, once per schema id per worker process, when
+:class:`kafkawire._protobuf_columns.ProtobufColumnDecoder` (each payload parsed by the
+Protobuf runtime's compiled parser, its fields read across the batch); the writer schemas are fetched lazily, once per schema id per worker process, when
 a batch names an id the worker has not met yet.
 """
 
