@@ -163,22 +163,6 @@ def _k_error(exc: Exception) -> Exception:
     return _CORRUPT(str(exc))
 
 
-def _plain_lengths(message, magic) -> bool:
-    """Whether a magic 0/1 message's key and value lengths are each -1 (null) or at least
-    0 and inside it: kafka-python walks a length below -1 backwards, kafkawire reads it
-    as null."""
-    pos = 18 if magic == 0 else 26
-    try:
-        (key_len,) = _INT32.unpack_from(message, pos)
-        if key_len < -1:
-            return False
-        pos += 4 + max(key_len, 0)
-        (value_len,) = _INT32.unpack_from(message, pos)
-    except struct.error:
-        return False
-    return value_len >= -1 and pos + 4 + max(value_len, 0) <= len(message)
-
-
 class _ReadByHost(Exception):
     """Data kafka-python reads otherwise than kafkawire: its own class reads it."""
 
@@ -584,7 +568,7 @@ class LegacyRecordBatch(ABCRecordBatch, _k_legacy.LegacyRecordBase):
             # kafka-python reads every inner message with its wrapper's magic, and
             # refuses one compressed itself
             if inner[start + 16] != self._magic or inner[start + 17] & 0x07 or not (
-                    _plain_lengths(inner[start:stop], self._magic)):
+                    _hostbytes.plain_lengths(inner[start:stop], self._magic)):
                 return None
             (crc,) = _UINT32.unpack_from(inner, start + 12)
             out.append((crc, codec.crc32(inner[start + 16 : stop]) == crc))
@@ -599,7 +583,7 @@ class LegacyRecordBatch(ABCRecordBatch, _k_legacy.LegacyRecordBase):
             magic = self._magic
             ttype = self.timestamp_type
             overhead = self.LOG_OVERHEAD + self.record_overhead(magic)
-            if not (_plain_lengths(self._buffer, magic)
+            if not (_hostbytes.plain_lengths(self._buffer, magic)
                     and _hostbytes.legacy_reads_alike(self._buffer, magic)):
                 raise _ReadByHost
             if self._attributes & self.CODEC_MASK:
