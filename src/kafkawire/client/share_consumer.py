@@ -175,7 +175,9 @@ class ShareConsumer(ShareConsumerBase):
             now = time.monotonic()
             if give_up is None:
                 give_up = now + self.config.request_timeout_ms / 1000.0
-            refused = send.node is not None and not cluster.connecting(send.node)
+            # A node the metadata does not list yet (a coordinator named by FindCoordinator
+            # before the Metadata answer) is waited for as one connecting is.
+            refused = send.node is not None and send.node in cluster.brokers and not cluster.connecting(send.node)
             if not refused and now < give_up:
                 # Being set up (inside the cluster's polls): sent once ready, as the
                 # asyncio shell's request awaits its connection; not a failure.
