@@ -22,6 +22,7 @@ from kafkawire.core.fork import ForkedClientError
 from kafkawire.core.config import Config
 from kafkawire.errors import KafkaConnectionError, KafkaTimeoutError
 from kafkawire.protocol import apis
+from kafkawire.protocol.connection import max_idle
 from kafkawire.protocol.metadata import (
     Backoff,
     Backoffs,
@@ -51,7 +52,7 @@ class AsyncCluster(ClusterView):
         self.backoffs = Backoffs(config.reconnect_backoff_ms, config.reconnect_backoff_max_ms)
         # connections_max_idle_ms in seconds, None for -1: as the sync Cluster's, a
         # connection idle longer is closed when next picked and a new one made.
-        self._max_idle = None if config.connections_max_idle_ms < 0 else config.connections_max_idle_ms / 1000
+        self._max_idle = max_idle(config.connections_max_idle_ms)
         self._refresh: asyncio.Task | None = None
         self.closed = False
         self.forked = False  # this is a forked child's copy: see the module docstring

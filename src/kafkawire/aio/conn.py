@@ -47,7 +47,7 @@ from kafkawire.errors import (
     KafkaTimeoutError,
 )
 from kafkawire.protocol import apis
-from kafkawire.protocol.connection import Connection, ProtocolError, first_due, late_answer_error
+from kafkawire.protocol.connection import Connection, ProtocolError, first_due, idle_error, late_answer_error
 from kafkawire.protocol.sasl import SaslMechanism, SaslResult
 from kafkawire.protocol.setup import ConnectionSetup, broker_name, closed_in_flight_error, relogin_holds
 
@@ -526,24 +526,18 @@ class AsyncBrokerConnection:
 
     def close_if_idle(self, max_idle: float | None) -> bool:
         """Close this ready connection if nothing is in flight or unsent, no login is
-        under way and no byte has moved either way for more than ``max_idle`` seconds
-        (connections_max_idle_ms; None: never), and say whether it did.
-
-        A broker closes a connection idle past its own connections.max.idle.ms without
-        a word, and a request may be written before the loop has read that end.  Closed
-        here first (the default is below the broker's), the caller connects again."""
+        under way and it has been idle past ``max_idle`` (protocol.connection.idle_error;
+        a request may be written before the loop has read the broker's close), and say
+        whether it did."""
         loop, transport = self._loop, self._transport
         if (max_idle is None or not self.ready or self._answers or self._reauth is not None
                 or self._inbox is not None or loop is None or transport is None
                 or transport.get_write_buffer_size()):
             return False
-        idle = loop.time() - self.last_io
-        if idle <= max_idle:
-            return False
-        self.close(ConnectionClosedError(
-            f"{self.name}: closed by the client after {idle:.1f}s without traffic "
-            f"(connections_max_idle_ms={max_idle * 1000:g})", host=self.host, port=self.port))
-        return True
+        err = idle_error(self.name, self.host, self.port, loop.time() - self.last_io, max_idle)
+        if err is not None:
+            self.close(err)
+        return err is not None
 
     async def _exchange(self, frame: tuple[int, list[Any]], timeout: float) -> Any:
         # The answer is awaited directly: the framing fills the future (the connection's

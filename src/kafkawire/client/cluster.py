@@ -41,6 +41,7 @@ from kafkawire.errors import BrokerResolutionError, KafkaConnectionError, KafkaT
 from kafkawire.core.future import Future
 from kafkawire.client.steps import run_blocking
 from kafkawire.protocol import apis
+from kafkawire.protocol.connection import max_idle
 from kafkawire.protocol.metadata import (
     Backoff,
     Backoffs,
@@ -77,7 +78,7 @@ class Cluster(ClusterView):
         self.backoffs = Backoffs(config.reconnect_backoff_ms, config.reconnect_backoff_max_ms)
         # connections_max_idle_ms in seconds, None for -1: a connection idle longer is
         # closed when next picked (BrokerConnection.close_if_idle) and connected again.
-        self._max_idle = None if config.connections_max_idle_ms < 0 else config.connections_max_idle_ms / 1000
+        self._max_idle = max_idle(config.connections_max_idle_ms)
         self._refresh_future: Future | None = None
         self._refresh_topics: frozenset[str] = frozenset()  # what that refresh asked for
         self.closed = False

@@ -46,7 +46,7 @@ from kafkawire.errors import (
 from kafkawire.core.future import Future
 from kafkawire.protocol import apis
 from kafkawire.protocol.api import Api
-from kafkawire.protocol.connection import Connection, ProtocolError, first_due, late_answer_error
+from kafkawire.protocol.connection import Connection, ProtocolError, first_due, idle_error, late_answer_error
 from kafkawire.protocol.sasl import SaslMechanism, SaslResult
 from kafkawire.protocol.setup import ConnectionSetup, broker_name, closed_in_flight_error, relogin_holds
 
@@ -313,24 +313,15 @@ class BrokerConnection:
         return self.state == READY and self._reauth is None and len(self._futures) < self.max_in_flight
 
     def close_if_idle(self, max_idle: float | None) -> bool:
-        """Close this ready connection if nothing is in flight, held or unsent and no
-        byte has moved either way for more than ``max_idle`` seconds
-        (connections_max_idle_ms; None: never), and say whether it did.
-
-        A broker closes a connection idle past its own connections.max.idle.ms without
-        a word; the client only learns it when a request written there meets the closed
-        socket.  Closed here first (the default is below the broker's), the caller's
-        next use connects again instead."""
+        """Close this ready connection if nothing is in flight, held or unsent and it has
+        been idle past ``max_idle`` (protocol.connection.idle_error), and say whether it did."""
         if (max_idle is None or self.state != READY or self._futures or self._held or self._out
                 or self._login is not None):
             return False
-        idle = time.monotonic() - self.last_io
-        if idle <= max_idle:
-            return False
-        self.close(ConnectionClosedError(
-            f"{self.name}: closed by the client after {idle:.1f}s without traffic "
-            f"(connections_max_idle_ms={max_idle * 1000:g})", host=self.host, port=self.port))
-        return True
+        err = idle_error(self.name, self.host, self.port, time.monotonic() - self.last_io, max_idle)
+        if err is not None:
+            self.close(err)
+        return err is not None
 
     # -- connecting -------------------------------------------------------------------
 

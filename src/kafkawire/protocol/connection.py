@@ -646,6 +646,25 @@ def late_answer_error(name: str, host: str, port: int, timeout: float) -> errors
         f"(request_timeout_ms, or the request's own longer timeout)", host=host, port=port)
 
 
+def max_idle(connections_max_idle_ms: int) -> float | None:
+    """connections_max_idle_ms in seconds, None for -1 (never close an idle connection)."""
+    return None if connections_max_idle_ms < 0 else connections_max_idle_ms / 1000
+
+
+def idle_error(name: str, host: str, port: int, idle: float, limit: float | None) -> errors.ConnectionClosedError | None:
+    """For a ready connection with nothing in flight that has moved no byte for ``idle``
+    seconds: the error to close it with when that is past ``limit`` (:func:`max_idle`),
+    else None.  A broker closes a connection idle past its own connections.max.idle.ms
+    without a word, and the client learns it only when a request written there meets the
+    closed socket; closed first (the default is below the broker's), the shell's next
+    use connects again instead."""
+    if limit is None or idle <= limit:
+        return None
+    return errors.ConnectionClosedError(
+        f"{name}: closed by the client after {idle:.1f}s without traffic "
+        f"(connections_max_idle_ms={limit * 1000:g})", host=host, port=port)
+
+
 def _offered(ranges: dict[int, tuple[int, int]], key: int) -> tuple[int, int] | None:
     """The versions of API ``key`` the broker really serves: its ApiVersions range, except
     that Kafka 4 lists Produce v0-v2 there for librdkafka's sake while it closes the
