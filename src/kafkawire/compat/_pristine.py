@@ -33,7 +33,7 @@ from kafkawire import codec as _codec
 from kafkawire import compression as _compression
 from kafkawire import errors as _errors
 
-__all__ = ["bounded", "frozen", "walk_once"]
+__all__ = ["bounded", "bounded_decoders", "frozen", "walk_once"]
 
 _LIMIT = _codec.DEFAULT_MAX_DECOMPRESSED_SIZE
 
@@ -96,6 +96,18 @@ def bounded(decode, codec_id: int, corrupt, legacy_lz4: bool = False):
 
     call.__name__ = getattr(decode, "__name__", "decode")
     return call
+
+
+# The hosts' decompress functions by the names their record modules use, and each one's
+# codec id (the attributes' low bits).
+_DECODERS = (("gzip_decode", 1), ("snappy_decode", 2), ("lz4_decode", 3), ("zstd_decode", 4))
+
+
+def bounded_decoders(module, corrupt) -> dict:
+    """Each decompress function ``module`` (a host's record module) uses, :func:`bounded`,
+    by name: the ``globals_`` for :func:`frozen`."""
+    return {name: bounded(getattr(module, name), codec_id, corrupt)
+            for name, codec_id in _DECODERS if hasattr(module, name)}
 
 
 def walk_once(corrupt):

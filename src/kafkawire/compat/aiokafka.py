@@ -166,19 +166,13 @@ def _host_readers():
     kafkawire's decoder refuses is read by them, so damaged data gives aiokafka's records
     and exception classes."""
     corrupt = _aioerrors.CorruptRecordException
-    bounded = _pristine.bounded
     legacy = _pristine.frozen(
         _legacy, ["_LegacyRecordPy", "_LegacyRecordBatchPy"],
-        globals_={"gzip_decode": bounded(_legacy.gzip_decode, 1, corrupt),
-                  "snappy_decode": bounded(_legacy.snappy_decode, 2, corrupt),
-                  "lz4_decode": bounded(_legacy.lz4_decode, 3, corrupt)},
+        globals_=_pristine.bounded_decoders(_legacy, corrupt),
         methods={"_LegacyRecordBatchPy": {"_read_all_headers": _pristine.walk_once(corrupt)}})
     default = _pristine.frozen(
         _default, ["_DefaultRecordPy", "_DefaultRecordBatchPy"],
-        globals_={"gzip_decode": bounded(_default.gzip_decode, 1, corrupt),
-                  "snappy_decode": bounded(_default.snappy_decode, 2, corrupt),
-                  "lz4_decode": bounded(_default.lz4_decode, 3, corrupt),
-                  "zstd_decode": bounded(_default.zstd_decode, 4, corrupt)})
+        globals_=_pristine.bounded_decoders(_default, corrupt))
     memory = _pristine.frozen(
         _memory, ["_MemoryRecordsPy"],
         globals_={"LegacyRecordBatch": legacy["_LegacyRecordBatchPy"],

@@ -106,21 +106,15 @@ def _host_readers():
     MemoryRecords hands data kafkawire's decoder refuses to them, so damaged data reads as
     kafka-python reads it."""
     corrupt = _k_errors.CorruptRecordError
-    bounded = _pristine.bounded
     legacy = _pristine.frozen(
         _k_legacy, ["LegacyRecord", "LegacyRecordBatch"],
-        globals_={"gzip_decode": bounded(_k_legacy.gzip_decode, 1, corrupt),
-                  "snappy_decode": bounded(_k_legacy.snappy_decode, 2, corrupt),
-                  "lz4_decode": bounded(_k_legacy.lz4_decode, 3, corrupt),
-                  "lz4_decode_old_kafka": bounded(_k_legacy.lz4_decode_old_kafka, 3, corrupt,
-                                                  legacy_lz4=True)},
+        globals_={**_pristine.bounded_decoders(_k_legacy, corrupt),
+                  "lz4_decode_old_kafka": _pristine.bounded(_k_legacy.lz4_decode_old_kafka, 3, corrupt,
+                                                            legacy_lz4=True)},
         methods={"LegacyRecordBatch": {"_read_all_headers": _pristine.walk_once(corrupt)}})
     default = _pristine.frozen(
         _k_default, ["DefaultRecord", "ControlRecord", "DefaultRecordBatch"],
-        globals_={"gzip_decode": bounded(_k_default.gzip_decode, 1, corrupt),
-                  "snappy_decode": bounded(_k_default.snappy_decode, 2, corrupt),
-                  "lz4_decode": bounded(_k_default.lz4_decode, 3, corrupt),
-                  "zstd_decode": bounded(_k_default.zstd_decode, 4, corrupt)})
+        globals_=_pristine.bounded_decoders(_k_default, corrupt))
     memory = _pristine.frozen(
         _k_memory, ["MemoryRecords"],
         globals_={"LegacyRecordBatch": legacy["LegacyRecordBatch"],
