@@ -7,7 +7,7 @@ from __future__ import annotations
 from kafkawire.protocol import apis
 from kafkawire.protocol.connection import Connection
 from kafkawire.protocol.sasl import PlainMechanism
-from kafkawire.protocol.setup import closed_in_flight_error
+from kafkawire.protocol.setup import closed_in_flight_error, dropped_without_login
 from test_connection import api_versions_response, frame, metadata_response
 from test_setup import KAFKA_LIKE, Broker, setup_for
 
@@ -59,3 +59,18 @@ def test_no_hint_for_a_client_that_logs_in_or_has_nothing_in_flight():
     # A connection whose setup never finished is the setup's to read, not this one's.
     assert HINT not in _closed(Connection("t"), 1)
     assert _closed(None, 1) == "broker h:9 closed the connection with 1 request(s) in flight"
+
+
+def test_a_write_into_the_dropped_connection_gets_the_hint_too():
+    # The broker's close can reach a request being written as a broken pipe (or a reset)
+    # instead of the end of the stream: the same drop, the same hint.
+    facts = dict(name="broker h:9", host="h", port=9, sasl=None, tls=False)
+    proto = _set_up()
+    proto.send(METADATA, METADATA.Request(topics=[]), 12)
+    for exc in (BrokenPipeError(32, "Broken pipe"), ConnectionResetError(104, "reset")):
+        err = dropped_without_login(exc, proto, 1, **facts)
+        assert err is not None and not err.retriable and HINT in str(err)
+    # Anything else, or a connection the hint does not fit, is left to the shell's own error.
+    assert dropped_without_login(TimeoutError(), proto, 1, **facts) is None
+    assert dropped_without_login(None, proto, 1, **facts) is None
+    assert dropped_without_login(BrokenPipeError(), proto, 1, **dict(facts, sasl=PlainMechanism("u", "p"))) is None

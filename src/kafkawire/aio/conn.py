@@ -49,7 +49,8 @@ from kafkawire.errors import (
 from kafkawire.protocol import apis
 from kafkawire.protocol.connection import Connection, ProtocolError, first_due, idle_error, late_answer_error
 from kafkawire.protocol.sasl import SaslMechanism, SaslResult
-from kafkawire.protocol.setup import ConnectionSetup, broker_name, closed_in_flight_error, relogin_holds
+from kafkawire.protocol.setup import (ConnectionSetup, broker_name, closed_in_flight_error, dropped_without_login,
+                                      relogin_holds)
 
 _PRODUCE = apis.get("Produce")
 # What one read takes at most into a connection's scratch buffer; the rest of a frame at
@@ -364,10 +365,12 @@ class AsyncBrokerConnection:
                 waiter.set_result(None)
             return
         if self.ready:
-            self.close(closed_in_flight_error(
-                self.protocol, len(self._answers), name=self.name, host=self.host, port=self.port,
-                sasl=self.sasl, tls=self.ssl_context is not None) if exc is None else ConnectionClosedError(
-                f"connection to {self.name} failed: {exc}", host=self.host, port=self.port))
+            facts = dict(name=self.name, host=self.host, port=self.port, sasl=self.sasl,
+                         tls=self.ssl_context is not None)
+            self.close(closed_in_flight_error(self.protocol, len(self._answers), **facts) if exc is None
+                       else dropped_without_login(exc, self.protocol, len(self._answers), **facts)
+                       or ConnectionClosedError(f"connection to {self.name} failed: {exc}",
+                                                host=self.host, port=self.port))
 
     def version_for(self, api: Any) -> int:
         """The version to use for ``api`` on this connection (Connection.version_for, which

@@ -48,7 +48,8 @@ from kafkawire.protocol import apis
 from kafkawire.protocol.api import Api
 from kafkawire.protocol.connection import Connection, ProtocolError, first_due, idle_error, late_answer_error
 from kafkawire.protocol.sasl import SaslMechanism, SaslResult
-from kafkawire.protocol.setup import ConnectionSetup, broker_name, closed_in_flight_error, relogin_holds
+from kafkawire.protocol.setup import (ConnectionSetup, broker_name, closed_in_flight_error, dropped_without_login,
+                                      relogin_holds)
 
 _PRODUCE = apis.get("Produce")
 
@@ -735,7 +736,7 @@ class BrokerConnection:
         except (BlockingIOError, ssl.SSLWantWriteError, ssl.SSLWantReadError):
             pass
         except OSError as exc:
-            self.close(self._setup_closed_error(exc) or ConnectionClosedError(
+            self.close(self._setup_closed_error(exc) or self._dropped(exc) or ConnectionClosedError(
                 f"writing to {self.name} failed: {exc}", host=self.host, port=self.port
             ))
             return
@@ -799,7 +800,7 @@ class BrokerConnection:
         except (BlockingIOError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
             return
         except OSError as exc:  # e.g. reset by a broker refusing the login
-            self.close(self._setup_closed_error(exc) or ConnectionClosedError(
+            self.close(self._setup_closed_error(exc) or self._dropped(exc) or ConnectionClosedError(
                 f"reading from {self.name} failed: {exc}", host=self.host, port=self.port
             ))
 
@@ -808,6 +809,10 @@ class BrokerConnection:
         self.close(self._setup_closed_error(None) or closed_in_flight_error(
             self.protocol, len(self._futures), name=self.name, host=self.host, port=self.port,
             sasl=self.sasl, tls=self.ssl_context is not None))
+
+    def _dropped(self, exc: BaseException) -> KafkaConnectionError | None:
+        return dropped_without_login(exc, self.protocol, len(self._futures), name=self.name, host=self.host,
+                                     port=self.port, sasl=self.sasl, tls=self.ssl_context is not None)
 
     def _setup_closed_error(self, exc: BaseException | None) -> KafkaConnectionError | None:
         """The error for a connection that broke after connecting (or the TLS handshake)

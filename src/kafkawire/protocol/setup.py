@@ -127,6 +127,18 @@ def closed_in_flight_error(protocol: Connection | None, in_flight: int, *, name:
     return ConnectionClosedError(text, host=host, port=port)
 
 
+def dropped_without_login(exc: BaseException | None, protocol: Connection | None, in_flight: int, *, name: str,
+                          host: str, port: int, sasl: SaslMechanism | None, tls: bool) -> ConnectionClosedError | None:
+    """:func:`closed_in_flight_error`'s SASL-listener error for a connection that broke
+    (``exc``: reset, or a write into the closed socket) rather than closed in order, when
+    it applies, else None: a request written while the broker's close is on its way meets
+    a broken pipe instead of the end of the stream, and it is the same drop."""
+    if not isinstance(exc, (BrokenPipeError, ConnectionResetError)):
+        return None
+    err = closed_in_flight_error(protocol, in_flight, name=name, host=host, port=port, sasl=sasl, tls=tls)
+    return None if err.retriable else err
+
+
 def relogin_holds(running: Any, due_at: float | None, now: float) -> bool:
     """Whether a request must wait for a KIP-368 re-login before it is written: one is
     ``running``, or one is due (``due_at`` on the shell's clock) by ``now``.  Both shells
